@@ -1752,9 +1752,12 @@ def import_relay(model, args, inputs):
 
 
 def _integer_build(mod, params, feed: dict, requantize: str):
-    """FakeQuantizationToInteger, then ``relay.build`` with ``requantize`` as the
-    requantization's compute dtype; a ``GraphModule`` with the inputs set, run once."""
-    mod = relay.transform.FakeQuantizationToInteger()(relay.transform.InferType()(mod))
+    """FakeQuantizationToInteger in QAT mode (``use_qat=True``: a head that nothing quantizes
+    after, a global pool and the dense reading it, becomes integer too where exact), then
+    ``relay.build`` with ``requantize`` as the requantization's compute dtype; a
+    ``GraphModule`` with the inputs set, run once."""
+    mod = relay.transform.FakeQuantizationToInteger(use_qat=True)(
+        relay.transform.InferType()(mod))
     with relay.qnn.op.requantize_config(compute_dtype=requantize), \
             tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm", params=params)
@@ -1976,9 +1979,10 @@ def main() -> int:
                     "volume, SuperGlue with log-Sinkhorn, Autoformer auto-correlation, CCNet "
                     "criss-cross attention, a SAC policy through torch.distributions, DIN with "
                     "Dice, a growing neural cellular automaton, ST-GCN, TensoRF, a SPADE "
-                    "generator, an RNN-T joint); nineteenth: the 12 of the nineteenth (a "
+                    "generator, an RNN-T joint); nineteenth: the 13 of the nineteenth (a "
                     "BiLSTM-CRF Viterbi decode, CornerNet corner pooling by cummax, DeepSeek "
-                    "multi-head latent attention, Soft MoE, a QAT fake-quantized CNN, SimCLR "
+                    "multi-head latent attention, Soft MoE, a QAT fake-quantized CNN, a "
+                    "torch.ao QAT MobileNet, SimCLR "
                     "NT-Xent, focal / Dice loss heads, ResNeSt split attention, GRU beam "
                     "search, PointRend, NF-ResNet scaled weight standardization, a Neural "
                     "Turing Machine); twentieth: the 12 of the twentieth (a V-Net 3D "

@@ -275,6 +275,53 @@ def nineteenth_models():
                                                        self.fc_zp, 0, -128, 127)
             return F.linear(x, w, self.fc.bias)
 
+    # -- QAT MobileNet through torch.ao.quantization --------------------------------------
+    def qat_mobilenet(classes=10):
+        """A MobileNet-like net (3x3 stem, depthwise 3x3 + pointwise 1x1 blocks, global pool,
+        linear) made quantization-aware the way torch.ao's eager-mode workflow does it: conv +
+        BN + ReLU fused (eval-mode fusion folds the BN), ``prepare_qat`` with the qnnpack QAT
+        qconfig (uint8 activations, int8 weights: FakeQuantize modules), the observers run
+        on a few batches, then disabled -- the fake-quantized model as it is before
+        ``convert``, whose forward calls ``fake_quantize_per_tensor_affine`` with the
+        FakeQuantize modules' scale and zero point buffers."""
+        import torch.ao.quantization as tq
+
+        def cbr(cin, cout, k=1, s=1, groups=1):
+            return nn.Sequential(nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False),
+                                 nn.BatchNorm2d(cout), nn.ReLU())
+
+        class QATMobileNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+                layers = [cbr(3, 32, 3, 2)]
+                for cin, cout, s in [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2),
+                                     (256, 256, 1)]:
+                    layers += [cbr(cin, cin, 3, s, cin), cbr(cin, cout)]
+                self.features = nn.Sequential(*layers)
+                self.pool = nn.AdaptiveAvgPool2d(1)
+                self.fc = nn.Linear(256, classes)
+
+            def forward(self, x):
+                x = self.features(self.quant(x))
+                return self.dequant(self.fc(self.pool(x).flatten(1)))
+
+        g = torch.Generator().manual_seed(97)
+        m = QATMobileNet().eval()
+        for block in m.features:
+            for bn in block[1:2]:
+                bn.running_mean.uniform_(-0.1, 0.1, generator=g)
+                bn.running_var.uniform_(0.5, 1.5, generator=g)
+            tq.fuse_modules(block, [["0", "1", "2"]], inplace=True)
+        m.train()
+        m.qconfig = tq.get_default_qat_qconfig("qnnpack", version=0)
+        tq.prepare_qat(m, inplace=True)
+        with torch.no_grad():
+            for _ in range(4):
+                m(torch.randn(8, 3, 64, 64, generator=g))
+        m.apply(tq.disable_observer)
+        return m.eval()
+
     # -- SimCLR with NT-Xent --------------------------------------------------------------
     class SimCLR(nn.Module):
         def __init__(self, width=32, proj=64, tau=0.2):
@@ -583,6 +630,7 @@ def nineteenth_models():
         "deepseek_mla": (DeepSeekMLA, tokens(2, 32, 1000, 96)),
         "soft_moe_vit": (SoftMoEViT, (2, 3, 64, 64)),
         "qat_fakequant": (QATResNet, (1, 3, 64, 64)),
+        "qat_mobilenet": (qat_mobilenet, (1, 3, 64, 64)),
         "simclr_ntxent": (SimCLR, two_views()),
         "seg_focal_dice": (SegWithLosses, image_mask()),
         "resnest_mini": (ResNeStMini, (1, 3, 96, 96)),

@@ -61,13 +61,13 @@ def eight_bit_dtype(qmin: int, qmax: int) -> str | None:
 
 
 def weight_integers(w, scale, zero_point, axis: int | None, qmin: int, qmax: int):
-    """A constant float32 weight ``w`` (numpy, 2-D or 4-D: a linear's or a conv's) fake-quantized
+    """A constant float32 weight ``w`` (numpy, 2-D to 4-D: a linear's or a conv's) fake-quantized
     over an 8-bit range with known scales and zero points, one (``axis`` None) or one per index
     of axis 0, as a conv or dense reads it: ``(q, dtype, zero points or None when all 0,
     float32 scales (n,), the fake-quantized values)``, ``q`` the int64 integers by torch's
     arithmetic (``nearbyint(w * (1.0f / s)) + z``, clamped). None otherwise."""
     dtype = eight_bit_dtype(qmin, qmax)
-    if dtype is None or w.dtype != np.float32 or w.ndim not in (2, 4) or \
+    if dtype is None or w.dtype != np.float32 or w.ndim not in (2, 3, 4) or \
             (axis is not None and axis % w.ndim != 0):
         return None
     shape = (-1,) + (1,) * (w.ndim - 1)

@@ -1,20 +1,21 @@
-"""The Relax form of ``frontend_common.onnx_quant.VnniConvPlan``: an integer conv of an 8-bit
-input (less its zero point) and a constant 8-bit weight (less its zero points) as the int32
-``nn.conv2d`` of the uint8 input and the int8 weight that ``schedule/conv_vnni`` runs on VNNI,
-the zero points' shares subtracted after. Shared by the importers that find such convs: ONNX's
-(QLinearConv, ConvInteger, a QDQ model's Conv: ``onnx/qdq_vnni``) and torch's (a QAT model's
-fake-quantized conv: ``torch/aten_fake_quant_conv``). ``ctx`` is either importer's context
-(``emit``, ``shape``, ``dtype``)."""
+"""The Relax forms of ``frontend_common.onnx_quant.VnniConvPlan`` and ``MatmulVnniPlan``: an
+integer conv (or matmul) of an 8-bit input (less its zero point) and a constant 8-bit weight
+(less its zero points) as the int32 ``nn.conv2d`` (``matmul``) of the uint8 input and the int8
+weight that ``schedule/conv_vnni`` (``gemm_vnni``) runs on VNNI, the zero points' shares
+subtracted after. Shared by the importers that find them: ONNX's (QLinearConv, ConvInteger,
+MatMulInteger, a QDQ model's Conv / MatMul: ``onnx/qdq_vnni``) and torch's (a QAT model's
+fake-quantized conv / linear: ``torch/aten_fake_quant_conv``). ``ctx`` is either importer's
+context (``emit``, ``shape``, ``dtype``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...frontend_common.onnx_quant import VnniConvPlan
+from ...frontend_common.onnx_quant import MatmulVnniPlan, VnniConvPlan
 from .. import op as _op
 from ..expr import const
 
-__all__ = ["int_conv", "window_sums"]
+__all__ = ["int_conv", "int_matmul", "window_sums"]
 
 
 def window_sums(ctx, x, kernel, strides, pads, dil):
@@ -54,3 +55,28 @@ def int_conv(ctx, x, x_zv, wv, strides, pads, dil, w_dtype: str = "int8",
         y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(plan.window_weight))))
     sums = plan.zero_point_sums
     return y if sums is None else ctx.emit(_op.subtract(y, const(sums)))
+
+
+def int_matmul(ctx, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
+    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): the int32 matmul of the uint8
+    rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N), numpy,
+    of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp`` (value
+    ``a_zv``, ``UNKNOWN`` when known only at run time: ``ctx.expr(a_zp)`` reads it, the ONNX
+    importer's) times the weight's column sums, and the weight's zero point ``b_zv`` (value)
+    times the rows' sums."""
+    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
+    if plan.shift:
+        a = ctx.emit(_op.astype(_op.add(_op.astype(a, "int16"), const(np.array(128, "int16"))),
+                                "uint8"))
+    y = ctx.emit(_op.matmul(a, const(plan.weight), out_dtype="int32"))
+    if plan.row_sum_weight is not None:
+        sums = ctx.emit(_op.sum(_op.astype(a, "int32"), axis=[-1], keepdims=True))
+        y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(plan.row_sum_weight))))
+    if plan.constant_correction is not None:
+        return ctx.emit(_op.subtract(y, const(plan.constant_correction)))
+    if not plan.runtime_zero_point:
+        return y
+    zp = _op.reshape(_op.astype(ctx.expr(a_zp), "int32"), ctx.shape_expr([]))
+    if plan.zero_point_offset:
+        zp = _op.add(zp, const(np.array(plan.zero_point_offset, "int32")))
+    return ctx.emit(_op.subtract(y, _op.multiply(ctx.emit(zp), const(plan.column_sums))))

@@ -117,35 +117,6 @@ def _to_int32(arg, t, out_t):
                              out_dtype="int32", axis=t.axis)
 
 
-@register("nn.adaptive_avg_pool1d")
-def adaptive_avgpool1d(expr, type_map):
-    arg = expr.args[0]
-    out_t = type_map[expr]
-    a = expr.attrs
-    out = _nn.adaptive_avg_pool1d(_to_int32(arg, type_map[arg], out_t), a.output_size,
-                                  a.layout, a.out_layout)
-    return [out, TensorAffineType(out_t.scale, out_t.zero_point, "int32", out_t.axis)]
-
-
-@register("nn.avg_pool2d")
-def avgpool2d(expr, type_map):
-    arg = expr.args[0]
-    out_t = type_map[expr]
-    out = _nn.avg_pool2d(_to_int32(arg, type_map[arg], out_t), **_attrs(expr))
-    if out_t.dtype != "int32":
-        info = np.iinfo(out_t.dtype)
-        out = _t.cast(_t.clip(out, int(info.min), int(info.max)), out_t.dtype)
-    return [out, TensorAffineType(out_t.scale, out_t.zero_point, out_t.dtype, out_t.axis)]
-
-
-@register("nn.global_avg_pool2d")
-def global_avgpool2d(expr, type_map):
-    arg = expr.args[0]
-    out_t = type_map[expr]
-    out = _nn.global_avg_pool2d(_to_int32(arg, type_map[arg], out_t))
-    return [out, TensorAffineType(out_t.scale, out_t.zero_point, "int32", out_t.axis)]
-
-
 @register("broadcast_to")
 def broadcast_to(expr, type_map):
     arg = expr.args[0]
@@ -188,10 +159,31 @@ register("nn.conv2d", _conv_like(lambda q: q.conv2d))
 register("nn.conv2d_transpose", _conv_like(lambda q: q.conv2d_transpose))
 
 
+def _exact_wide_dense(x_t, w_t, weight) -> None:
+    """Raise unless the int32 sums of a dense of ``x_t``'s values (16-bit: a QAT global pool's
+    sums) and the constant 8-bit ``weight`` (zero points ``w_t``'s) are exact: every output's
+    sum of |x| * |w - z_w| at most 2**31 - 1 with |x| at the dtype's widest."""
+    w = fold_constant(weight)
+    zp = fold_constant(w_t.zero_point)
+    if x_t.dtype not in ("int16", "uint16") or not isinstance(w, Constant) or \
+            not isinstance(zp, Constant):
+        raise ValueError(f"nn.dense: no exact integer form for {x_t.dtype} data (stays float)")
+    info = np.iinfo(x_t.dtype)
+    x_max = max(int(info.max), -int(info.min))
+    wv = w.data.numpy().astype(np.int64)
+    zv = np.asarray(zp.data.numpy(), np.int64).reshape(-1, 1)
+    if int(np.abs(wv - zv).sum(axis=1).max(initial=0)) * x_max > np.iinfo(np.int32).max:
+        raise ValueError("nn.dense: the int32 sums could overflow (stays float)")
+
+
 @register("nn.dense")
 def dense(expr, type_map):
+    """qnn.dense of 8-bit data, or of 16-bit data (a QAT global pool's exact sums) where its
+    int32 sums provably do not overflow; the float dense stays otherwise."""
     x, weight = expr.args
     x_t, w_t = type_map[x], type_map[weight]
+    if x_t.dtype not in ("int8", "uint8"):
+        _exact_wide_dense(x_t, w_t, weight)
     scale = fold_constant(_t.multiply(x_t.scale, w_t.scale))
     out = _qnn().dense(x, weight, x_t.zero_point, w_t.zero_point, x_t.scale, w_t.scale,
                        expr.attrs.units)
@@ -405,3 +397,7 @@ def register_unary_qnn(op_name: str, qnn_name: str):
 
 for _name in ("sqrt", "rsqrt", "exp", "erf", "sigmoid", "tanh", "abs", "log"):
     register_unary_qnn(_name, _name)
+
+
+# the average pools' rules (an integer mean that rounds; QAT sums)
+from . import fake_quantization_to_integer_pools  # noqa: E402, F401

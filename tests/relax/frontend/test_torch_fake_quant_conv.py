@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="building the QAT model needs `torch`")
 
+from torch_qat_nets import default_qconfig_qat_net  # noqa: E402
+
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
@@ -82,3 +84,122 @@ def test_weight_from_an_input_keeps_the_float_conv():
     out = _run(mod, x.numpy(), w.numpy(), scale.numpy())
     ref = FromInput()(x, w, scale).numpy()
     np.testing.assert_allclose(out, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+
+
+def _qw(w, zp=0):
+    """``w`` fake-quantized per output channel over int8 (zero points ``zp``), its scales
+    computed in the program from the weight (constants after folding)."""
+    scale = w.detach().abs().amax(tuple(range(1, w.dim()))) / 100
+    return torch.fake_quantize_per_channel_affine(
+        w, scale, torch.full((w.shape[0],), zp, dtype=torch.int32), 0, -128, 127)
+
+
+class QatMobileBlock(torch.nn.Module):
+    """A depthwise 3x3 conv of an input fake-quantized with tensor qparams (buffers: the
+    ``_tensor_qparams`` form, zero point ``zp``), a grouped conv with weight zero points, a
+    conv1d and a linear with weight zero points, every activation and weight fake-quantized
+    over 8 bits."""
+
+    def __init__(self, zp=0):
+        super().__init__()
+        self.dw = torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16)
+        self.gc = torch.nn.Conv2d(16, 32, 3, 2, 1, groups=4)
+        self.c1 = torch.nn.Conv1d(32, 16, 3, 1, 1)
+        self.fc = torch.nn.Linear(16, 24)
+        self.register_buffer("s", torch.tensor([0.03]))
+        self.register_buffer("z", torch.tensor([zp], dtype=torch.int32))
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, self.s, self.z, 0, 255)
+        y = F.relu(F.conv2d(x, _qw(self.dw.weight), self.dw.bias, 1, 1, 1, 16))
+        y = torch.fake_quantize_per_tensor_affine(y, 0.02, 0, 0, 255)
+        y = F.conv2d(y, _qw(self.gc.weight, 3), self.gc.bias, 2, 1, 1, 4)
+        y = torch.fake_quantize_per_tensor_affine(y.flatten(2), 0.02, -3, -128, 127)
+        y = F.conv1d(y, _qw(self.c1.weight), self.c1.bias, 1, 1)
+        y = torch.fake_quantize_per_tensor_affine(y.transpose(1, 2), 0.05, 128, 0, 255)
+        return F.linear(y, _qw(self.fc.weight, 2), self.fc.bias)
+
+
+def _products(mod) -> list:
+    """(op, input dtype, output dtype, groups) of each conv2d / matmul binding of main."""
+    found = []
+    for block in mod["main"].body.blocks:
+        for b in block.bindings:
+            name = getattr(getattr(b.value, "op", None), "name", "")
+            if name in ("relax.nn.conv2d", "relax.nn.conv1d", "relax.matmul"):
+                groups = int(b.value.attrs.groups) if "conv" in name else None
+                found.append((name[6:], str(b.value.args[0].struct_info.dtype),
+                              str(b.var.struct_info.dtype), groups))
+    return found
+
+
+@pytest.mark.parametrize("zp", [0, 128], ids=["zero-point-0", "zero-point-128"])
+def test_qat_mobile_block_sums_integers(zp):
+    """The depthwise and grouped convs sum the integers as float32 convs (the depthwise one
+    reading the uint8 input where its zero point is 0), the conv1d runs as the int32 conv
+    over a row and the linear as the int32 matmul (VNNI); eager's values up to rounding."""
+    torch.manual_seed(6)
+    model = QatMobileBlock(zp).eval()
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    found = _products(mod)
+    depthwise = ("nn.conv2d", "uint8" if zp == 0 else "float32", "float32", 16)
+    assert found[:2] == [depthwise, ("nn.conv2d", "float32", "float32", 4)]
+    if vnni_available():
+        assert found[2:] == [("nn.conv2d", "uint8", "int32", 1), ("matmul", "uint8", "int32", None)]
+    else:
+        assert [f[2] for f in found[2:]] == ["float32", "float32"]
+    out = _run(mod, x.numpy())
+    np.testing.assert_allclose(out, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+
+
+class Disabled(torch.nn.Module):
+    """Fake quantization switched off by a buffer flag (``torch.ao``'s
+    ``fake_quant_enabled`` = 0): ``x`` passes as it is and the conv stays float."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 16, 3, 1, 1)
+        self.register_buffer("s", torch.tensor([0.03]))
+        self.register_buffer("z", torch.tensor([0], dtype=torch.int32))
+        self.register_buffer("on", torch.tensor([0], dtype=torch.uint8))
+
+    def forward(self, x):
+        x = torch.ops.aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(
+            x, self.s, self.z, self.on, 0, 255)[0]
+        return F.conv2d(x, _qw(self.conv.weight), self.conv.bias, 1, 1)
+
+
+def test_disabled_fake_quantization_keeps_the_float_conv():
+    torch.manual_seed(7)
+    model = Disabled().eval()
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    assert _conv_dtypes(mod) == ["void"]
+    np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
+                               atol=2e-6 * np.abs(ref).max())
+
+
+def test_torch_ao_default_qconfig_exports_and_runs_integer_convs():
+    """torch.ao's default QAT qconfig (``FusedMovingAvgObsFakeQuantize``) exports as
+    ``_fused_moving_avg_obs_fq_helper_functional`` over the modules' buffers: with the
+    observers disabled it is the fake quantization (the pointwise conv the int32 conv on
+    VNNI, the depthwise one a float32 conv of the 8-bit input); with them on, refused."""
+    torch.manual_seed(10)
+    model = default_qconfig_qat_net(SHAPE)
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    found = _products(mod)
+    assert found[1] == ("nn.conv2d", "uint8", "float32", 16)
+    assert found[2][2] == ("int32" if vnni_available() else "float32")
+    np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
+                               atol=2e-6 * np.abs(ref).max())
+    observing = default_qconfig_qat_net(SHAPE, observe=True)
+    with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
+        from_exported_program(torch.export.export(observing, (x,)))

@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="building the QAT model needs `torch`")
 
+from torch_qat_nets import default_qconfig_qat_net, qat_mobile_net  # noqa: E402
+
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
 from minitvm.relay.analysis import post_order_visit  # noqa: E402
@@ -154,3 +156,141 @@ def test_qat_linear_runs_the_integer_dense(bits):
     integer = vnni_available() and bits[1] <= 255
     assert dense == [("uint8", "int32") if integer else ("float32", "float32")]
     _check_close(_run(mod, x.numpy()), ref)
+
+
+def _qw(w, zp=0, lo=-128, hi=127):
+    """``w`` fake-quantized per output channel over ``[lo, hi]`` (zero points ``zp``)."""
+    scale = w.detach().abs().amax(tuple(range(1, w.dim()))) / 100
+    return torch.fake_quantize_per_channel_affine(
+        w, scale, torch.full((w.shape[0],), zp, dtype=torch.int32), 0, lo, hi)
+
+
+class QatMobileBlock(torch.nn.Module):
+    """A depthwise 3x3 conv (its input's zero point ``zp``), a grouped 3x3 conv (4 groups, int8
+    weight zero points) and a conv1d over the flattened pixels, each of 8-bit fake-quantized
+    activations and weights."""
+
+    def __init__(self, zp=0):
+        super().__init__()
+        self.dw = torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16)
+        self.gc = torch.nn.Conv2d(16, 32, 3, 2, 1, groups=4)
+        self.c1 = torch.nn.Conv1d(32, 16, 3, 1, 1)
+        self.zp = zp
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, self.zp, 0, 255)
+        y = F.relu(F.conv2d(x, _qw(self.dw.weight), self.dw.bias, 1, 1, 1, 16))
+        y = torch.fake_quantize_per_tensor_affine(y, 0.02, 0, 0, 255)
+        y = F.conv2d(y, _qw(self.gc.weight, 3), self.gc.bias, 2, 1, 1, 4)
+        y = torch.fake_quantize_per_tensor_affine(y.flatten(2), 0.02, -3, -128, 127)
+        return F.conv1d(y, _qw(self.c1.weight), self.c1.bias, 1, 1)
+
+
+def _conv_calls(mod) -> list:
+    """(input dtype, weight dtype, output dtype, groups) of each conv."""
+    found = []
+    post_order_visit(mod["main"], lambda e: found.append(
+        (e.args[0].checked_type.dtype, e.args[1].checked_type.dtype, e.checked_type.dtype,
+         int(e.attrs.groups)))
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "").startswith("nn.conv")
+        else None)
+    return found
+
+
+def _integer_weights(mod) -> list[bool]:
+    """For each conv whose weight is a constant: are its values integers?"""
+    found = []
+    post_order_visit(mod["main"], lambda e: found.append(
+        bool(np.all(np.round(v := e.args[1].data.numpy()) == v)))
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "").startswith("nn.conv") and
+        isinstance(e.args[1], relay.Constant) else None)
+    return found
+
+
+@pytest.mark.parametrize("zp", [0, 128], ids=["relu-input", "zero-point-128"])
+def test_qat_depthwise_grouped_and_conv1d_sum_integers(zp):
+    """The depthwise and grouped convs sum the integers in float32 (exactly: the weights are
+    the integers less their zero points), the depthwise one reading its uint8 input as it is
+    when its zero point is 0; the conv1d is the int32 conv over one row on VNNI."""
+    torch.manual_seed(4)
+    model = QatMobileBlock(zp).eval()
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", (SHAPE, "float32"))])
+    convs = _conv_calls(mod)
+    depthwise = ("uint8" if zp == 0 else "float32", "float32", "float32", 16)
+    row = ("uint8", "int8", "int32", 1) if vnni_available() else None
+    assert convs[:2] == [depthwise, ("float32", "float32", "float32", 4)]
+    assert convs[2] == row or not vnni_available()
+    assert all(_integer_weights(mod)[:2])
+    _check_close(_run(mod, x.numpy()), ref)
+
+
+class WideGroups(torch.nn.Module):
+    """A 2-group 3x3 conv of 64 channels a group whose weights all quantize to 127 (sums of 576
+    products of up to 255 x 127: past 2**24), and a depthwise conv of a 10-bit input."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("w", torch.full((128, 64, 3, 3), 0.3))
+        self.register_buffer("dw", torch.randn(128, 1, 3, 3))
+
+    def forward(self, x):
+        q = torch.fake_quantize_per_tensor_affine(x, 0.03, 0, 0, 255)
+        w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        y = F.conv2d(q, w, None, 1, 1, 1, 2)
+        wide = torch.fake_quantize_per_tensor_affine(x, 0.03, 0, 0, 1023)
+        return y + F.conv2d(wide, _qw(self.dw), None, 1, 1, 1, 128)
+
+
+def test_grouped_conv_past_exact_float_sums_or_wider_range_stays_float():
+    torch.manual_seed(5)
+    model = WideGroups().eval()
+    x = torch.rand(1, 128, 4, 4) * 8
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", ((1, 128, 4, 4), "float32"))])
+    assert _conv_calls(mod) == [("float32", "float32", "float32", 2),
+                                ("float32", "float32", "float32", 128)]
+    assert _integer_weights(mod) == [False, False]  # (the folded float weights)
+    _check_close(_run(mod, x.numpy()), ref)
+
+
+def test_torch_ao_qat_mobile_block_runs_integer_convs():
+    torch.manual_seed(8)
+    model = qat_mobile_net(SHAPE)
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", (SHAPE, "float32"))])
+    convs = _conv_calls(mod)
+    # the depthwise conv sums the float32 integers q - z (the stub's zero point is not 0)
+    assert convs[0] == ("float32", "float32", "float32", 16) and _integer_weights(mod)[0]
+    assert convs[1] == (("uint8", "int8", "int32", 1) if vnni_available() else
+                        ("float32", "float32", "float32", 1))
+    _check_close(_run(mod, x.numpy()), ref)
+
+
+def test_torch_ao_default_qconfig_fused_fake_quant():
+    """``fused_moving_avg_obs_fake_quant`` with its observer off is the fake quantization by
+    its buffers: the depthwise conv reads 8 bits, the pointwise one is the int32 conv; eager's
+    values up to rounding. With the observer on the import is refused, naming the fix."""
+    torch.manual_seed(9)
+    model = default_qconfig_qat_net(SHAPE)
+    x = torch.randn(*SHAPE)
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", (SHAPE, "float32"))])
+    convs = _conv_calls(mod)
+    assert convs[1] == ("uint8", "float32", "float32", 16)
+    assert convs[2][2] == ("int32" if vnni_available() else "float32")
+    _check_close(_run(mod, x.numpy()), ref)
+    observing = default_qconfig_qat_net(SHAPE, observe=True)
+    with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
+        relay.frontend.from_pytorch(torch.jit.trace(observing, (x,), check_trace=False),
+                                    [("x", (SHAPE, "float32"))])

@@ -188,3 +188,29 @@ def test_qnn_unary_ops_canonicalize_to_tables():
         assert "gather" in canon.astext() and "qnn." not in canon.astext()
         data = np.arange(-8, 8).astype("int8") * 9
         np.testing.assert_array_equal(_run(canon, [data]), _run(mod, [data]))
+
+
+def test_plain_llvm_leaves_host_fast_convs_to_canonicalize():
+    """On a plain ``llvm`` target a conv that QnnCanonicalize's fast form takes on this host (a
+    depthwise conv of a constant int8 weight: the exact float32 conv of the integers) stays a
+    qnn.conv2d; a kernel from an input still becomes the int16 conv; the built result equals
+    the integer reference."""
+    rng = np.random.default_rng(3)
+    data = relay.var("data", shape=(1, 16, 6, 6), dtype="uint8")
+    w = rng.integers(-127, 128, size=(16, 1, 3, 3)).astype("int8")
+    y = relay.qnn.op.conv2d(data, c(w), c(3, "int32"), c(0, "int32"), c(1.0, "float32"),
+                            c(1.0, "float32"), kernel_size=(3, 3), channels=16, groups=16,
+                            padding=(1, 1))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([data], y)))
+    assert "qnn.conv2d" in _legalized(mod, "llvm").astext()
+    wide = _conv_mod("uint8", "int8")
+    assert "qnn.conv2d" not in _legalized(wide, "llvm").astext()
+    x = rng.integers(0, 256, size=(1, 16, 6, 6)).astype("uint8")
+    with tvm.target.Target("llvm"), tvm.transform.PassContext(opt_level=3):
+        out = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(x).numpy()
+    xs = np.pad(x.astype(np.int64) - 3, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((1, 16, 6, 6), np.int64)
+    for i in range(3):
+        for j in range(3):
+            ref += xs[:, :, i:i + 6, j:j + 6] * w[:, 0, i, j].reshape(1, 16, 1, 1)
+    np.testing.assert_array_equal(out, ref)

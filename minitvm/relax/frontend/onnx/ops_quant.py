@@ -32,12 +32,12 @@ from ....frontend_common.onnx_quant import (
 from ... import op as _op
 from ...expr import Call, Constant, Var, const
 from ..common import dynamic_quantize_uint8
+from ..vnni_int import int_matmul as vnni_int_matmul
 from .context import CONVERTERS, Context, register
 from .ops_nn import _spatial_pads
 from .qdq_softmax import qlinear_softmax
 from .qdq_vnni import as_row, int_batch_matmul, squeezed
 from .qdq_vnni import int_conv as vnni_int_conv
-from .qdq_vnni import int_matmul as vnni_int_matmul
 
 
 def _opt(ins, i):

@@ -19,7 +19,6 @@ from ....frontend_common.onnx_quant import (
     QRANGE,
     UNKNOWN,
     BatchMatmulVnniPlan,
-    MatmulVnniPlan,
     activation_qparams,
     conv_output_scale,
     depthwise_data,
@@ -31,7 +30,7 @@ from ....frontend_common.onnx_quant import (
 )
 from ... import op as _op
 from ...expr import Call, PrimValue, Var, const
-from ..vnni_int import int_conv
+from ..vnni_int import int_conv, int_matmul
 from .context import Context
 
 
@@ -133,30 +132,6 @@ def qdq_depthwise(ctx: Context, strides, pads, dil, groups: int):
     # multiply per output element
     wf = (wf * scale.reshape(-1, 1, 1, 1)).astype("float32")
     return _op.nn.conv2d(qx, const(wf), strides, pads, dil, groups, out_dtype="float32")
-
-
-def int_matmul(ctx: Context, a, a_zp, a_zv, bv, b_dtype: str = "int8", b_zv=None):
-    """``onnx_quant.vnni_matmul``'s form (``MatmulVnniPlan``): the int32 matmul of the uint8
-    rows ``a`` (an int8 A shifted into uint8) and the constant weight ``bv`` ((K, N), numpy,
-    of ``b_dtype``; a uint8 one shifted into int8), less the zero point ``a_zp`` (value
-    ``a_zv``, ``UNKNOWN`` when known only at run time) times the weight's column sums, and
-    the weight's zero point ``b_zv`` (value) times the rows' sums."""
-    plan = MatmulVnniPlan(ctx.dtype(a), a_zv, bv, b_dtype, b_zv)
-    if plan.shift:
-        a = ctx.emit(_op.astype(_op.add(_op.astype(a, "int16"), const(np.array(128, "int16"))),
-                                "uint8"))
-    y = ctx.emit(_op.matmul(a, const(plan.weight), out_dtype="int32"))
-    if plan.row_sum_weight is not None:
-        sums = ctx.emit(_op.sum(_op.astype(a, "int32"), axis=[-1], keepdims=True))
-        y = ctx.emit(_op.subtract(y, _op.multiply(sums, const(plan.row_sum_weight))))
-    if plan.constant_correction is not None:
-        return ctx.emit(_op.subtract(y, const(plan.constant_correction)))
-    if not plan.runtime_zero_point:
-        return y
-    zp = _op.reshape(_op.astype(ctx.expr(a_zp), "int32"), ctx.shape_expr([]))
-    if plan.zero_point_offset:
-        zp = _op.add(zp, const(np.array(plan.zero_point_offset, "int32")))
-    return ctx.emit(_op.subtract(y, _op.multiply(ctx.emit(zp), const(plan.column_sums))))
 
 
 def qdq_matmul(ctx: Context, trans_b: bool):

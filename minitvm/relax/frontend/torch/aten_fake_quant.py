@@ -2,8 +2,8 @@
 ``fake_quantize_per_tensor_affine`` / ``_per_channel_affine`` and the ``_cachemask`` forms
 torch.export's decompositions leave (the output and the in-range mask), built as float
 arithmetic by ``frontend_common.torch_fake_quant``. A conv of an 8-bit fake-quantized input and a
-constant fake-quantized weight runs as the integer conv of their 8-bit values, scaled after
-(``aten_fake_quant_conv``)."""
+weight known at import, fake-quantized too, runs as the integer conv of their 8-bit values,
+scaled after, and a linear likewise (``aten_fake_quant_conv``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ... import op as _op
 from ...expr import Expr, const
 from .aten_fake_quant_conv import note_activation, note_weight
 from .context import AtenContext, register
+from .known import known_value
 
 
 def _float_operand(ctx: AtenContext, v, dt: str):
@@ -60,15 +61,19 @@ def _finish(ctx: AtenContext, dt, x, inv, scale, zero_point, qmin, qmax, with_ma
           "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default")
 def _fake_quantize_per_tensor(ctx: AtenContext, args):
     """The ``_tensor_qparams`` cachemask form also takes ``fake_quant_enabled`` (a one-element
-    tensor, ones where the plain op calls it): where it is 0, ``x`` passes unchanged."""
+    tensor, ones where the plain op calls it, as a tensor scale and zero point give it): where
+    it is 0, ``x`` passes unchanged; where it is known to be nonzero (a constant, or computed
+    from constants: ``known``), the form is the plain op's."""
     target = str(ctx.node.target)
     x, scale, zero_point = args[0], args[1], args[2]
     qmin, qmax = args[-2:]
     dt = _float_input(ctx, x)
+    enabled = known_value(ctx, args[3]) if len(args) >= 6 else None
+    plain = len(args) < 6 or enabled is not None and bool(np.all(enabled != 0))
     out = _finish(ctx, dt, x, _inverse(ctx, scale, dt), _float_operand(ctx, scale, dt),
                   _float_operand(ctx, zero_point, dt), qmin, qmax, "cachemask" in target,
-                  None if len(args) >= 6 else (scale, zero_point, None))
-    if len(args) < 6:
+                  (scale, zero_point, None) if plain else None)
+    if plain:
         return out
     enabled = ctx.emit(_op.not_equal(args[3], const(np.array(0, dtype=ctx.dtype(args[3])))))
     quantized, mask = out
@@ -86,3 +91,41 @@ def _fake_quantize_per_channel(ctx: AtenContext, args):
     z = ctx.emit(_op.reshape(_float_operand(ctx, zero_point, dt), shape))
     return _finish(ctx, dt, x, _inverse(ctx, s, dt), s, z, qmin, qmax,
                    "cachemask" in str(ctx.node.target), (scale, zero_point, int(axis)))
+
+
+@register("_fused_moving_avg_obs_fq_helper_functional.default",
+          "fused_moving_avg_obs_fake_quant.default")
+def _fused_moving_avg_obs_fake_quant(ctx: AtenContext, args):
+    """torch.ao's default QAT FakeQuantize (``FusedMovingAvgObsFakeQuantize``) in one op (the
+    functional helper returns the output, its mask and the observer's buffers): with the
+    observer off (``disable_observer``, known at import) the fake quantization by the scale
+    and zero point buffers -- per tensor, or per channel along ``ch_axis``
+    (``per_row_fake_quant``) --, or ``x`` itself where fake quantization is off. With the
+    observer on the scale would follow each input's range (training), refused."""
+    x, observer_on, fake_quant_on, lo, hi, scale, zero_point = args[:7]
+    qmin, qmax, ch_axis = int(args[8]), int(args[9]), int(args[10])
+    per_row = bool(args[11]) if len(args) > 11 else False
+    flags = [known_value(ctx, v) for v in (observer_on, fake_quant_on)]
+    if any(f is None for f in flags):
+        raise ctx.fail("the observer / fake-quantization flags must be known at import "
+                       "(module buffers)")
+    if np.any(flags[0] != 0):
+        raise ctx.fail("its observer is enabled (a model in training: the scale follows each "
+                       "input's range); call model.apply(torch.ao.quantization."
+                       "disable_observer) before exporting")
+    dt = _float_input(ctx, x)
+    if not np.any(flags[1] != 0):
+        out = (x, ctx.emit(_op.ones_like(x, "bool")))
+    elif per_row:
+        shape = channel_shape(ctx.ndim(x), ch_axis, int(ctx.shape(scale)[0]))
+        s = ctx.emit(_op.reshape(_float_operand(ctx, scale, dt), shape))
+        z = ctx.emit(_op.reshape(_float_operand(ctx, zero_point, dt), shape))
+        out = _finish(ctx, dt, x, _inverse(ctx, s, dt), s, z, qmin, qmax, True,
+                      (scale, zero_point, ch_axis))
+    else:
+        out = _finish(ctx, dt, x, _inverse(ctx, scale, dt), _float_operand(ctx, scale, dt),
+                      _float_operand(ctx, zero_point, dt), qmin, qmax, True,
+                      (scale, zero_point, None))
+    if "functional" not in str(ctx.node.target):
+        return out[0]
+    return (*out, lo, hi, scale, zero_point)

@@ -23,6 +23,7 @@ import numpy as np
 from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize_parts
 from ... import expr as _expr
 from ... import op as _op
+from ..common import const_value
 from .aten import _is_expr, register
 from .aten_fake_quant_conv import note_activation, note_weight
 
@@ -111,3 +112,30 @@ def _fake_quantize_per_channel(ctx, args):
     if dt == "float32":  # (a conv may read a constant weight's 8-bit integers)
         out = note_weight(ctx, x, out, scale, zero_point, int(axis), int(qmin), int(qmax))
     return (out, mask) if ctx.op_name.endswith("_cachemask") else out
+
+
+@register("fused_moving_avg_obs_fake_quant")
+def _fused_moving_avg_obs_fake_quant(ctx, args):
+    """torch.ao's default QAT FakeQuantize (``FusedMovingAvgObsFakeQuantize``) in one op: with
+    its observer off (``disable_observer``: a trained model, as it is exported) it is the
+    fake quantization by its scale and zero point buffers -- per tensor, or per channel along
+    ``ch_axis`` (``per_row_fake_quant``) --, or ``x`` itself where fake quantization is off.
+    With the observer on the scale would follow each input's range (training), refused."""
+    x, observer_on, fake_quant_on, _lo, _hi, scale, zero_point = args[:7]
+    qmin, qmax, ch_axis = int(args[8]), int(args[9]), int(args[10])
+    per_row = bool(args[11]) if len(args) > 11 else False
+    flags = [const_value(ctx.fold(v)) if _is_expr(v) else np.asarray(v)
+             for v in (observer_on, fake_quant_on)]
+    if any(f is None for f in flags):
+        raise ctx.fail("the observer / fake-quantization flags must be constants (module "
+                       "buffers)")
+    if np.any(flags[0] != 0):
+        raise ctx.fail("its observer is enabled (a model in training: the scale follows each "
+                       "input's range); call model.apply(torch.ao.quantization."
+                       "disable_observer) before tracing")
+    if not np.any(flags[1] != 0):
+        return x
+    if per_row:
+        return _fake_quantize_per_channel(ctx, [x, scale, zero_point, ch_axis, qmin, qmax])
+    return _fake_quantize_per_tensor(ctx, [x, ctx.fold(_op.reshape(scale, ())),
+                                           ctx.fold(_op.reshape(zero_point, ())), qmin, qmax])

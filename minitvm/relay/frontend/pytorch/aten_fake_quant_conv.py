@@ -3,29 +3,39 @@ import).
 
 ``torch.fake_quantize_per_tensor_affine`` over an 8-bit range gives values ``(q - z) * s`` of
 8-bit integers ``q``; a constant weight fake-quantized per tensor or per output channel gives
-``(q_w - z_w) * s_w``. A conv2d of the two is ``s * s_w * conv(q - z, q_w - z_w)``: the integer
+``(q_w - z_w) * s_w``. A conv of the two is ``s * s_w * conv(q - z, q_w - z_w)``: the integer
 conv of the 8-bit values, scaled after, which ``frontend_common.onnx_quant.vnni_conv`` runs on
 the host's VNNI instructions (``relay/frontend/vnni_int``), as the ONNX importer runs a QDQ
-model's Conv; a linear of the two likewise (``vnni_matmul``: the int32 dense). The integer sum is exact; eager's float conv rounds its sum, so the two differ
-by float rounding only (what the ONNX import of the model's QDQ export gives).
+model's Conv; a grouped or depthwise conv (a MobileNet block's) as a float32 conv of the
+integers, whose sums float32 keeps exact (``onnx_quant.float_pieces``: one piece), reading a
+depthwise conv's 8-bit input as it is where it can; a 1-D conv as the 2-D one over a row; a
+linear of the two likewise (``vnni_matmul``: the int32 dense). The integer sums are exact;
+eager's float conv rounds its sum, so the two differ by float rounding only (what the ONNX
+import of the model's QDQ export gives).
 
 The fake-quantize converters (``aten_fake_quant``) note what they make
 (``note_activation``, ``note_weight``: the 8-bit tensor or values and their scale and zero
 point, by output expression); the conv converter asks ``fake_quant_conv``, which declines
-(None: the float conv stays) where ``vnni_conv`` does not take the conv -- a range wider than
-8 bits, a weight that is not a constant, a grouped conv, too few channels, no VNNI --, and
-the linear converter ``fake_quant_dense``."""
+(None: the float conv stays) where neither form takes the conv -- a range wider than 8 bits,
+a weight that is not a constant, too few channels or no VNNI for one group, sums float32
+could round for a grouped one --, and the linear converter ``fake_quant_dense``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_quant import conv_output_scale, vnni_conv, vnni_matmul
+from ....frontend_common.onnx_quant import (
+    conv_output_scale,
+    depthwise_data,
+    float_pieces,
+    vnni_conv,
+    vnni_matmul,
+)
 from ....frontend_common.torch_fake_quant import eight_bit_dtype, weight_integers
 from ... import expr as _expr
 from ... import op as _op
 from ..common import const_value
-from ..vnni_int import vnni_int_conv, vnni_int_matmul
+from ..vnni_int import shifted_uint8, vnni_int_conv, vnni_int_matmul
 
 __all__ = ["note_activation", "note_weight", "fake_quant_conv", "fake_quant_dense"]
 
@@ -82,26 +92,64 @@ def note_weight(ctx, x, out, scale, zero_point, axis: int | None, qmin: int, qma
 
 
 def fake_quant_conv(ctx, x, w, strides, padding, dilation, groups):
-    """The 2-D conv of ``x`` and ``w`` (normalized ``strides`` / ``dilation``, ``padding`` of 2 or
-    4 values) as the float32 result of ``vnni_int_conv``'s integer conv scaled by ``s * s_w``
-    when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant fake-quantized
-    weight that ``vnni_conv`` takes; else None."""
+    """The 1-D or 2-D conv of ``x`` and ``w`` (normalized ``strides`` / ``dilation``, ``padding``
+    of one or two values per axis) as the float32 result of an integer conv scaled by
+    ``s * s_w`` when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant
+    fake-quantized weight: ``vnni_int_conv``'s int32 conv where ``vnni_conv`` takes it (one
+    group), ``_grouped_conv``'s exact float32 sums of the integers for a grouped or depthwise
+    conv; a 1-D conv as the 2-D one over a row. Else None (the float conv stays)."""
     act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
-    if act is None or wgt is None or len(ctx.shape(x)) != 4:
+    if act is None or wgt is None or len(ctx.shape(x)) != wgt[0].ndim or \
+            wgt[0].ndim not in (3, 4):
         return None
     q, sx, zx = act
     wv, w_dtype, zw, sw = wgt
-    channels = int(wv.shape[0])
-    if not vnni_conv(ctx.dtype(q), np.int64(zx), w_dtype, wv, zw, int(groups or 1), channels,
-                     weight_zero_points=True):
-        return None
+    channels, groups = int(wv.shape[0]), int(groups or 1)
+    strides, dilation = [int(v) for v in strides], [int(v) for v in dilation]
     pads = [int(p) for p in padding]
-    begin, end = (pads, pads) if len(pads) == 2 else (pads[:2], pads[2:])
-    y = vnni_int_conv(ctx, q, np.int64(zx), None, wv, [int(v) for v in strides],
-                      [int(v) for v in dilation], begin, end, int(groups or 1),
-                      list(wv.shape[2:]), w_dtype, zw)
-    scale = conv_output_scale((sw * sx).astype(np.float32), channels)
-    return _op.multiply(_op.cast(y, "float32"), _expr.const(scale, "float32"))
+    begin, end = (pads, pads) if len(pads) == len(strides) else \
+        (pads[:len(strides)], pads[len(strides):])
+    row = wv.ndim == 3  # (a 1-D conv: the 2-D one over one row)
+    if row:
+        q, wv = _op.expand_dims(q, 2), np.ascontiguousarray(wv[:, :, None, :])
+        strides, dilation, begin, end = [1, *strides], [1, *dilation], [0, *begin], [0, *end]
+    if groups == 1:
+        if not vnni_conv(ctx.dtype(q), np.int64(zx), w_dtype, wv, zw, 1, channels,
+                         weight_zero_points=True):
+            return None
+        y = _op.cast(vnni_int_conv(ctx, q, np.int64(zx), None, wv, strides, dilation, begin,
+                                   end, 1, list(wv.shape[2:]), w_dtype, zw), "float32")
+    else:
+        y = _grouped_conv(ctx, q, zx, wv, w_dtype, zw, strides, dilation, begin + end, groups)
+        if y is None:
+            return None
+    y = _op.multiply(y, _expr.const(conv_output_scale((sw * sx).astype(np.float32), channels),
+                                    "float32"))
+    return _op.squeeze(y, [2]) if row else y
+
+
+def _grouped_conv(ctx, q, zx: int, wv, w_dtype: str, zw, strides, dilation, pads,
+                  groups: int):
+    """A grouped (or depthwise) conv of the 8-bit ``q`` less its zero point ``zx`` and the
+    integer weight ``wv`` less its zero points ``zw`` as a float32 conv of the integers (the
+    float32 ``q - zx``; a depthwise conv reads the 8-bit values themselves where the zero
+    point is the conv's zero padding: ``onnx_quant.depthwise_data``), when every partial sum
+    of a group's products is provably below 2**24 (one ``float_pieces`` piece), so float32
+    sums the integers exactly; else None. ``pads`` (top, left, bottom, right)."""
+    pieces = float_pieces(ctx.dtype(q), np.int64(zx), w_dtype, wv.shape, wv, zw, 0, 1)
+    if pieces is None or len(pieces) != 1:
+        return None
+    as_read = depthwise_data(ctx.dtype(q), np.int64(zx), groups, wv.shape)
+    if as_read == "shift":
+        q = shifted_uint8(q)
+    elif as_read is None:
+        q = _op.subtract(_op.cast(q, "float32"), _expr.const(np.float32(zx), "float32"))
+    wf = wv.astype(np.float32)
+    if zw is not None:
+        wf = wf - np.asarray(zw, np.float32).reshape(-1, 1, 1, 1)
+    return _op.nn.conv2d(q, _expr.const(wf, "float32"), strides=strides, padding=tuple(pads),
+                         dilation=dilation, groups=groups, channels=wv.shape[0],
+                         kernel_size=list(wv.shape[2:]), out_dtype="float32")
 
 
 def fake_quant_dense(ctx, x, flat, w):

@@ -7,8 +7,11 @@ integer kernels want.
 - ARM with dot-product instructions: data shifted to the kernel's dtype;
 - CUDA: both operands int8;
 - x86/ARM without fast int8: no qnn op left — operands cast to int16 minus their (scalar
-  constant) zero points, then ``nn.conv2d`` / ``nn.dense``;
-- no current target, or other targets: unchanged.
+  constant) zero points, then ``nn.conv2d`` / ``nn.dense``; except a conv that
+  QnnCanonicalize's fast form takes on this host (``canonicalize_fast_conv``: VNNI, or an
+  exact float32 conv of the integers), left to it;
+- no current target, or other targets: unchanged; nor are 16-bit operands (a dense of a QAT
+  global pool's int16 sums), which QnnCanonicalize takes as they are.
 """
 
 from __future__ import annotations
@@ -91,14 +94,24 @@ def _no_fast_int8(make):
     return rewrite
 
 
+def _host_fast_conv(attrs, inputs, types) -> bool:
+    """Will QnnCanonicalize give this ``qnn.conv2d`` its fast form
+    (``canonicalize_fast_conv``: the host's VNNI conv, or an exact float32 conv of the
+    integers -- a depthwise conv's)? Then the int16 form, slower, is not wanted: a plain
+    ``llvm`` target names no CPU, but the conv runs on this host."""
+    from .canonicalize_fast_conv import fast_conv2d
+
+    return fast_conv2d(attrs, inputs, types) is not None
+
+
 def _legalize(op_name: str, make_float):
     call_op = Op.get(op_name)
     no_fast = _no_fast_int8(make_float)
 
     def rule(attrs, inputs, types):
         t = _target()
-        if t is None:
-            return None
+        if t is None or any(str(ty.dtype) not in ("int8", "uint8") for ty in types[:2]):
+            return None  # (16-bit data, a QAT pool's sums: QnnCanonicalize's int32 form)
         kind = t.kind.name
         if kind == "cuda":
             return _to_dtypes(call_op, attrs, inputs, types, "int8", "int8")
@@ -111,6 +124,8 @@ def _legalize(op_name: str, make_float):
             return no_fast(attrs, inputs, types)
         if is_fast_int8_on_intel(t):
             return _to_dtypes(call_op, attrs, inputs, types, "uint8", "int8")
+        if op_name == "qnn.conv2d" and _host_fast_conv(attrs, inputs, types):
+            return None  # (QnnCanonicalize's VNNI / exact float32 form on this host)
         return no_fast(attrs, inputs, types)
 
     register_op_attr(op_name, "FTVMQnnLegalize", rule)

@@ -1,0 +1,145 @@
+"""FakeQuantizationToInteger's average pools (``fake_quantization_to_integer_pools``): inside a
+region the integer mean rounds to nearest, ties to even (as quantize rounds the float mean:
+equal to the float program, ties included); in QAT mode a global pool is the exact sum with
+the scale divided by the window, int16 where it fits, so a dense head reading it becomes the
+int16 x int8 qnn.dense (equal to the float head up to float rounding); where neither is exact
+the ops stay float."""
+
+import numpy as np
+import pytest
+from pass_test_util import run_pass
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay.transform.fake_quantization_to_integer_pools import rounded_mean
+
+qnn = relay.qnn.op
+RNG = np.random.default_rng(11)
+
+
+def _c(v, dtype):
+    return relay.const(np.asarray(v, dtype), dtype)
+
+
+def _dq(x, scale, zp, axis=1):
+    return qnn.dequantize(x, _c(scale, "float32"), _c(zp, "int32"), axis=axis)
+
+
+def _q(x, scale, zp, dtype="uint8"):
+    return qnn.quantize(x, _c(scale, "float32"), _c(zp, "int32"), axis=1, out_dtype=dtype)
+
+
+def _ops(mod) -> dict:
+    return relay.analysis.list_op_freqs(mod)
+
+
+def _run(mod, *args, built=False):
+    if built:
+        with tvm.transform.PassContext(opt_level=3):
+            return relay.create_executor("graph", mod=mod, target="llvm").evaluate()(
+                *args).numpy()
+    return relay.create_executor("debug", mod=mod).evaluate()(*args).numpy()
+
+
+def _fq2i(expr, **opts):
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(expr))
+    return mod, run_pass(relay.transform.FakeQuantizationToInteger(**opts), mod)
+
+
+def test_rounded_mean_is_round_half_to_even():
+    totals = np.arange(-300, 301, dtype="int32")
+    x = relay.var("t", shape=totals.shape, dtype="int32")
+    for count in (1, 2, 4, 6, 9, 144):
+        mod = tvm.IRModule.from_expr(relay.Function([x], rounded_mean(x, count)))
+        np.testing.assert_array_equal(_run(mod, totals), np.round(totals / count))
+
+
+@pytest.mark.parametrize("pool", ["avg", "global_avg"])
+@pytest.mark.parametrize("dtype, zp", [("uint8", 3), ("int8", -5)])
+def test_region_pool_rounds_like_the_float_program(pool, dtype, zp):
+    """2x2 windows and a 4x4 plane: many exact ties; zero points odd (a tie's parity)."""
+    x = relay.var("x", shape=(1, 4, 4, 4), dtype=dtype)
+    f = _dq(x, 0.5, zp)
+    f = relay.nn.avg_pool2d(f, [2, 2], [2, 2]) if pool == "avg" else \
+        relay.nn.global_avg_pool2d(f)
+    mod, out = _fq2i(_q(f, 0.5, zp, dtype))
+    ops = _ops(out)
+    assert "qnn.dequantize" not in ops and "qnn.quantize" not in ops
+    assert ("nn.avg_pool2d" in ops) == (pool == "avg") and ("sum" in ops) == (pool != "avg")
+    info = np.iinfo(dtype)
+    data = RNG.integers(info.min, info.max + 1, size=(1, 4, 4, 4)).astype(dtype)
+    for built in (False, True):
+        np.testing.assert_array_equal(_run(out, data, built=built), _run(mod, data))
+
+
+def test_region_avg_pool_with_uncounted_padding_stays_float():
+    x = relay.var("x", shape=(1, 4, 4, 4), dtype="uint8")
+    f = relay.nn.avg_pool2d(_dq(x, 0.5, 3), [3, 3], [1, 1], padding=[1, 1, 1, 1],
+                            count_include_pad=False)
+    _, out = _fq2i(_q(f, 0.5, 3))
+    assert "nn.avg_pool2d" in _ops(out) and "qnn.dequantize" in _ops(out)
+
+
+def _head(hw: int, zp: int = 0, windowed: bool = False):
+    """A QAT head: uint8 activations (zero point ``zp``) -> global (or 2x2) average pool ->
+    flatten -> dense with per-channel int8 weights -> float bias; no quantize after."""
+    x = relay.var("x", shape=(2, 32, hw, hw), dtype="uint8")
+    f = _dq(x, 0.05, zp)
+    f = relay.nn.avg_pool2d(f, [2, 2], [2, 2]) if windowed else relay.nn.global_avg_pool2d(f)
+    f = relay.nn.batch_flatten(f)
+    k = 32 * (hw // 2) ** 2 if windowed else 32
+    w = RNG.integers(-127, 128, size=(10, k)).astype("int8")
+    scale = RNG.uniform(0.5, 1.5, size=10).astype("float32") / 127
+    wq = qnn.dequantize(_c(w, "int8"), _c(scale, "float32"), _c(np.zeros(10), "int32"),
+                        axis=0)
+    y = relay.nn.dense(f, wq, units=10)
+    return relay.nn.bias_add(y, _c(RNG.normal(0, 0.3, 10), "float32"), axis=-1), x
+
+
+@pytest.mark.parametrize("zp, windowed", [(0, False), (128, False), (3, True)])
+def test_qat_head_is_integer_and_exact(zp, windowed):
+    """8x8 planes: sums of 64 (or 4) values of at most 255 fit int16, the dense's int32 sums
+    provably do not overflow: int16 sums, qnn.dense, the float bias quantized to the
+    product's scale."""
+    expr, _ = _head(8, zp, windowed)
+    mod, out = _fq2i(expr, use_qat=True)
+    ops = _ops(out)
+    assert "nn.global_avg_pool2d" not in ops and "nn.dense" not in ops
+    assert ops.get("qnn.dense") == 1 and ops.get("sum" if not windowed else "round") == 1
+    assert "int16" in out.astext(show_meta_data=False)
+    data = RNG.integers(0, 256, size=(2, 32, 8, 8)).astype("uint8")
+    ref = _run(mod, data)
+    for built in (False, True):
+        np.testing.assert_allclose(_run(out, data, built=built), ref, rtol=0,
+                                   atol=2e-6 * np.abs(ref).max())
+
+
+def test_qat_head_refusals():
+    """A 16x16 plane's sums need int32 (the dense stays float, the pool's exact sum stays); a
+    QAT pool with windows of different sizes stays float, and the dense after it."""
+    expr, _ = _head(16)
+    mod, out = _fq2i(expr, use_qat=True)
+    ops = _ops(out)
+    assert ops.get("sum") == 1 and ops.get("nn.dense") == 1 and "qnn.dense" not in ops
+    data = RNG.integers(0, 256, size=(2, 32, 16, 16)).astype("uint8")
+    ref = _run(mod, data)
+    np.testing.assert_allclose(_run(out, data), ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+    x = relay.var("x", shape=(1, 4, 4, 4), dtype="uint8")
+    f = relay.nn.avg_pool2d(_dq(x, 0.5, 3), [3, 3], [1, 1], padding=[1, 1, 1, 1],
+                            count_include_pad=False)
+    _, out = _fq2i(f, use_qat=True)
+    assert "nn.avg_pool2d" in _ops(out) and "qnn.dequantize" in _ops(out)
+
+
+def test_region_pool_feeding_a_quantized_dense_sums_exactly():
+    """dequantize -> global pool -> flatten -> dense -> bias -> quantize (a linear head whose
+    output is fake-quantized): the pool's exact int16 sums feed qnn.dense, and the region's
+    one rounding is the final requantize: equal to the float program (a pool requantized into
+    the head's output scale, as TVM types it, was far off)."""
+    expr, _ = _head(8, 0)
+    mod, out = _fq2i(_q(expr, 0.02, 128), use_qat=False)
+    ops = _ops(out)
+    assert ops.get("qnn.dense") == 1 and ops.get("sum") == 1 and "nn.dense" not in ops
+    data = RNG.integers(0, 256, size=(2, 32, 8, 8)).astype("uint8")
+    ref = _run(mod, data).astype("int32")
+    assert np.abs(_run(out, data, built=True).astype("int32") - ref).max() <= 1
