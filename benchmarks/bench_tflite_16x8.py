@@ -7,7 +7,7 @@ interleaved (benchmarks/interleave.py), one thread, thread CPU time:
   (uint8) bytes (``tflite.products16.ONE_PASS`` off);
 - ``one pass``: one op on the int16 data where the weights bound the sums
   (``tflite.products16``: int32 convs / dense on ``conv_vnni``'s int16 words, float32
-  depthwise convs), the convs requantized in int32 (``quantized.INT32_REQUANTIZE``);
+  depthwise convs), the convs requantized in int32 (``quantized_requantize.INT32_REQUANTIZE``);
 - ``one pass f64``: the same sums requantized in float64 as the byte split's are.
 
 LiteRT's builtin kernels (``ai_edge_litert``, where installed) run the same file: its time and
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     import minitvm as tvm
     from minitvm import relay
     from minitvm.contrib import graph_executor
-    from minitvm.relay.frontend.tflite import products16, quantized
+    from minitvm.relay.frontend.tflite import products16, quantized_requantize
     from minitvm.runtime import threadpool
 
     threadpool.set_num_threads(1)
@@ -54,11 +54,11 @@ def main(argv=None) -> int:
     x = t.inputs()["input"]
 
     def build(one_pass: bool, int32_requantize: bool = True):
-        products16.ONE_PASS, quantized.INT32_REQUANTIZE = one_pass, int32_requantize
+        products16.ONE_PASS, quantized_requantize.INT32_REQUANTIZE = one_pass, int32_requantize
         try:
             mod, params = relay.frontend.from_tflite(blob)
         finally:
-            products16.ONE_PASS = quantized.INT32_REQUANTIZE = True
+            products16.ONE_PASS = quantized_requantize.INT32_REQUANTIZE = True
         with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(mod, target="llvm", params=params)
         gm = graph_executor.GraphModule(lib["default"](tvm.cpu()))

@@ -157,9 +157,9 @@ def test_a_flat_run_of_two_vectors_is_not_an_unrolled_window(flat_vectors, monke
     loads of 16 lanes, a stride of 49: 9x the LLVM time, 2x the run time on ResNet-50's
     2048-channel pool); ``FLAT_VECTORS`` off gives the window back, the same numbers."""
     from minitvm.backend import kernel_cache
-    from minitvm.schedule import lower
+    from minitvm.schedule import reduction_loops
 
-    monkeypatch.setattr(lower, "FLAT_VECTORS", flat_vectors)
+    monkeypatch.setattr(reduction_loops, "FLAT_VECTORS", flat_vectors)
     kernel_cache.clear_cache()
     xv = rng.standard_normal((1, 64, 7, 7)).astype("float32")
     lib = _build(xv.shape, relay.nn.global_avg_pool2d)

@@ -9,7 +9,7 @@ import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
 from minitvm.relay.backend import te_compiler
-from minitvm.schedule import LoweringOptions, lower, lower_te
+from minitvm.schedule import LoweringOptions, injective_loops, lower_te
 from minitvm.schedule.common import const_int
 from minitvm.schedule.lower import TRANSPOSE_TILE
 from minitvm.tir import expr as E
@@ -63,7 +63,7 @@ def test_the_padded_transpose_has_no_lane_test_and_tiles_its_rows(monkeypatch):
     assert _lane_tests(func) == 0, func.script()
     # the rows of a tile: serial loops of TRANSPOSE_TILE iterations around the vectors
     assert TRANSPOSE_TILE in {c for c in (const_int(s.extent) for s in _loops(func))}
-    monkeypatch.setattr(lower, "transpose_pieces", lambda *a: None)
+    monkeypatch.setattr(injective_loops, "transpose_pieces", lambda *a: None)
     assert _lane_tests(_lowered(f)) > 0  # transpose_nest alone tests every lane
 
 
@@ -95,5 +95,5 @@ def test_an_unpadded_transpose_keeps_transpose_nest(monkeypatch):
     x = relay.var("x", shape=(1, 32, 48))
     f = relay.Function([x], relay.transpose(x, (0, 2, 1)))
     text = _lowered(f).script()
-    monkeypatch.setattr(lower, "transpose_pieces", lambda *a: None)
+    monkeypatch.setattr(injective_loops, "transpose_pieces", lambda *a: None)
     assert _lowered(f).script() == text

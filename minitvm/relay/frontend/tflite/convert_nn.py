@@ -1,0 +1,209 @@
+"""Float converters of the network layers: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+TRANSPOSE_CONV, the pools, SOFTMAX, BATCH_MATMUL and the normalizations (TFLite's SAME / VALID
+padding as Relay pads)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
+from ..common import infer_shape
+from .op_context import _activation, _ints, register
+
+
+def _same_pads(in_size, k, stride, dilation):
+    eff = (k - 1) * dilation + 1
+    out = -(-in_size // stride)
+    total = max((out - 1) * stride + eff - in_size, 0)
+    return total // 2, total - total // 2
+
+
+def _conv_pads(padding, h, w, kh, kw, sh, sw, dh, dw):
+    if padding == 1:  # VALID
+        return (0, 0, 0, 0)
+    t, b = _same_pads(h, kh, sh, dh)
+    left, r = _same_pads(w, kw, sw, dw)
+    return (t, left, b, r)
+
+
+@register("CONV_2D")
+def _conv2d(ctx):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    b = ctx.inputs[2] if len(ctx.inputs) > 2 else None
+    opt = ctx.options()
+    _, h, wd, c = infer_shape(x)
+    o, kh, kw, ci = infer_shape(w)
+    if c % ci or o % (c // ci):
+        raise ctx.fail(f"input channels {c} do not match the filter's {ci} (per group)")
+    pads = _conv_pads(opt.Padding(), h, wd, kh, kw, opt.StrideH(), opt.StrideW(),
+                      opt.DilationHFactor(), opt.DilationWFactor())
+    w_hwio = _op.transpose(w, (1, 2, 3, 0))
+    out = _nn.conv2d(x, w_hwio, strides=(opt.StrideH(), opt.StrideW()), padding=pads,
+                     dilation=(opt.DilationHFactor(), opt.DilationWFactor()), channels=o,
+                     groups=c // ci,
+                     kernel_size=(kh, kw), data_layout="NHWC", kernel_layout="HWIO")
+    if b is not None:
+        out = _nn.bias_add(out, b, axis=3)
+    return _activation(ctx, out, opt.FusedActivationFunction())
+
+
+@register("DEPTHWISE_CONV_2D")
+def _depthwise(ctx):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    b = ctx.inputs[2] if len(ctx.inputs) > 2 else None
+    opt = ctx.options()
+    _, h, wd, c = infer_shape(x)
+    _, kh, kw, cm = infer_shape(w)
+    pads = _conv_pads(opt.Padding(), h, wd, kh, kw, opt.StrideH(), opt.StrideW(),
+                      opt.DilationHFactor(), opt.DilationWFactor())
+    w_hwoi = _op.transpose(w, (1, 2, 3, 0))  # (1, kh, kw, C*M) -> (kh, kw, C*M, 1)
+    out = _nn.conv2d(x, w_hwoi, strides=(opt.StrideH(), opt.StrideW()), padding=pads,
+                     dilation=(opt.DilationHFactor(), opt.DilationWFactor()), groups=c,
+                     channels=cm, kernel_size=(kh, kw), data_layout="NHWC",
+                     kernel_layout="HWOI")
+    if b is not None:
+        out = _nn.bias_add(out, b, axis=3)
+    return _activation(ctx, out, opt.FusedActivationFunction())
+
+
+@register("FULLY_CONNECTED")
+def _fully_connected(ctx):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    b = ctx.inputs[2] if len(ctx.inputs) > 2 else None
+    opt = ctx.options()
+    xs = infer_shape(x)
+    units, k = infer_shape(w)
+    flat = x if len(xs) == 2 else _op.reshape(x, (-1, k))
+    out = _nn.dense(flat, w, units=units)
+    if b is not None:
+        out = _nn.bias_add(out, b, axis=-1)
+    if opt is not None and opt.KeepNumDims() and len(xs) != 2:
+        out = _op.reshape(out, xs[:-1] + (units,))
+    return _activation(ctx, out, opt.FusedActivationFunction() if opt is not None else 0)
+
+
+def pool_window(ctx, kind: str):
+    """The pooling of ``ctx.inputs[0]`` over the operator's windows, its fused activation not
+    applied."""
+    x = ctx.inputs[0]
+    opt = ctx.options()
+    shape = infer_shape(x)
+    h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
+    kh, kw = opt.FilterHeight(), opt.FilterWidth()
+    sh, sw = opt.StrideH(), opt.StrideW()
+    pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+    if kind == "max":
+        return _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
+    return _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout,
+                          count_include_pad=False)
+
+
+def _pool(kind):
+    def convert(ctx):
+        out = pool_window(ctx, kind)
+        return _activation(ctx, out, ctx.options().FusedActivationFunction())
+
+    return convert
+
+
+register("MAX_POOL_2D")(_pool("max"))
+register("AVERAGE_POOL_2D")(_pool("avg"))
+
+
+@register("SOFTMAX")
+def _softmax(ctx):
+    x = ctx.inputs[0]
+    beta = float(ctx.options().Beta())
+    if beta != 1.0:
+        x = _op.multiply(x, _expr.const(np.array(beta, "float32")))
+    return _nn.softmax(x, axis=-1)
+
+
+@register("LOG_SOFTMAX")
+def _log_softmax(ctx):
+    return _nn.log_softmax(ctx.inputs[0], axis=-1)
+
+
+@register("BATCH_MATMUL")
+def _batch_matmul(ctx):
+    a, b = ctx.inputs[0], ctx.inputs[1]
+    opt = ctx.options()
+    sa, sb = infer_shape(a), infer_shape(b)
+    if opt is not None and opt.AdjX():
+        a = _op.transpose(a, list(range(len(sa) - 2)) + [len(sa) - 1, len(sa) - 2])
+        sa = sa[:-2] + (sa[-1], sa[-2])
+    tb = bool(opt is not None and opt.AdjY())
+    batch = tuple(int(d) for d in np.broadcast_shapes(sa[:-2], sb[:-2]))
+    if sa[:-2] != batch:  # batch dims broadcast (e.g. a rank-2 constant right operand)
+        a = _op.broadcast_to(a, batch + sa[-2:])
+    if sb[:-2] != batch:
+        b = _op.broadcast_to(b, batch + sb[-2:])
+    nb = int(np.prod(batch)) if batch else 1
+    a3 = _op.reshape(a, (nb,) + sa[-2:])
+    b3 = _op.reshape(b, (nb,) + sb[-2:])
+    out = _nn.batch_matmul(a3, b3, transpose_b=tb)
+    n = sb[-2] if tb else sb[-1]
+    return _op.reshape(out, batch + (sa[-2], n))
+
+
+@register("TRANSPOSE_CONV")
+def _transpose_conv(ctx):
+    # inputs: output_shape, weights (O, kh, kw, I), input (NHWC), optional bias
+    out = transpose_conv_window(ctx)
+    b = ctx.inputs[3] if len(ctx.inputs) > 3 else None
+    if b is not None:
+        out = _nn.bias_add(out, b, axis=3)
+    opt = ctx.options()
+    act = opt.FusedActivationFunction() if hasattr(opt, "FusedActivationFunction") else 0
+    return _activation(ctx, out, act)
+
+
+def transpose_conv_window(ctx):
+    """TRANSPOSE_CONV of ``ctx.inputs[2]`` (NHWC) by the weights ``ctx.inputs[1]`` (O, kh, kw,
+    I) to the output shape of input 0, in NHWC: no bias, no fused activation."""
+    out_shape = _ints(ctx, 0, "the output shape")
+    w, x = ctx.inputs[1], ctx.inputs[2]
+    opt = ctx.options()
+    _, h, wd, _ = infer_shape(x)
+    o, kh, kw, _ = infer_shape(w)
+    strides = (opt.StrideH(), opt.StrideW())
+    pads, out_pad = [], []
+    for n_in, k, s, n_out in ((h, kh, strides[0], out_shape[1]), (wd, kw, strides[1],
+                                                                     out_shape[2])):
+        total = (n_in - 1) * s + k - n_out
+        if total >= 0:
+            pads.append((total // 2, total - total // 2))
+            out_pad.append(0)
+        elif -total < s:
+            pads.append((0, 0))
+            out_pad.append(-total)
+        else:
+            raise ctx.fail(f"output shape {out_shape} is not reachable from input {h}x{wd} "
+                           f"with stride {strides} and kernel {kh}x{kw}")
+    w_iohw = _op.transpose(w, (3, 0, 1, 2))
+    xt = _op.transpose(x, (0, 3, 1, 2))
+    out = _nn.conv2d_transpose(xt, w_iohw, strides=strides,
+                               padding=(pads[0][0], pads[1][0], pads[0][1], pads[1][1]),
+                               channels=o, kernel_size=(kh, kw), data_layout="NCHW",
+                               kernel_layout="IOHW", output_padding=tuple(out_pad))
+    return _op.transpose(out, (0, 2, 3, 1))
+
+
+@register("L2_NORMALIZATION")
+def _l2_norm(ctx):
+    x = ctx.inputs[0]
+    out = _nn.l2_normalize(x, 1e-12, axis=[len(infer_shape(x)) - 1])
+    opt = ctx.options()
+    return _activation(ctx, out, opt.FusedActivationFunction() if opt is not None else 0)
+
+
+@register("LOCAL_RESPONSE_NORMALIZATION")
+def _lrn(ctx):
+    x = ctx.inputs[0]
+    opt = ctx.options()
+    size = 2 * int(opt.Radius()) + 1
+    # TFLite's alpha multiplies the plain window sum; Relay's lrn divides alpha by size.
+    return _nn.lrn(x, size=size, axis=len(infer_shape(x)) - 1, bias=float(opt.Bias()),
+                   alpha=float(opt.Alpha()) * size, beta=float(opt.Beta()))

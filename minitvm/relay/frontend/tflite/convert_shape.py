@@ -1,0 +1,206 @@
+"""Float converters that reshape, split, join or select along axes: RESHAPE, SQUEEZE,
+EXPAND_DIMS, TRANSPOSE, CONCATENATION, PACK / UNPACK, SPLIT, SLICE, STRIDED_SLICE, TILE,
+BROADCAST_TO, REVERSE_V2."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import expr as _expr
+from ... import op as _op
+from ..common import infer_shape
+from .op_context import _activation, _axis, _ints, register
+
+
+@register("RESHAPE")
+def _reshape(ctx):
+    x = ctx.inputs[0]
+    opt = ctx.options()
+    has_attr = opt is not None and opt.NewShapeLength() > 0
+    shape_in = ctx.importer.fold(ctx.inputs[1]) if len(ctx.inputs) > 1 and \
+        ctx.inputs[1] is not None else None
+    if isinstance(shape_in, _expr.Constant):
+        shape = [int(v) for v in shape_in.data.numpy().reshape(-1)]
+    elif has_attr:  # the attribute is the fallback when the shape input is computed
+        shape = [int(v) for v in opt.NewShapeAsNumpy()]
+    elif shape_in is not None:
+        raise ctx.fail("the new shape must be a constant tensor (or the new_shape attribute)")
+    else:  # neither: the output tensor's declared shape
+        t = ctx.importer.subgraph.Tensors(int(ctx.op.Outputs(0)))
+        shape = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+    total = int(np.prod(infer_shape(x)))
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1]))
+        shape[shape.index(-1)] = total // known
+    return _op.reshape(x, shape)
+
+
+@register("CONCATENATION")
+def _concat(ctx):
+    opt = ctx.options()
+    axis = int(opt.Axis())
+    if ctx.layout == "NCHW":  # (``layout.convert_in_nchw``: 4-D inputs in NCHW)
+        axis = (0, 2, 3, 1)[axis % 4]
+    out = _op.concatenate([e for e in ctx.inputs if e is not None], axis)
+    return _activation(ctx, out, opt.FusedActivationFunction())
+
+
+@register("SQUEEZE")
+def _squeeze(ctx):
+    opt = ctx.options()
+    dims = [int(d) for d in opt.SqueezeDimsAsNumpy()] if opt is not None and \
+        opt.SqueezeDimsLength() else None
+    return _op.squeeze(ctx.inputs[0], axis=dims)
+
+
+@register("TRANSPOSE")
+def _transpose(ctx):
+    return _op.transpose(ctx.inputs[0], [int(p) for p in ctx.value(1, "the permutation")])
+
+
+@register("EXPAND_DIMS")
+def _expand_dims(ctx):
+    x = ctx.inputs[0]
+    a = _ints(ctx, 1, "the axis")[0]
+    ndim = len(infer_shape(x))
+    return _op.expand_dims(x, a + ndim + 1 if a < 0 else a)
+
+
+@register("PACK")
+def _pack(ctx):
+    opt = ctx.options()
+    xs = [e for e in ctx.inputs if e is not None]
+    ndim = len(infer_shape(xs[0]))
+    return _op.stack(xs, _axis(int(opt.Axis()), ndim + 1))
+
+
+@register("UNPACK")
+def _unpack(ctx):
+    x = ctx.inputs[0]
+    shape = infer_shape(x)
+    axis = _axis(int(ctx.options().Axis()), len(shape))
+    n = shape[axis]
+    parts = _op.split(x, n, axis)
+    return [_op.squeeze(parts[i], [axis]) for i in range(n)]
+
+
+def _split_at(x, axis, sizes):
+    points, acc = [], 0
+    for s in sizes[:-1]:
+        acc += s
+        points.append(acc)
+    parts = _op.split(x, points, axis)
+    return [parts[i] for i in range(len(sizes))]
+
+
+@register("SPLIT")
+def _split(ctx):
+    x = ctx.inputs[1]
+    shape = infer_shape(x)
+    axis = _axis(_ints(ctx, 0, "the split axis")[0], len(shape))
+    n = int(ctx.options().NumSplits())
+    if shape[axis] % n:
+        raise ctx.fail(f"axis {axis} of size {shape[axis]} does not split into {n} parts")
+    return _split_at(x, axis, [shape[axis] // n] * n)
+
+
+@register("SPLIT_V")
+def _split_v(ctx):
+    x = ctx.inputs[0]
+    shape = infer_shape(x)
+    sizes = _ints(ctx, 1, "the split sizes")
+    axis = _axis(_ints(ctx, 2, "the split axis")[0], len(shape))
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
+    if sum(sizes) != shape[axis]:
+        raise ctx.fail(f"split sizes {sizes} do not add up to {shape[axis]}")
+    return _split_at(x, axis, sizes)
+
+
+@register("SLICE")
+def _slice(ctx):
+    x = ctx.inputs[0]
+    shape = infer_shape(x)
+    begin, size = _ints(ctx, 1, "the begin"), _ints(ctx, 2, "the size")
+    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, shape)]
+    return _op.strided_slice(x, begin, end)
+
+
+@register("STRIDED_SLICE")
+def _strided_slice(ctx):
+    """Resolves begin/end/strides and the five masks statically (TF semantics), then slices
+    positive-stride axes with strided_slice, reversed ones with take, and reshapes."""
+    x = ctx.inputs[0]
+    shape = infer_shape(x)
+    ndim = len(shape)
+    begin, end = _ints(ctx, 1, "the begin"), _ints(ctx, 2, "the end")
+    strides = _ints(ctx, 3, "the strides") if len(ctx.inputs) > 3 and ctx.inputs[3] is not \
+        None else [1] * len(begin)
+    opt = ctx.options()
+    bm, em, elm = opt.BeginMask(), opt.EndMask(), opt.EllipsisMask()
+    nm, sm = opt.NewAxisMask(), opt.ShrinkAxisMask()
+    if opt.Offset() if hasattr(opt, "Offset") else False:
+        raise ctx.fail("the 'offset' form of STRIDED_SLICE is not supported")
+    n = len(begin)
+    if not elm:  # an implicit ellipsis at the end
+        elm = 1 << n
+        begin, end, strides, n = begin + [0], end + [0], strides + [1], n + 1
+    consumed = sum(1 for i in range(n) if not (elm >> i) & 1 and not (nm >> i) & 1)
+    ranges, out_shape, dim = [], [], 0  # ranges: per input dim (start, stop, step)
+    for i in range(n):
+        if (elm >> i) & 1:
+            for _ in range(ndim - consumed):
+                ranges.append((0, shape[dim], 1))
+                out_shape.append(shape[dim])
+                dim += 1
+            continue
+        if (nm >> i) & 1:
+            out_shape.append(1)
+            continue
+        if dim >= ndim:
+            raise ctx.fail(f"the slice spec indexes {dim + 1} dims of a rank-{ndim} input")
+        d = shape[dim]
+        if (sm >> i) & 1:
+            b = begin[i] + d if begin[i] < 0 else begin[i]
+            if not 0 <= b < d:
+                raise ctx.fail(f"index {begin[i]} is out of range for axis {dim} of size {d}")
+            ranges.append((b, b + 1, 1))
+        else:
+            if strides[i] == 0:
+                raise ctx.fail("a stride is 0")
+            s = slice(None if (bm >> i) & 1 else begin[i], None if (em >> i) & 1 else end[i],
+                      strides[i])
+            r = s.indices(d)
+            ranges.append(r)
+            out_shape.append(len(range(*r)))
+        dim += 1
+    if dim != ndim:
+        raise ctx.fail(f"the slice spec covers {dim} dims of a rank-{ndim} input")
+    pos = [r if r[2] > 0 else (0, shape[k], 1) for k, r in enumerate(ranges)]
+    out = x
+    if any(r != (0, shape[k], 1) for k, r in enumerate(pos)):
+        out = _op.strided_slice(out, [max(r[0], 0) for r in pos],
+                                [max(r[1], r[0], 0) for r in pos], [r[2] for r in pos])
+    for k, r in enumerate(ranges):
+        if r[2] < 0:
+            out = _op.take(out, _expr.const(np.array(list(range(*r)), "int32")), axis=k)
+    return _op.reshape(out, out_shape)
+
+
+@register("TILE")
+def _tile(ctx):
+    return _op.tile(ctx.inputs[0], _ints(ctx, 1, "the multiples"))
+
+
+@register("BROADCAST_TO")
+def _broadcast_to(ctx):
+    return _op.broadcast_to(ctx.inputs[0], _ints(ctx, 1, "the target shape"))
+
+
+@register("REVERSE_V2")
+def _reverse(ctx):
+    x = ctx.inputs[0]
+    ndim = len(infer_shape(x))
+    for a in _ints(ctx, 1, "the axes"):
+        x = _op.reverse(x, _axis(a, ndim))
+    return x
