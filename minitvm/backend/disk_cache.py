@@ -188,17 +188,19 @@ class DiskCache:
         self.stats["build_hits"] += 1
         return payload
 
-    def put_build(self, key: str, chunks, wait: bool = True) -> None:
+    def put_build(self, key: str, chunks, wait: bool = True, trim: bool = True) -> None:
         """Store a whole build's payload (bytes-like ``chunks``, written back to back)
-        atomically; never raises for I/O errors. ``wait=False`` writes on a thread (checksum
+        atomically; never raises for I/O errors. ``trim=False`` for a small entry (a kernel's
+        record): the size limit is checked against a running count, as ``put`` does, instead
+        of rescanning the folder after the write. ``wait=False`` writes on a thread (checksum
         and file writes release the GIL): ``chunks`` must not change until it is done, which
         ``get_build`` of the same key, ``flush`` and the interpreter's exit wait for; there
         ``chunks`` may also be a function that makes them (None: nothing to write), called on
         the thread."""
         if wait:
-            self._write_build(key, chunks)
+            self._write_build(key, chunks, trim)
             return
-        t = threading.Thread(target=self._write_build, args=(key, chunks),
+        t = threading.Thread(target=self._write_build, args=(key, chunks, trim),
                              name="minitvm-build-cache-write")
         with _WRITERS_LOCK:
             _WRITERS[(id(self), key)] = t
@@ -217,18 +219,18 @@ class DiskCache:
         if t is not None:
             t.join()
 
-    def _write_build(self, key: str, chunks) -> None:
+    def _write_build(self, key: str, chunks, trim: bool = True) -> None:
         try:
             if callable(chunks):
                 chunks = chunks()
             if chunks is not None:
-                self._write_build_file(key, chunks)
+                self._write_build_file(key, chunks, trim)
         finally:
             with _WRITERS_LOCK:
                 if _WRITERS.get((id(self), key)) is threading.current_thread():
                     del _WRITERS[(id(self), key)]
 
-    def _write_build_file(self, key: str, chunks) -> None:
+    def _write_build_file(self, key: str, chunks, trim: bool = True) -> None:
         path = self._build_path(key)
         tmp = None
         n, crc = 0, 0
@@ -252,7 +254,12 @@ class DiskCache:
                 warnings.warn(f"minitvm: cannot write the build cache in {path.parent}: {err}; "
                               f"set {ENV_DIR} or {ENV_DISABLE}=1", RuntimeWarning, stacklevel=2)
             return
-        self.evict()  # a build entry is large (it holds the weights): rescan and trim now
+        if trim or self._approx_bytes is None:
+            self.evict()  # a build entry is large (it holds the weights): rescan and trim now
+        else:
+            self._approx_bytes += _BUILD_HEAD + n
+            if self._approx_bytes > self.max_bytes:
+                self.evict()
 
     # ------------------------------------------------------------------ maintenance
     def _files(self) -> list[tuple[float, int, Path]]:

@@ -283,9 +283,15 @@ def _chunks(factory: GraphExecutorFactoryModule, codes: dict) -> list | None:
                "params": {n: contiguous(_array(v))
                           for n, v in factory.get_params().items()},
                "kernels": kernels, "objects": objects, "entry": lib.entry[:2] if lib.entry is not None else None}
+    return payload_chunks(payload)
+
+
+def payload_chunks(value) -> list | None:
+    """``value`` (data as ``_encode`` takes it) as bytes-like chunks of a cache entry written
+    back to back, or None when it cannot be encoded; ``read_payload`` reads it back."""
     raws: list = []
     try:  # a JSON header; arrays and bytes go out of band, so a load maps them in place
-        head_json = json.dumps(_encode(payload, raws)).encode()
+        head_json = json.dumps(_encode(value, raws)).encode()
     except (TypeError, ValueError):
         return None
     head = _LAYOUT.pack(len(head_json), len(raws)) + b"".join(
@@ -332,8 +338,9 @@ def _decode(value, bufs: list):
     return value
 
 
-def _unpack(data: memoryview) -> dict:
-    """The payload of a stored build; arrays are views of ``data``."""
+def read_payload(data: memoryview):
+    """The value ``payload_chunks`` wrote (a stored build's payload); arrays are views of
+    ``data``. Raises ValueError (or a KeyError / struct.error) for a damaged entry."""
     n_head, n_bufs = _LAYOUT.unpack_from(data, 0)
     sizes = struct.unpack_from(f"<{n_bufs}Q", data, _LAYOUT.size)
     pos = _LAYOUT.size + 8 * n_bufs
@@ -432,7 +439,7 @@ def load(cache: DiskCache, key: str, mod_name: str,
     if data is None:
         return None
     try:
-        payload = _unpack(data)
+        payload = read_payload(data)
         compiled = _load_objects(payload["objects"])
         lazy = _Rebuild(rebuild)
         kernels = {}

@@ -225,8 +225,9 @@ def same_primitive(f: Function, g: Function, fo=None, go=None) -> bool:
 class KernelTable:
     """The kernels of one executable, indexed as ``InvokePacked`` refers to them."""
 
-    def __init__(self, options: LoweringOptions):
+    def __init__(self, options: LoweringOptions, store=None):
         self.options = options
+        self.store = store  # the build's ``saved.RecordStore`` of symbolic kernels, or None
         self.kernels: list[Kernel] = []
         self._buckets: dict[tuple, list] = {}
         self._names: dict[str, int] = {}
@@ -238,7 +239,7 @@ class KernelTable:
         """The kernel of a function with ``Any`` dimensions: one symbolic native kernel when
         every op lowers so, else a ``ShapeSpecializer`` (logged at debug level, with why)."""
         try:
-            kernel = lower_symbolic(func, name, self.options, const_inputs)
+            kernel = lower_symbolic(func, name, self.options, const_inputs, self.store)
             self.stats["symbolic"] += 1
             return kernel
         except (LoweringError, ValueError, TypeError, NotImplementedError, KeyError) as err:

@@ -189,18 +189,21 @@ def _compute_of(call: Call):
 
 
 def lower_symbolic(func: Function, name: str, options: LoweringOptions,
-                   const_inputs: frozenset = frozenset()) -> Kernel:
+                   const_inputs: frozenset = frozenset(), store=None) -> Kernel:
     """One native kernel for ``func`` at every size of its ``Any`` dimensions (a ``Kernel``
     whose ``run`` is a ``SymbolicKernel``). Raises ``LoweringError`` (or the compute's
-    ValueError / TypeError / NotImplementedError) when it cannot be lowered so."""
+    ValueError / TypeError / NotImplementedError) when it cannot be lowered so. ``store``: the
+    build's ``saved.RecordStore`` (a kernel recorded on disk is not scheduled again)."""
     if not options.native:
         raise LoweringError("native lowering disabled")
     if func.attrs is not None and func.attrs.get("Compiler") is not None:
         raise LoweringError("partitioned for an external codegen")
     if user_strategies(func):  # (the static lowering of each shape honours them)
         raise LoweringError("an op carries a user strategy")
-    native, variables, in_shapes, out_shapes = _compiled(func, name, options, const_inputs)
-    run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs)
+    native, variables, in_shapes, out_shapes, kvars = _compiled(func, name, options,
+                                                                const_inputs, store)
+    run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs,
+                         kvars)
     # (weights it takes in another layout are packed by ``run``, once per constant: an exported
     # executable keeps the function's own constants, for the numpy run it loads as)
     return Kernel(name, "fallback", reason=SYMBOLIC_REASON, source=func,
@@ -281,12 +284,14 @@ def _refuse_rule_stages(outputs) -> None:
 
 
 class _Scheduled:
-    """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand."""
+    """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand;
+    ``key`` its on-disk record's (None: not recorded)."""
 
     __slots__ = ("variables", "in_shapes", "out_shapes", "fast", "packs", "consts", "source",
-                 "native")
+                 "native", "kvars", "key")
 
     def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
+        STATS["scheduled"] += 1
         typed, self.variables = symbolic_function(func)
         inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
         _refuse_rule_stages(outputs)
@@ -299,36 +304,86 @@ class _Scheduled:
         self.in_shapes = [tuple(t.shape) for p in typed.params
                           for t in tensor_types(p.checked_type)]
         self.native = None
+        self.kvars = None
+        self.key = None
+
+
+class _Restored:
+    """A symbolic kernel read back from its on-disk record (``saved``): native code loaded,
+    nothing scheduled."""
+
+    __slots__ = ("variables", "in_shapes", "out_shapes", "native", "kvars", "key")
+
+    def __init__(self, func: Function, hit: tuple, key: str):
+        from .saved import restore
+
+        meta, consts, compiled, ir = hit
+        self.variables, self.in_shapes, self.out_shapes, self.kvars, packs = restore(meta)
+        self.native = Kernel("restored", "native", symbol=compiled.symbol,
+                             address=compiled.address, ir=ir, consts=consts,
+                             compiled=compiled, input_packs=packs, source=func)
+        self.key = key
+
+
+# calls of ``_Scheduled`` in this process: a warm build (its kernels recorded on disk) and a
+# loaded executable make none
+STATS = {"scheduled": 0}
+
+
+def _from_store(func: Function, options: LoweringOptions, const_inputs: frozenset, store):
+    """``(key, the record on disk or None)`` of ``func``'s symbolic kernel: a ``_Restored``, or
+    the LoweringError the symbolic path raised for it."""
+    key = store.key(func, options, const_inputs) if store is not None else None
+    hit = store.load(key) if key is not None else None
+    if hit is None:
+        return key, None
+    if len(hit) == 2:  # (error type, message)
+        return key, LoweringError(f"{hit[0]}: {hit[1]} (recorded)")
+    try:
+        return key, _Restored(func, hit, key)
+    except ValueError:  # a damaged record: lowered again (and recorded anew)
+        return key, None
 
 
 def schedule_symbolic(func: Function, options: LoweringOptions,
-                      const_inputs: frozenset = frozenset()):
-    """The schedule of ``func``'s symbolic kernel (``_Scheduled``), from the in-process cache or
-    made now; the error its lowering raises instead, returned (not raised)."""
+                      const_inputs: frozenset = frozenset(), store=None):
+    """The schedule of ``func``'s symbolic kernel (``_Scheduled``), from the in-process cache,
+    the on-disk records of ``store`` (a ``_Restored``, nothing scheduled) or made now; the
+    error its lowering raises instead, returned (not raised)."""
     key = (structural_hash(func), options, const_inputs)
     with _COMPILED_LOCK:
         for cand, made in _COMPILED.get(key, ()):
             if cand is func or structural_equal(cand, func):
                 return made
-    try:
-        made = _Scheduled(func, options, const_inputs)
-    except _LOWERING_ERRORS as err:
-        made = err
+    disk_key, made = _from_store(func, options, const_inputs, store)
+    if made is None:
+        try:
+            made = _Scheduled(func, options, const_inputs)
+            made.key = disk_key
+        except _LOWERING_ERRORS as err:
+            made = err
+            if disk_key is not None:
+                store.store_error(disk_key, err)
     with _COMPILED_LOCK:
         _COMPILED.setdefault(key, []).append((func, made))
     return made
 
 
-def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset):
-    """``(native kernel, variables, input shapes, output (shape, dtype)s)`` of ``func``'s
-    symbolic kernel (its object code through the disk cache); raises its lowering error."""
-    made = schedule_symbolic(func, options, const_inputs)
+def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset,
+              store=None):
+    """``(native kernel, variables, input shapes, output (shape, dtype)s, kernel var places)``
+    of ``func``'s symbolic kernel (its object code through the disk cache; the record written
+    to ``store`` once made); raises its lowering error."""
+    made = schedule_symbolic(func, options, const_inputs, store)
     if isinstance(made, Exception):
         raise made
     if made.native is None:
         made.native = compile_scheduled(made.fast, made.packs, made.consts, name, made.source)
+        made.kvars = _kernel_var_places(made.native)
+        if made.key is not None and store is not None:
+            store.store(made.key, made)
     return (made.native.renamed(name, made.native.source), made.variables, made.in_shapes,
-            made.out_shapes)
+            made.out_shapes, made.kvars)
 
 
 def clear_symbolic_cache() -> None:
@@ -371,7 +426,8 @@ class SymbolicKernel:
     ``native_call(args)`` gives the VM's native entry the call to record."""
 
     def __init__(self, kernel: Kernel, variables: list, in_shapes: list, out_shapes: list,
-                 func: Function, options: LoweringOptions, const_inputs: frozenset):
+                 func: Function, options: LoweringOptions, const_inputs: frozenset,
+                 kvars: list | None = None):
         self.kernel = kernel
         self.variables = variables
         self.in_shapes = in_shapes
@@ -386,7 +442,7 @@ class SymbolicKernel:
             raise LoweringError(f"sizes {missing} are no input's dimension")
         self._where = [where[id(v)] for v in variables]
         # the kernel's own scalar arguments: its signature's variables, read from its buffers
-        self._kvars = _kernel_var_places(kernel)
+        self._kvars = list(kvars) if kvars is not None else _kernel_var_places(kernel)
         if any(k >= len(in_shapes) for k, _ in self._kvars):
             raise LoweringError(f"kernel {kernel.name}: a size is read from no input")
         self._entry = _ENTRY(kernel.address)
