@@ -191,16 +191,19 @@ class DiskCache:
     def put_build(self, key: str, chunks, wait: bool = True, trim: bool = True) -> None:
         """Store a whole build's payload (bytes-like ``chunks``, written back to back)
         atomically; never raises for I/O errors. ``trim=False`` for a small entry (a kernel's
-        record): the size limit is checked against a running count, as ``put`` does, instead
-        of rescanning the folder after the write. ``wait=False`` writes on a thread (checksum
+        record): written at once, the size limit checked against a running count, as ``put``
+        does, instead of rescanning the folder after the write. ``wait=False`` writes on a thread (checksum
         and file writes release the GIL): ``chunks`` must not change until it is done, which
         ``get_build`` of the same key, ``flush`` and the interpreter's exit wait for; there
         ``chunks`` may also be a function that makes them (None: nothing to write), called on
         the thread."""
-        if wait:
-            self._write_build(key, chunks, trim)
+        if not trim:  # (a small entry: written here)
+            self._write_build_file(key, chunks() if callable(chunks) else chunks, trim=False)
             return
-        t = threading.Thread(target=self._write_build, args=(key, chunks, trim),
+        if wait:
+            self._write_build(key, chunks)
+            return
+        t = threading.Thread(target=self._write_build, args=(key, chunks),
                              name="minitvm-build-cache-write")
         with _WRITERS_LOCK:
             _WRITERS[(id(self), key)] = t
@@ -219,12 +222,12 @@ class DiskCache:
         if t is not None:
             t.join()
 
-    def _write_build(self, key: str, chunks, trim: bool = True) -> None:
+    def _write_build(self, key: str, chunks) -> None:
         try:
             if callable(chunks):
                 chunks = chunks()
             if chunks is not None:
-                self._write_build_file(key, chunks, trim)
+                self._write_build_file(key, chunks)
         finally:
             with _WRITERS_LOCK:
                 if _WRITERS.get((id(self), key)) is threading.current_thread():

@@ -341,6 +341,11 @@ def _decode(value, bufs: list):
 def read_payload(data: memoryview):
     """The value ``payload_chunks`` wrote (a stored build's payload); arrays are views of
     ``data``. Raises ValueError (or a KeyError / struct.error) for a damaged entry."""
+    return _unpack(data)
+
+
+def _unpack(data: memoryview) -> dict:
+    """The payload of a stored build; arrays are views of ``data``."""
     n_head, n_bufs = _LAYOUT.unpack_from(data, 0)
     sizes = struct.unpack_from(f"<{n_bufs}Q", data, _LAYOUT.size)
     pos = _LAYOUT.size + 8 * n_bufs
@@ -439,7 +444,7 @@ def load(cache: DiskCache, key: str, mod_name: str,
     if data is None:
         return None
     try:
-        payload = read_payload(data)
+        payload = _unpack(data)
         compiled = _load_objects(payload["objects"])
         lazy = _Rebuild(rebuild)
         kernels = {}

@@ -29,7 +29,7 @@ from ....schedule import LoweringError, LoweringOptions
 from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
 from ...expr_functor import dataflow_post_order
 from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
-from .symbolic import lower_symbolic
+from .symbolic import lower_symbolic, packed_weight
 
 LOG = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class ShapeSpecializer:
             pk = (key, pos, id(args[pos]))
             held = self._packs.get(pk)
             if held is None or held[0] is not args[pos]:
-                held = self._packs[pk] = (args[pos], contiguous(transform(ins[pos])))
+                held = self._packs[pk] = (args[pos], packed_weight(transform, ins[pos]))
             ins[pos] = held[1]
         return ins
 

@@ -30,7 +30,7 @@ from ....ir.op import Op, OpPattern
 from ....ir.prim_expr import Any
 from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
-from ....runtime import threadpool
+from ....runtime import blas, threadpool
 from ....runtime.module import Kernel, register_kernel_format
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
@@ -39,7 +39,7 @@ from ....topi import nn_te
 from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types, user_strategies
 
-__all__ = ["SymbolicKernel", "lower_symbolic"]
+__all__ = ["SymbolicKernel", "lower_symbolic", "packed_weight"]
 
 LOG = logging.getLogger(__name__)
 _VARS = ctypes.c_int64
@@ -217,26 +217,94 @@ _SAVED_HEADER = "// minitvm relay_symbolic "
 
 
 def _saved_text(kernel: Kernel) -> str:
-    """A symbolic kernel as saved: a header line (its name and the input positions fed by
-    constants, which it may take packed) and its Relay function (``te_compiler``'s text)."""
+    """A symbolic kernel as saved: a header line (its name, the input positions fed by
+    constants, and, for a native one, its record, constants and the length of its LLVM IR:
+    ``saved``), the IR, then its Relay function (``te_compiler``'s text), which a load parses
+    only for a shape the kernel cannot take."""
     from ..te_compiler import _kernel_text
+    from .saved import consts_text, kernel_record
 
     run = kernel.run
-    const_inputs = sorted(run._spec_args[3]) if isinstance(run, SymbolicKernel) else []
-    head = json.dumps({"name": kernel.name, "const_inputs": const_inputs})
-    return f"{_SAVED_HEADER}{head}\n{_kernel_text(kernel.source)}"
+    head = {"name": kernel.name,
+            "const_inputs": sorted(run._spec_args[3]) if isinstance(run, SymbolicKernel) else []}
+    ir = ""
+    if isinstance(run, SymbolicKernel) and run.kernel.kind == "native" and run.kernel.ir:
+        try:
+            head["record"] = kernel_record(run.kernel, run.variables, run.in_shapes,
+                                           run.out_shapes, run._kvars)
+            head["consts"] = consts_text(run.kernel.consts)
+            ir = run.kernel.ir
+            head["ir_chars"] = len(ir)
+        except ValueError as err:  # (a part that is not data: the load lowers it again)
+            LOG.debug("%s saved without its native code: %s", kernel.name, err)
+            head.pop("record", None)
+    source = kernel.source
+    text = source.text if isinstance(source, SavedFunction) else _kernel_text(source)
+    return f"{_SAVED_HEADER}{json.dumps(head)}\n{ir}{text}"
+
+
+class SavedFunction:
+    """The Relay function of a loaded symbolic kernel, kept as its saved text and parsed on
+    first need (``function()``: the per-shape specialization of a shape the kernel cannot
+    take), so a load does not parse every kernel's function."""
+
+    __slots__ = ("text", "_func", "_lock")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._func = None
+        self._lock = threading.Lock()
+
+    def function(self) -> Function:
+        from ..te_compiler import _read_kernel
+
+        with self._lock:
+            if self._func is None:
+                func, _ = _read_kernel(self.text)
+                self._func = Function(func.params, func.body, func.ret_type,
+                                      attrs=DictAttrs({"Primitive": 1}))
+            return self._func
+
+
+def _read_native(meta: dict, ir: str, source: SavedFunction) -> SymbolicKernel:
+    """The native symbolic kernel a saved record describes: its IR compiled (through the
+    IR-keyed object cache) as a native kernel of a library is, nothing lowered or scheduled."""
+    from ....runtime.module import _compile_ir, recorded_pipeline
+    from ....runtime.ndarray import aligned
+    from .saved import consts_from_text, restore
+
+    record = meta["record"]
+    name = str(meta["name"])
+    variables, in_shapes, out_shapes, kvars, packs = restore(record)
+    where = f"saved symbolic kernel {name!r}"
+    compiled = _compile_ir(ir, record["symbol"], where, recorded_pipeline(record, where))
+    consts = [aligned(c) for c in consts_from_text(meta["consts"])]
+    native = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir,
+                    consts=consts, compiled=compiled, input_packs=packs)
+    return SymbolicKernel(native, variables, in_shapes, out_shapes, source, LoweringOptions(),
+                          frozenset(int(k) for k in meta["const_inputs"]), kvars)
 
 
 def _read_saved(text: str):
-    """``(function, run)`` of a saved symbolic kernel: lowered again to one native kernel
-    (its object code from the disk cache where a build left it), or, where that fails here,
-    the ops' numpy references with a warning."""
+    """``(function, run)`` of a saved symbolic kernel: its native code and record read back
+    (``_read_native``; the function a ``SavedFunction``); a kernel saved without them (or
+    whose IR does not compile here) lowered again to one native kernel, or, where that fails
+    here, the ops' numpy references with a warning."""
     from ..te_compiler import _read_kernel
 
     head, _, body = text.partition("\n")
     if not head.startswith(_SAVED_HEADER):
         raise ValueError("not a relay_symbolic kernel (no header line)")
     meta = json.loads(head[len(_SAVED_HEADER):])
+    n = meta.get("ir_chars") if "record" in meta else None
+    if isinstance(n, int) and 0 < n <= len(body):
+        source = SavedFunction(body[n:])
+        try:
+            return source, _read_native(meta, body[:n], source)
+        except (ValueError, KeyError, TypeError) as err:
+            LOG.warning("saved symbolic kernel %s is lowered again: %s: %s", meta.get("name"),
+                        type(err).__name__, err)
+        body = body[n:]
     func, numpy_run = _read_kernel(body)
     func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
     try:
@@ -479,6 +547,8 @@ class SymbolicKernel:
             from .kernels import ShapeSpecializer
 
             func, name, options, const_inputs = self._spec_args
+            if isinstance(func, SavedFunction):
+                func = func.function()
             self._fallback = ShapeSpecializer(func, name, options, const_inputs)
         return self._fallback
 
@@ -495,7 +565,7 @@ class SymbolicKernel:
         time, when the kernel takes it in another layout (else the first call would)."""
         transform = self.kernel.input_packs.get(pos)
         if transform is not None and (pos, id(const)) not in self._packs:
-            self._packs[(pos, id(const))] = (const, contiguous(transform(contiguous(const))))
+            self._packs[(pos, id(const))] = (const, packed_weight(transform, const))
 
     def _inputs(self, args: list) -> list:
         """``args`` contiguous, the weights the kernel takes packed in its layout (each packed
@@ -505,7 +575,7 @@ class SymbolicKernel:
             key = (pos, id(args[pos]))  # (a kernel shared by layers gets each one's weight)
             held = self._packs.get(key)
             if held is None or held[0] is not args[pos]:
-                held = self._packs[key] = (args[pos], contiguous(transform(ins[pos])))
+                held = self._packs[key] = (args[pos], packed_weight(transform, ins[pos]))
             ins[pos] = held[1]
         return ins
 
@@ -519,6 +589,14 @@ class SymbolicKernel:
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         self._entry(ptrs, kv, threadpool.get_num_threads())
         return outputs
+
+
+def packed_weight(transform, weight: np.ndarray) -> np.ndarray:
+    """``weight`` in a kernel's layout (``transform``, one of its ``input_packs``), contiguous.
+    BLAS runs on one thread meanwhile: a transform's products are small, and OpenBLAS's threads
+    made packing ResNet-18's Winograd weights 8x slower (0.34 s instead of 0.04)."""
+    with blas.single_threaded():
+        return contiguous(transform(contiguous(weight)))
 
 
 def _kernel_var_places(kernel: Kernel) -> list:
