@@ -98,11 +98,12 @@ def kernel_record(native, variables: list, in_shapes: list, out_shapes: list,
     """The record of a symbolic kernel: its native ``Kernel``, size ``variables``, input shapes,
     output (shape, dtype)s and the (input, axis) its entry reads each of its vars from;
     ValueError when part of it cannot be written as data."""
-    index = {id(v): k for k, v in enumerate(variables)}
+    unique = list({id(v): v for v in variables}.values())  # (an Any resolved to another's
+    index = {id(v): k for k, v in enumerate(unique)}  # variable lists it twice)
     packs = [[int(pos), pack_record(fn)] for pos, fn in sorted(native.input_packs.items())]
     return {"version": RECORD_VERSION, "symbol": native.symbol,
             "pipeline": getattr(native.compiled, "opt", 3),
-            "vars": [v.name for v in variables],
+            "vars": [v.name for v in unique],
             "in": [[_dim_data(d, index) for d in s] for s in in_shapes],
             "out": [[[_dim_data(d, index) for d in s], str(dt)] for s, dt in out_shapes],
             "kvars": [[int(k), int(d)] for k, d in kvars],
