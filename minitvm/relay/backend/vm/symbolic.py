@@ -36,6 +36,7 @@ from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
 from ....topi import nn_te
+from ....topi.scatter_linear import SCATTER_LINEAR_TAG
 from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types, user_strategies
 
@@ -330,25 +331,49 @@ _COMPILED_LOCK = threading.Lock()
 _LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
 
 
-def _refuse_rule_stages(outputs) -> None:
-    """Raise LoweringError when a stage of the te graph is one only a registered lowering rule
-    emits (``schedule.lower.RULE_EMITTED_TAGS``: a one-pass scatter's te body is a stand-in
-    that, compiled as written, copies the data and drops every update): the PrimFunc path of a
-    symbolic kernel applies no such rule, so those functions are specialized per shape."""
+def _rule_stages(outputs) -> list:
+    """The stages of the te graph that only a registered lowering rule emits
+    (``schedule.lower.RULE_EMITTED_TAGS``: a one-pass scatter's te body is a stand-in that,
+    compiled as written, copies the data and drops every update)."""
     from ....schedule.lower import RULE_EMITTED_TAGS
 
-    seen, stack = set(), list(outputs)
+    found, seen, stack = [], set(), list(outputs)
     while stack:
         t = stack.pop()
         op = t.op
         if id(op) in seen:
             continue
         seen.add(id(op))
-        tag = getattr(op, "tag", "")
-        if tag in RULE_EMITTED_TAGS:
-            raise LoweringError(f"stage {op.name!r} (tag {tag!r}) is emitted by a lowering rule "
-                                "that symbolic kernels do not apply")
+        if getattr(op, "tag", "") in RULE_EMITTED_TAGS:
+            found.append(t)
         stack.extend(getattr(op, "input_tensors", ()))
+    return found
+
+
+def _schedule_with_rules(inputs, consts, outputs, stages: list, options: LoweringOptions,
+                         const_inputs: frozenset) -> tuple:
+    """``(PrimFunc, input packs)`` of a graph with rule-emitted ``stages``: the PrimFunc path
+    applies no rule, so the graph goes through ``lower_te``'s rule table (symbolic extents
+    allowed) when each such stage is one of ``SYMBOLIC_RULE_TAGS`` and its rule takes it
+    symbolically, and needs no workspace; else LoweringError (specialized per shape)."""
+    from ....backend.compile import schedule_te
+    from ....schedule import select_rule
+
+    for t in stages:
+        rule = select_rule(t, options) if t.op.tag in SYMBOLIC_RULE_TAGS else None
+        if rule is None or not rule.symbolic:
+            raise LoweringError(f"stage {t.op.name!r} (tag {t.op.tag!r}) is emitted by a "
+                                "lowering rule that symbolic kernels do not apply")
+    prim, packs, ws = schedule_te(inputs, consts, outputs, "kernel", options, const_inputs)
+    if ws:
+        raise LoweringError(f"a symbolic kernel with rule-emitted stages needs a workspace "
+                            f"({ws} bytes)")
+    return prim, packs
+
+
+# tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
+# each checked at two sizes against the interpreter: the one-pass scatters
+SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG})
 
 
 class _Scheduled:
@@ -362,9 +387,13 @@ class _Scheduled:
         STATS["scheduled"] += 1
         typed, self.variables = symbolic_function(func)
         inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
-        _refuse_rule_stages(outputs)
-        self.fast, self.packs = schedule_symbolic_te(inputs, consts, outputs, options,
-                                                     const_inputs)
+        stages = _rule_stages(outputs)
+        if stages:
+            self.fast, self.packs = _schedule_with_rules(inputs, consts, outputs, stages,
+                                                         options, const_inputs)
+        else:
+            self.fast, self.packs = schedule_symbolic_te(inputs, consts, outputs, options,
+                                                         const_inputs)
         self.consts = consts
         self.source = typed
         self.out_shapes = [(tuple(t.shape), t.dtype)
