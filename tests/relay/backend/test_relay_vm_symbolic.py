@@ -169,6 +169,42 @@ def test_scatter_into_a_dynamic_size_is_one_symbolic_kernel(reduction):
     assert all(r._fallback is None for r in runs if isinstance(r, SymbolicKernel))
 
 
+def _scatter_all_dynamic(kind):
+    """A scatter whose data, indices and updates all have dynamic extents."""
+    n, k = relay.Any(), relay.Any()
+    if kind == "elements":
+        d = relay.var("d", shape=(n, relay.Any()), dtype="float32")
+        i = relay.var("i", shape=(n, k), dtype="int64")
+        u = relay.var("u", shape=(n, k), dtype="float32")
+        out = relay.scatter_elements(relay.exp(d), i, u, axis=1, reduction="add")
+    else:
+        d = relay.var("d", shape=(relay.Any(), 4), dtype="float32")
+        i = relay.var("i", shape=(1, k), dtype="int64")
+        u = relay.var("u", shape=(k, 4), dtype="float32")
+        out = relay.scatter_nd(relay.exp(d), i, u, mode="add")
+    return tvm.IRModule.from_expr(relay.Function([d, i, u], out))
+
+
+@pytest.mark.parametrize("kind", ["elements", "nd"])
+def test_scatter_with_every_extent_dynamic_matches_the_interpreter(kind):
+    mod = _scatter_all_dynamic(kind)
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels)["specialized"] == 0
+    vm = VirtualMachine(exe, tvm.cpu())
+    interp = relay.create_executor("debug", mod=mod).evaluate()
+    rng = np.random.default_rng(3)
+    for n, m, k in ((3, 5, 2), (4, 7, 6)):
+        if kind == "elements":
+            args = (rng.standard_normal((n, m)), rng.integers(-m, m, (n, k)),
+                    rng.standard_normal((n, k)))
+        else:
+            args = (rng.standard_normal((m, 4)), rng.integers(-m, m, (1, k)),
+                    rng.standard_normal((k, 4)))
+        args = [a.astype("int64" if a.dtype.kind == "i" else "float32") for a in args]
+        np.testing.assert_allclose(vm.run(*args).numpy(), interp(*args).numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
 def _typed(e, t):
     e._checked_type = t
     return e
