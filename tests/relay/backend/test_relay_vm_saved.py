@@ -16,6 +16,7 @@ from minitvm.codegen.build import clear_cache as clear_codegen_cache
 from minitvm.relay.backend.vm import saved, symbolic
 from minitvm.relay.backend.vm.kernels import ShapeSpecializer, dynamic_kernel_counts
 from minitvm.relay.backend.vm.symbolic import SavedFunction, SymbolicKernel, clear_symbolic_cache
+from minitvm.runtime import module as runtime_module
 from minitvm.runtime.module import load_module
 from minitvm.runtime.vm import Executable, VirtualMachine
 from minitvm.tir import expr as E
@@ -69,9 +70,17 @@ def fresh_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Calls of the symbolic scheduler and of the code generator, from now on."""
-    calls = {"schedule": 0, "codegen": 0}
+    """Calls of the symbolic scheduler, of the code generator and of LLVM on a library's IR,
+    from now on."""
+    calls = {"schedule": 0, "codegen": 0, "llvm": 0}
     schedule, codegen = symbolic.schedule_symbolic_te, backend_compile.compile_prim_func
+    compile_ir = runtime_module._compile_ir
+
+    def count_llvm(*args, **kwargs):
+        calls["llvm"] += 1
+        return compile_ir(*args, **kwargs)
+
+    monkeypatch.setattr(runtime_module, "_compile_ir", count_llvm)
 
     def count_schedule(*args, **kwargs):
         calls["schedule"] += 1
@@ -159,7 +168,7 @@ def test_loaded_executable_compiles_nothing_and_computes_the_same(fresh_cache, t
     _forget()
     before = dict(counted)
     loaded = Executable.load_exec(code, load_module(path))
-    assert counted == before  # no scheduling, no code generation
+    assert counted == before  # no scheduling, no code generation, the build's machine code
     runs = _symbolic_runs(loaded)
     assert len(runs) == len(exe.kernels) and all(r.kernel.kind == "native" for r in runs)
     assert any(r.kernel.input_packs for r in runs)
@@ -204,6 +213,20 @@ def test_saved_kernel_without_a_record_is_lowered_again(fresh_cache):
     assert symbolic.STATS["scheduled"] == scheduled + 1
     assert again.kernel.ir == run.kernel.ir
     assert symbolic._saved_text(Executable([], [], [kernel]).kernels[0]) == text
+
+
+def test_saved_kernel_from_another_host_compiles_its_ir(fresh_cache, counted):
+    exe = relay.vm.compile(_conv_dense(relay.Any()), target="llvm")
+    kernel = next(k for k in exe.kernels if isinstance(k.run, SymbolicKernel))
+    text = symbolic._saved_text(kernel)
+    head, _, body = text.partition("\n")
+    meta = json.loads(head[len(symbolic._SAVED_HEADER):])
+    assert meta["object"] and meta["host"]
+    meta["host"] = "another cpu"
+    before = dict(counted)
+    _, run = symbolic._read_saved(f"{symbolic._SAVED_HEADER}{json.dumps(meta)}\n{body}")
+    assert counted["llvm"] == before["llvm"] + 1 and counted["schedule"] == before["schedule"]
+    assert run.kernel.ir == kernel.run.kernel.ir and run.kernel.kind == "native"
 
 
 def test_dimension_records_round_trip():

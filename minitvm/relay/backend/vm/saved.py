@@ -16,9 +16,11 @@ Two places keep records:
   registry, PassContext, ``MINITVM_*`` environment). A function the symbolic path refuses is
   recorded with its error. Off where ``relay.build``'s whole-build cache is off;
 - an exported executable (the ``relay_symbolic`` kernel format of ``symbolic``): the record,
-  the constants and the LLVM IR (compiled at load like a native kernel's, through the IR-keyed
-  object cache) beside the Relay function, which is parsed only if a shape breaks the symbolic
-  typing and the per-shape specialization needs it.
+  the constants, the LLVM IR and the build's object code beside the Relay function. A load on
+  a host of the same CPU / LLVM (``jit.object_fingerprint``) loads that object code (the build's
+  own machine code: the same numerics); elsewhere it compiles the IR as a library's native
+  kernel is. The function is parsed only if a shape breaks the symbolic typing and the
+  per-shape specialization needs it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ import zlib
 
 import numpy as np
 
-from ....codegen.build import CODEGEN_VERSION, declared_externals, object_code
+from ....codegen.build import (
+    CODEGEN_VERSION,
+    declared_externals,
+    object_code,
+    remember_object,
+)
 from ....ir.fingerprint import Unfingerprintable, fingerprint
 from ....runtime import jit
 from ....schedule.weight_packs import pack_from_record, pack_record
@@ -250,6 +257,7 @@ class RecordStore:
             elif value is not None and value["meta"]["symbol"] in compiled:
                 c = compiled[value["meta"]["symbol"]]
                 hit = (value["meta"], list(value["consts"]), c, c.source_ir)
+                remember_object(c.symbol, bytes(value["object"]), int(value["meta"]["pipeline"]))
             STATS["misses" if hit is _MISS else "hits"] += 1
             self._loaded[key] = hit
         return {k: self._loaded[k] for k in values}

@@ -16,6 +16,7 @@ symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecia
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import json
 import logging
@@ -24,13 +25,14 @@ import threading
 import numpy as np
 
 from ....backend.compile import compile_scheduled, schedule_symbolic_te
+from ....codegen.build import declared_externals, object_code
 from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
 from ....ir.op import Op, OpPattern
 from ....ir.prim_expr import Any
 from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
-from ....runtime import blas, threadpool
+from ....runtime import blas, jit, threadpool
 from ....runtime.module import Kernel, register_kernel_format
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
@@ -236,6 +238,11 @@ def _saved_text(kernel: Kernel) -> str:
             head["consts"] = consts_text(run.kernel.consts)
             ir = run.kernel.ir
             head["ir_chars"] = len(ir)
+            code = object_code(run.kernel.symbol)
+            if code is not None and code[1] == head["record"]["pipeline"]:
+                # the build's machine code, for a load on this host (elsewhere: the IR)
+                head["object"] = base64.b64encode(code[0]).decode()
+                head["host"] = jit.object_fingerprint()
         except ValueError as err:  # (a part that is not data: the load lowers it again)
             LOG.debug("%s saved without its native code: %s", kernel.name, err)
             head.pop("record", None)
@@ -278,7 +285,16 @@ def _read_native(meta: dict, ir: str, source: SavedFunction) -> SymbolicKernel:
     name = str(meta["name"])
     variables, in_shapes, out_shapes, kvars, packs = restore(record)
     where = f"saved symbolic kernel {name!r}"
-    compiled = _compile_ir(ir, record["symbol"], where, recorded_pipeline(record, where))
+    pipeline = recorded_pipeline(record, where)
+    compiled = None
+    if "object" in meta and meta.get("host") == jit.object_fingerprint():
+        try:  # the build's own machine code (the same numerics, no LLVM run)
+            compiled = jit.load_object(base64.b64decode(meta["object"]), record["symbol"], ir,
+                                       pipeline, declared_externals(ir))
+        except ValueError as err:
+            LOG.debug("%s: saved object code does not load here: %s", name, err)
+    if compiled is None:
+        compiled = _compile_ir(ir, record["symbol"], where, pipeline)
     consts = [aligned(c) for c in consts_from_text(meta["consts"])]
     native = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir,
                     consts=consts, compiled=compiled, input_packs=packs)
