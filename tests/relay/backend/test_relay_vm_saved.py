@@ -15,7 +15,8 @@ from minitvm.backend.kernel_cache import clear_cache
 from minitvm.codegen.build import clear_cache as clear_codegen_cache
 from minitvm.relay.backend.vm import saved, symbolic
 from minitvm.relay.backend.vm.kernels import ShapeSpecializer, dynamic_kernel_counts
-from minitvm.relay.backend.vm.symbolic import SavedFunction, SymbolicKernel, clear_symbolic_cache
+from minitvm.relay.backend.vm.saved import SavedFunction
+from minitvm.relay.backend.vm.symbolic import SymbolicKernel, clear_symbolic_cache
 from minitvm.runtime import module as runtime_module
 from minitvm.runtime.module import load_module
 from minitvm.runtime.vm import Executable, VirtualMachine
@@ -200,31 +201,31 @@ def test_loaded_kernel_specializes_a_shape_its_typing_breaks(fresh_cache, tmp_pa
 def test_saved_kernel_without_a_record_is_lowered_again(fresh_cache):
     exe = relay.vm.compile(_conv_dense(relay.Any()), target="llvm")
     kernel = next(k for k in exe.kernels if isinstance(k.run, SymbolicKernel))
-    text = symbolic._saved_text(kernel)
+    text = saved.saved_text(kernel)
     head, _, body = text.partition("\n")
-    meta = json.loads(head[len(symbolic._SAVED_HEADER):])
+    meta = json.loads(head[len(saved.SAVED_HEADER):])
     old = {"name": meta["name"], "const_inputs": meta["const_inputs"]}  # (as written before)
-    old_text = f"{symbolic._SAVED_HEADER}{json.dumps(old)}\n{body[meta['ir_chars']:]}"
+    old_text = f"{saved.SAVED_HEADER}{json.dumps(old)}\n{body[meta['ir_chars']:]}"
     _forget()
     scheduled = symbolic.STATS["scheduled"]
-    _, run = symbolic._read_saved(old_text)
+    _, run = saved.read_saved(old_text)
     assert isinstance(run, SymbolicKernel) and symbolic.STATS["scheduled"] == scheduled + 1
-    _, again = symbolic._read_saved(text)
+    _, again = saved.read_saved(text)
     assert symbolic.STATS["scheduled"] == scheduled + 1
     assert again.kernel.ir == run.kernel.ir
-    assert symbolic._saved_text(Executable([], [], [kernel]).kernels[0]) == text
+    assert saved.saved_text(Executable([], [], [kernel]).kernels[0]) == text
 
 
 def test_saved_kernel_from_another_host_compiles_its_ir(fresh_cache, counted):
     exe = relay.vm.compile(_conv_dense(relay.Any()), target="llvm")
     kernel = next(k for k in exe.kernels if isinstance(k.run, SymbolicKernel))
-    text = symbolic._saved_text(kernel)
+    text = saved.saved_text(kernel)
     head, _, body = text.partition("\n")
-    meta = json.loads(head[len(symbolic._SAVED_HEADER):])
+    meta = json.loads(head[len(saved.SAVED_HEADER):])
     assert meta["object"] and meta["host"]
     meta["host"] = "another cpu"
     before = dict(counted)
-    _, run = symbolic._read_saved(f"{symbolic._SAVED_HEADER}{json.dumps(meta)}\n{body}")
+    _, run = saved.read_saved(f"{saved.SAVED_HEADER}{json.dumps(meta)}\n{body}")
     assert counted["llvm"] == before["llvm"] + 1 and counted["schedule"] == before["schedule"]
     assert run.kernel.ir == kernel.run.kernel.ir and run.kernel.kind == "native"
 

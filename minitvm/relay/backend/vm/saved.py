@@ -15,7 +15,7 @@ Two places keep records:
   the compiler (``build_cache``'s parts: package files, code generator, host CPU / LLVM, op
   registry, PassContext, ``MINITVM_*`` environment). A function the symbolic path refuses is
   recorded with its error. Off where ``relay.build``'s whole-build cache is off;
-- an exported executable (the ``relay_symbolic`` kernel format of ``symbolic``): the record,
+- an exported executable (the ``relay_symbolic`` kernel format, read and written here): the record,
   the constants, the LLVM IR and the build's object code beside the Relay function. A load on
   a host of the same CPU / LLVM (``jit.object_fingerprint``) loads that object code (the build's
   own machine code: the same numerics); elsewhere it compiles the IR as a library's native
@@ -29,7 +29,9 @@ import base64
 import hashlib
 import io
 import json
+import logging
 import os
+import threading
 import zlib
 
 import numpy as np
@@ -40,14 +42,21 @@ from ....codegen.build import (
     object_code,
     remember_object,
 )
+from ....ir.attrs import DictAttrs
 from ....ir.fingerprint import Unfingerprintable, fingerprint
 from ....runtime import jit
+from ....runtime.module import Kernel, register_kernel_format
+from ....schedule import LoweringOptions
 from ....schedule.weight_packs import pack_from_record, pack_record
 from ....tir import expr as E
 from ....transform.context import PassContext
+from ...expr import Function
+from . import symbolic
 
-__all__ = ["RecordStore", "STATS", "consts_from_text", "consts_text", "kernel_record",
-           "restore"]
+__all__ = ["RecordStore", "STATS", "SavedFunction", "consts_from_text", "consts_text",
+           "kernel_record", "read_saved", "restore", "saved_text"]
+
+LOG = logging.getLogger(__name__)
 
 RECORD_VERSION = 1
 _MISS = object()  # (``RecordStore``: a key looked up and not usable)
@@ -300,3 +309,122 @@ class RecordStore:
         self.cache.put_build(key, chunks, trim=False)
         STATS["writes"] += 1
         return True
+
+
+# ------------------------------------------------------------------------------ exported files
+SAVED_HEADER = "// minitvm relay_symbolic "
+
+
+def saved_text(kernel: Kernel) -> str:
+    """A symbolic kernel as saved: a header line (its name, the input positions fed by
+    constants, and, for a native one, its record, constants and the length of its LLVM IR:
+    ``saved``), the IR, then its Relay function (``te_compiler``'s text), which a load parses
+    only for a shape the kernel cannot take."""
+    from ..te_compiler import _kernel_text
+
+    run = kernel.run
+    head = {"name": kernel.name,
+            "const_inputs": sorted(run._spec_args[3]) if isinstance(run, symbolic.SymbolicKernel) else []}
+    ir = ""
+    if isinstance(run, symbolic.SymbolicKernel) and run.kernel.kind == "native" and run.kernel.ir:
+        try:
+            head["record"] = kernel_record(run.kernel, run.variables, run.in_shapes,
+                                           run.out_shapes, run._kvars)
+            head["consts"] = consts_text(run.kernel.consts)
+            ir = run.kernel.ir
+            head["ir_chars"] = len(ir)
+            code = object_code(run.kernel.symbol)
+            if code is not None and code[1] == head["record"]["pipeline"]:
+                # the build's machine code, for a load on this host (elsewhere: the IR)
+                head["object"] = base64.b64encode(code[0]).decode()
+                head["host"] = jit.object_fingerprint()
+        except ValueError as err:  # (a part that is not data: the load lowers it again)
+            LOG.debug("%s saved without its native code: %s", kernel.name, err)
+            head.pop("record", None)
+    source = kernel.source
+    text = source.text if isinstance(source, SavedFunction) else _kernel_text(source)
+    return f"{SAVED_HEADER}{json.dumps(head)}\n{ir}{text}"
+
+
+class SavedFunction:
+    """The Relay function of a loaded symbolic kernel, kept as its saved text and parsed on
+    first need (``function()``: the per-shape specialization of a shape the kernel cannot
+    take), so a load does not parse every kernel's function."""
+
+    __slots__ = ("text", "_func", "_lock")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._func = None
+        self._lock = threading.Lock()
+
+    def function(self) -> Function:
+        from ..te_compiler import _read_kernel
+
+        with self._lock:
+            if self._func is None:
+                func, _ = _read_kernel(self.text)
+                self._func = Function(func.params, func.body, func.ret_type,
+                                      attrs=DictAttrs({"Primitive": 1}))
+            return self._func
+
+
+def _read_native(meta: dict, ir: str, source: SavedFunction) -> symbolic.SymbolicKernel:
+    """The native symbolic kernel a saved record describes: its IR compiled (through the
+    IR-keyed object cache) as a native kernel of a library is, nothing lowered or scheduled."""
+    from ....runtime.module import _compile_ir, recorded_pipeline
+    from ....runtime.ndarray import aligned
+
+    record = meta["record"]
+    name = str(meta["name"])
+    variables, in_shapes, out_shapes, kvars, packs = restore(record)
+    where = f"saved symbolic kernel {name!r}"
+    pipeline = recorded_pipeline(record, where)
+    compiled = None
+    if "object" in meta and meta.get("host") == jit.object_fingerprint():
+        try:  # the build's own machine code (the same numerics, no LLVM run)
+            compiled = jit.load_object(base64.b64decode(meta["object"]), record["symbol"], ir,
+                                       pipeline, declared_externals(ir))
+        except ValueError as err:
+            LOG.debug("%s: saved object code does not load here: %s", name, err)
+    if compiled is None:
+        compiled = _compile_ir(ir, record["symbol"], where, pipeline)
+    consts = [aligned(c) for c in consts_from_text(meta["consts"])]
+    native = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir,
+                    consts=consts, compiled=compiled, input_packs=packs)
+    return symbolic.SymbolicKernel(native, variables, in_shapes, out_shapes, source, LoweringOptions(),
+                          frozenset(int(k) for k in meta["const_inputs"]), kvars)
+
+
+def read_saved(text: str):
+    """``(function, run)`` of a saved symbolic kernel: its native code and record read back
+    (``_read_native``; the function a ``SavedFunction``); a kernel saved without them (or
+    whose IR does not compile here) lowered again to one native kernel, or, where that fails
+    here, the ops' numpy references with a warning."""
+    from ..te_compiler import _read_kernel
+
+    head, _, body = text.partition("\n")
+    if not head.startswith(SAVED_HEADER):
+        raise ValueError("not a relay_symbolic kernel (no header line)")
+    meta = json.loads(head[len(SAVED_HEADER):])
+    n = meta.get("ir_chars") if "record" in meta else None
+    if isinstance(n, int) and 0 < n <= len(body):
+        source = SavedFunction(body[n:])
+        try:
+            return source, _read_native(meta, body[:n], source)
+        except (ValueError, KeyError, TypeError) as err:
+            LOG.warning("saved symbolic kernel %s is lowered again: %s: %s", meta.get("name"),
+                        type(err).__name__, err)
+        body = body[n:]
+    func, numpy_run = _read_kernel(body)
+    func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
+    try:
+        return func, symbolic.lower_symbolic(func, str(meta["name"]), LoweringOptions(),
+                                    frozenset(int(k) for k in meta["const_inputs"])).run
+    except symbolic.LOWERING_ERRORS as err:
+        LOG.warning("saved symbolic kernel %s runs in numpy: %s: %s", meta["name"],
+                    type(err).__name__, err)
+        return func, numpy_run
+
+
+register_kernel_format(symbolic.SAVED_FORMAT, saved_text, read_saved, whole_kernel=True)

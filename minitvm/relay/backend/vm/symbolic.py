@@ -16,24 +16,21 @@ symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecia
 
 from __future__ import annotations
 
-import base64
 import ctypes
-import json
 import logging
 import threading
 
 import numpy as np
 
 from ....backend.compile import compile_scheduled, schedule_symbolic_te
-from ....codegen.build import declared_externals, object_code
 from ....ir.attrs import DictAttrs
 from ....ir.module import IRModule
 from ....ir.op import Op, OpPattern
 from ....ir.prim_expr import Any
 from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
-from ....runtime import blas, jit, threadpool
-from ....runtime.module import Kernel, register_kernel_format
+from ....runtime import blas, threadpool
+from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
@@ -213,127 +210,11 @@ def lower_symbolic(func: Function, name: str, options: LoweringOptions,
                   source_format=SAVED_FORMAT, run=run)
 
 
-# ------------------------------------------------------------------------------ saved kernels
+# how a symbolic kernel is saved in an exported library: ``saved`` reads and writes it
 SYMBOLIC_REASON = "dynamic shapes: one symbolic kernel"
 SAVED_FORMAT = "relay_symbolic"
-_SAVED_HEADER = "// minitvm relay_symbolic "
 
 
-def _saved_text(kernel: Kernel) -> str:
-    """A symbolic kernel as saved: a header line (its name, the input positions fed by
-    constants, and, for a native one, its record, constants and the length of its LLVM IR:
-    ``saved``), the IR, then its Relay function (``te_compiler``'s text), which a load parses
-    only for a shape the kernel cannot take."""
-    from ..te_compiler import _kernel_text
-    from .saved import consts_text, kernel_record
-
-    run = kernel.run
-    head = {"name": kernel.name,
-            "const_inputs": sorted(run._spec_args[3]) if isinstance(run, SymbolicKernel) else []}
-    ir = ""
-    if isinstance(run, SymbolicKernel) and run.kernel.kind == "native" and run.kernel.ir:
-        try:
-            head["record"] = kernel_record(run.kernel, run.variables, run.in_shapes,
-                                           run.out_shapes, run._kvars)
-            head["consts"] = consts_text(run.kernel.consts)
-            ir = run.kernel.ir
-            head["ir_chars"] = len(ir)
-            code = object_code(run.kernel.symbol)
-            if code is not None and code[1] == head["record"]["pipeline"]:
-                # the build's machine code, for a load on this host (elsewhere: the IR)
-                head["object"] = base64.b64encode(code[0]).decode()
-                head["host"] = jit.object_fingerprint()
-        except ValueError as err:  # (a part that is not data: the load lowers it again)
-            LOG.debug("%s saved without its native code: %s", kernel.name, err)
-            head.pop("record", None)
-    source = kernel.source
-    text = source.text if isinstance(source, SavedFunction) else _kernel_text(source)
-    return f"{_SAVED_HEADER}{json.dumps(head)}\n{ir}{text}"
-
-
-class SavedFunction:
-    """The Relay function of a loaded symbolic kernel, kept as its saved text and parsed on
-    first need (``function()``: the per-shape specialization of a shape the kernel cannot
-    take), so a load does not parse every kernel's function."""
-
-    __slots__ = ("text", "_func", "_lock")
-
-    def __init__(self, text: str):
-        self.text = text
-        self._func = None
-        self._lock = threading.Lock()
-
-    def function(self) -> Function:
-        from ..te_compiler import _read_kernel
-
-        with self._lock:
-            if self._func is None:
-                func, _ = _read_kernel(self.text)
-                self._func = Function(func.params, func.body, func.ret_type,
-                                      attrs=DictAttrs({"Primitive": 1}))
-            return self._func
-
-
-def _read_native(meta: dict, ir: str, source: SavedFunction) -> SymbolicKernel:
-    """The native symbolic kernel a saved record describes: its IR compiled (through the
-    IR-keyed object cache) as a native kernel of a library is, nothing lowered or scheduled."""
-    from ....runtime.module import _compile_ir, recorded_pipeline
-    from ....runtime.ndarray import aligned
-    from .saved import consts_from_text, restore
-
-    record = meta["record"]
-    name = str(meta["name"])
-    variables, in_shapes, out_shapes, kvars, packs = restore(record)
-    where = f"saved symbolic kernel {name!r}"
-    pipeline = recorded_pipeline(record, where)
-    compiled = None
-    if "object" in meta and meta.get("host") == jit.object_fingerprint():
-        try:  # the build's own machine code (the same numerics, no LLVM run)
-            compiled = jit.load_object(base64.b64decode(meta["object"]), record["symbol"], ir,
-                                       pipeline, declared_externals(ir))
-        except ValueError as err:
-            LOG.debug("%s: saved object code does not load here: %s", name, err)
-    if compiled is None:
-        compiled = _compile_ir(ir, record["symbol"], where, pipeline)
-    consts = [aligned(c) for c in consts_from_text(meta["consts"])]
-    native = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir,
-                    consts=consts, compiled=compiled, input_packs=packs)
-    return SymbolicKernel(native, variables, in_shapes, out_shapes, source, LoweringOptions(),
-                          frozenset(int(k) for k in meta["const_inputs"]), kvars)
-
-
-def _read_saved(text: str):
-    """``(function, run)`` of a saved symbolic kernel: its native code and record read back
-    (``_read_native``; the function a ``SavedFunction``); a kernel saved without them (or
-    whose IR does not compile here) lowered again to one native kernel, or, where that fails
-    here, the ops' numpy references with a warning."""
-    from ..te_compiler import _read_kernel
-
-    head, _, body = text.partition("\n")
-    if not head.startswith(_SAVED_HEADER):
-        raise ValueError("not a relay_symbolic kernel (no header line)")
-    meta = json.loads(head[len(_SAVED_HEADER):])
-    n = meta.get("ir_chars") if "record" in meta else None
-    if isinstance(n, int) and 0 < n <= len(body):
-        source = SavedFunction(body[n:])
-        try:
-            return source, _read_native(meta, body[:n], source)
-        except (ValueError, KeyError, TypeError) as err:
-            LOG.warning("saved symbolic kernel %s is lowered again: %s: %s", meta.get("name"),
-                        type(err).__name__, err)
-        body = body[n:]
-    func, numpy_run = _read_kernel(body)
-    func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
-    try:
-        return func, lower_symbolic(func, str(meta["name"]), LoweringOptions(),
-                                    frozenset(int(k) for k in meta["const_inputs"])).run
-    except _LOWERING_ERRORS as err:
-        LOG.warning("saved symbolic kernel %s runs in numpy: %s: %s", meta["name"],
-                    type(err).__name__, err)
-        return func, numpy_run
-
-
-register_kernel_format(SAVED_FORMAT, _saved_text, _read_saved, whole_kernel=True)
 
 
 # (structural hash, options, const inputs) -> [(function, its record)]: a function lowered
@@ -344,7 +225,7 @@ register_kernel_format(SAVED_FORMAT, _saved_text, _read_saved, whole_kernel=True
 # break it.
 _COMPILED: dict = {}
 _COMPILED_LOCK = threading.Lock()
-_LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
+LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
 
 
 def _rule_stages(outputs) -> list:
@@ -473,7 +354,7 @@ def schedule_symbolic(func: Function, options: LoweringOptions,
         try:
             made = _Scheduled(func, options, const_inputs)
             made.key = disk_key
-        except _LOWERING_ERRORS as err:
+        except LOWERING_ERRORS as err:
             made = err
             if disk_key is not None:
                 store.store_error(disk_key, err)
@@ -592,7 +473,7 @@ class SymbolicKernel:
             from .kernels import ShapeSpecializer
 
             func, name, options, const_inputs = self._spec_args
-            if isinstance(func, SavedFunction):
+            if not isinstance(func, Function):  # (a loaded kernel's ``saved.SavedFunction``)
                 func = func.function()
             self._fallback = ShapeSpecializer(func, name, options, const_inputs)
         return self._fallback
