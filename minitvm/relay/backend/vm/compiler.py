@@ -4,7 +4,9 @@ The module goes through relay.build's pipeline in its VM form (``is_vm=True``: c
 eta-expanded, the homogeneous InferType before AlterOpLayout is skipped, as TVM does), then
 LambdaLift turns closures into global functions and InferType types them; every global function
 is compiled to bytecode (``codegen.FunctionCompiler``) and every primitive function to a kernel
-(``kernels.KernelTable``: native code, per-shape specialization for dynamic shapes).
+(``kernels.KernelTable``: native code, per-shape specialization for dynamic shapes). A kernel over
+symbolic sizes that an earlier build recorded on disk (``saved.RecordStore``) is loaded from its
+record, not scheduled again: a warm build of a model seen before only optimizes and emits code.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ ones through the te_compiler's kernel cache, ones with ``Any`` dimensions as one
 (``symbolic``). ``prefetch_vm_kernels`` finds those calls first and hands the functions to
 ``backend.parallel_compile`` as ``relay.build`` does (``te_compiler.prefetch_kernels``): forked
 workers compile them into the on-disk cache, and this process loads each one as a worker
-reports it, so the codegen after finds every kernel in the in-process caches.
+reports it, so the codegen after finds every kernel in the in-process caches. Symbolic kernels
+recorded on disk (``saved.RecordStore``) are read first, all into one engine, and neither
+scheduled nor handed to the workers.
 """
 
 from __future__ import annotations
