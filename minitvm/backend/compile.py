@@ -19,10 +19,18 @@ def compile_te(inputs, consts, outputs, name: str, options: LoweringOptions,
     ``const_inputs``: input positions fed by constants (a dense weight there is taken prepacked).
     Raises ``LoweringError`` when the schedule or the code generator cannot handle it.
     """
+    prim, packs, ws = schedule_te(inputs, consts, outputs, name, options, const_inputs)
+    return compile_scheduled(prim, packs, consts, name, source, ws)
+
+
+def schedule_te(inputs, consts, outputs, name: str, options: LoweringOptions,
+                const_inputs: frozenset = frozenset()) -> tuple:
+    """The first half of ``compile_te``: ``(the PrimFunc lower_te makes, its input packs, its
+    workspace bytes)``. Extents may be symbolic where every stage's rule takes them."""
     packs: dict = {}
     prim, ws = lower_te(list(inputs) + [c[0] for c in consts], outputs, name,
                         prepack=const_inputs, packs=packs, options=options)
-    return compile_scheduled(prim, packs, consts, name, source, ws)
+    return prim, packs, ws
 
 
 def compile_symbolic_te(inputs, consts, outputs, name: str, options: LoweringOptions,

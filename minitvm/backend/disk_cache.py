@@ -188,13 +188,18 @@ class DiskCache:
         self.stats["build_hits"] += 1
         return payload
 
-    def put_build(self, key: str, chunks, wait: bool = True) -> None:
+    def put_build(self, key: str, chunks, wait: bool = True, trim: bool = True) -> None:
         """Store a whole build's payload (bytes-like ``chunks``, written back to back)
-        atomically; never raises for I/O errors. ``wait=False`` writes on a thread (checksum
+        atomically; never raises for I/O errors. ``trim=False`` for a small entry (a kernel's
+        record): written at once, the size limit checked against a running count, as ``put``
+        does, instead of rescanning the folder after the write. ``wait=False`` writes on a thread (checksum
         and file writes release the GIL): ``chunks`` must not change until it is done, which
         ``get_build`` of the same key, ``flush`` and the interpreter's exit wait for; there
         ``chunks`` may also be a function that makes them (None: nothing to write), called on
         the thread."""
+        if not trim:  # (a small entry: written here)
+            self._write_build_file(key, chunks() if callable(chunks) else chunks, trim=False)
+            return
         if wait:
             self._write_build(key, chunks)
             return
@@ -228,7 +233,7 @@ class DiskCache:
                 if _WRITERS.get((id(self), key)) is threading.current_thread():
                     del _WRITERS[(id(self), key)]
 
-    def _write_build_file(self, key: str, chunks) -> None:
+    def _write_build_file(self, key: str, chunks, trim: bool = True) -> None:
         path = self._build_path(key)
         tmp = None
         n, crc = 0, 0
@@ -252,7 +257,12 @@ class DiskCache:
                 warnings.warn(f"minitvm: cannot write the build cache in {path.parent}: {err}; "
                               f"set {ENV_DIR} or {ENV_DISABLE}=1", RuntimeWarning, stacklevel=2)
             return
-        self.evict()  # a build entry is large (it holds the weights): rescan and trim now
+        if trim or self._approx_bytes is None:
+            self.evict()  # a build entry is large (it holds the weights): rescan and trim now
+        else:
+            self._approx_bytes += _BUILD_HEAD + n
+            if self._approx_bytes > self.max_bytes:
+                self.evict()
 
     # ------------------------------------------------------------------ maintenance
     def _files(self) -> list[tuple[float, int, Path]]:

@@ -313,6 +313,13 @@ def _load_cached_object(object_cache, key: str, pipeline: int):
     return hit
 
 
+def remember_object(symbol: str, obj: bytes, pipeline: int) -> None:
+    """Keep the object code of a kernel loaded from elsewhere (a saved record) by its symbol,
+    so ``object_code`` finds it as for one compiled here."""
+    with _LOCK:
+        _OBJECTS.setdefault(symbol, (obj, pipeline))
+
+
 def object_code(symbol: str) -> tuple[bytes, int] | None:
     """(object code, IR pipeline level) of a kernel compiled or loaded in this process through
     the on-disk cache, by its symbol; None when it was compiled without one."""

@@ -283,9 +283,15 @@ def _chunks(factory: GraphExecutorFactoryModule, codes: dict) -> list | None:
                "params": {n: contiguous(_array(v))
                           for n, v in factory.get_params().items()},
                "kernels": kernels, "objects": objects, "entry": lib.entry[:2] if lib.entry is not None else None}
+    return payload_chunks(payload)
+
+
+def payload_chunks(value) -> list | None:
+    """``value`` (data as ``_encode`` takes it) as bytes-like chunks of a cache entry written
+    back to back, or None when it cannot be encoded; ``read_payload`` reads it back."""
     raws: list = []
     try:  # a JSON header; arrays and bytes go out of band, so a load maps them in place
-        head_json = json.dumps(_encode(payload, raws)).encode()
+        head_json = json.dumps(_encode(value, raws)).encode()
     except (TypeError, ValueError):
         return None
     head = _LAYOUT.pack(len(head_json), len(raws)) + b"".join(
@@ -330,6 +336,12 @@ def _decode(value, bufs: list):
             return a.reshape(value["shape"])
         return {k: _decode(v, bufs) for k, v in value["$dict"].items()}
     return value
+
+
+def read_payload(data: memoryview):
+    """The value ``payload_chunks`` wrote (a stored build's payload); arrays are views of
+    ``data``. Raises ValueError (or a KeyError / struct.error) for a damaged entry."""
+    return _unpack(data)
 
 
 def _unpack(data: memoryview) -> dict:

@@ -120,7 +120,9 @@ class Executable:
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("relay_vm.json", json.dumps(meta))
-            z.writestr("constants.npz", consts.getvalue())
+            # (stored, not deflated: float weights barely compress, and inflating ResNet-18's
+            # 45 MB took most of a load)
+            z.writestr("constants.npz", consts.getvalue(), compress_type=zipfile.ZIP_STORED)
         return buf.getvalue(), self.lib
 
     @staticmethod

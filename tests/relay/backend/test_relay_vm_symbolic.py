@@ -141,16 +141,18 @@ def test_op_not_converted_still_specializes_natively():
 
 
 @pytest.mark.parametrize("reduction", ["add", "update"])
-def test_scatter_into_a_dynamic_size_specializes_and_scatters(reduction):
-    """A one-pass scatter's stage is emitted by a lowering rule the symbolic kernel does not
-    apply (its te body, compiled as written, copied the data and dropped every update: a
-    bincount into a data-dependent length came out all zeros): it is specialized per shape."""
+def test_scatter_into_a_dynamic_size_is_one_symbolic_kernel(reduction):
+    """A one-pass scatter's stage is emitted by a lowering rule (its te body, compiled as
+    written, copies the data and drops every update: a bincount into a data-dependent length
+    came out all zeros), so its symbolic kernel is lowered through that rule, which takes
+    symbolic extents: one kernel scatters at every size, none specialized."""
     d = relay.var("d", shape=(relay.Any(),), dtype="int64")
     i = relay.var("i", shape=(8,), dtype="int64")
     u = relay.var("u", shape=(8,), dtype="int64")
     f = relay.Function([d, i, u], relay.scatter_elements(d, i, u, reduction=reduction))
     exe = relay.vm.compile(tvm.IRModule.from_expr(f), target="llvm")
-    assert any(isinstance(k.run, ShapeSpecializer) for k in exe.kernels)
+    runs = [k.run for k in exe.kernels]
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
     vm = VirtualMachine(exe, tvm.cpu())
     iv = np.array([0, 1, 1, 3, 5, 5, 5, 2], "int64")
     uv = np.arange(1, 9, dtype="int64")
@@ -162,6 +164,45 @@ def test_scatter_into_a_dynamic_size_specializes_and_scatters(reduction):
         else:
             want[iv] = uv
         np.testing.assert_array_equal(vm.run(dv, iv, uv).numpy(), want)
+        interp = relay.create_executor("debug", mod=tvm.IRModule.from_expr(f)).evaluate()
+        np.testing.assert_array_equal(interp(dv, iv, uv).numpy(), want)
+    assert all(r._fallback is None for r in runs if isinstance(r, SymbolicKernel))
+
+
+def _scatter_all_dynamic(kind):
+    """A scatter whose data, indices and updates all have dynamic extents."""
+    n, k = relay.Any(), relay.Any()
+    if kind == "elements":
+        d = relay.var("d", shape=(n, relay.Any()), dtype="float32")
+        i = relay.var("i", shape=(n, k), dtype="int64")
+        u = relay.var("u", shape=(n, k), dtype="float32")
+        out = relay.scatter_elements(relay.exp(d), i, u, axis=1, reduction="add")
+    else:
+        d = relay.var("d", shape=(relay.Any(), 4), dtype="float32")
+        i = relay.var("i", shape=(1, k), dtype="int64")
+        u = relay.var("u", shape=(k, 4), dtype="float32")
+        out = relay.scatter_nd(relay.exp(d), i, u, mode="add")
+    return tvm.IRModule.from_expr(relay.Function([d, i, u], out))
+
+
+@pytest.mark.parametrize("kind", ["elements", "nd"])
+def test_scatter_with_every_extent_dynamic_matches_the_interpreter(kind):
+    mod = _scatter_all_dynamic(kind)
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels)["specialized"] == 0
+    vm = VirtualMachine(exe, tvm.cpu())
+    interp = relay.create_executor("debug", mod=mod).evaluate()
+    rng = np.random.default_rng(3)
+    for n, m, k in ((3, 5, 2), (4, 7, 6)):
+        if kind == "elements":
+            args = (rng.standard_normal((n, m)), rng.integers(-m, m, (n, k)),
+                    rng.standard_normal((n, k)))
+        else:
+            args = (rng.standard_normal((m, 4)), rng.integers(-m, m, (1, k)),
+                    rng.standard_normal((k, 4)))
+        args = [a.astype("int64" if a.dtype.kind == "i" else "float32") for a in args]
+        np.testing.assert_allclose(vm.run(*args).numpy(), interp(*args).numpy(), rtol=1e-5,
+                                   atol=1e-6)
 
 
 def _typed(e, t):

@@ -106,3 +106,23 @@ def test_unique_dim_consecutive_and_nan_match_eager(name):
         got = [got.numpy()] if hasattr(got, "numpy") else [g.numpy() for g in got]
         assert_matches_torch(got, want, x, name.removeprefix("nan_") in NAN_ORDER_FREE)
 
+
+
+def test_bincount_scatters_in_one_symbolic_kernel_at_every_length():
+    """The counts' length comes from the data: the one-pass scatter into it is one symbolic
+    kernel (lowered through its rule), right at two lengths without a specialization (the
+    length itself, a value-dependent shape, is still specialized by design)."""
+    from minitvm.relay.backend.vm.symbolic import SymbolicKernel
+
+    model = Fn(lambda x: torch.bincount(x))
+    x = _ints(6, 25)
+    traced = torch.jit.trace(model, (x,), check_trace=False)
+    mod, params = relay.frontend.from_pytorch(traced, [("i0", ((25,), "int64"))])
+    exe = relay.vm.compile(mod, target="llvm", params=params)
+    scatters = [k.run for k in exe.kernels if "scatter" in k.name]
+    assert scatters and all(isinstance(r, SymbolicKernel) for r in scatters)
+    vm = tvm.runtime.vm.VirtualMachine(exe, tvm.cpu())
+    for high in (6, 11):  # lengths 6 and 11
+        xv = _ints(high, 25, seed=high)
+        np.testing.assert_array_equal(vm.run(xv.numpy()).numpy(), torch.bincount(xv).numpy())
+    assert all(r._fallback is None for r in scatters)

@@ -4,7 +4,9 @@ The module goes through relay.build's pipeline in its VM form (``is_vm=True``: c
 eta-expanded, the homogeneous InferType before AlterOpLayout is skipped, as TVM does), then
 LambdaLift turns closures into global functions and InferType types them; every global function
 is compiled to bytecode (``codegen.FunctionCompiler``) and every primitive function to a kernel
-(``kernels.KernelTable``: native code, per-shape specialization for dynamic shapes).
+(``kernels.KernelTable``: native code, per-shape specialization for dynamic shapes). A kernel over
+symbolic sizes that an earlier build recorded on disk (``saved.RecordStore``) is loaded from its
+record, not scheduled again: a warm build of a model seen before only optimizes and emits code.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from ....backend.options import lowering_options
 from ....ir.gc_pause import paused
 from ....ir.module import IRModule
+from ....runtime import blas
 from ....runtime.vm import Executable
 from ....target import Target
 from ....target.host_only import check_host_target
@@ -20,6 +23,7 @@ from ...expr import Function
 from .codegen import FunctionCompiler
 from .kernels import KernelTable
 from .prefetch import prefetch_vm_kernels
+from .saved import RecordStore
 
 __all__ = ["VMCompiler", "compile"]
 
@@ -99,11 +103,18 @@ class VMCompiler:
 
     def lower(self, mod, target=None, target_host=None) -> None:
         """Optimize ``mod`` and compile it to bytecode and kernels (``get_exec`` returns it)."""
+        # (as relay.build: the build's numpy work, constant folding and packing weights into
+        # the kernels' layouts, is small products that OpenBLAS's threads only slow down)
+        with blas.single_threaded():
+            self._lower(mod, target)
+
+    def _lower(self, mod, target) -> None:
         opt, _ = self.optimize(mod, target, None)
         self.optimized_mod = opt
         options = lowering_options(PassContext.current())
-        kernels = KernelTable(options)
-        prefetch_vm_kernels(opt, options)  # (in parallel: the codegen below finds them ready)
+        store = RecordStore.open()  # (symbolic kernels recorded on disk: none scheduled again)
+        kernels = KernelTable(options, store)
+        prefetch_vm_kernels(opt, options, store)  # (in parallel: the codegen finds them ready)
         constants: list = []
         names = sorted((gv.name_hint for gv, f in opt.functions.items()
                         if isinstance(f, Function)), key=lambda n: (n != "main", n))

@@ -29,7 +29,7 @@ from ....schedule import LoweringError, LoweringOptions
 from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
 from ...expr_functor import dataflow_post_order
 from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
-from .symbolic import lower_symbolic
+from .symbolic import lower_symbolic, packed_weight
 
 LOG = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class ShapeSpecializer:
             pk = (key, pos, id(args[pos]))
             held = self._packs.get(pk)
             if held is None or held[0] is not args[pos]:
-                held = self._packs[pk] = (args[pos], contiguous(transform(ins[pos])))
+                held = self._packs[pk] = (args[pos], packed_weight(transform, ins[pos]))
             ins[pos] = held[1]
         return ins
 
@@ -225,8 +225,9 @@ def same_primitive(f: Function, g: Function, fo=None, go=None) -> bool:
 class KernelTable:
     """The kernels of one executable, indexed as ``InvokePacked`` refers to them."""
 
-    def __init__(self, options: LoweringOptions):
+    def __init__(self, options: LoweringOptions, store=None):
         self.options = options
+        self.store = store  # the build's ``saved.RecordStore`` of symbolic kernels, or None
         self.kernels: list[Kernel] = []
         self._buckets: dict[tuple, list] = {}
         self._names: dict[str, int] = {}
@@ -238,7 +239,7 @@ class KernelTable:
         """The kernel of a function with ``Any`` dimensions: one symbolic native kernel when
         every op lowers so, else a ``ShapeSpecializer`` (logged at debug level, with why)."""
         try:
-            kernel = lower_symbolic(func, name, self.options, const_inputs)
+            kernel = lower_symbolic(func, name, self.options, const_inputs, self.store)
             self.stats["symbolic"] += 1
             return kernel
         except (LoweringError, ValueError, TypeError, NotImplementedError, KeyError) as err:

@@ -5,7 +5,9 @@ ones through the te_compiler's kernel cache, ones with ``Any`` dimensions as one
 (``symbolic``). ``prefetch_vm_kernels`` finds those calls first and hands the functions to
 ``backend.parallel_compile`` as ``relay.build`` does (``te_compiler.prefetch_kernels``): forked
 workers compile them into the on-disk cache, and this process loads each one as a worker
-reports it, so the codegen after finds every kernel in the in-process caches.
+reports it, so the codegen after finds every kernel in the in-process caches. Symbolic kernels
+recorded on disk (``saved.RecordStore``) are read first, all into one engine, and neither
+scheduled nor handed to the workers.
 """
 
 from __future__ import annotations
@@ -73,18 +75,19 @@ def _is_static(func: Function) -> bool:
         is_static_type(func.body.checked_type)
 
 
-def _lower_one(task, options: LoweringOptions) -> None:
+def _lower_one(task, options: LoweringOptions, store) -> None:
     func, const = task
     if _is_static(func):
         _lower_cached(func, "prefetch", options, const, None)
     else:
-        lower_symbolic(func, "prefetch", options, const)
+        lower_symbolic(func, "prefetch", options, const, store)
 
 
-def prefetch_vm_kernels(mod: IRModule, options: LoweringOptions) -> int:
+def prefetch_vm_kernels(mod: IRModule, options: LoweringOptions, store=None) -> int:
     """Compile the kernels of ``mod``'s primitive calls in parallel worker processes (see the
     module doc); returns the number of workers used (0: the codegen compiles them as before:
-    too few kernels, one job, no disk cache, or a warm build)."""
+    too few kernels, one job, no disk cache, or a warm build). ``store``: the on-disk records
+    of symbolic kernels (``saved.RecordStore``): a recorded one is loaded, not scheduled."""
     if not options.native:
         return 0
     seen, tasks = set(), []
@@ -95,14 +98,20 @@ def prefetch_vm_kernels(mod: IRModule, options: LoweringOptions) -> int:
         seen.add((id(func), const))
         tasks.append((func, const))
 
+    if store is not None:  # every recorded kernel's code loaded at once
+        store.load_many([store.key(f, options, c) for f, c in tasks if not _is_static(f)])
+    ready = set()
     for func, const in tasks:  # symbolic kernels scheduled here, once: the workers inherit
         if not _is_static(func):  # the schedules and only generate code
-            schedule_symbolic(func, options, const)
+            made = schedule_symbolic(func, options, const, store)
+            if isinstance(made, Exception) or made.native is not None:
+                ready.add((id(func), const))  # (recorded on disk, or refused: nothing to do)
+    tasks = [t for t in tasks if (id(t[0]), t[1]) not in ready]
 
     def group(task):  # structurally equal functions share a group (cheaper than hashing)
         f, c = task
         return (tuple(func_ops(f)), tuple(str(p.checked_type) for p in f.params),
                 str(f.body.checked_type), c)
 
-    return run_sharded(tasks, lambda t: _lower_one(t, options), group,
+    return run_sharded(tasks, lambda t: _lower_one(t, options, store), group,
                        cost=lambda t: compile_cost(t[0]))

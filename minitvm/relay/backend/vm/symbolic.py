@@ -17,7 +17,6 @@ symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecia
 from __future__ import annotations
 
 import ctypes
-import json
 import logging
 import threading
 
@@ -30,16 +29,17 @@ from ....ir.op import Op, OpPattern
 from ....ir.prim_expr import Any
 from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
-from ....runtime import threadpool
-from ....runtime.module import Kernel, register_kernel_format
+from ....runtime import blas, threadpool
+from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
 from ....topi import nn_te
+from ....topi.scatter_linear import SCATTER_LINEAR_TAG
 from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types, user_strategies
 
-__all__ = ["SymbolicKernel", "lower_symbolic"]
+__all__ = ["SymbolicKernel", "lower_symbolic", "packed_weight"]
 
 LOG = logging.getLogger(__name__)
 _VARS = ctypes.c_int64
@@ -189,63 +189,32 @@ def _compute_of(call: Call):
 
 
 def lower_symbolic(func: Function, name: str, options: LoweringOptions,
-                   const_inputs: frozenset = frozenset()) -> Kernel:
+                   const_inputs: frozenset = frozenset(), store=None) -> Kernel:
     """One native kernel for ``func`` at every size of its ``Any`` dimensions (a ``Kernel``
     whose ``run`` is a ``SymbolicKernel``). Raises ``LoweringError`` (or the compute's
-    ValueError / TypeError / NotImplementedError) when it cannot be lowered so."""
+    ValueError / TypeError / NotImplementedError) when it cannot be lowered so. ``store``: the
+    build's ``saved.RecordStore`` (a kernel recorded on disk is not scheduled again)."""
     if not options.native:
         raise LoweringError("native lowering disabled")
     if func.attrs is not None and func.attrs.get("Compiler") is not None:
         raise LoweringError("partitioned for an external codegen")
     if user_strategies(func):  # (the static lowering of each shape honours them)
         raise LoweringError("an op carries a user strategy")
-    native, variables, in_shapes, out_shapes = _compiled(func, name, options, const_inputs)
-    run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs)
+    native, variables, in_shapes, out_shapes, kvars = _compiled(func, name, options,
+                                                                const_inputs, store)
+    run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs,
+                         kvars)
     # (weights it takes in another layout are packed by ``run``, once per constant: an exported
     # executable keeps the function's own constants, for the numpy run it loads as)
     return Kernel(name, "fallback", reason=SYMBOLIC_REASON, source=func,
                   source_format=SAVED_FORMAT, run=run)
 
 
-# ------------------------------------------------------------------------------ saved kernels
+# how a symbolic kernel is saved in an exported library: ``saved`` reads and writes it
 SYMBOLIC_REASON = "dynamic shapes: one symbolic kernel"
 SAVED_FORMAT = "relay_symbolic"
-_SAVED_HEADER = "// minitvm relay_symbolic "
 
 
-def _saved_text(kernel: Kernel) -> str:
-    """A symbolic kernel as saved: a header line (its name and the input positions fed by
-    constants, which it may take packed) and its Relay function (``te_compiler``'s text)."""
-    from ..te_compiler import _kernel_text
-
-    run = kernel.run
-    const_inputs = sorted(run._spec_args[3]) if isinstance(run, SymbolicKernel) else []
-    head = json.dumps({"name": kernel.name, "const_inputs": const_inputs})
-    return f"{_SAVED_HEADER}{head}\n{_kernel_text(kernel.source)}"
-
-
-def _read_saved(text: str):
-    """``(function, run)`` of a saved symbolic kernel: lowered again to one native kernel
-    (its object code from the disk cache where a build left it), or, where that fails here,
-    the ops' numpy references with a warning."""
-    from ..te_compiler import _read_kernel
-
-    head, _, body = text.partition("\n")
-    if not head.startswith(_SAVED_HEADER):
-        raise ValueError("not a relay_symbolic kernel (no header line)")
-    meta = json.loads(head[len(_SAVED_HEADER):])
-    func, numpy_run = _read_kernel(body)
-    func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
-    try:
-        return func, lower_symbolic(func, str(meta["name"]), LoweringOptions(),
-                                    frozenset(int(k) for k in meta["const_inputs"])).run
-    except _LOWERING_ERRORS as err:
-        LOG.warning("saved symbolic kernel %s runs in numpy: %s: %s", meta["name"],
-                    type(err).__name__, err)
-        return func, numpy_run
-
-
-register_kernel_format(SAVED_FORMAT, _saved_text, _read_saved, whole_kernel=True)
 
 
 # (structural hash, options, const inputs) -> [(function, its record)]: a function lowered
@@ -256,42 +225,72 @@ register_kernel_format(SAVED_FORMAT, _saved_text, _read_saved, whole_kernel=True
 # break it.
 _COMPILED: dict = {}
 _COMPILED_LOCK = threading.Lock()
-_LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
+LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
 
 
-def _refuse_rule_stages(outputs) -> None:
-    """Raise LoweringError when a stage of the te graph is one only a registered lowering rule
-    emits (``schedule.lower.RULE_EMITTED_TAGS``: a one-pass scatter's te body is a stand-in
-    that, compiled as written, copies the data and drops every update): the PrimFunc path of a
-    symbolic kernel applies no such rule, so those functions are specialized per shape."""
+def _rule_stages(outputs) -> list:
+    """The stages of the te graph that only a registered lowering rule emits
+    (``schedule.lower.RULE_EMITTED_TAGS``: a one-pass scatter's te body is a stand-in that,
+    compiled as written, copies the data and drops every update)."""
     from ....schedule.lower import RULE_EMITTED_TAGS
 
-    seen, stack = set(), list(outputs)
+    found, seen, stack = [], set(), list(outputs)
     while stack:
         t = stack.pop()
         op = t.op
         if id(op) in seen:
             continue
         seen.add(id(op))
-        tag = getattr(op, "tag", "")
-        if tag in RULE_EMITTED_TAGS:
-            raise LoweringError(f"stage {op.name!r} (tag {tag!r}) is emitted by a lowering rule "
-                                "that symbolic kernels do not apply")
+        if getattr(op, "tag", "") in RULE_EMITTED_TAGS:
+            found.append(t)
         stack.extend(getattr(op, "input_tensors", ()))
+    return found
+
+
+def _schedule_with_rules(inputs, consts, outputs, stages: list, options: LoweringOptions,
+                         const_inputs: frozenset) -> tuple:
+    """``(PrimFunc, input packs)`` of a graph with rule-emitted ``stages``: the PrimFunc path
+    applies no rule, so the graph goes through ``lower_te``'s rule table (symbolic extents
+    allowed) when each such stage is one of ``SYMBOLIC_RULE_TAGS`` and its rule takes it
+    symbolically, and needs no workspace; else LoweringError (specialized per shape)."""
+    from ....backend.compile import schedule_te
+    from ....schedule import select_rule
+
+    for t in stages:
+        rule = select_rule(t, options) if t.op.tag in SYMBOLIC_RULE_TAGS else None
+        if rule is None or not rule.symbolic:
+            raise LoweringError(f"stage {t.op.name!r} (tag {t.op.tag!r}) is emitted by a "
+                                "lowering rule that symbolic kernels do not apply")
+    prim, packs, ws = schedule_te(inputs, consts, outputs, "kernel", options, const_inputs)
+    if ws:
+        raise LoweringError(f"a symbolic kernel with rule-emitted stages needs a workspace "
+                            f"({ws} bytes)")
+    return prim, packs
+
+
+# tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
+# each checked at two sizes against the interpreter: the one-pass scatters
+SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG})
 
 
 class _Scheduled:
-    """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand."""
+    """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand;
+    ``key`` its on-disk record's (None: not recorded)."""
 
     __slots__ = ("variables", "in_shapes", "out_shapes", "fast", "packs", "consts", "source",
-                 "native")
+                 "native", "kvars", "key")
 
     def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
+        STATS["scheduled"] += 1
         typed, self.variables = symbolic_function(func)
         inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
-        _refuse_rule_stages(outputs)
-        self.fast, self.packs = schedule_symbolic_te(inputs, consts, outputs, options,
-                                                     const_inputs)
+        stages = _rule_stages(outputs)
+        if stages:
+            self.fast, self.packs = _schedule_with_rules(inputs, consts, outputs, stages,
+                                                         options, const_inputs)
+        else:
+            self.fast, self.packs = schedule_symbolic_te(inputs, consts, outputs, options,
+                                                         const_inputs)
         self.consts = consts
         self.source = typed
         self.out_shapes = [(tuple(t.shape), t.dtype)
@@ -299,36 +298,86 @@ class _Scheduled:
         self.in_shapes = [tuple(t.shape) for p in typed.params
                           for t in tensor_types(p.checked_type)]
         self.native = None
+        self.kvars = None
+        self.key = None
+
+
+class _Restored:
+    """A symbolic kernel read back from its on-disk record (``saved``): native code loaded,
+    nothing scheduled."""
+
+    __slots__ = ("variables", "in_shapes", "out_shapes", "native", "kvars", "key")
+
+    def __init__(self, func: Function, hit: tuple, key: str):
+        from .saved import restore
+
+        meta, consts, compiled, ir = hit
+        self.variables, self.in_shapes, self.out_shapes, self.kvars, packs = restore(meta)
+        self.native = Kernel("restored", "native", symbol=compiled.symbol,
+                             address=compiled.address, ir=ir, consts=consts,
+                             compiled=compiled, input_packs=packs, source=func)
+        self.key = key
+
+
+# calls of ``_Scheduled`` in this process: a warm build (its kernels recorded on disk) and a
+# loaded executable make none
+STATS = {"scheduled": 0}
+
+
+def _from_store(func: Function, options: LoweringOptions, const_inputs: frozenset, store):
+    """``(key, the record on disk or None)`` of ``func``'s symbolic kernel: a ``_Restored``, or
+    the LoweringError the symbolic path raised for it."""
+    key = store.key(func, options, const_inputs) if store is not None else None
+    hit = store.load(key) if key is not None else None
+    if hit is None:
+        return key, None
+    if len(hit) == 2:  # (error type, message)
+        return key, LoweringError(f"{hit[0]}: {hit[1]} (recorded)")
+    try:
+        return key, _Restored(func, hit, key)
+    except ValueError:  # a damaged record: lowered again (and recorded anew)
+        return key, None
 
 
 def schedule_symbolic(func: Function, options: LoweringOptions,
-                      const_inputs: frozenset = frozenset()):
-    """The schedule of ``func``'s symbolic kernel (``_Scheduled``), from the in-process cache or
-    made now; the error its lowering raises instead, returned (not raised)."""
+                      const_inputs: frozenset = frozenset(), store=None):
+    """The schedule of ``func``'s symbolic kernel (``_Scheduled``), from the in-process cache,
+    the on-disk records of ``store`` (a ``_Restored``, nothing scheduled) or made now; the
+    error its lowering raises instead, returned (not raised)."""
     key = (structural_hash(func), options, const_inputs)
     with _COMPILED_LOCK:
         for cand, made in _COMPILED.get(key, ()):
             if cand is func or structural_equal(cand, func):
                 return made
-    try:
-        made = _Scheduled(func, options, const_inputs)
-    except _LOWERING_ERRORS as err:
-        made = err
+    disk_key, made = _from_store(func, options, const_inputs, store)
+    if made is None:
+        try:
+            made = _Scheduled(func, options, const_inputs)
+            made.key = disk_key
+        except LOWERING_ERRORS as err:
+            made = err
+            if disk_key is not None:
+                store.store_error(disk_key, err)
     with _COMPILED_LOCK:
         _COMPILED.setdefault(key, []).append((func, made))
     return made
 
 
-def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset):
-    """``(native kernel, variables, input shapes, output (shape, dtype)s)`` of ``func``'s
-    symbolic kernel (its object code through the disk cache); raises its lowering error."""
-    made = schedule_symbolic(func, options, const_inputs)
+def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset,
+              store=None):
+    """``(native kernel, variables, input shapes, output (shape, dtype)s, kernel var places)``
+    of ``func``'s symbolic kernel (its object code through the disk cache; the record written
+    to ``store`` once made); raises its lowering error."""
+    made = schedule_symbolic(func, options, const_inputs, store)
     if isinstance(made, Exception):
         raise made
     if made.native is None:
         made.native = compile_scheduled(made.fast, made.packs, made.consts, name, made.source)
+        made.kvars = _kernel_var_places(made.native)
+        if made.key is not None and store is not None:
+            store.store(made.key, made)
     return (made.native.renamed(name, made.native.source), made.variables, made.in_shapes,
-            made.out_shapes)
+            made.out_shapes, made.kvars)
 
 
 def clear_symbolic_cache() -> None:
@@ -371,7 +420,8 @@ class SymbolicKernel:
     ``native_call(args)`` gives the VM's native entry the call to record."""
 
     def __init__(self, kernel: Kernel, variables: list, in_shapes: list, out_shapes: list,
-                 func: Function, options: LoweringOptions, const_inputs: frozenset):
+                 func: Function, options: LoweringOptions, const_inputs: frozenset,
+                 kvars: list | None = None):
         self.kernel = kernel
         self.variables = variables
         self.in_shapes = in_shapes
@@ -386,7 +436,7 @@ class SymbolicKernel:
             raise LoweringError(f"sizes {missing} are no input's dimension")
         self._where = [where[id(v)] for v in variables]
         # the kernel's own scalar arguments: its signature's variables, read from its buffers
-        self._kvars = _kernel_var_places(kernel)
+        self._kvars = list(kvars) if kvars is not None else _kernel_var_places(kernel)
         if any(k >= len(in_shapes) for k, _ in self._kvars):
             raise LoweringError(f"kernel {kernel.name}: a size is read from no input")
         self._entry = _ENTRY(kernel.address)
@@ -423,6 +473,8 @@ class SymbolicKernel:
             from .kernels import ShapeSpecializer
 
             func, name, options, const_inputs = self._spec_args
+            if not isinstance(func, Function):  # (a loaded kernel's ``saved.SavedFunction``)
+                func = func.function()
             self._fallback = ShapeSpecializer(func, name, options, const_inputs)
         return self._fallback
 
@@ -439,7 +491,7 @@ class SymbolicKernel:
         time, when the kernel takes it in another layout (else the first call would)."""
         transform = self.kernel.input_packs.get(pos)
         if transform is not None and (pos, id(const)) not in self._packs:
-            self._packs[(pos, id(const))] = (const, contiguous(transform(contiguous(const))))
+            self._packs[(pos, id(const))] = (const, packed_weight(transform, const))
 
     def _inputs(self, args: list) -> list:
         """``args`` contiguous, the weights the kernel takes packed in its layout (each packed
@@ -449,7 +501,7 @@ class SymbolicKernel:
             key = (pos, id(args[pos]))  # (a kernel shared by layers gets each one's weight)
             held = self._packs.get(key)
             if held is None or held[0] is not args[pos]:
-                held = self._packs[key] = (args[pos], contiguous(transform(ins[pos])))
+                held = self._packs[key] = (args[pos], packed_weight(transform, ins[pos]))
             ins[pos] = held[1]
         return ins
 
@@ -463,6 +515,14 @@ class SymbolicKernel:
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         self._entry(ptrs, kv, threadpool.get_num_threads())
         return outputs
+
+
+def packed_weight(transform, weight: np.ndarray) -> np.ndarray:
+    """``weight`` in a kernel's layout (``transform``, one of its ``input_packs``), contiguous.
+    BLAS runs on one thread meanwhile: a transform's products are small, and OpenBLAS's threads
+    made packing ResNet-18's Winograd weights 8x slower (0.34 s instead of 0.04)."""
+    with blas.single_threaded():
+        return contiguous(transform(contiguous(weight)))
 
 
 def _kernel_var_places(kernel: Kernel) -> list:
