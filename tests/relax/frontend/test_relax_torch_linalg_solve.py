@@ -1,8 +1,9 @@
-"""torch.linalg's small-matrix factorizations and solves through the Relax torch.export
-importer (``frontend_common.torch_linalg``, shared with Relay: unrolled Cholesky and LU with
-partial pivoting), decomposed and whole: each op against eager on random well-conditioned
-batches, a system needing row exchanges, an exactly singular matrix, and the refusals of a
-symbolic order and of one past the unroll limit."""
+"""torch.linalg's factorizations and solves through the Relax torch.export importer
+(``frontend_common.torch_linalg``, shared with Relay, on the loop kernels of ``topi.linalg``:
+Cholesky and LU with partial pivoting), decomposed and whole: each op against eager on random
+well-conditioned batches, a system needing row exchanges, an exactly singular matrix, an order
+past the old unrolled limit of 16, the ``info`` of the ``_ex`` forms on failing input, and the
+refusal of a symbolic order."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`"
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
-from minitvm.frontend_common.torch_linalg import MAX_ORDER  # noqa: E402
 from minitvm.relax.frontend.torch import TorchImportError, from_exported_program  # noqa: E402
 
 from .exported_program_run import Fn  # noqa: E402
@@ -82,16 +82,39 @@ def test_pivoting_vectors_left_false_and_singular():
     _check(_pivoted, a, torch.randn(2, 5, 2), singular, decompose=True, rtol=1e-5)
 
 
+@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "whole"])
+def test_an_order_past_sixteen_matches_eager(decompose):
+    a, b = _well_conditioned(2, 36, 36), torch.randn(2, 36, 2)
+    _check(lambda a, b, s: (torch.linalg.solve(a, b), torch.linalg.inv(a),
+                            *torch.linalg.slogdet(a), torch.linalg.cholesky(s)),
+           a, b, _positive_definite(36, 36), decompose=decompose, rtol=1e-4)
+
+
+def _failing(a, b, s):
+    x, lu, pivots, info = torch.ops.aten._linalg_solve_ex(a, b)
+    return (torch.linalg.cholesky_ex(s)[1], torch.linalg.solve_ex(a, b)[1],
+            torch.linalg.inv_ex(a)[1], x[1], lu, pivots, info)
+
+
+def test_info_of_the_ex_forms_on_failing_input():
+    """LAPACK's ``info`` where the non-``_ex`` forms raise: Cholesky's first leading minor that
+    is not positive definite (orders 1 and 3; 0 when PD), LU's first zero pivot (a zero third
+    column; 0 when regular), and ATen's ``_linalg_solve_ex`` (the regular system's solution,
+    A's LU and pivots) as eager's."""
+    s = _positive_definite(3, 4, 4)
+    s[0, 0, 0] = -1.0
+    s[1, 2, 2] = -50.0
+    a = _well_conditioned(2, 5, 5)
+    a[0, :, 2] = 0.0
+    _check(_failing, a, torch.randn(2, 5, 2), s, decompose=False, rtol=1e-5)
+
+
 class _Inverse(torch.nn.Module):
     def forward(self, a):
         return torch.linalg.inv(a)
 
 
-def test_symbolic_and_oversized_orders_are_refused():
-    n = MAX_ORDER + 1
-    big = torch.export.export(_Inverse(), (_well_conditioned(n, n),))
-    with pytest.raises(TorchImportError, match=f"order {n} exceeds the unrolled limit"):
-        from_exported_program(big)
+def test_symbolic_orders_are_refused():
     order = torch.export.Dim("n", min=2, max=8)
     symbolic = torch.export.export(_Inverse(), (_well_conditioned(4, 4),),
                                    dynamic_shapes=({0: order, 1: order},))

@@ -1,9 +1,10 @@
-"""torch.linalg's small-matrix factorizations and solves (``frontend_common.torch_linalg``:
-unrolled Cholesky and LU with partial pivoting) through from_pytorch and the Relay
-torch.export importer: a Gaussian-process head (cholesky, cholesky_solve, logdet), a flow's
-log-determinant (slogdet, det) and a Kalman gain (solve, inv) on random well-conditioned
+"""torch.linalg's factorizations and solves (``frontend_common.torch_linalg`` on the loop
+kernels ``relay.op.linalg``: Cholesky and LU with partial pivoting) through from_pytorch and the
+Relay torch.export importer: a Gaussian-process head (cholesky, cholesky_solve, logdet), a
+flow's log-determinant (slogdet, det) and a Kalman gain (solve, inv) on random well-conditioned
 batches, a system that needs pivoting and a singular one against eager (measured: 1.4e-7
-relative on 2x3 batches of 5x5 float32), and the refusal of an order past the unrolled limit."""
+relative on 2x3 batches of 5x5 float32), orders past the old unrolled limit of 16, and the
+``info`` of the ``_ex`` forms (and ATen's four-output ``_linalg_solve_ex``) on failing input."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`"
 from frontend_models import Fn, build_and_run  # noqa: E402
 
 from minitvm import relay  # noqa: E402
-from minitvm.frontend_common.torch_linalg import MAX_ORDER  # noqa: E402
 from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
 
 _RNG = np.random.default_rng(0)
@@ -94,9 +94,40 @@ def test_pivoting_vectors_left_false_and_singular():
             np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5 * scale)
 
 
-def test_order_past_the_unroll_limit_is_refused():
-    n = MAX_ORDER + 1
-    model = Fn(torch.linalg.inv).eval()
-    traced = torch.jit.trace(model, (_well_conditioned(n, n),))
-    with pytest.raises(Exception, match=f"order {n} exceeds the unrolled limit {MAX_ORDER}"):
-        relay.frontend.from_pytorch(traced, [("x0", ((n, n), "float32"))])
+def test_orders_past_sixteen_match_eager():
+    """The kernels loop over the order (the unrolled compositions stopped at 16): 40 and 33."""
+    a, s = _well_conditioned(2, 40, 40), _positive_definite(33, 33)
+    b = torch.randn(2, 40, 3)
+    ref, outs = _both_importers(lambda a, b, s: (
+        torch.linalg.solve(a, b), torch.linalg.inv(a), *torch.linalg.slogdet(a),
+        torch.linalg.cholesky(s), torch.cholesky_solve(b[0, :33], torch.linalg.cholesky(s))),
+        a, b, s)
+    for out in outs:
+        for o, r in zip(out, ref, strict=True):
+            assert o.shape == r.shape and o.dtype == r.dtype
+            np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-5 * np.abs(r).max())
+
+
+def _failing(a, b, s):
+    x, lu, pivots, info = torch.ops.aten._linalg_solve_ex(a, b)
+    return (torch.linalg.cholesky_ex(s)[1], torch.linalg.solve_ex(a, b)[1],
+            torch.linalg.inv_ex(a)[1], x[1], lu, pivots, info)
+
+
+def test_info_of_the_ex_forms_on_failing_input():
+    """LAPACK's ``info`` where torch's non-``_ex`` forms raise: Cholesky's first leading minor
+    that is not positive definite (order 1 and 3 here, 0 for a PD matrix), LU's first zero pivot
+    (a singular matrix with a zero third column, 0 for a regular one); the solve of the regular
+    matrix and the LU / pivots of ATen's ``_linalg_solve_ex`` as eager's."""
+    s = _positive_definite(3, 4, 4)
+    s[0, 0, 0] = -1.0
+    s[1, 2, 2] = -50.0
+    a = _well_conditioned(2, 5, 5)
+    a[0, :, 2] = 0.0
+    b = torch.randn(2, 5, 2)
+    ref, outs = _both_importers(_failing, a, b, s)
+    assert ref[0].tolist() == [1, 3, 0] and ref[1].tolist() == [3, 0]
+    for out in outs:
+        for o, r in zip(out, ref, strict=True):
+            assert o.shape == r.shape and o.dtype == r.dtype
+            np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5 * np.abs(r).max())
