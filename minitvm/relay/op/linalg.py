@@ -20,12 +20,15 @@ class FactoredSolveAttrs(Attrs):
     _fields = (("kind", "lu"),)
 
 
-def _square(name: str, arg_types, i: int = 0) -> TensorType:
+def _square(name: str, arg_types, i: int = 0, extra_columns: int = 0) -> TensorType:
+    """Argument ``i``: a static float ``(batch, n, n + extra_columns)`` tensor."""
     a = tensor_arg(arg_types, i, name)
     shape = tuple(a.shape)
-    if len(shape) != 3 or not all(isinstance(d, int) for d in shape) or shape[1] != shape[2] \
-            and name != "linalg.factored_solve":
+    if len(shape) != 3 or not all(isinstance(d, int) for d in shape):
         raise TypeError(f"{name}: expected a static (batch, n, n) tensor, got {type_str(a)}")
+    if shape[2] != shape[1] + extra_columns:
+        raise TypeError(f"{name}: expected square matrices"
+                        f"{' and a pivot column' if extra_columns else ''}, got {type_str(a)}")
     if not a.dtype.startswith("float") or a.dtype == "float16":
         raise TypeError(f"{name}: expected float32 or float64 matrices, got {type_str(a)}")
     return a
@@ -47,12 +50,15 @@ def _lu_rel(arg_types, attrs):
 def _solve_rel(arg_types, attrs):
     name = "linalg.factored_solve"
     check_num_args(name, arg_types, 2)
-    f, rhs = _square(name, arg_types, 0), tensor_arg(arg_types, 1, name)
-    b, n, cols = (int(d) for d in f.shape)
     if attrs.kind not in ("lu", "cholesky"):
         raise TypeError(f"{name}: kind must be 'lu' or 'cholesky', got {attrs.kind!r}")
-    want = n + 1 if attrs.kind == "lu" else n
-    if cols != want or len(rhs.shape) != 3 or tuple(int(d) for d in rhs.shape[:2]) != (b, n) \
+    f, rhs = tensor_arg(arg_types, 0, name), tensor_arg(arg_types, 1, name)
+    try:
+        _square(name, arg_types, 0, int(attrs.kind == "lu"))
+    except TypeError as e:
+        raise TypeError(f"{e}: a {attrs.kind} factor {type_str(f)} does not fit") from None
+    b, n = (int(d) for d in f.shape[:2])
+    if len(rhs.shape) != 3 or tuple(int(d) for d in rhs.shape[:2]) != (b, n) \
             or rhs.dtype != f.dtype:
         raise TypeError(f"{name}: a {attrs.kind} factor {type_str(f)} does not fit the "
                         f"right-hand sides {type_str(rhs)}")
