@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from .onnx_quant import DynamicQuantWeight
 
-__all__ = ["RecurrentOps", "RNNSpec", "RowStep", "direction_cell", "parse_spec",
-           "recurrent_inputs", "unroll", "unroll_direction"]
+__all__ = ["RecurrentOps", "RNNSpec", "RowStep", "direction_cell", "direction_weight",
+           "gate_width", "parse_spec", "recurrent_inputs", "unroll", "unroll_direction"]
 
 # gates per cell, and the activations each direction uses by default
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -73,6 +73,11 @@ class RNNSpec:
 
     def gate(self, k: int) -> int:
         return k if self.gate_order is None else self.gate_order[k]
+
+
+def gate_width(spec: RNNSpec) -> int:
+    """The columns of a step's projection: every gate's ``hidden`` of them."""
+    return _GATES[spec.kind] * spec.hidden
 
 
 def recurrent_inputs(kind: str, ins: list) -> tuple:
@@ -337,7 +342,7 @@ def _product(ops: RecurrentOps, x, w):
     return ops.dense(x, w)
 
 
-def _direction(ops: RecurrentOps, w, d: int):
+def direction_weight(ops: RecurrentOps, w, d: int):
     """Direction ``d``'s weight: of a [dirs, ...] tensor, or of a list of
     ``DynamicQuantWeight`` (one per direction)."""
     return w[d] if isinstance(w, list) else ops.take(w, d, 0)
@@ -379,8 +384,8 @@ def unroll(spec: RNNSpec, ops: RecurrentOps, x, w, r, b=None, lens=None, h0=None
         xin = flat
         if rev and lens is not None:  # each sequence from its own end: reversed, run forward
             xin = ops.reshape(ops.reverse_sequence(x, lens), (seq * batch, width))
-        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, _direction(ops, w, d),
-                                    _direction(ops, r, d), wb, rb, h, c, p_d, lens,
+        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, direction_weight(ops, w, d),
+                                    direction_weight(ops, r, d), wb, rb, h, c, p_d, lens,
                                     rev and lens is None, bm)
         if rev and lens is not None:
             ys = ops.reverse_sequence(ops.stack(ys, 0), lens)
