@@ -13,11 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
-from frontend_models import Fn, build_run_native  # noqa: E402
-
-import minitvm as tvm  # noqa: E402
-from minitvm import relax, relay  # noqa: E402
-from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
+from frontend_models import eager_and_imports  # noqa: E402
 
 
 def _arguments():
@@ -31,23 +27,7 @@ def _arguments():
 
 def _outputs(fn, x):
     """Eager's output and those of from_pytorch, the Relay and the Relax torch.export imports."""
-    from minitvm.relax.frontend.torch import from_exported_program as relax_import
-
-    model = Fn(fn).eval()
-    with torch.no_grad():
-        ref = model(x).numpy()
-        traced = torch.jit.trace(model, (x,))
-        ep = torch.export.export(model, (x,))
-    info = [("i0", (tuple(x.shape), str(x.dtype).replace("torch.", "")))]
-    mod, params = relay.frontend.from_pytorch(traced, info)
-    emod, eparams = from_exported_program(ep)
-    names = [p.name_hint for p in emod["main"].params][:1]
-    ex = relax.build(relax_import(ep), "llvm")
-    assert ex.numpy_calls() == {}
-    out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x.numpy()))
-    out = out if hasattr(out, "numpy") else out[0]
-    return ref, [build_run_native(mod, params, ["i0"], (x,)),
-                 build_run_native(emod, eparams, names, (x,)), out.numpy()]
+    return eager_and_imports(fn, x, relax=True)
 
 
 @pytest.mark.parametrize("fn, rtol, atol", [(torch.lgamma, 3e-7, 3e-7),
