@@ -93,7 +93,8 @@ def test_info_of_the_ex_forms_on_failing_input(matrices):
     s[1, 2, 2] = -50.0
     a = matrices.well_conditioned(2, 5, 5)
     a[0, :, 2] = 0.0
-    _check(_failing, a, torch.randn(2, 5, 2), s, decompose=False, rtol=1e-5)
+    for decompose in (True, False):  # (decomposed: linalg_solve_ex becomes _linalg_solve_ex)
+        _check(_failing, a, torch.randn(2, 5, 2), s, decompose=decompose, rtol=1e-5)
 
 
 class _Inverse(torch.nn.Module):

@@ -78,6 +78,8 @@ def _cholesky_ex(ctx: AtenContext, args):
 
 @register("linalg_cholesky.default", "cholesky.default")
 def _cholesky(ctx: AtenContext, args):
+    """``L``; a matrix that is not positive definite gives NaN from its failed column on
+    (torch raises)."""
     return _cholesky_ex(ctx, args)[0]
 
 

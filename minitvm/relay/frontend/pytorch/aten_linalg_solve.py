@@ -51,6 +51,8 @@ def _cholesky_ex(ctx, args):
 
 @register("linalg_cholesky", "cholesky")
 def _cholesky(ctx, args):
+    """``L``; a matrix that is not positive definite gives NaN from its failed column on
+    (torch raises)."""
     return _cholesky_ex(ctx, args)[0]
 
 
