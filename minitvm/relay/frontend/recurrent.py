@@ -169,9 +169,10 @@ def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=
     """``(Y, Y_h, Y_c)`` of an ONNX RNN / GRU / LSTM node whose sequence length is known at run
     time only: per direction, the input projection of every step in one product, then a
     recursive function (``relay.loops.while_loop``) taking one step a call, reading its row of
-    the projection by the step's index and appending its output to a ``[?, batch, H]``
-    accumulator. For the Relay VM (``relay.vm.compile``) or the interpreter. The batch and
-    input sizes must be static. Arguments and results as ``onnx_rnn.unroll``'s."""
+    the projection by the step's index and writing its output at that row of a ``[?, batch,
+    H]`` result (a select: an accumulator growing a row a step would compile its kernels once
+    per length, 40 ms a step). For the Relay VM (``relay.vm.compile``) or the interpreter. The
+    batch and input sizes must be static. Arguments and results as ``onnx_rnn.unroll``'s."""
     shape = ops.shape(x)
     seq_first = shape if not spec.layout else (shape[1], shape[0], shape[2])
     _, batch, width = seq_first
@@ -183,6 +184,9 @@ def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=
         x = _op.transpose(x, (1, 0, 2))
     hid, gates = spec.hidden, gate_width(spec)
     seq_len = _op.take(_op.shape_of(x, "int64"), _expr.const(np.array(0, "int64"), "int64"))
+    positions = _op.reshape(_op.arange(_expr.const(np.array(0, "int64"), "int64"), seq_len,
+                                       _expr.const(np.array(1, "int64"), "int64"), "int64"),
+                            (-1, 1, 1))
     state_axis = 1 if spec.layout else 0
     lstm = spec.kind == "LSTM"
     i64 = TensorType((), "int64")
@@ -201,7 +205,8 @@ def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=
         if reverse:  # each sequence from its own end: reversed, run forward, reversed back
             xs = ops.reverse_sequence(x, lens) if lens is not None else _op.reverse(x, 0)
         xw, cell = direction_cell(spec, ops, d, _op.reshape(xs, (-1, width)),
-                                  direction_weight(ops, w, d), direction_weight(ops, r, d), wb, rb, p_d)
+                                  direction_weight(ops, w, d), direction_weight(ops, r, d), wb,
+                                  rb, p_d)
         xw3 = _op.reshape(xw, (-1, batch, gates))
 
         def body(t, h, *rest, xw3=xw3, cell=cell):
@@ -211,16 +216,18 @@ def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=
                 mask = _op.expand_dims(_op.less(_op.cast(t, infer_dtype(lens)), lens), 1)
             row = _op.take(xw3, t, axis=0)
             y, h_new, c_new = cell(RowStep(spec, ops, row, batch), None, h, c, mask)
-            ys = _op.concatenate([ys, _op.expand_dims(y, 0)], 0)
+            # (written in place of row t of a [seq, batch, H] result: shapes that stay the
+            # same every step, so that each kernel is compiled once, not once a length)
+            ys = _op.where(_op.equal(positions, t), _op.expand_dims(y, 0), ys)
             t = _op.add(t, _expr.const(np.array(1, "int64"), "int64"))
             return [t, h_new] + ([c_new] if lstm else []) + [ys]
 
         loop_vars = [_expr.var("t", i64), _expr.var("h", state_type)] + \
             ([_expr.var("c", state_type)] if lstm else []) + [_expr.var("ys", ys_type)]
         loop = while_loop(lambda t, *_: _op.less(t, seq_len), loop_vars, body)
-        empty = _expr.const(np.zeros((0, batch, hid), ops.dtype), ops.dtype)
+        zeros = _op.zeros_like(_op.strided_slice(xw3, [0], [hid], [1], axes=[2]))
         result = _expr.Call(loop, [_expr.const(np.array(0, "int64"), "int64"), h] +
-                            ([c] if lstm else []) + [empty])
+                            ([c] if lstm else []) + [zeros])
         ys = _expr.TupleGetItem(result, 3 if lstm else 2)
         if reverse:
             ys = ops.reverse_sequence(ys, lens) if lens is not None else _op.reverse(ys, 0)

@@ -47,8 +47,8 @@ def _gaussian_process_and_flow(a, b, s):
 
 
 def test_factorizations_match_eager_on_batches(matrices):
-    a, b, s = matrices.well_conditioned(2, 3, 5, 5), torch.randn(2, 3, 5, 2), matrices.positive_definite(2, 3,
-                                                                                         5, 5)
+    a, b = matrices.well_conditioned(2, 3, 5, 5), torch.randn(2, 3, 5, 2)
+    s = matrices.positive_definite(2, 3, 5, 5)
     ref, outs = _both_importers(_gaussian_process_and_flow, a, b, s)
     for out in outs:
         assert len(out) == len(ref)
