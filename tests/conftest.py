@@ -88,3 +88,37 @@ def matrix_set_diag_without_compute(monkeypatch):
     from minitvm.ir.op import Op
 
     monkeypatch.delitem(Op.get("matrix_set_diag")._attrs, "FTECompute")
+
+
+class SeededMatrices:
+    """Random float32 torch matrices from one seeded generator, for the linear-algebra tests of
+    both importers: well conditioned (``a + 3 I``) and positive definite (``a a^T + n I``)."""
+
+    def __init__(self, seed: int = 0):
+        import numpy as np
+
+        self._rng = np.random.default_rng(seed)
+
+    def _normal(self, shape):
+        return self._rng.standard_normal(shape).astype("float32")
+
+    def well_conditioned(self, *shape: int):
+        import numpy as np
+        import torch
+
+        return torch.from_numpy(self._normal(shape) + np.float32(3) * np.eye(shape[-1],
+                                                                             dtype="float32"))
+
+    def positive_definite(self, *shape: int):
+        import numpy as np
+        import torch
+
+        a = self._normal(shape)
+        eye = np.eye(shape[-1], dtype="float32")
+        return torch.from_numpy(a @ np.swapaxes(a, -1, -2) + np.float32(shape[-1]) * eye)
+
+
+@pytest.fixture
+def matrices():
+    """``SeededMatrices`` seeded 0 (a fresh generator per test)."""
+    return SeededMatrices(0)

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from .onnx_quant import DynamicQuantWeight
 
-__all__ = ["RecurrentOps", "RNNSpec", "parse_spec", "recurrent_inputs", "unroll",
-           "unroll_direction"]
+__all__ = ["RecurrentOps", "RNNSpec", "RowStep", "direction_cell", "direction_weight",
+           "gate_width", "parse_spec", "recurrent_inputs", "unroll", "unroll_direction"]
 
 # gates per cell, and the activations each direction uses by default
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -73,6 +73,11 @@ class RNNSpec:
 
     def gate(self, k: int) -> int:
         return k if self.gate_order is None else self.gate_order[k]
+
+
+def gate_width(spec: RNNSpec) -> int:
+    """The columns of a step's projection: every gate's ``hidden`` of them."""
+    return _GATES[spec.kind] * spec.hidden
 
 
 def recurrent_inputs(kind: str, ins: list) -> tuple:
@@ -178,8 +183,7 @@ class _Step:
 
     def cols(self, k: int) -> tuple[int, int]:
         """Gate ``k``'s columns in a [rows, G*H] product."""
-        pos = self.spec.gate(k)
-        return pos * self.hid, (pos + 1) * self.hid
+        return _gate_cols(self.spec, k)
 
     def x(self, t: int, k: int | None = None):
         """Step ``t``'s rows of the projection ([batch, H]: gate ``k``'s columns, or all).
@@ -215,6 +219,38 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
     ``proj`` [P, H] (an LSTM with projections, PyTorch's ``proj_size``) maps each step's output
     to ``h . proj^T``, the state carried on: ``r`` is then [4H, P] and ``h`` [batch, P].
     Returns (the step outputs in time order, the last h, the last c)."""
+    xw, cell = direction_cell(spec, ops, d, x2d, w, r, wb, rb, p, proj)
+    st = _Step(spec, ops, xw, seq, batch, batch_major)
+    ys: list = [None] * seq
+    for i, t in enumerate(range(seq - 1, -1, -1) if reverse else range(seq)):
+        mask = ops.step_mask(lens, i) if lens is not None else None
+        ys[t], h, c = cell(st, t, h, c, mask)
+    return ys, h, c
+
+
+class RowStep(_Step):
+    """``_Step``'s reads from one step's projection row ``[batch, G*H]`` given at once (the
+    body of a loop over a run-time number of steps, which reads its row itself)."""
+
+    def __init__(self, spec: RNNSpec, ops: RecurrentOps, row, batch: int):
+        self.spec, self.ops, self.row = spec, ops, row
+        self.batch, self.hid = batch, spec.hidden
+        self.width = _GATES[spec.kind] * spec.hidden
+
+    def x(self, t, k: int | None = None):
+        if k is None:
+            return self.row
+        lo, hi = self.cols(k)
+        return self.ops.slice(self.row, [0, lo], [self.batch, hi], [1, 1])
+
+
+def direction_cell(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, w, r, wb=None, rb=None,
+                   p=None, proj=None):
+    """``(xw, cell)`` of one direction (arguments as ``unroll_direction``'s): the input
+    projection ``[rows, G*H]`` with its biases, and ``cell(st, t, h, c, mask)`` -> ``(y, h,
+    c)``, one step reading its projection through ``st`` (a ``_Step`` at step ``t`` or a
+    ``RowStep``); with a bool ``[batch, 1]`` ``mask``, masked-out rows keep their state and
+    give zero output. ``h`` / ``c`` None stand for zeros."""
     kind, hid = spec.kind, spec.hidden
     add, mul = (lambda a, b: ops.binary("add", a, b)), (lambda a, b: ops.binary("multiply", a, b))
     xw = _product(ops, x2d, w)
@@ -229,29 +265,30 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
     bias = rb if wb is None else wb if rb is None else add(wb, rb)
     if bias is not None:
         xw = add(xw, bias)
-    st = _Step(spec, ops, xw, seq, batch, batch_major)
     acts = spec.activations[d]
 
     def act(k, x):
         return _activate(ops, acts[k], _clip(ops, spec, x))
 
-    def pre(t, k, g, packed=False):  # a gate's pre-activation: projection + recurrent product
-        xk = st.x(t, k)
-        return xk if g is None else add(xk, st.gate(g, k, packed))
-
     if kind == "GRU" and not spec.linear_before_reset:  # z and r first, then (r * h) . R_h
-        rows = [ops.slice(r, [lo], [hi], [1]) for lo, hi in (st.cols(0), st.cols(1))]
-        r_zr, r_h = ops.concat(rows, 0), ops.slice(r, [st.cols(2)[0]], [st.cols(2)[1]], [1])
+        rows = [ops.slice(r, [lo], [hi], [1]) for lo, hi in
+                (_gate_cols(spec, 0), _gate_cols(spec, 1))]
+        lo_h, hi_h = _gate_cols(spec, 2)
+        r_zr, r_h = ops.concat(rows, 0), ops.slice(r, [lo_h], [hi_h], [1])
     p_parts = ops.split(p, 3, 0) if p is not None else None
     one = ops.scalar(1.0)
-    ys: list = [None] * seq
-    for i, t in enumerate(range(seq - 1, -1, -1) if reverse else range(seq)):
+
+    def cell(st, t, h, c, mask=None):
+        def pre(k, g, packed=False):  # a gate's pre-activation: projection + recurrent product
+            xk = st.x(t, k)
+            return xk if g is None else add(xk, st.gate(g, k, packed))
+
         if kind == "RNN":
             g = st.x(t) if h is None else add(st.x(t), _product(ops, h, r))
             h_new, c_new = act(0, g), None
         elif kind == "LSTM":  # gates i, o, f, c
             g = _product(ops, h, r) if h is not None else None
-            gi, go, gf, gc = (pre(t, k, g) for k in range(4))
+            gi, go, gf, gc = (pre(k, g) for k in range(4))
             if p_parts is not None and c is not None:
                 gi = add(gi, mul(c, p_parts[0]))
                 gf = add(gf, mul(c, p_parts[2]))
@@ -267,29 +304,34 @@ def unroll_direction(spec: RNNSpec, ops: RecurrentOps, d: int, x2d, seq: int, ba
                 h_new = ops.dense(h_new, proj)
         elif spec.linear_before_reset:  # GRU: gates z, r, h
             g = ops.dense(h, r) if h is not None else None
-            z, rg = act(0, pre(t, 0, g)), act(0, pre(t, 1, g))
+            z, rg = act(0, pre(0, g)), act(0, pre(1, g))
             hh = st.gate(g, 2) if g is not None else None
             hh = rb_h if hh is None else hh if rb_h is None else add(hh, rb_h)
             cand = act(1, st.x(t, 2) if hh is None else add(st.x(t, 2), mul(rg, hh)))
             h_new, c_new = _gru_out(ops, one, z, cand, h), None
         else:
             g = ops.dense(h, r_zr) if h is not None else None
-            z, rg = act(0, pre(t, 0, g, True)), act(0, pre(t, 1, g, True))
+            z, rg = act(0, pre(0, g, True)), act(0, pre(1, g, True))
             hh = ops.dense(mul(rg, h), r_h) if h is not None else None
             hh = rb_h if hh is None else hh if rb_h is None else add(hh, rb_h)
             cand = act(1, st.x(t, 2) if hh is None else add(st.x(t, 2), hh))
             h_new, c_new = _gru_out(ops, one, z, cand, h), None
-        if lens is not None:
-            m = ops.step_mask(lens, i)
-            zero = ops.scalar(0.0)
-            ys[t] = ops.where(m, h_new, zero)
-            h = ops.where(m, h_new, zero if h is None else h)
-            if c_new is not None:
-                c = ops.where(m, c_new, zero if c is None else c)
-        else:
-            ys[t] = h_new
-            h, c = h_new, c_new
-    return ys, h, c
+        if mask is None:
+            return h_new, h_new, c_new
+        zero = ops.scalar(0.0)
+        y = ops.where(mask, h_new, zero)
+        h = ops.where(mask, h_new, zero if h is None else h)
+        if c_new is not None:
+            c = ops.where(mask, c_new, zero if c is None else c)
+        return y, h, c
+
+    return xw, cell
+
+
+def _gate_cols(spec: RNNSpec, k: int) -> tuple[int, int]:
+    """Gate ``k``'s columns in a [rows, G*H] product (its rows in W / R)."""
+    pos = spec.gate(k)
+    return pos * spec.hidden, (pos + 1) * spec.hidden
 
 
 def _product(ops: RecurrentOps, x, w):
@@ -300,7 +342,7 @@ def _product(ops: RecurrentOps, x, w):
     return ops.dense(x, w)
 
 
-def _direction(ops: RecurrentOps, w, d: int):
+def direction_weight(ops: RecurrentOps, w, d: int):
     """Direction ``d``'s weight: of a [dirs, ...] tensor, or of a list of
     ``DynamicQuantWeight`` (one per direction)."""
     return w[d] if isinstance(w, list) else ops.take(w, d, 0)
@@ -342,8 +384,8 @@ def unroll(spec: RNNSpec, ops: RecurrentOps, x, w, r, b=None, lens=None, h0=None
         xin = flat
         if rev and lens is not None:  # each sequence from its own end: reversed, run forward
             xin = ops.reshape(ops.reverse_sequence(x, lens), (seq * batch, width))
-        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, _direction(ops, w, d),
-                                    _direction(ops, r, d), wb, rb, h, c, p_d, lens,
+        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, direction_weight(ops, w, d),
+                                    direction_weight(ops, r, d), wb, rb, h, c, p_d, lens,
                                     rev and lens is None, bm)
         if rev and lens is not None:
             ys = ops.reverse_sequence(ops.stack(ys, 0), lens)

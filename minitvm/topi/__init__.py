@@ -29,6 +29,8 @@ from . import multiclass_nms  # noqa: F401,E402  (vision.multiclass_nms)
 from . import all_class_nms  # noqa: F401,E402  (vision.all_class_non_max_suppression)
 from . import space_batch  # noqa: F401,E402  (nn.space_to_batch_nd, nn.batch_to_space_nd)
 from . import index_ops  # noqa: F401,E402  (one_hot, scatter_nd, trilu, sequence_mask...)
+from . import linalg  # noqa: F401,E402  (the Cholesky / LU loop kernels)
+from . import ctc  # noqa: F401,E402  (the CTC forward variables)
 from .broadcast import (  # noqa: F401,E402
     add, subtract, multiply, divide, floor_divide, floor_mod, power, maximum, minimum, equal,
     not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or, broadcast_to,

@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...frontend_common.onnx_rnn import unary_op
+from ...frontend_common.onnx_rnn import (
+    RowStep,
+    direction_cell,
+    direction_weight,
+    gate_width,
+    unary_op,
+)
 from ...ir.prim_expr import Any
 from ...ir.type import TensorType
 from .. import expr as _expr
 from .. import op as _op
+from ..loops import while_loop
 from ..op import nn as _nn
 from .common import ImportError_, dynamic_quantize_uint8, infer_dtype, infer_shape, infer_type
 
-__all__ = ["RelayRecurrentOps", "RunTimeSize"]
+__all__ = ["RelayRecurrentOps", "RunTimeSize", "is_run_time_length", "recurrent_loop"]
 
 UNTIL_END = 2**62  # a strided_slice end past any axis (clipped to its size)
 
@@ -150,3 +157,87 @@ class RelayRecurrentOps:
             y = _op.subtract(y, _op.multiply(sums, row_sum_weight))
         y = _op.subtract(y, _op.multiply(_op.cast(zp, "int32"), column_sums))
         return _op.multiply(_op.cast(y, "float32"), _op.multiply(scale, w_scale))
+
+
+def is_run_time_length(ops: RelayRecurrentOps, x, layout: int) -> bool:
+    """Is the sequence axis of a recurrent layer's input ``x`` a ``relay.Any()``?"""
+    return isinstance(ops.shape(x)[1 if layout else 0], RunTimeSize)
+
+
+def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=None, c0=None,
+                   p=None) -> tuple:
+    """``(Y, Y_h, Y_c)`` of an ONNX RNN / GRU / LSTM node whose sequence length is known at run
+    time only: per direction, the input projection of every step in one product, then a
+    recursive function (``relay.loops.while_loop``) taking one step a call, reading its row of
+    the projection by the step's index and writing its output at that row of a ``[?, batch,
+    H]`` result (a select: an accumulator growing a row a step would compile its kernels once
+    per length, 40 ms a step). For the Relay VM (``relay.vm.compile``) or the interpreter. The
+    batch and input sizes must be static. Arguments and results as ``onnx_rnn.unroll``'s."""
+    shape = ops.shape(x)
+    seq_first = shape if not spec.layout else (shape[1], shape[0], shape[2])
+    _, batch, width = seq_first
+    if isinstance(batch, RunTimeSize) or isinstance(width, RunTimeSize):
+        raise ImportError_(f"a {spec.kind} over a run-time sequence length needs a static batch "
+                           f"and input size, got {'?' if isinstance(batch, RunTimeSize) else batch}"
+                           f" and {'?' if isinstance(width, RunTimeSize) else width}")
+    if spec.layout:
+        x = _op.transpose(x, (1, 0, 2))
+    hid, gates = spec.hidden, gate_width(spec)
+    seq_len = _op.take(_op.shape_of(x, "int64"), _expr.const(np.array(0, "int64"), "int64"))
+    positions = _op.reshape(_op.arange(_expr.const(np.array(0, "int64"), "int64"), seq_len,
+                                       _expr.const(np.array(1, "int64"), "int64"), "int64"),
+                            (-1, 1, 1))
+    state_axis = 1 if spec.layout else 0
+    lstm = spec.kind == "LSTM"
+    i64 = TensorType((), "int64")
+    state_type = TensorType((batch, hid), ops.dtype)
+    ys_type = TensorType((Any(), batch, hid), ops.dtype)
+    ys_all, hs, cs = [], [], []
+    for d, direction in enumerate(spec.directions):
+        wb = rb = None
+        if b is not None:
+            wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
+        h = ops.take(h0, d, state_axis) if h0 is not None else ops.zeros((batch, hid))
+        c = ops.take(c0, d, state_axis) if c0 is not None and lstm else ops.zeros((batch, hid))
+        p_d = ops.take(p, d, 0) if p is not None and lstm else None
+        reverse = direction == "reverse"
+        xs = x
+        if reverse:  # each sequence from its own end: reversed, run forward, reversed back
+            xs = ops.reverse_sequence(x, lens) if lens is not None else _op.reverse(x, 0)
+        xw, cell = direction_cell(spec, ops, d, _op.reshape(xs, (-1, width)),
+                                  direction_weight(ops, w, d), direction_weight(ops, r, d), wb,
+                                  rb, p_d)
+        xw3 = _op.reshape(xw, (-1, batch, gates))
+
+        def body(t, h, *rest, xw3=xw3, cell=cell):
+            c, ys = rest if lstm else (None, rest[0])
+            mask = None
+            if lens is not None:
+                mask = _op.expand_dims(_op.less(_op.cast(t, infer_dtype(lens)), lens), 1)
+            row = _op.take(xw3, t, axis=0)
+            y, h_new, c_new = cell(RowStep(spec, ops, row, batch), None, h, c, mask)
+            # (written in place of row t of a [seq, batch, H] result: shapes that stay the
+            # same every step, so that each kernel is compiled once, not once a length)
+            ys = _op.where(_op.equal(positions, t), _op.expand_dims(y, 0), ys)
+            t = _op.add(t, _expr.const(np.array(1, "int64"), "int64"))
+            return [t, h_new] + ([c_new] if lstm else []) + [ys]
+
+        loop_vars = [_expr.var("t", i64), _expr.var("h", state_type)] + \
+            ([_expr.var("c", state_type)] if lstm else []) + [_expr.var("ys", ys_type)]
+        loop = while_loop(lambda t, *_: _op.less(t, seq_len), loop_vars, body)
+        zeros = _op.zeros_like(_op.strided_slice(xw3, [0], [hid], [1], axes=[2]))
+        result = _expr.Call(loop, [_expr.const(np.array(0, "int64"), "int64"), h] +
+                            ([c] if lstm else []) + [zeros])
+        ys = _expr.TupleGetItem(result, 3 if lstm else 2)
+        if reverse:
+            ys = ops.reverse_sequence(ys, lens) if lens is not None else _op.reverse(ys, 0)
+        ys_all.append(_op.expand_dims(ys, 1))
+        hs.append(_expr.TupleGetItem(result, 1))
+        if lstm:
+            cs.append(_expr.TupleGetItem(result, 2))
+    y = _op.concatenate(ys_all, 1) if len(ys_all) > 1 else ys_all[0]  # [seq, dirs, batch, H]
+    if spec.layout:
+        y = _op.transpose(y, (2, 0, 1, 3))
+    y_h = _op.stack(hs, state_axis)
+    y_c = _op.stack(cs, state_axis) if lstm else None
+    return y, y_h, y_c

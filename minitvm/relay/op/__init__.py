@@ -18,6 +18,7 @@ from .sparse_ops import *  # noqa: E402,F403
 from . import random  # noqa: E402,F401  (relay.random: Threefry generator ops)
 from . import vision  # noqa: E402,F401  (relay.vision: detection ops)
 from . import unique_native  # noqa: E402,F401  (unique's native compute)
+from . import linalg  # noqa: E402,F401  (relay.op.linalg: Cholesky / LU loop kernels)
 from . import signal  # noqa: E402
 from .signal import device_copy, dft, stft  # noqa: E402,F401
 from . import vm  # noqa: E402,F401  (relay.op.vm: Relay VM tensor helpers)

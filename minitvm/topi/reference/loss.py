@@ -1,4 +1,4 @@
-"""Numpy references of the training-loss ops nn.nll_loss, nn.cross_entropy,
+"""Numpy references of the training-loss ops nn.nll_loss, nn.cross_entropy, nn.ctc_log_alpha,
 nn.cross_entropy_with_logits, and of the streaming nn.fifo_buffer."""
 
 from __future__ import annotations
@@ -51,3 +51,39 @@ def _fifo_buffer(attrs, args, out_type):
     n = buffer.shape[axis]
     return np.ascontiguousarray(np.take(joined, np.arange(joined.shape[axis] - n,
                                                           joined.shape[axis]), axis=axis))
+
+
+@reference("nn.ctc_log_alpha")
+def _ctc_log_alpha(attrs, args, out_type):
+    """CTC's forward variables ``(N, T, width)`` (``topi.ctc``), one sample at a time."""
+    log_probs, targets, input_lengths, target_lengths = (np.asarray(a) for a in args)
+    frames, batch, classes = log_probs.shape
+    width, blank = int(out_type.shape[2]), int(attrs.blank)
+    out = np.full((batch, frames, width), -np.inf, dtype=out_type.dtype)
+    offsets = np.concatenate([[0], np.cumsum(target_lengths)[:-1]]).astype(np.int64)
+    for n in range(batch):
+        length = int(target_lengths[n])
+        labels = targets[offsets[n]:offsets[n] + length] if targets.ndim == 1 else \
+            targets[n, :length]
+        ext = np.full(min(2 * length + 1, width), blank, dtype=np.int64)
+        ext[1::2] = labels[:len(ext[1::2])]
+        steps = min(max(int(input_lengths[n]), 0), frames)
+        if steps == 0:
+            continue
+        alpha = out[n]
+        alpha[0, 0] = log_probs[0, n, blank]
+        if len(ext) > 1:
+            alpha[0, 1] = log_probs[0, n, ext[1]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for t in range(1, steps):
+                for s in range(len(ext)):
+                    terms = [alpha[t - 1, s]]
+                    if s >= 1:
+                        terms.append(alpha[t - 1, s - 1])
+                    if s >= 2 and s % 2 == 1 and ext[s] != ext[s - 2]:
+                        terms.append(alpha[t - 1, s - 2])
+                    top = max(terms)
+                    lse = top if top == -np.inf else top + np.log(
+                        sum(np.exp(v - top) for v in terms))
+                    alpha[t, s] = lse + log_probs[t, n, ext[s]]
+    return out

@@ -1,8 +1,9 @@
-"""torch.linalg's small-matrix factorizations and solves through the Relax torch.export
-importer (``frontend_common.torch_linalg``, shared with Relay: unrolled Cholesky and LU with
-partial pivoting), decomposed and whole: each op against eager on random well-conditioned
-batches, a system needing row exchanges, an exactly singular matrix, and the refusals of a
-symbolic order and of one past the unroll limit."""
+"""torch.linalg's factorizations and solves through the Relax torch.export importer
+(``frontend_common.torch_linalg``, shared with Relay, on the loop kernels of ``topi.linalg``:
+Cholesky and LU with partial pivoting), decomposed and whole: each op against eager on random
+well-conditioned batches, a system needing row exchanges, an exactly singular matrix, an order
+past the old unrolled limit of 16, the ``info`` of the ``_ex`` forms on failing input, and the
+refusal of a symbolic order."""
 
 from __future__ import annotations
 
@@ -13,23 +14,9 @@ torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`"
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
-from minitvm.frontend_common.torch_linalg import MAX_ORDER  # noqa: E402
 from minitvm.relax.frontend.torch import TorchImportError, from_exported_program  # noqa: E402
 
 from .exported_program_run import Fn  # noqa: E402
-
-_RNG = np.random.default_rng(1)
-
-
-def _well_conditioned(*shape: int) -> torch.Tensor:
-    a = _RNG.standard_normal(shape).astype("float32")
-    return torch.from_numpy(a + np.float32(3) * np.eye(shape[-1], dtype="float32"))
-
-
-def _positive_definite(*shape: int) -> torch.Tensor:
-    a = _RNG.standard_normal(shape).astype("float32")
-    eye = np.eye(shape[-1], dtype="float32")
-    return torch.from_numpy(a @ np.swapaxes(a, -1, -2) + shape[-1] * eye)
 
 
 def _check(fn, *xs, decompose: bool, rtol: float = 2e-5):
@@ -59,9 +46,9 @@ def _gaussian_process_and_flow(a, b, s):
 
 
 @pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "whole"])
-def test_factorizations_match_eager_on_batches(decompose):
-    a, b = _well_conditioned(3, 2, 4, 4), torch.randn(3, 2, 4, 3)
-    _check(_gaussian_process_and_flow, a, b, _positive_definite(3, 2, 4, 4),
+def test_factorizations_match_eager_on_batches(matrices, decompose):
+    a, b = matrices.well_conditioned(3, 2, 4, 4), torch.randn(3, 2, 4, 3)
+    _check(_gaussian_process_and_flow, a, b, matrices.positive_definite(3, 2, 4, 4),
            decompose=decompose)
 
 
@@ -71,10 +58,10 @@ def _pivoted(a, b, singular):
             *torch.linalg.slogdet(singular), torch.linalg.det(singular))
 
 
-def test_pivoting_vectors_left_false_and_singular():
+def test_pivoting_vectors_left_false_and_singular(matrices):
     """Zero and tiny leading pivots (elimination without row exchanges divides by them), a
     vector right-hand side, ``X A = B``, and a zero column (det 0, slogdet ``(0, -inf)``)."""
-    a = _well_conditioned(2, 5, 5)
+    a = matrices.well_conditioned(2, 5, 5)
     a[0, 0, 0], a[1, 0, 0] = 0.0, 1e-7
     a[1] = a[1][[4, 0, 1, 3, 2]]
     singular = torch.randn(2, 5, 5)
@@ -82,18 +69,42 @@ def test_pivoting_vectors_left_false_and_singular():
     _check(_pivoted, a, torch.randn(2, 5, 2), singular, decompose=True, rtol=1e-5)
 
 
+@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "whole"])
+def test_an_order_past_sixteen_matches_eager(matrices, decompose):
+    a, b = matrices.well_conditioned(2, 36, 36), torch.randn(2, 36, 2)
+    _check(lambda a, b, s: (torch.linalg.solve(a, b), torch.linalg.inv(a),
+                            *torch.linalg.slogdet(a), torch.linalg.cholesky(s)),
+           a, b, matrices.positive_definite(36, 36), decompose=decompose, rtol=1e-4)
+
+
+def _failing(a, b, s):
+    x, lu, pivots, info = torch.ops.aten._linalg_solve_ex(a, b)
+    return (torch.linalg.cholesky_ex(s)[1], torch.linalg.solve_ex(a, b)[1],
+            torch.linalg.inv_ex(a)[1], x[1], lu, pivots, info)
+
+
+def test_info_of_the_ex_forms_on_failing_input(matrices):
+    """LAPACK's ``info`` where the non-``_ex`` forms raise: Cholesky's first leading minor that
+    is not positive definite (orders 1 and 3; 0 when PD), LU's first zero pivot (a zero third
+    column; 0 when regular), and ATen's ``_linalg_solve_ex`` (the regular system's solution,
+    A's LU and pivots) as eager's."""
+    s = matrices.positive_definite(3, 4, 4)
+    s[0, 0, 0] = -1.0
+    s[1, 2, 2] = -50.0
+    a = matrices.well_conditioned(2, 5, 5)
+    a[0, :, 2] = 0.0
+    for decompose in (True, False):  # (decomposed: linalg_solve_ex becomes _linalg_solve_ex)
+        _check(_failing, a, torch.randn(2, 5, 2), s, decompose=decompose, rtol=1e-5)
+
+
 class _Inverse(torch.nn.Module):
     def forward(self, a):
         return torch.linalg.inv(a)
 
 
-def test_symbolic_and_oversized_orders_are_refused():
-    n = MAX_ORDER + 1
-    big = torch.export.export(_Inverse(), (_well_conditioned(n, n),))
-    with pytest.raises(TorchImportError, match=f"order {n} exceeds the unrolled limit"):
-        from_exported_program(big)
+def test_symbolic_orders_are_refused(matrices):
     order = torch.export.Dim("n", min=2, max=8)
-    symbolic = torch.export.export(_Inverse(), (_well_conditioned(4, 4),),
+    symbolic = torch.export.export(_Inverse(), (matrices.well_conditioned(4, 4),),
                                    dynamic_shapes=({0: order, 1: order},))
     with pytest.raises(TorchImportError, match="symbolic"):
         from_exported_program(symbolic)

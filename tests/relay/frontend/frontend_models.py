@@ -93,6 +93,35 @@ def check_both_importers(model, *inputs, exported: bool = True, rtol: float = 1e
     return mod
 
 
+def eager_and_imports(fn, x, relax: bool = False):
+    """Eager's output of ``Fn(fn)`` on torch tensor ``x`` and the first outputs of its
+    TorchScript and Relay torch.export imports built native (and, with ``relax``, of the Relax
+    torch.export import, run with no kernel left in numpy): ``(ref, [outputs...])``."""
+    import torch
+
+    from minitvm import relax as _relax
+    from minitvm.relax.frontend.torch import from_exported_program as relax_import
+    from minitvm.relay.frontend.pytorch import from_exported_program
+
+    model = Fn(fn).eval()
+    with torch.no_grad():
+        ref = model(x).numpy()
+        traced = torch.jit.trace(model, (x,))
+        ep = torch.export.export(model, (x,))
+    info = [("i0", (tuple(x.shape), str(x.dtype).replace("torch.", "")))]
+    mod, params = relay.frontend.from_pytorch(traced, info)
+    emod, eparams = from_exported_program(ep)
+    names = [p.name_hint for p in emod["main"].params][:1]
+    outs = [build_run_native(mod, params, ["i0"], (x,)),
+            build_run_native(emod, eparams, names, (x,))]
+    if relax:
+        ex = _relax.build(relax_import(ep), "llvm")
+        assert ex.numpy_calls() == {}
+        out = _relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x.numpy()))
+        outs.append((out if hasattr(out, "numpy") else out[0]).numpy())
+    return ref, outs
+
+
 def seeded_randn(*shape, seed: int = 0):
     """A float32 torch tensor of standard normal draws from numpy's generator ``seed``."""
     import torch

@@ -273,14 +273,22 @@ def test_recurrent_layers_over_a_dynamic_batch(kind, extra):
                                    sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
 
 
-def test_a_recurrent_layer_over_a_run_time_sequence_length_is_a_clear_error():
+def test_a_recurrent_layer_over_a_run_time_sequence_length_runs_as_a_loop():
+    """(An import error before: the layer is now a recursive function the VM runs, one step a
+    call; ``test_onnx_rnn_run_time_length`` covers the kinds and options.)"""
     rng = np.random.default_rng(0)
     inits = {"w": rng.standard_normal((1, 5, 4)).astype("float32"),
              "r": rng.standard_normal((1, 5, 5)).astype("float32")}
     model = _model([node("RNN", ["x", "w", "r"], ["seq_out", "y"], hidden_size=5)],
                    ["T", 2, 4], [1, 2, 5], inits)
-    with pytest.raises(ImportError_, match="sequence of run-time length"):
-        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 2, 4]})
+    mod, params = relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 2, 4]})
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm", params=params),
+                                   tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for steps in (2, 5):
+        x = rng.standard_normal((steps, 2, 4)).astype("float32")
+        np.testing.assert_allclose(vm.invoke("main", tvm.nd.array(x)).numpy(),
+                                   sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
 
 
 def test_matmul_broadcasting_batch_axes_against_the_dynamic_batch():

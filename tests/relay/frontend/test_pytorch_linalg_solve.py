@@ -1,9 +1,10 @@
-"""torch.linalg's small-matrix factorizations and solves (``frontend_common.torch_linalg``:
-unrolled Cholesky and LU with partial pivoting) through from_pytorch and the Relay
-torch.export importer: a Gaussian-process head (cholesky, cholesky_solve, logdet), a flow's
-log-determinant (slogdet, det) and a Kalman gain (solve, inv) on random well-conditioned
+"""torch.linalg's factorizations and solves (``frontend_common.torch_linalg`` on the loop
+kernels ``relay.op.linalg``: Cholesky and LU with partial pivoting) through from_pytorch and the
+Relay torch.export importer: a Gaussian-process head (cholesky, cholesky_solve, logdet), a
+flow's log-determinant (slogdet, det) and a Kalman gain (solve, inv) on random well-conditioned
 batches, a system that needs pivoting and a singular one against eager (measured: 1.4e-7
-relative on 2x3 batches of 5x5 float32), and the refusal of an order past the unrolled limit."""
+relative on 2x3 batches of 5x5 float32), orders past the old unrolled limit of 16, and the
+``info`` of the ``_ex`` forms (and ATen's four-output ``_linalg_solve_ex``) on failing input."""
 
 from __future__ import annotations
 
@@ -15,21 +16,7 @@ torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`"
 from frontend_models import Fn, build_and_run  # noqa: E402
 
 from minitvm import relay  # noqa: E402
-from minitvm.frontend_common.torch_linalg import MAX_ORDER  # noqa: E402
 from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
-
-_RNG = np.random.default_rng(0)
-
-
-def _well_conditioned(*shape: int) -> torch.Tensor:
-    a = _RNG.standard_normal(shape).astype("float32")
-    return torch.from_numpy(a + np.float32(3) * np.eye(shape[-1], dtype="float32"))
-
-
-def _positive_definite(*shape: int) -> torch.Tensor:
-    a = _RNG.standard_normal(shape).astype("float32")
-    return torch.from_numpy(a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1],
-                                                                           dtype="float32"))
 
 
 def _both_importers(fn, *xs):
@@ -59,9 +46,9 @@ def _gaussian_process_and_flow(a, b, s):
             torch.linalg.solve(a, b), torch.linalg.inv(a), sign, log_abs, torch.linalg.det(a))
 
 
-def test_factorizations_match_eager_on_batches():
-    a, b, s = _well_conditioned(2, 3, 5, 5), torch.randn(2, 3, 5, 2), _positive_definite(2, 3,
-                                                                                         5, 5)
+def test_factorizations_match_eager_on_batches(matrices):
+    a, b = matrices.well_conditioned(2, 3, 5, 5), torch.randn(2, 3, 5, 2)
+    s = matrices.positive_definite(2, 3, 5, 5)
     ref, outs = _both_importers(_gaussian_process_and_flow, a, b, s)
     for out in outs:
         assert len(out) == len(ref)
@@ -76,11 +63,11 @@ def _pivoted(a, b, singular):
             *torch.linalg.slogdet(singular), torch.linalg.det(singular))
 
 
-def test_pivoting_vectors_left_false_and_singular():
+def test_pivoting_vectors_left_false_and_singular(matrices):
     """A zero (then a tiny) leading pivot that elimination without row exchanges would divide
     by, a right-hand vector, ``X A = B`` broadcast over A's batch, and a rank-deficient matrix
     (a zero column: det 0, slogdet ``(0, -inf)``, as LAPACK's zero-pivot skip gives)."""
-    a = _well_conditioned(2, 4, 4)
+    a = matrices.well_conditioned(2, 4, 4)
     a[0, 0, 0], a[1, 0, 0] = 0.0, 1e-7
     a[0] = a[0][[0, 3, 1, 2]]
     b = torch.randn(2, 4, 3)
@@ -94,9 +81,40 @@ def test_pivoting_vectors_left_false_and_singular():
             np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5 * scale)
 
 
-def test_order_past_the_unroll_limit_is_refused():
-    n = MAX_ORDER + 1
-    model = Fn(torch.linalg.inv).eval()
-    traced = torch.jit.trace(model, (_well_conditioned(n, n),))
-    with pytest.raises(Exception, match=f"order {n} exceeds the unrolled limit {MAX_ORDER}"):
-        relay.frontend.from_pytorch(traced, [("x0", ((n, n), "float32"))])
+def test_orders_past_sixteen_match_eager(matrices):
+    """The kernels loop over the order (the unrolled compositions stopped at 16): 40 and 33."""
+    a, s = matrices.well_conditioned(2, 40, 40), matrices.positive_definite(33, 33)
+    b = torch.randn(2, 40, 3)
+    ref, outs = _both_importers(lambda a, b, s: (
+        torch.linalg.solve(a, b), torch.linalg.inv(a), *torch.linalg.slogdet(a),
+        torch.linalg.cholesky(s), torch.cholesky_solve(b[0, :33], torch.linalg.cholesky(s))),
+        a, b, s)
+    for out in outs:
+        for o, r in zip(out, ref, strict=True):
+            assert o.shape == r.shape and o.dtype == r.dtype
+            np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-5 * np.abs(r).max())
+
+
+def _failing(a, b, s):
+    x, lu, pivots, info = torch.ops.aten._linalg_solve_ex(a, b)
+    return (torch.linalg.cholesky_ex(s)[1], torch.linalg.solve_ex(a, b)[1],
+            torch.linalg.inv_ex(a)[1], x[1], lu, pivots, info)
+
+
+def test_info_of_the_ex_forms_on_failing_input(matrices):
+    """LAPACK's ``info`` where torch's non-``_ex`` forms raise: Cholesky's first leading minor
+    that is not positive definite (order 1 and 3 here, 0 for a PD matrix), LU's first zero pivot
+    (a singular matrix with a zero third column, 0 for a regular one); the solve of the regular
+    matrix and the LU / pivots of ATen's ``_linalg_solve_ex`` as eager's."""
+    s = matrices.positive_definite(3, 4, 4)
+    s[0, 0, 0] = -1.0
+    s[1, 2, 2] = -50.0
+    a = matrices.well_conditioned(2, 5, 5)
+    a[0, :, 2] = 0.0
+    b = torch.randn(2, 5, 2)
+    ref, outs = _both_importers(_failing, a, b, s)
+    assert ref[0].tolist() == [1, 3, 0] and ref[1].tolist() == [3, 0]
+    for out in outs:
+        for o, r in zip(out, ref, strict=True):
+            assert o.shape == r.shape and o.dtype == r.dtype
+            np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5 * np.abs(r).max())

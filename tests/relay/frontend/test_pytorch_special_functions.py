@@ -12,10 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
-from frontend_models import Fn, build_run_native  # noqa: E402
-
-from minitvm import relay  # noqa: E402
-from minitvm.relay.frontend.pytorch import from_exported_program  # noqa: E402
+from frontend_models import eager_and_imports  # noqa: E402
 
 _EDGES = [0.0, -0.0, 1e-30, -1e-6, 1.0, -1.0, 1e3, -1e3, -1e10, float("inf"), float("-inf"),
           float("nan")]
@@ -52,17 +49,7 @@ def _frexp_arguments():
 
 def _outputs(fn, x):
     """Eager's output and those of the TorchScript and the torch.export imports."""
-    model = Fn(fn).eval()
-    with torch.no_grad():
-        ref = model(x).numpy()
-        traced = torch.jit.trace(model, (x,))
-        ep = torch.export.export(model, (x,))
-    info = [("i0", (tuple(x.shape), str(x.dtype).replace("torch.", "")))]
-    mod, params = relay.frontend.from_pytorch(traced, info)
-    emod, eparams = from_exported_program(ep)
-    names = [p.name_hint for p in emod["main"].params][:1]
-    return ref, [build_run_native(mod, params, ["i0"], (x,)),
-                 build_run_native(emod, eparams, names, (x,))]
+    return eager_and_imports(fn, x)
 
 
 def _check(fn, x, rtol=2e-6):

@@ -22,6 +22,7 @@ from . import aten_order  # noqa: F401  (median, mode, cummax / cummin, logcumsu
 from . import aten_fake_quant  # noqa: F401  (fake_quantize_per_tensor / per_channel_affine)
 from . import aten_special  # noqa: F401  (erfc, erfcx, ndtri, i0, frexp, lgamma, digamma, ...)
 from . import aten_linalg_solve  # noqa: F401  (cholesky, cholesky_solve, solve, inv, slogdet, det)
+from . import aten_ctc  # noqa: F401  (ctc_loss, _ctc_loss)
 from . import aten_dynamic  # noqa: F401  (unique, nonzero, bincount: data-dependent result shapes)
 from . import aten_torchvision  # noqa: F401  (torchvision's roi_align, roi_pool)
 from .context import ATEN, OpNotImplemented, TorchImportError

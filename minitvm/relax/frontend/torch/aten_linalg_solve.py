@@ -1,16 +1,24 @@
-"""Core-ATen factorizations and solves of small matrices onto ``relax.op``:
-``linalg_cholesky(_ex)``, ``cholesky_solve``, ``linalg_solve(_ex)``, ``linalg_inv(_ex)``,
-``linalg_slogdet`` / ``_linalg_slogdet``, ``logdet``, ``linalg_det`` / ``_linalg_det``,
-composed by ``frontend_common.torch_linalg`` (shared with the Relay importer): unrolled over a
-static matrix order of at most ``MAX_ORDER``, batched over the leading dimensions."""
+"""Core-ATen factorizations and solves onto Relax: ``linalg_cholesky(_ex)``,
+``cholesky_solve``, ``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``,
+``linalg_slogdet`` / ``_linalg_slogdet``, ``logdet``, ``linalg_det`` / ``_linalg_det``, composed
+by ``frontend_common.torch_linalg`` (shared with the Relay importer) on the loop kernels of
+``topi.linalg`` (``call_tir`` of the PrimFuncs ``schedule.linalg`` writes): any static matrix
+order, batched over the leading dimensions.
+
+Where torch raises at run time (a matrix that is not positive definite for ``cholesky``, a
+singular one for ``solve`` / ``inv``) these return NaN / inf values instead; the ``_ex`` forms
+return LAPACK's ``info`` (see ``torch_linalg``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ....frontend_common import torch_linalg
+from ....schedule import linalg as linalg_rule
+from ....topi import linalg as topi_linalg
 from ... import op as _op
 from ...expr import const
+from ...transform.legalize_ops.rule_stage import call_rule_stage
 from .context import AtenContext, register
 
 
@@ -19,8 +27,30 @@ def _const(array):
     return const(array, str(array.dtype))
 
 
+class _Kernels:
+    """``torch_linalg.Kernels`` as ``call_tir`` of the rule-written PrimFuncs."""
+
+    def __init__(self, ctx: AtenContext):
+        self.ctx = ctx
+
+    def _call(self, te_func, *args, name: str):
+        args = [self.ctx.emit(a) for a in args]
+        return self.ctx.emit(call_rule_stage(self.ctx.bb, te_func, *args, name=name,
+                                             rule=linalg_rule.RULE))
+
+    def cholesky(self, a):
+        return self._call(topi_linalg.cholesky_stage, a, name="cholesky")
+
+    def lu(self, a):
+        return self._call(topi_linalg.lu_stage, a, name="lu_factor")
+
+    def solve(self, factor, rhs, kind: str):
+        return self._call(lambda f, b: topi_linalg.factored_solve_stage(f, b, kind), factor,
+                          rhs, name=f"{kind}_solve")
+
+
 def _matrix(ctx: AtenContext, x, op_name: str):
-    """``x``'s static shape and dtype, refused unless a float batch of small square matrices."""
+    """``x``'s static shape and dtype, refused unless a float batch of square matrices."""
     shape, dtype = tuple(ctx.shape(x)), ctx.dtype(x)
     try:
         torch_linalg.check_order(op_name, shape, dtype)
@@ -29,86 +59,92 @@ def _matrix(ctx: AtenContext, x, op_name: str):
     return shape, dtype
 
 
-def _no_errors(ctx: AtenContext, shape):
-    """The ``info`` output of the ``_ex`` ops: 0 (no run-time check is made)."""
-    return ctx.emit(_const(np.zeros(tuple(shape[:-2]), dtype="int32")))
-
-
 def _flag(args, i: int, default: bool) -> bool:
     return bool(args[i]) if len(args) > i and args[i] is not None else default
 
 
-def _cholesky_factor(ctx: AtenContext, args):
-    shape, dtype = _matrix(ctx, args[0], "cholesky")
-    factor = torch_linalg.cholesky(_op, args[0], shape, dtype, _const, ctx.emit,
-                                   upper=_flag(args, 1, False))
-    return ctx.emit(factor), shape
-
-
-@register("linalg_cholesky.default", "cholesky.default")
-def _cholesky(ctx: AtenContext, args):
-    return _cholesky_factor(ctx, args)[0]
+def _emit_all(ctx: AtenContext, parts):
+    return tuple(ctx.emit(p) for p in parts)
 
 
 @register("linalg_cholesky_ex.default")
 def _cholesky_ex(ctx: AtenContext, args):
-    factor, shape = _cholesky_factor(ctx, args)
-    return factor, _no_errors(ctx, shape)
+    """``(L, info)``; a matrix that is not positive definite gets NaN from the failed column
+    on (torch's ``linalg.cholesky`` raises) and ``info`` LAPACK's."""
+    shape, dtype = _matrix(ctx, args[0], "cholesky")
+    return _emit_all(ctx, torch_linalg.cholesky(_op, _Kernels(ctx), args[0], shape, dtype,
+                                                _const, ctx.emit, upper=_flag(args, 1, False)))
+
+
+@register("linalg_cholesky.default", "cholesky.default")
+def _cholesky(ctx: AtenContext, args):
+    """``L``; a matrix that is not positive definite gives NaN from its failed column on
+    (torch raises)."""
+    return _cholesky_ex(ctx, args)[0]
 
 
 @register("cholesky_solve.default")
 def _cholesky_solve(ctx: AtenContext, args):
     b, factor = args[0], args[1]
     f_shape, dtype = _matrix(ctx, factor, "cholesky_solve")
-    return ctx.emit(torch_linalg.cholesky_solve(_op, b, factor, tuple(ctx.shape(b)), f_shape,
-                                                dtype, _const, ctx.emit,
-                                                upper=_flag(args, 2, False)))
+    return ctx.emit(torch_linalg.cholesky_solve(_op, _Kernels(ctx), b, factor,
+                                                tuple(ctx.shape(b)), f_shape, dtype, _const,
+                                                ctx.emit, upper=_flag(args, 2, False)))
 
 
-def _solve_value(ctx: AtenContext, args):
+def _solve_value(ctx: AtenContext, args, factors: bool = False):
     a, b = args[0], args[1]
     shape, dtype = _matrix(ctx, a, "linalg_solve")
-    x = torch_linalg.solve(_op, a, b, shape, tuple(ctx.shape(b)), dtype, _const, ctx.emit,
-                           left=_flag(args, 2, True))
-    return ctx.emit(x), shape
+    out = torch_linalg.solve(_op, _Kernels(ctx), a, b, shape, tuple(ctx.shape(b)), dtype,
+                             _const, ctx.emit, left=_flag(args, 2, True), factors=factors)
+    return _emit_all(ctx, out) if factors else ctx.emit(out)
 
 
 @register("linalg_solve.default")
 def _solve(ctx: AtenContext, args):
-    return _solve_value(ctx, args)[0]
+    """``X``; a singular ``A`` gives inf / NaN (torch raises)."""
+    return _solve_value(ctx, args)
 
 
 @register("linalg_solve_ex.default")
 def _solve_ex(ctx: AtenContext, args):
-    x, shape = _solve_value(ctx, args)
-    return x, _no_errors(ctx, shape)
+    x, _, _, info = _solve_value(ctx, args, factors=True)
+    return x, info
 
 
-@register("linalg_inv.default", "inverse.default")
-def _inverse(ctx: AtenContext, args):
-    shape, dtype = _matrix(ctx, args[0], "linalg_inv")
-    return ctx.emit(torch_linalg.inverse(_op, args[0], shape, dtype, _const, ctx.emit))
+@register("_linalg_solve_ex.default")
+def _solve_ex_packed(ctx: AtenContext, args):
+    """``(X, LU, pivots, info)``, the LU and 1-based pivots of ``A``, as ATen's."""
+    return _solve_value(ctx, args, factors=True)
 
 
 @register("linalg_inv_ex.default")
 def _inverse_ex(ctx: AtenContext, args):
-    return _inverse(ctx, args[:1]), _no_errors(ctx, ctx.shape(args[0]))
+    shape, dtype = _matrix(ctx, args[0], "linalg_inv")
+    return _emit_all(ctx, torch_linalg.inverse(_op, _Kernels(ctx), args[0], shape, dtype,
+                                               _const, ctx.emit, info=True))
+
+
+@register("linalg_inv.default", "inverse.default")
+def _inverse(ctx: AtenContext, args):
+    """``A^-1``; a singular ``A`` gives inf / NaN (torch raises)."""
+    return _inverse_ex(ctx, args[:1])[0]
 
 
 def _slogdet_parts(ctx: AtenContext, args):
     shape, dtype = _matrix(ctx, args[0], "linalg_slogdet")
-    parts = torch_linalg.slogdet(_op, args[0], shape, dtype, _const, ctx.emit)
-    return [ctx.emit(p) for p in parts]
+    return _emit_all(ctx, torch_linalg.slogdet(_op, _Kernels(ctx), args[0], shape, dtype,
+                                               _const, ctx.emit))
 
 
 @register("linalg_slogdet.default", "slogdet.default")
 def _slogdet(ctx: AtenContext, args):
-    return tuple(_slogdet_parts(ctx, args)[:2])
+    return _slogdet_parts(ctx, args)[:2]
 
 
 @register("_linalg_slogdet.default")
 def _slogdet_packed(ctx: AtenContext, args):
-    return tuple(_slogdet_parts(ctx, args))
+    return _slogdet_parts(ctx, args)
 
 
 @register("logdet.default")
@@ -122,8 +158,8 @@ def _logdet(ctx: AtenContext, args):
 
 def _det_parts(ctx: AtenContext, args):
     shape, dtype = _matrix(ctx, args[0], "linalg_det")
-    return [ctx.emit(p) for p in torch_linalg.det(_op, args[0], shape, dtype, _const,
-                                                   ctx.emit)]
+    return _emit_all(ctx, torch_linalg.det(_op, _Kernels(ctx), args[0], shape, dtype, _const,
+                                           ctx.emit))
 
 
 @register("linalg_det.default", "det.default")
@@ -133,4 +169,4 @@ def _det(ctx: AtenContext, args):
 
 @register("_linalg_det.default")
 def _det_packed(ctx: AtenContext, args):
-    return tuple(_det_parts(ctx, args))
+    return _det_parts(ctx, args)

@@ -1,11 +1,12 @@
 """ONNX recurrent operators (RNN, GRU, LSTM) on Relay: the shared unrolling of
-``frontend_common.onnx_rnn`` driven by Relay operators."""
+``frontend_common.onnx_rnn`` driven by Relay operators over a static sequence length, and a
+loop (``recurrent.recurrent_loop``, for ``relay.vm.compile``) over a run-time one."""
 
 from __future__ import annotations
 
 from ....frontend_common.onnx_quant import dequantized_lstm_weight, dynamic_quantized_lstm_weights
 from ....frontend_common.onnx_rnn import parse_spec, recurrent_inputs, unroll
-from ..recurrent import RelayRecurrentOps
+from ..recurrent import RelayRecurrentOps, is_run_time_length, recurrent_loop
 from .registry import CONVERTERS, Context, register
 
 
@@ -21,8 +22,11 @@ def _recurrent(kind: str):
             seq = ctx.shape(x)[1 if spec.layout else 0]
             if known is not None and (known == seq).all():
                 lens = None  # every sequence is full length: no masking needed
-        y, y_h, y_c = unroll(spec, RelayRecurrentOps(ctx.dtype(x)), x, w, r, b, lens,
-                             h0, c0, p)
+        ops = RelayRecurrentOps(ctx.dtype(x))
+        if is_run_time_length(ops, x, spec.layout):  # a loop for the VM, one step a call
+            y, y_h, y_c = recurrent_loop(spec, ops, x, w, r, b, lens, h0, c0, p)
+        else:
+            y, y_h, y_c = unroll(spec, ops, x, w, r, b, lens, h0, c0, p)
         return [y, y_h] + ([y_c] if kind == "LSTM" else [])
 
     return convert

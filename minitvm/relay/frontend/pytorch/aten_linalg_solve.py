@@ -1,7 +1,11 @@
-"""ATen factorizations and solves of small matrices onto Relay: ``linalg_cholesky``,
-``cholesky_solve``, ``linalg_solve``, ``linalg_inv``, ``linalg_slogdet`` / ``linalg_det``
-(and their legacy / ``_ex`` names), composed by ``frontend_common.torch_linalg``, which the
-Relax importer shares: unrolled over a static order of at most ``MAX_ORDER``."""
+"""ATen factorizations and solves onto Relay: ``linalg_cholesky(_ex)``, ``cholesky_solve``,
+``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``, ``linalg_slogdet`` /
+``linalg_det`` (and their legacy names), composed by ``frontend_common.torch_linalg`` (shared
+with the Relax importer) on the loop kernels ``relay.op.linalg``: any static matrix order.
+
+Where torch raises at run time (a matrix that is not positive definite for ``cholesky``, a
+singular one for ``solve`` / ``inv``) these return NaN / inf values instead; the ``_ex`` forms
+return LAPACK's ``info`` (see ``torch_linalg``)."""
 
 from __future__ import annotations
 
@@ -18,33 +22,41 @@ def _const(array) -> _expr.Constant:
     return _expr.const(array, str(array.dtype))
 
 
+class _Kernels:
+    """``torch_linalg.Kernels`` as Relay's ``linalg.*`` ops."""
+
+    cholesky = staticmethod(_op.linalg.cholesky_factor)
+    lu = staticmethod(_op.linalg.lu_factor)
+    solve = staticmethod(_op.linalg.factored_solve)
+
+
+_KERNELS = _Kernels()
+
+
 def _matrix(ctx, x, op_name: str):
-    """``x``'s static shape and dtype, refused unless a float batch of small square matrices."""
+    """``x``'s static shape and dtype, refused unless a float batch of square matrices."""
     shape = tuple(ctx.shape(x))
     dtype = ctx.dtype(x)
     torch_linalg.check_order(op_name, shape, dtype)
     return shape, dtype
 
 
-def _no_errors(shape) -> _expr.Constant:
-    """The ``info`` output of the ``_ex`` ops: 0 (no run-time check is made)."""
-    return _const(np.zeros(tuple(shape[:-2]), dtype="int32"))
-
-
-def _cholesky_factor(ctx, a, upper):
-    shape, dtype = _matrix(ctx, a, "cholesky")
-    return torch_linalg.cholesky(_op, a, shape, dtype, _const, upper=bool(upper)), shape
+def _cholesky_ex(ctx, args):
+    """``(L, info)``; a matrix that is not positive definite gets NaN from the failed column
+    on (torch's ``linalg.cholesky`` raises) and ``info`` LAPACK's."""
+    shape, dtype = _matrix(ctx, args[0], "cholesky")
+    upper = bool(args[1]) if len(args) > 1 and args[1] is not None else False
+    return torch_linalg.cholesky(_op, _KERNELS, args[0], shape, dtype, _const, upper=upper)
 
 
 @register("linalg_cholesky", "cholesky")
 def _cholesky(ctx, args):
-    return _cholesky_factor(ctx, args[0], args[1] if len(args) > 1 else False)[0]
+    """``L``; a matrix that is not positive definite gives NaN from its failed column on
+    (torch raises)."""
+    return _cholesky_ex(ctx, args)[0]
 
 
-@register("linalg_cholesky_ex")
-def _cholesky_ex(ctx, args):
-    factor, shape = _cholesky_factor(ctx, args[0], args[1] if len(args) > 1 else False)
-    return factor, _no_errors(shape)
+register("linalg_cholesky_ex")(_cholesky_ex)
 
 
 @register("cholesky_solve")
@@ -52,50 +64,60 @@ def _cholesky_solve(ctx, args):
     b, factor = args[0], args[1]
     upper = bool(args[2]) if len(args) > 2 else False
     f_shape, dtype = _matrix(ctx, factor, "cholesky_solve")
-    return torch_linalg.cholesky_solve(_op, b, factor, tuple(ctx.shape(b)), f_shape, dtype,
-                                       _const, upper=upper)
+    return torch_linalg.cholesky_solve(_op, _KERNELS, b, factor, tuple(ctx.shape(b)), f_shape,
+                                       dtype, _const, upper=upper)
 
 
-def _solve_value(ctx, args):
+def _solve_value(ctx, args, factors: bool = False):
     a, b = args[0], args[1]
     left = bool(args[2]) if len(args) > 2 else True
     shape, dtype = _matrix(ctx, a, "linalg_solve")
-    return torch_linalg.solve(_op, a, b, shape, tuple(ctx.shape(b)), dtype, _const,
-                              left=left), shape
+    return torch_linalg.solve(_op, _KERNELS, a, b, shape, tuple(ctx.shape(b)), dtype, _const,
+                              left=left, factors=factors)
 
 
 @register("linalg_solve")
 def _solve(ctx, args):
-    return _solve_value(ctx, args)[0]
+    """``X``; a singular ``A`` gives inf / NaN (torch raises)."""
+    return _solve_value(ctx, args)
 
 
 @register("linalg_solve_ex")
 def _solve_ex(ctx, args):
-    x, shape = _solve_value(ctx, args)
-    return x, _no_errors(shape)
+    x, _, _, info = _solve_value(ctx, args, factors=True)
+    return x, info
+
+
+@register("_linalg_solve_ex")
+def _solve_ex_packed(ctx, args):
+    """``(X, LU, pivots, info)``, the LU and 1-based pivots of ``A``, as ATen's."""
+    return _solve_value(ctx, args, factors=True)
+
+
+def _inverse_ex(ctx, args):
+    shape, dtype = _matrix(ctx, args[0], "linalg_inv")
+    return torch_linalg.inverse(_op, _KERNELS, args[0], shape, dtype, _const, info=True)
 
 
 @register("linalg_inv", "inverse")
 def _inverse(ctx, args):
-    shape, dtype = _matrix(ctx, args[0], "linalg_inv")
-    return torch_linalg.inverse(_op, args[0], shape, dtype, _const)
+    """``A^-1``; a singular ``A`` gives inf / NaN (torch raises)."""
+    return _inverse_ex(ctx, args[:1])[0]
 
 
-@register("linalg_inv_ex")
-def _inverse_ex(ctx, args):
-    return _inverse(ctx, args[:1]), _no_errors(ctx.shape(args[0]))
+register("linalg_inv_ex")(_inverse_ex)
 
 
 @register("linalg_slogdet", "slogdet")
 def _slogdet(ctx, args):
     shape, dtype = _matrix(ctx, args[0], "linalg_slogdet")
-    return torch_linalg.slogdet(_op, args[0], shape, dtype, _const)[:2]
+    return torch_linalg.slogdet(_op, _KERNELS, args[0], shape, dtype, _const)[:2]
 
 
 @register("_linalg_slogdet")
 def _slogdet_packed(ctx, args):
     shape, dtype = _matrix(ctx, args[0], "linalg_slogdet")
-    return torch_linalg.slogdet(_op, args[0], shape, dtype, _const)
+    return torch_linalg.slogdet(_op, _KERNELS, args[0], shape, dtype, _const)
 
 
 @register("logdet")
@@ -110,10 +132,10 @@ def _logdet(ctx, args):
 @register("linalg_det", "det")
 def _det(ctx, args):
     shape, dtype = _matrix(ctx, args[0], "linalg_det")
-    return torch_linalg.det(_op, args[0], shape, dtype, _const)[0]
+    return torch_linalg.det(_op, _KERNELS, args[0], shape, dtype, _const)[0]
 
 
 @register("_linalg_det")
 def _det_packed(ctx, args):
     shape, dtype = _matrix(ctx, args[0], "linalg_det")
-    return torch_linalg.det(_op, args[0], shape, dtype, _const)
+    return torch_linalg.det(_op, _KERNELS, args[0], shape, dtype, _const)

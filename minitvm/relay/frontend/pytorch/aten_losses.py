@@ -4,12 +4,14 @@ its loss (a contrastive or self-supervised objective, a VAE, a distillation head
 or probability targets), ``nll_loss`` / ``nll_loss2d`` / ``nll_loss_nd``, ``kl_div``,
 ``smooth_l1_loss``, ``huber_loss``, ``poisson_nll_loss`` and the margin losses (soft margin,
 margin ranking, hinge embedding, cosine embedding, triplet, multi-class margin), each written as torch's reference formulas are (the
-normalizers of the weighted means included)."""
+normalizers of the weighted means included); ``ctc_loss`` / ``_ctc_loss`` on the CTC kernel
+``nn.ctc_log_alpha`` (``frontend_common.torch_ctc``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import torch_ctc
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
@@ -281,3 +283,55 @@ def _multi_margin(ctx, args):
         z = _op.multiply(z, _op.expand_dims(_op.take(weight, t, axis=0), axis))
     loss = _op.divide(_op.sum(z, axis=[axis]), _scalar_like(ctx, float(classes), x))
     return _loss_reduction(ctx, loss, reduction)
+
+
+def _ctc_inputs(ctx, args):
+    """(log_probs, targets, input lengths, target lengths, the longest target when the lengths
+    are Python ints): lengths given as int lists become constants."""
+    lengths = []
+    longest = None
+    for k in (2, 3):
+        v = args[k]
+        if isinstance(v, list | tuple | int):
+            values = np.asarray(v, dtype="int64").reshape(-1)
+            if k == 3:
+                longest = int(values.max(initial=0))
+            v = _expr.const(values if np.ndim(args[k]) else values.reshape(()), "int64")
+        lengths.append(v)
+    return args[0], args[1], lengths[0], lengths[1], longest
+
+
+def _ctc(ctx, args, zero_infinity: bool, reduction: str):
+    log_probs, targets, il, tl, longest = _ctc_inputs(ctx, args)
+    blank = int(args[4]) if len(args) > 4 and args[4] is not None else 0
+    dtype = ctx.dtype(log_probs)
+    if not dtype.startswith("float"):
+        raise ctx.fail(f"ctc_loss: log_probs must be floats, got {dtype}")
+
+    def kernel(lp, tg, input_lengths, target_lengths, blank, width):
+        return _nn.ctc_log_alpha(lp, tg, input_lengths, target_lengths, blank, width)
+
+    def const(array):
+        array = np.asarray(array)
+        return _expr.const(array, str(array.dtype))
+
+    return torch_ctc.ctc_loss(_op, kernel, log_probs, targets, il, tl, ctx.shape(log_probs),
+                              ctx.shape(targets), dtype, const, blank=blank,
+                              reduction=reduction, zero_infinity=zero_infinity,
+                              longest_target=longest)
+
+
+@register("ctc_loss")
+def _ctc_loss(ctx, args):
+    """``ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+    zero_infinity)`` (ATen's Reduction: 0 none, 1 mean, 2 sum)."""
+    reduction = torch_ctc.REDUCTIONS[int(args[5]) if len(args) > 5 and args[5] is not None else 1]
+    zero_infinity = bool(args[6]) if len(args) > 6 and args[6] is not None else False
+    return _ctc(ctx, args, zero_infinity, reduction)[0]
+
+
+@register("_ctc_loss")
+def _ctc_loss_parts(ctx, args):
+    """``(neg_log_likelihood, log_alpha)`` per sample, before any zero_infinity."""
+    _, nll, alpha = _ctc(ctx, args, False, "none")
+    return nll, alpha

@@ -16,6 +16,7 @@ from ._pool_nd import (  # noqa: E402
     max_pool3d, upsampling3d,
 )
 from ._loss import cross_entropy, cross_entropy_with_logits, fifo_buffer, nll_loss  # noqa: E402,E501
+from ._loss import ctc_log_alpha  # noqa: E402
 from ._contrib_more import (  # noqa: E402
     contrib_dense_pack, contrib_depthwise_conv2d_nchwc, sparse_add, sparse_transpose,
 )

@@ -11,8 +11,8 @@ from ...expr import Call, Expr
 from ..op import define_op
 from ..type_relations import check_num_args, dims_equal, normalize_axis, tensor_arg, type_str
 
-__all__ = ["NLLLossAttrs", "FIFOBufferAttrs", "nll_loss", "cross_entropy",
-           "cross_entropy_with_logits", "fifo_buffer"]
+__all__ = ["NLLLossAttrs", "FIFOBufferAttrs", "CTCAttrs", "nll_loss", "cross_entropy",
+           "cross_entropy_with_logits", "fifo_buffer", "ctc_log_alpha"]
 
 
 class NLLLossAttrs(Attrs):
@@ -23,6 +23,36 @@ class NLLLossAttrs(Attrs):
 class FIFOBufferAttrs(Attrs):
     __slots__ = ()
     _fields = (("axis", 0),)
+
+
+class CTCAttrs(Attrs):
+    __slots__ = ()
+    _fields = (("blank", 0), ("width", 1))
+
+
+def _ctc_rel(arg_types, attrs):
+    op_name = "nn.ctc_log_alpha"
+    check_num_args(op_name, arg_types, 4)
+    lp, tg, il, tl = (tensor_arg(arg_types, i, op_name) for i in range(4))
+    if len(lp.shape) != 3 or len(tg.shape) not in (1, 2) or len(il.shape) != 1 or \
+            len(tl.shape) != 1:
+        raise TypeError(f"{op_name}: expects log_probs (T, N, C), targets (N, S) or (total,) "
+                        f"and lengths (N,), got {type_str(lp)}, {type_str(tg)}, "
+                        f"{type_str(il)} and {type_str(tl)}")
+    if not all(isinstance(d, int) for t in (lp, tg, il, tl) for d in t.shape):
+        raise TypeError(f"{op_name}: the operands' shapes must be static")
+    batch = lp.shape[1]
+    if il.shape[0] != batch or tl.shape[0] != batch or (len(tg.shape) == 2 and
+                                                        tg.shape[0] != batch):
+        raise TypeError(f"{op_name}: targets {type_str(tg)} and lengths {type_str(il)}, "
+                        f"{type_str(tl)} must have the batch {batch} of {type_str(lp)}")
+    if not lp.dtype.startswith("float"):
+        raise TypeError(f"{op_name}: log_probs must be floats, got {type_str(lp)}")
+    if not all(t.dtype.startswith(("int", "uint")) for t in (tg, il, tl)):
+        raise TypeError(f"{op_name}: targets and lengths must be integers")
+    if int(attrs.width) < 1:
+        raise TypeError(f"{op_name}: width must be at least 1, got {attrs.width}")
+    return TensorType((batch, lp.shape[0], int(attrs.width)), lp.dtype)
 
 
 def _nll_loss_rel(arg_types, attrs):
@@ -114,3 +144,16 @@ def cross_entropy_with_logits(predictions: Expr, targets: Expr) -> Call:
 
 def fifo_buffer(data: Expr, buffer: Expr, axis: int) -> Call:
     return Call(Op.get("nn.fifo_buffer"), [data, buffer], FIFOBufferAttrs(axis=int(axis)))
+
+
+define_op("nn.ctc_log_alpha", _ctc_rel, pattern=OpPattern.OPAQUE, attrs_type=CTCAttrs,
+          num_inputs=4, describe="CTC forward variables (N, T, width) in log space.")
+
+
+def ctc_log_alpha(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
+                  width: int = 1) -> Call:
+    """``log_alpha`` ``(N, T, width)`` of CTC over ``log_probs`` ``(T, N, C)`` and padded
+    ``(N, S)`` or concatenated ``(total,)`` ``targets`` (``topi.ctc``); ``width`` is at least
+    twice the longest target plus one."""
+    return Call(Op.get("nn.ctc_log_alpha"), [log_probs, targets, input_lengths, target_lengths],
+                CTCAttrs(blank=int(blank), width=int(width)))

@@ -1,0 +1,99 @@
+"""Dense factorizations of batches of square matrices as loop kernels (tag ``linalg_loops``):
+Cholesky, LU with partial pivoting (LAPACK ``potrf`` / ``getrf``) and the triangular solves
+behind them (``potrs`` / ``getrs``), for matrices of any static order.
+
+Each stage's te body only names its inputs and its shape; ``schedule/linalg.py`` writes its
+loops (O(n^3) work, O(1) code in ``n``), for Relay's computes of ``linalg.cholesky_factor`` /
+``linalg.lu_factor`` / ``linalg.factored_solve`` and for the Relax torch importer's call_tir.
+Layouts (``B`` matrices of order ``n``, row-major):
+
+- ``cholesky_stage(a)``: ``(B, n, n)`` lower ``L`` with ``L L^T = A`` from ``A``'s lower
+  triangle, zeros above. Where a leading minor is not positive definite (a pivot ``<= 0`` or
+  NaN) the diagonal entry is NaN, and so is every column after it.
+- ``lu_stage(a)``: ``(B, n, n + 1)``: the packed LU (unit-lower ``L`` below the diagonal, ``U``
+  on and above) in the first ``n`` columns and, in the last, the row exchanged with row ``k`` at
+  step ``k`` (0-based, as a float: exact below 2^24). A zero pivot column skips its elimination
+  (LAPACK's ``info > 0`` case), so ``U`` keeps a zero on the diagonal.
+- ``factored_solve_stage(factor, rhs, kind)``: ``X`` ``(B, n, m)`` with ``A X = rhs``, from a
+  ``lu_stage`` output (``kind`` "lu") or a ``cholesky_stage`` one (``kind`` "cholesky").
+"""
+
+from __future__ import annotations
+
+from .. import te
+from ..tir import expr as E
+from .utils import compute
+
+__all__ = ["LINALG_TAG", "cholesky_stage", "factored_solve_stage", "is_linalg", "lu_stage"]
+
+LINALG_TAG = "linalg_loops"
+SOLVE_KINDS = ("lu", "cholesky")
+
+
+def _stage(shape, operands, kind: str, name: str):
+    """A stage whose body reads each operand once (so they are its inputs) and stands for the
+    rule's loops: only ``schedule.linalg`` computes it."""
+    def body(*i):
+        value = None
+        for x in operands:
+            load = x[tuple(E.IntImm("int64", 0) for _ in x.shape)]
+            value = load if value is None else value + load
+        return value
+
+    return te.compute(shape, body, name=name, tag=LINALG_TAG,
+                      attrs={"operands": tuple(operands), "kind": kind})
+
+
+def _square(a, what: str):
+    if len(a.shape) != 3 or not all(isinstance(d, E.IntImm) for d in a.shape):
+        raise ValueError(f"{what}: expected a static (batch, n, n) tensor, got {list(a.shape)}")
+    if a.shape[1].value != a.shape[2].value:
+        raise ValueError(f"{what}: expected square matrices, got {list(a.shape)}")
+    return a.shape[0].value, a.shape[1].value
+
+
+def cholesky_stage(a):
+    """The Cholesky factor stage of ``a`` ``(B, n, n)`` (see the module)."""
+    _square(a, "cholesky_stage")
+    return _stage(a.shape, [a], "cholesky", "T_cholesky")
+
+
+def lu_stage(a):
+    """The packed LU and row-exchange stage of ``a`` ``(B, n, n)`` (see the module)."""
+    b, n = _square(a, "lu_stage")
+    return _stage([b, n, n + 1], [a], "lu", "T_lu")
+
+
+def factored_solve_stage(factor, rhs, kind: str):
+    """``X`` with ``A X = rhs`` from ``A``'s factor (see the module)."""
+    if kind not in SOLVE_KINDS:
+        raise ValueError(f"factored_solve_stage: kind must be one of {SOLVE_KINDS}, got {kind!r}")
+    if len(rhs.shape) != 3 or not all(isinstance(d, E.IntImm) for d in (*rhs.shape,
+                                                                         *factor.shape)):
+        raise ValueError(f"factored_solve_stage: expected static 3-d operands, got "
+                         f"{list(factor.shape)} and {list(rhs.shape)}")
+    b, n, cols = (d.value for d in factor.shape)
+    if cols != n + (kind == "lu") or tuple(d.value for d in rhs.shape[:2]) != (b, n):
+        raise ValueError(f"factored_solve_stage: a {kind} factor {list(factor.shape)} does not "
+                         f"fit right-hand sides {list(rhs.shape)}")
+    return _stage(rhs.shape, [factor, rhs], "solve_" + kind, "T_factored_solve")
+
+
+def is_linalg(t) -> bool:
+    """Is te tensor ``t`` one of these stages (which only their rule computes)?"""
+    return getattr(t.op, "tag", "") == LINALG_TAG
+
+
+@compute("linalg.cholesky_factor")
+def _cholesky_compute(attrs, inputs, out_type):
+    return [cholesky_stage(inputs[0])]
+
+
+@compute("linalg.lu_factor")
+def _lu_compute(attrs, inputs, out_type):
+    return [lu_stage(inputs[0])]
+
+
+@compute("linalg.factored_solve")
+def _solve_compute(attrs, inputs, out_type):
+    return [factored_solve_stage(inputs[0], inputs[1], str(attrs.kind))]
