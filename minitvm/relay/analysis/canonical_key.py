@@ -115,7 +115,9 @@ def _key(fn: Function) -> tuple:
         if type(p) is not Var:
             raise _NoKey
         pos[id(p)] = len(entries)
-        entries.append(("param", _type(p.type_annotation), _vd(p.virtual_device_)))
+        # (the raw slot: None reads as a fresh unconstrained device through the property)
+        vd = getattr(p, "_virtual_device", None)
+        entries.append(("param", _type(p.type_annotation), vd if vd is None else _vd(vd)))
     stack = [(fn.body, False)]
     while stack:
         e, ready = stack.pop()
@@ -136,7 +138,9 @@ def _key(fn: Function) -> tuple:
             stack.append((e, True))
             stack.extend((a, False) for a in reversed(kids) if id(a) not in pos)
             continue
-        vd = _vd(getattr(e, "_virtual_device", None))
+        vd = getattr(e, "_virtual_device", None)
+        if vd is not None:
+            vd = _vd(vd)
         if te is Call:
             targs = e.type_args
             entry = ("call", e.op.name, tuple(pos[id(a)] for a in e.args), _attrs(e.attrs),
@@ -156,4 +160,4 @@ def _key(fn: Function) -> tuple:
             raise _NoKey
     attrs = fn.attrs
     return (_type(fn.ret_type), _attrs(attrs) if type(attrs) is DictAttrs or attrs is None
-            else _fail(), _vd(fn.virtual_device_), pos[id(fn.body)], tuple(entries))
+            else _fail(), _vd(getattr(fn, "_virtual_device", None)), pos[id(fn.body)], tuple(entries))

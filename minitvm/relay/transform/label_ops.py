@@ -121,6 +121,18 @@ class _Labeler(ExprMutator):
         return out
 
 
+def _carry_types(rewritten: dict) -> None:
+    """Give each rebuilt expression the type of the one it replaces (``rewritten``: the
+    mutator's old -> new map). Labels are attributes, which no type depends on, so the
+    InferType run after this function pass finds the module typed and skips re-checking
+    every expression of ``main``."""
+    for old, new in rewritten.items():
+        if new is not old and getattr(new, "_checked_type", False) is None:
+            t = getattr(old, "_checked_type", None)
+            if t is not None:
+                new._checked_type = t
+
+
 @register_pass("LabelOps")
 def LabelOps():
     """Label functions with their structural hash and layouts (function pass, opt_level 1)."""
@@ -129,6 +141,7 @@ def LabelOps():
         m = _Labeler()
         out = m.visit(func)
         record_stat("labelled functions", m.count)
+        _carry_types(m.memo_map)
         return out
 
     return function_pass(transform, opt_level=1, name="LabelOps")
