@@ -18,6 +18,7 @@ from ...ir.op import Op
 from ...ir.prim_expr import IntImm
 from ...ir.type import TensorType, TupleType
 from ...ir.virtual_device import VirtualDevice
+from ...runtime.ndarray import NDArray
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 
 #: functions with more nodes than this are not keyed (a hit is unlikely, the walk not free;
@@ -86,7 +87,9 @@ def _attrs(a):
     """Operator attrs or a function's DictAttrs: the class and its string-keyed plain values."""
     if a is None:
         return None
-    values = a._node_value() if hasattr(a, "_node_value") else _fail()
+    if getattr(type(a), "_node_compare", None) != "value":  # (hashed by its value, as here)
+        raise _NoKey
+    values = a._node_value()
     if type(values) is not dict:
         raise _NoKey
     items = []
@@ -142,10 +145,12 @@ def _key(fn: Function) -> tuple:
         if vd is not None:
             vd = _vd(vd)
         if te is Call:
-            targs = e.type_args
+            targs = e.type_args  # (None and [] hash apart: keyed apart)
             entry = ("call", e.op.name, tuple(pos[id(a)] for a in e.args), _attrs(e.attrs),
-                     tuple(_type(t) for t in targs) if targs else None, vd)
+                     None if targs is None else tuple(_type(t) for t in targs), vd)
         elif te is Constant:
+            if type(e.data) is not NDArray:
+                raise _NoKey
             data = e.data.numpy()
             if data.nbytes > 64 or data.dtype.kind not in "biuf":
                 raise _NoKey
@@ -153,11 +158,14 @@ def _key(fn: Function) -> tuple:
         elif te is Tuple:
             entry = ("tuple", tuple(pos[id(a)] for a in e.fields), vd)
         else:
-            entry = ("item", pos[id(e.tuple_value)], e.index, vd)
+            entry = ("item", pos[id(e.tuple_value)], _value(e.index), vd)
         pos[id(e)] = len(entries)
         entries.append(entry)
         if len(entries) > MAX_NODES:
             raise _NoKey
     attrs = fn.attrs
-    return (_type(fn.ret_type), _attrs(attrs) if type(attrs) is DictAttrs or attrs is None
-            else _fail(), _vd(getattr(fn, "_virtual_device", None)), pos[id(fn.body)], tuple(entries))
+    if attrs is not None and type(attrs) is not DictAttrs:
+        raise _NoKey
+    # (type_params: None and [] hash apart; a non-empty list was refused)
+    return (fn.type_params is None, _type(fn.ret_type), _attrs(attrs),
+            _vd(getattr(fn, "_virtual_device", None)), pos[id(fn.body)], tuple(entries))
