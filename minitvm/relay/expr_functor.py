@@ -17,6 +17,8 @@ depth without recursion.
 
 from __future__ import annotations
 
+from operator import is_
+
 from ..ir.expr import GlobalVar
 from ..ir.node import operand_getter
 from ..ir.op import Op
@@ -359,9 +361,12 @@ class ExprMutator(ExprFunctor):
         return body
 
     def visit_call(self, call):
-        new_op = self.visit(call.op)
-        new_args = [self.visit(a) for a in call.args]
-        if new_op is call.op and all(a is b for a, b in zip(new_args, call.args)):
+        visit = self.visit
+        op, args = call.op, call.args
+        new_op = visit(op)
+        new_args = [visit(a) for a in args]
+        # (map over operator.is_ runs in C: every pass's walk meets each call here)
+        if new_op is op and all(map(is_, new_args, args)):
             return call
         return Call(new_op, new_args, call.attrs, call.type_args, call.span)
 

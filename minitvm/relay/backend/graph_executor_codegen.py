@@ -21,6 +21,7 @@ from ...ir.structural import structural_equal, structural_hash
 from ...ir.type import TensorType
 from ...schedule import LoweringOptions
 from ...topi.utils import static_shape
+from ..analysis.canonical_key import canonical_key
 from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 from ..expr_functor import dataflow_children, dataflow_post_order
 from .te_compiler import _static, func_ops, lower_function, prefetch_kernels, tensor_types
@@ -129,6 +130,9 @@ class GraphCodegen:
         self._input_names: set[str] = set()
         self.kernels: dict[str, object] = {}  # kernel name -> runtime.Kernel
         self._by_func: dict = {}  # (structural hash, const inputs) -> [(func, kernel name)]
+        # (canonical key, const inputs) -> kernel name: equal keys are equal functions, so the
+        # 100,000 calls of one small fused function cost no structural comparison each
+        self._by_canonical: dict = {}
         self._name_count: dict[str, int] = {}
         self.entries: list[dict] = []  # per node output: shape, dtype
         # (parameter, transform) -> the graph entry of the transformed copy, so a weight read by
@@ -156,7 +160,18 @@ class GraphCodegen:
     def _kernel_for(self, func: Function, const_inputs: frozenset = frozenset(),
                     shash: int | None = None):
         """The kernel name of ``func`` (``shash``: its structural hash when known); an equal
-        function lowered before (found among those of the same hash) shares its kernel."""
+        function lowered before shares its kernel: one of the same canonical key (structurally
+        equal), else one of the same hash that compares equal."""
+        ckey = canonical_key(func)
+        if ckey is None:
+            return self._kernel_by_hash(func, const_inputs, shash)
+        name = self._by_canonical.get((ckey, const_inputs))
+        if name is None:  # (the first equal function met: the one the hash buckets return)
+            name = self._kernel_by_hash(func, const_inputs, shash)
+            self._by_canonical[(ckey, const_inputs)] = name
+        return name
+
+    def _kernel_by_hash(self, func: Function, const_inputs: frozenset, shash):
         shash = _function_key(func) if shash is None else shash
         bucket = self._by_func.setdefault((shash, const_inputs), [])
         for f, name in bucket:

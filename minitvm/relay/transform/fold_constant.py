@@ -146,6 +146,9 @@ class ConstantFolder(ScopedMutator):
         if not isinstance(new, Call) or not isinstance(new.op, Op) or not new.args:
             return new
         op = new.op
+        literal = all(_is_literal(a) for a in new.args)
+        if not literal and op.name not in _SHAPE_OPS:
+            return new  # (every check below leaves it: skip their op attribute lookups)
         if op.get_attr("TOpIsStateful"):
             return new
         if op.name in _SHAPE_OPS:
@@ -155,7 +158,7 @@ class ConstantFolder(ScopedMutator):
         if op.get_attr("TNonComputational") and not (
                 self.fold_qnn and op.get_attr("FTVMQnnCanonicalize") is not None):
             return new
-        if not all(_is_literal(a) for a in new.args):
+        if not literal:
             return new
         rel, impl = op.get_attr("FTypeRelation"), op.get_attr("FNumpy")
         if rel is None or impl is None:

@@ -22,6 +22,7 @@ from ...ir.expr import GlobalVar
 from ...ir.structural import hash_contents, structural_hash
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
+from ..analysis.canonical_key import canonical_key
 from ..expr import Function
 from ..expr_functor import ExprMutator, ExprVisitor
 from .function_pass import function_pass
@@ -90,19 +91,46 @@ class _Labeler(ExprMutator):
         super().__init__()
         self.count = 0
         self.layouts: dict = {}
+        # canonical key -> (label, layouts) of a function labelled before: a fused function
+        # repeated 100,000 times (a ladder's adds) is hashed and walked once
+        self.by_key: dict = {}
 
     def visit_function(self, fn):
         new = super().visit_function(fn)
+        labelled = new.get_attr("hash") is not None
+        key = None if labelled else canonical_key(new)
+        if key is not None:
+            hit = self.by_key.get(key)
+            if hit is not None:  # equal keys: structurally equal, the same hash and layouts
+                return self._labelled(new, *hit)
         layouts, has_nested = _own_layouts(new.body, self.layouts)
-        if new.get_attr("hash") is not None:
+        if labelled:
             self.layouts[new] = layouts
             return new
+        label = f"{_label_hash(new, has_nested):016x}"
+        if key is not None:
+            self.by_key[key] = (label, layouts)
+        return self._labelled(new, label, layouts)
+
+    def _labelled(self, fn, label: str, layouts: dict):
         self.count += 1
-        attrs = {"hash": f"{_label_hash(new, has_nested):016x}"}
+        attrs = {"hash": label}
         attrs.update(layouts)  # as TVM's WithAttr: the calls' values replace older ones
-        out = new.with_attrs(attrs)
+        out = fn.with_attrs(attrs)
         self.layouts[out] = layouts
         return out
+
+
+def _carry_types(rewritten: dict) -> None:
+    """Give each rebuilt expression the type of the one it replaces (``rewritten``: the
+    mutator's old -> new map). Labels are attributes, which no type depends on, so the
+    InferType run after this function pass finds the module typed and skips re-checking
+    every expression of ``main``."""
+    for old, new in rewritten.items():
+        if new is not old and getattr(new, "_checked_type", False) is None:
+            t = getattr(old, "_checked_type", None)
+            if t is not None:
+                new._checked_type = t
 
 
 @register_pass("LabelOps")
@@ -113,6 +141,7 @@ def LabelOps():
         m = _Labeler()
         out = m.visit(func)
         record_stat("labelled functions", m.count)
+        _carry_types(m.memo_map)
         return out
 
     return function_pass(transform, opt_level=1, name="LabelOps")

@@ -417,9 +417,15 @@ def check_host_only(mod: IRModule, where: str = "relay.build") -> None:
     """Raise a clear error naming the device when a planned program places a value anywhere
     but the CPU: minitvm compiles and runs on the host only (PlanDevices itself accepts any
     device a target is given for, as TVM's does)."""
+    _check_host_only(mod, where)
+
+
+def _check_host_only(mod: IRModule, where: str) -> bool:
+    """``check_host_only``; also says whether the module holds an ``on_device`` call."""
     from ...target.compilation_config import device_name
 
     seen: set = set()
+    annotated = False
     for fn in mod.functions.values():
         if not isinstance(fn, Function):
             continue
@@ -430,6 +436,7 @@ def check_host_only(mod: IRModule, where: str = "relay.build") -> None:
             props = on_device_props(e)
             if props is not None:
                 vds.append((props[1], e))
+                annotated = True
             copy = device_copy_props(e)
             if copy is not None:
                 vds += [(copy[1], e), (copy[2], e)]
@@ -439,6 +446,7 @@ def check_host_only(mod: IRModule, where: str = "relay.build") -> None:
                         f"{where}: the program places a value on {device_name(vd.device_type_int)}"
                         f" ({vd}), but minitvm compiles for the CPU only; at:\n  "
                         f"{' '.join(str(node).split())[:300]}")
+    return annotated
 
 
 class _DropOnDevice(ExprMutator):
@@ -456,7 +464,8 @@ class _DropOnDevice(ExprMutator):
 def host_program(mod: IRModule, where: str = "relay.build") -> IRModule:
     """A planned module ready for the CPU code generators: checked to place nothing off the
     host (``check_host_only``), its ``on_device`` annotations dropped."""
-    check_host_only(mod, where)
+    if not _check_host_only(mod, where):
+        return mod  # no on_device call to drop: skip rebuilding every function
     out, changed = mod.shallow_copy(), False
     for gv, fn in mod.functions.items():
         if isinstance(fn, Function) and not is_primitive(fn):

@@ -475,10 +475,26 @@ def _scalar_const(dtype: str, value: float):
     return const(np.array(value).astype(dtype), dtype)
 
 
+def _binomial_shaped(call) -> bool:
+    """Whether ``call`` (an add) can match the binomial pattern at all: one operand an add of
+    two multiplies, the other a multiply (either order: add commutes in the matcher). Every
+    other add, a ladder's 100,000 of them, skips the matcher's ~100 pattern visits."""
+    if len(call.args) != 2:
+        return False
+    a, b = call.args
+    for s, m in ((a, b), (b, a)):
+        if (_is_call(m, "multiply") and _is_call(s, "add") and len(s.args) == 2
+                and _is_call(s.args[0], "multiply") and _is_call(s.args[1], "multiply")):
+            return True
+    return False
+
+
 def simplify_binomial(call):
     """``a*x*x + b*x*y + c*y*y`` into ``a * ((x + p*y) * (x + q*y))`` (p, q the roots of
     a*t*t - b*t + c, one shared factor when they coincide); unchanged if they are complex."""
     if not _is_call(call, "add") or not isinstance(_type(call), TensorType):
+        return None
+    if not _binomial_shaped(call):
         return None
     from ..dataflow_pattern.matcher import DFPatternMatcher
 

@@ -182,3 +182,18 @@ def test_globalvars_inlined_into_main():
     p = [_v(f"p{i}") for i in range(4)]
     expected["main"] = relay.Function(p, (p[0] + p[1]) * (p[2] - p[3]))
     _check(mod, expected)
+
+
+def test_a_module_without_inline_functions_is_returned_unchanged():
+    """Nothing marked Inline: the functions are kept as they are (the pass skips its walks for
+    GlobalVar references), a call between globals included."""
+    x = _v("x")
+    mod = tvm.IRModule()
+    g = relay.GlobalVar("g")
+    mod[g] = relay.Function([x], relay.negative(x))
+    y = _v("y")
+    mod["main"] = relay.Function([y], relay.Call(g, [y]))
+    out = relay.transform.Inline()(mod)
+    assert out is not mod
+    assert {gv.name_hint: f for gv, f in out.functions.items()} == \
+        {gv.name_hint: f for gv, f in mod.functions.items()}

@@ -90,3 +90,38 @@ def test_a_100000_call_chain_is_labelled_at_the_default_recursion_limit():
     y = relay.nn.max_pool2d(y, pool_size=(1, 1), layout="NHWC")
     got = _label(relay.Function([x], y))
     assert got.get_attr("layout") == "NHWC" and len(got.get_attr("hash")) == 16
+
+
+def test_repeated_fused_functions_share_one_label_and_keep_their_types(monkeypatch):
+    """Thirty equal fused pools (renamed copies): one label and one layout record, as hashing
+    each gives; every rebuilt expression carries the type of the one it replaces, so the
+    result is typed without a re-check, and a re-check gives the same program."""
+    from minitvm.relay.analysis.properties import _check_typed
+    from minitvm.relay.transform import label_ops
+
+    def program():
+        x = relay.var("x", shape=(1, 4, 5, 5))
+        y = x
+        for _ in range(30):
+            a = relay.var("a", shape=(1, 4, 5, 5))
+            pool = relay.nn.avg_pool2d(relay.negative(a), pool_size=(1, 1), layout="NCHW")
+            fused = relay.Function([a], pool).with_attr("Primitive", 1)
+            y = relay.Call(fused, [y])
+        return relay.Function([x], y)
+
+    got = _label(program())
+    fused = [e for e in _calls(got) if isinstance(e.op, relay.Function)]
+    assert len(fused) == 30 and len({f.op.get_attr("hash") for f in fused}) == 1
+    assert all(f.op.get_attr("layout") == "NCHW" for f in fused)
+    assert _check_typed(tvm.IRModule.from_expr(got), deep=True) is None
+    tvm.ir.assert_structural_equal(got, transform.InferType()(tvm.IRModule.from_expr(got))["main"])
+    monkeypatch.setattr(label_ops, "canonical_key", lambda f: None)
+    uncached = _label(program())
+    assert str(got) == str(uncached)
+    check_numerics(program(), got, rtol=1e-5, atol=1e-5)
+
+
+def _calls(fn):
+    from minitvm.relay.analysis.properties import walk
+
+    return [e for e in walk(fn) if isinstance(e, relay.Call)]

@@ -99,3 +99,25 @@ def test_fallback_device_type_sets_the_default():
     with ctx, Target("llvm"):
         with pytest.raises(ValueError, match="No target is specified for device cuda"):
             transform.PlanDevices()(mod)
+
+
+def test_host_program_drops_on_device_and_leaves_an_unannotated_module_as_it_is():
+    """host_program rebuilds functions only where the host check met an on_device call; the
+    check (and the skip) hold on a 100,000-call chain at the default recursion limit."""
+    from minitvm.relay.analysis.properties import walk
+    from minitvm.relay.transform.plan_devices import host_program
+
+    def on_device_calls(mod):
+        return [e for e in walk(mod["main"]) if isinstance(e, relay.Call)
+                and getattr(e.op, "name", None) == "on_device"]
+
+    annotated = transform.InferType()(_annotated_program())
+    assert on_device_calls(annotated)
+    dropped = host_program(annotated)
+    assert not on_device_calls(dropped) and dropped["main"] is not annotated["main"]
+    x = relay.var("x", shape=(2,))
+    y = x
+    for _ in range(100_000):
+        y = relay.negative(y)
+    plain = tvm.IRModule.from_expr(relay.Function([x], y))
+    assert host_program(plain) is plain

@@ -89,3 +89,14 @@ def test_not_a_binomial_is_left_alone():
     out = transform.SimplifyExpr()(mod)
     tvm.ir.assert_structural_equal(out["main"], mod["main"])
     assert len(out["main"].params) == 3
+
+
+def test_outer_operands_in_either_order():
+    """The square term may come first: add commutes in the matcher, and the cheap shape check
+    before it (an add of two multiplies beside a multiply) accepts both orders."""
+    x, y = _vars()
+    e = relay.add(y * y, relay.add(x * x, _c(2.0) * (x * y)))
+    mod, out = _simplify(x, y, e)
+    s = relay.add(x, y)
+    tvm.ir.assert_structural_equal(out["main"], _expected(x, y, relay.multiply(s, s)))
+    check_numerics(mod, out, rtol=1e-5, atol=1e-5)
