@@ -23,6 +23,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group eighteenth  # (..._eighteenth)
     python benchmarks/bench_new_user_models.py --group nineteenth  # (..._nineteenth)
     python benchmarks/bench_new_user_models.py --group twentieth  # (..._twentieth)
+    python benchmarks/bench_new_user_models.py --group twentyfirst  # (..._twentyfirst)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -60,6 +61,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
+from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1670,7 +1672,7 @@ def fourth_models():
 
 # models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20;
 # nn.Fold: Col2Im, opset 18)
-ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18}
+ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18, "dprnn_sep": 18}
 
 
 def make_inputs(spec):
@@ -1917,7 +1919,7 @@ def main() -> int:
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-                                        "twentieth", "all"),
+                                        "twentieth", "twentyfirst", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1990,7 +1992,11 @@ def main() -> int:
                     "pointer-generator with coverage, ConvE, SCINet, a Decision Transformer, a "
                     "Universal Transformer with ACT halting, XCiT cross-covariance attention, "
                     "PNA, Graves handwriting synthesis, DeepAR with a negative-binomial NLL by "
-                    "lgamma); all")
+                    "lgamma); twentyfirst: the 12 of the twenty-first (Barlow Twins' "
+                    "off-diagonal trick, re-ID with GeM and batch-hard triplets, DPRNN by "
+                    "unfold / fold, SincNet's computed filters, a masked autoregressive flow, "
+                    "DIEN's AUGRU, LISTA, DiffPool, NeuralSort NDCG, a Gumbel-softmax dVAE, a "
+                    "PCEN keyword spotter, DimeNet's triplet angles by acos); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -2005,15 +2011,18 @@ def main() -> int:
     fourteenth, fifteenth, sixteenth = fourteenth_models(), fifteenth_models(), sixteenth_models()
     seventeenth, eighteenth = seventeenth_models(), eighteenth_models()
     nineteenth, twentieth = nineteenth_models(), twentieth_models()
+    twentyfirst = twentyfirst_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
-             **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth}
+             **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
+             **twentyfirst}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
              "thirteenth": thirteenth, "fourteenth": fourteenth, "fifteenth": fifteenth,
              "sixteenth": sixteenth, "seventeenth": seventeenth,
              "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
+             "twentyfirst": twentyfirst,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

@@ -61,6 +61,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
+from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax, relay  # noqa: E402
@@ -86,7 +87,8 @@ def groups() -> dict:
               "thirteenth": thirteenth_models(), "fourteenth": fourteenth_models(),
               "fifteenth": fifteenth_models(), "sixteenth": sixteenth_models(),
               "seventeenth": seventeenth_models(), "eighteenth": eighteenth_models(),
-              "nineteenth": nineteenth_models(), "twentieth": twentieth_models()}
+              "nineteenth": nineteenth_models(), "twentieth": twentieth_models(),
+              "twentyfirst": twentyfirst_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -360,7 +362,8 @@ def main() -> int:
                     choices=("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
-                             "eighteenth", "nineteenth", "twentieth", "all"))
+                             "eighteenth", "nineteenth", "twentieth", "twentyfirst",
+                             "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS}, or all")

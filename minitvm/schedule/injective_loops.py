@@ -103,7 +103,12 @@ def _injective_loops(ctx, t, buf, body):
 
         if split is None:  # (a concatenate along the last axis: piece by piece)
             by_piece = split_pieces(ctx, t, buf, body, outer, lanes)
-            return by_piece if by_piece is not None else _vector_inner(ctx, shape[-1], lanes, at)
+            if by_piece is not None:
+                return by_piece
+            n = _const_int(shape[-1])
+            if n is not None and n > lanes:  # (a row of 30: 16 + 8 + 4 lanes, not 14 scalars)
+                return _split_row(ctx, n, lanes, at)
+            return _vector_inner(ctx, shape[-1], lanes, at)
         c, jo_var, ji_var, split_body = split
         jo = ctx.fresh("jo")
 
@@ -122,19 +127,23 @@ def _injective_loops(ctx, t, buf, body):
 
 
 def _split_row(ctx, c: int, lanes: int, body_fn):
-    """One row of ``c`` values of a split innermost axis: whole vectors, then a half vector
-    where at least half a vector is left, then scalars (a row of 24 floats: 16 + 8 lanes, not
-    16 lanes and 8 scalar stores)."""
+    """One row of ``c`` values of an innermost axis: whole vectors, then a half vector where at
+    least half a vector is left, then a quarter vector (of at least 4 lanes) where a quarter is
+    left, then scalars (a row of 24 floats: 16 + 8 lanes, not 16 lanes and 8 scalar stores; of
+    30: 16 + 8 + 4 lanes and 2 scalars)."""
     whole = c // lanes * lanes
-    half = lanes // 2
-    if c - whole < half or half < 4:
+    parts = [_vector_inner(ctx, whole, lanes, body_fn)] if whole else []
+    done = whole
+    for width in (lanes // 2, lanes // 4):
+        if width >= 4 and c - done >= width:
+            vi = ctx.fresh("vh")
+            parts.append(S.For(vi, 0, width, S.ForKind.VECTORIZED, body_fn(vi + done)))
+            done += width
+    if done == whole:
         return _vector_inner(ctx, c, lanes, body_fn)
-    parts = [_vector_inner(ctx, whole, lanes, body_fn)]
-    vi = ctx.fresh("vh")
-    parts.append(S.For(vi, 0, half, S.ForKind.VECTORIZED, body_fn(vi + whole)))
-    if c - whole - half:
+    if c - done:
         t = ctx.fresh("t")
-        parts.append(S.For(t, whole + half, c - whole - half, S.ForKind.SERIAL, body_fn(t)))
+        parts.append(S.For(t, done, c - done, S.ForKind.SERIAL, body_fn(t)))
     return S.SeqStmt(parts)
 
 

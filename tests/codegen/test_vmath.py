@@ -1,9 +1,10 @@
-"""Inline float32 exp/log/tanh/erf/sigmoid/sin/cos (codegen/llvm/vmath.py): accuracy, special
-values.
+"""Inline float32 exp/log/tanh/erf/sigmoid/sin/cos/asin/acos/atan (codegen/llvm/vmath.py):
+accuracy, special values.
 
 Measured maximum relative errors against float64 references (1M-point sweeps, this machine):
 exp 1.2e-7, log 8.2e-8, tanh 1.4e-7, erf 1.8e-7, sigmoid 1.9e-7, sin and cos 1.7e-7 on
-|x| <= 6000 (2.3e-7 next to their zeros); the tests below allow 4e-7.
+|x| <= 6000 (2.3e-7 next to their zeros), asin 2.0e-7, acos 1.4e-7 (also next to +-1), atan
+1.5e-7; the tests below allow 4e-7.
 """
 
 from math import erf
@@ -16,10 +17,12 @@ from minitvm import codegen, tir
 REF = {
     "exp": np.exp, "log": np.log, "tanh": np.tanh, "erf": np.vectorize(erf),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "sin": np.sin, "cos": np.cos,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
 }
 DOMAIN = {
     "exp": (-103, 88.7), "log": (1e-30, 1e30), "tanh": (-12, 12), "erf": (-6, 6),
     "sigmoid": (-40, 40), "sin": (-6000, 6000), "cos": (-6000, 6000),
+    "asin": (-1, 1), "acos": (-1, 1), "atan": (-1e4, 1e4),
 }
 MAX_REL = 4e-7
 
@@ -70,7 +73,8 @@ def test_accuracy_vector_and_tail(name, n, lanes, rng):
 def test_no_libm_call_in_vector_code(name):
     src = _kernel(name, 64, 16).get_source()
     assert "<16 x float>" in src
-    for libm in ("@expf", "@logf", "@tanhf", "@erff", "@llvm.exp.", "@llvm.log."):
+    for libm in ("@expf", "@logf", "@tanhf", "@erff", "@llvm.exp.", "@llvm.log.", "@asinf",
+                 "@acosf", "@atanf"):
         assert libm not in src
     if name in ("sin", "cos"):  # libm only on the branch for lanes beyond +-6000
         calls = [ln for ln in src.splitlines() if "call" in ln and f"llvm.{name}." in ln]
@@ -165,3 +169,21 @@ def test_sin_cos_near_their_zeros_and_large(name):
     assert np.isnan(out[~finite]).all()
     if name == "sin":
         assert out[7] == 0 and out[8] == 0 and out[9] == np.float32(1e-30)
+
+
+def test_inverse_trig_special_values_and_edges():
+    """Next to +-1 (acos's 2 asin(sqrt((1 - x) / 2)) branch, no cancellation), out of [-1, 1]
+    (NaN), signed zeros, infinities (atan: +-pi/2) and NaN."""
+    inf, nan = np.inf, np.nan
+    edge = np.float32([1.0, -1.0, 0.5, -0.5, 0.99999994, -0.99999994, 1e-20, -1e-20])
+    for name in ("asin", "acos"):
+        out = _run(name, edge)
+        want = REF[name](edge.astype("float64"))
+        np.testing.assert_allclose(out, want, rtol=3e-7, atol=0 if name == "acos" else 1e-30)
+        bad = _run(name, [1.0000001, -1.5, inf, -inf, nan])
+        assert np.isnan(bad).all()
+    assert np.signbit(_run("asin", [-0.0])[0]) and _run("acos", [0.0])[0] == np.float32(np.pi / 2)
+    out = _run("atan", [inf, -inf, 0.0, -0.0, nan, 3e38, -1e-30, 1.0])
+    assert out[0] == np.float32(np.pi / 2) and out[1] == -np.float32(np.pi / 2)
+    assert out[2] == 0 and np.signbit(out[3]) and np.isnan(out[4])
+    np.testing.assert_allclose(out[5:], np.arctan(np.float64([3e38, -1e-30, 1.0])), rtol=3e-7)

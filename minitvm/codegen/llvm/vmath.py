@@ -47,8 +47,17 @@ _COS_C = (0.04166664559061913, -0.0013887312834857917, 2.4432844618880687e-05)
 # one's error of 6e-17, times n, made results near the zeros 2e-6 off)
 _PIO2 = (1.57080078125, -4.453584551811218e-06, -8.705515752716053e-10)
 _TRIG_LIMIT = 6000.0  # |x| beyond (n > 3820), inf and NaN: libm
+# asin(a) = a + a^3 P(a^2) on |a| <= 0.5 (for larger |a|, a = sqrt((1 - |x|) / 2)), and
+# atan(t) = t + t^3 Q(t^2) on |t| <= tan(pi/8) (Cephes' single-precision asinf / atanf forms)
+_ASIN_P = (1.6666752422e-1, 7.4953002686e-2, 4.5470025998e-2, 2.4181311049e-2,
+           4.2163199048e-2)
+_ATAN_Q = (-3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1, 8.05374449538e-2)
+# pi/2, pi/4 and pi as float32 plus the float32 rounding of the rest, added last
+_HALF_PI = (1.5707963705062866, -4.371139006309477e-08)
+_QUARTER_PI = (0.7853981852531433, -2.1855695031547384e-08)
+_PI = (3.1415927410125732, -8.742278012618954e-08)
 
-FUNCS = ("exp", "log", "tanh", "erf", "sigmoid", "sin", "cos")
+FUNCS = ("exp", "log", "tanh", "erf", "sigmoid", "sin", "cos", "asin", "acos", "atan")
 
 
 class _Emit:
@@ -291,8 +300,58 @@ def _sincos(m: _Emit, x, name: str):
     return phi
 
 
+def _asin_parts(m: _Emit, x):
+    """(r, big) for float32 ``x``: r = asin(|x|) for |x| <= 0.5, else r = asin(sqrt((1 - |x|)
+    / 2)), so that asin(|x|) = pi/2 - 2r there; big says which. |x| > 1 gives NaN (sqrt of a
+    negative), NaN stays NaN."""
+    ax = m.fabs(x)
+    big = m.cmp(">", ax, m.c(0.5))
+    z = m.sel(big, m.mul(m.sub(m.c(1.0), ax), m.c(0.5)), m.mul(ax, ax))
+    s = m.sel(big, m.cg._intrin("llvm.sqrt", [z]), ax)
+    r = m.fma(m.mul(s, z), m.poly(z, _ASIN_P), s)
+    return r, big
+
+
+def _asin(m: _Emit, x):
+    r, big = _asin_parts(m, x)
+    hi, lo = _HALF_PI
+    wide = m.add(m.fma(r, m.c(-2.0), m.c(hi)), m.c(lo))
+    out = m.copysign(m.sel(big, wide, r), x)
+    return m.sel(m.cmp(">", m.fabs(x), m.c(1.0)), m.c(math.nan), out)
+
+
+def _acos(m: _Emit, x):
+    """acos(x) = pi/2 - asin(x) for |x| <= 0.5; 2r for x > 0.5 and pi - 2r for x < -0.5 (r as
+    in ``_asin_parts``), with no cancellation next to +-1."""
+    r, big = _asin_parts(m, x)
+    neg = m.cmp("<", x, m.c(0.0))
+    two_r = m.add(r, r)
+    near_minus_one = m.add(m.sub(m.c(_PI[0]), two_r), m.c(_PI[1]))
+    wide = m.sel(neg, near_minus_one, two_r)
+    hi, lo = _HALF_PI
+    mid = m.add(m.sub(m.c(hi), m.copysign(r, x)), m.c(lo))
+    out = m.sel(big, wide, mid)
+    return m.sel(m.cmp(">", m.fabs(x), m.c(1.0)), m.c(math.nan), out)
+
+
+def _atan(m: _Emit, x):
+    """|x| reduced to |t| <= tan(pi/8): beyond tan(3pi/8), t = -1/|x| and pi/2 added; beyond
+    tan(pi/8), t = (|x| - 1) / (|x| + 1) and pi/4 added. inf gives pi/2, NaN stays NaN."""
+    ax = m.fabs(x)
+    far = m.cmp(">", ax, m.c(2.414213562373095))
+    mid = m.cmp(">", ax, m.c(0.4142135623730950))
+    t = m.sel(mid, m.div(m.sub(ax, m.c(1.0)), m.add(ax, m.c(1.0))), ax)
+    t = m.sel(far, m.div(m.c(-1.0), ax), t)
+    z = m.mul(t, t)
+    y = m.fma(m.mul(t, z), m.poly(z, _ATAN_Q), t)
+    base_hi = m.sel(far, m.c(_HALF_PI[0]), m.sel(mid, m.c(_QUARTER_PI[0]), m.c(0.0)))
+    base_lo = m.sel(far, m.c(_HALF_PI[1]), m.sel(mid, m.c(_QUARTER_PI[1]), m.c(0.0)))
+    return m.copysign(m.add(base_hi, m.add(y, base_lo)), x)
+
+
 _IMPL = {"exp": _exp, "log": _log, "tanh": _tanh, "erf": _erf, "sigmoid": _sigmoid,
-         "sin": lambda m, x: _sincos(m, x, "sin"), "cos": lambda m, x: _sincos(m, x, "cos")}
+         "sin": lambda m, x: _sincos(m, x, "sin"), "cos": lambda m, x: _sincos(m, x, "cos"),
+         "asin": _asin, "acos": _acos, "atan": _atan}
 
 
 def _int_power(m: _Emit, x, n: int):

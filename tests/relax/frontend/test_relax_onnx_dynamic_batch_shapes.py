@@ -75,3 +75,47 @@ def test_comparisons_with_a_shape_variable():
     assert _decide("Equal", n, 2) is None  # undecided: the comparison is emitted
     assert _decide("Equal", n + 1, -1) is None  # only a bare shape variable is known >= 0
     assert _decide("Equal", 3, 3) is True
+
+
+def _diagonal_length_model():
+    """torch.diagonal's export: the diagonal's length max(min(rows, cols - 0), 0) from the
+    shape, a ConstantOfShape of it; also ``min(batch, 4)`` ones, a symbolic Min."""
+    inits = {"one": _i64(1), "two": _i64(2), "zero": _i64(0), "ax0": _i64(0), "four": _i64(4)}
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["rows"], axis=0),
+        helper.make_node("Gather", ["s", "two"], ["cols"], axis=0),
+        helper.make_node("Sub", ["cols", "zero"], ["cols0"]),
+        helper.make_node("Min", ["rows", "cols0"], ["m"]),
+        helper.make_node("Max", ["m", "zero"], ["len"]),
+        helper.make_node("ConstantOfShape", ["len"], ["diag"],
+                         value=numpy_helper.from_array(np.array([1.0], "float32"))),
+        helper.make_node("ReduceSum", ["x", "one"], ["r"], keepdims=0),
+        helper.make_node("Add", ["r", "diag"], ["y"]),
+        helper.make_node("Gather", ["s", "ax0"], ["b"], axis=0),
+        helper.make_node("Min", ["b", "four"], ["bm"]),
+        helper.make_node("ConstantOfShape", ["bm"], ["z"],
+                         value=numpy_helper.from_array(np.array([2.0], "float32"))),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["batch", 3, 3])],
+                              [helper.make_tensor_value_info("y", F, ["batch", 3]),
+                               helper.make_tensor_value_info("z", F, [None])],
+                              initializer=[numpy_helper.from_array(v, k)
+                                           for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_min_max_of_shape_values_fold_at_import():
+    model = _diagonal_length_model()
+    mod = from_onnx(model)
+    text = mod["main"].astext()
+    # folded to dims (before: ConstantOfShape's shape "must be a constant or computed from shapes")
+    assert "minimum" not in text and "maximum" not in text, text
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 3, 6):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 3)).astype("float32")
+        got = vm["main"](tvm.nd.array(x))
+        want = sess.run(None, {"x": x})
+        np.testing.assert_allclose(got[0].numpy(), want[0], rtol=1e-6)
+        np.testing.assert_array_equal(got[1].numpy(), want[1])

@@ -165,8 +165,9 @@ def randomize_batchnorm(model, seed: int = 0):
             n = m.num_features
             m.running_mean.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
             m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
-            m.weight.data.copy_(torch.rand(n, generator=gen) + 0.5)
-            m.bias.data.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
+            if m.affine:  # affine=False layers have no weight or bias to randomize
+                m.weight.data.copy_(torch.rand(n, generator=gen) + 0.5)
+                m.bias.data.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
     return model.eval()
 
 

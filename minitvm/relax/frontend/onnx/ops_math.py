@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.onnx_qsoftmax import note_softmax
-from ....ir.prim_expr import PrimExpr
+from ....ir.prim_expr import IntImm, PrimExpr
 from ....ir.structural import structural_equal
-from ....tir.expr import Var
+from ....tir.expr import Max, Min, Var
 from ... import op as _op
 from ...expr import const
 from .context import Context, normalize_known, onnx_dtype, register
@@ -250,9 +250,42 @@ def _clip(ctx: Context, ins, attrs):
     return ctx.emit(_op.clip(x, float(lo), float(hi)))
 
 
+_VARIADIC_FOLD = {"Max": (np.maximum, Max), "Min": (np.minimum, Min), "Sum": (np.add, None)}
+
+
+def _fold_variadic(ctx: Context, name: str, values: list) -> np.ndarray:
+    """Max / Min / Sum of integer values known at import (shape arithmetic such as the
+    exporter's diagonal length ``max(min(rows, cols - offset), 0)``), symbolic dims through
+    ``tir`` min / max, simplified."""
+    nfn, tnode = _VARIADIC_FOLD[name]
+    if all(v.dtype != object for v in values):
+        out = values[0]
+        for v in values[1:]:
+            out = nfn(out, v)
+        return normalize_known(np.asarray(out))
+    arrays = np.broadcast_arrays(*[v.astype(object) for v in values])
+    out = np.empty(arrays[0].shape, dtype=object)
+    for idx in np.ndindex(out.shape):
+        acc = arrays[0][idx]
+        for a in arrays[1:]:
+            x, y = acc, a[idx]
+            if not isinstance(x, PrimExpr) and not isinstance(y, PrimExpr):
+                acc = nfn(x, y)
+                continue
+            x, y = (e if isinstance(e, PrimExpr) else IntImm("int64", int(e)) for e in (x, y))
+            acc = ctx.simplify(x + y if tnode is None else tnode(x, y))
+        out[idx] = acc
+    return normalize_known(out)
+
+
 @register("Max", "Min", "Sum", "Mean")
 def _variadic(ctx: Context, ins, attrs):
-    fn = {"Max": _op.maximum, "Min": _op.minimum}.get(ctx.node.op_type, _op.add)
+    name = ctx.node.op_type
+    known = [ctx.known(v) for v in ins]
+    if name != "Mean" and all(k is not None and (k.dtype == object or k.dtype.kind in "iu")
+                              for k in known):
+        return _fold_variadic(ctx, name, known)
+    fn = {"Max": _op.maximum, "Min": _op.minimum}.get(name, _op.add)
     acc = ctx.expr(ins[0])
     for other in ins[1:]:
         acc = fn(acc, ctx.expr(other))
