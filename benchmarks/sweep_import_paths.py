@@ -18,11 +18,14 @@ runs each model of its tables through each of them and compares with PyTorch eag
                  and 3 (one compile); the cell adds how many of the executable's kernels
                  with dynamic shapes are one symbolic kernel for every batch ("sym") and how
                  many compile per input shape ("spec"), and the run totals them
+    ep-relax-dyn torch.export.export with axis 0 of every input a ``Dim`` -> relax.frontend.
+                 torch.from_exported_program (the batch a symbolic tir var) -> relax.build,
+                 run at batch 1 and 3 (one build)
 
     python benchmarks/sweep_import_paths.py [--group all] [--models a,b] [--paths onnx-relay,...]
 
-The default paths are the first four; ``--paths all`` adds the dynamo ones and onnx-dyn-relay
-(or name onnx-dyn-relay alone: ``--paths onnx-dyn-relay``).
+The default paths are the first four; ``--paths all`` adds the dynamo ones and the two
+dynamic-batch ones after them (or name one alone: ``--paths onnx-dyn-relay``).
 
 Builds are strict-native: a Relay kernel that would fall back to numpy, or a Relax program that
 calls a packed function computing in numpy (``Executable.numpy_calls``: ``nonzero`` of an
@@ -75,7 +78,7 @@ from minitvm.relay.frontend.onnx import NeedsConstantInput  # noqa: E402
 
 PATHS = ("onnx-relay", "onnx-dyn", "ep-relax", "ep-relay")
 DYNAMO_PATHS = ("dynamo-relay", "dynamo-relax")
-DYN_RELAY_PATHS = ("onnx-dyn-relay",)
+DYN_RELAY_PATHS = ("onnx-dyn-relay", "ep-relax-dyn")
 DYN_BATCHES = (1, 3)
 
 
@@ -314,6 +317,38 @@ def path_onnx_dyn_relay(name, model, inputs, ref, tol):
     return max(errs), f"sym {counts['symbolic']} spec {counts['specialized']}"
 
 
+def path_ep_relax_dyn(name, model, inputs, ref, tol):
+    """torch.export with axis 0 of every input one ``Dim`` (exported at batch 2), one Relax
+    build, run at each batch size."""
+    import torch
+
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    try:
+        refs = {b: eager(model, tuple(batched(inputs, b).values())) for b in DYN_BATCHES}
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"axis 0 is not the batch of every input (eager fails on them cycled to "
+                   f"another size): {first_line(e)}") from e
+    batch = torch.export.Dim("batch")
+    example = batched(inputs, 2)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, tuple(example.values()), dynamic_shapes=tuple(
+                {0: batch} if v.dim() > 0 else None for v in example.values()))
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"torch.export (dynamic batch): {first_line(e)}") from e
+    vm = relax_vm(from_exported_program(ep))
+    errs = []
+    for b in DYN_BATCHES:
+        args = [tvm.nd.array(a.numpy()) for a in batched(inputs, b).values()]
+        try:
+            errs.append(rel_err(first_tensor(vm["main"](*args)), refs[b]))
+        except Exception as e:
+            raise type(e)(f"at batch {b}: {first_line(e)}") from e
+    return max(errs)
+
+
 def export(model, args):
     import torch
 
@@ -397,7 +432,8 @@ def path_dynamo_relax(name, model, inputs, ref, tol):
 
 RUNNERS = {"onnx-relay": path_onnx_relay, "onnx-dyn": path_onnx_dyn, "ep-relax": path_ep_relax,
            "ep-relay": path_ep_relay, "dynamo-relay": path_dynamo_relay,
-           "dynamo-relax": path_dynamo_relax, "onnx-dyn-relay": path_onnx_dyn_relay}
+           "dynamo-relax": path_dynamo_relax, "onnx-dyn-relay": path_onnx_dyn_relay,
+           "ep-relax-dyn": path_ep_relax_dyn}
 
 
 def first_line(e: BaseException) -> str:
