@@ -86,3 +86,48 @@ def test_reshapes_of_two_dynamic_sizes_run_at_two_sizes():
         np.testing.assert_array_equal(out[0].numpy(), xv.reshape(n, t, 2, 8))
         np.testing.assert_array_equal(out[1].numpy(), xv)
         np.testing.assert_array_equal(out[2].numpy(), xv)
+
+
+def _batch_times(x, k: int):
+    """``[shape(x)[0] * k]`` as a PyTorch export computes it (Shape, Gather, Mul, Unsqueeze)."""
+    n = relay.take(relay.shape_of(x, "int64"), relay.const(0, "int64"), axis=0)
+    return relay.reshape(relay.multiply(n, relay.const(k, "int64")), [1])
+
+
+def test_a_size_computed_as_the_batch_times_a_constant_keeps_the_other_sizes_static():
+    """ONNX Reshape of (batch, 2, 4, 5) to Concat([batch * 2], [4], [-1]) (Conv-TasNet's
+    decoder input): the computed size is noted as ``batch * 2``, so the -1 is the static 5 and
+    the reshape a static one (it was a ``dyn.reshape`` whose type knew no sizes, leaving the
+    transposed conv after it unlegalized); run at two batch sizes."""
+    from minitvm.relay.frontend.onnx.registry import CONVERTERS
+    from minitvm.relay.frontend.onnx.shape_values import evaluate
+
+    ctx = _ctx()
+    x = relay.var("x", shape=(relay.Any(), 2, 4, 5))
+    target = relay.concatenate([_batch_times(x, 2), relay.const(np.array([4], "int64")),
+                                relay.const(np.array([-1], "int64"))], axis=0)
+    size = evaluate(target)[0]
+    assert size.tensor is None and size.factors[1] == 2 and len(size.factors[0]) == 1
+    y = CONVERTERS["Reshape"](ctx, [x, target], {})
+    assert y.op.name == "reshape" and list(y.attrs.newshape) == [-1, 4, 5]
+    assert str(ctx.shape(y)[1:]) == "(4, 5)"
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(
+        tvm.IRModule.from_expr(relay.Function([x], y)), "llvm"), tvm.cpu())
+    for n in (1, 3):
+        xv = np.arange(n * 40, dtype="float32").reshape(n, 2, 4, 5)
+        np.testing.assert_array_equal(vm.run(xv).numpy(), xv.reshape(n * 2, 4, 5))
+
+
+def test_a_size_of_other_arithmetic_still_reshapes_at_run_time():
+    """A computed size with no known product (the batch minus one) has no factors: the
+    reshape stays a ``dyn.reshape`` by the run-time shape, as before."""
+    from minitvm.relay.frontend.onnx.registry import CONVERTERS
+    from minitvm.relay.frontend.onnx.shape_values import evaluate
+
+    x = relay.var("x", shape=(relay.Any(), 2, 4, 5))
+    n = relay.take(relay.shape_of(x, "int64"), relay.const(0, "int64"), axis=0)
+    less = relay.reshape(relay.subtract(n, relay.const(1, "int64")), [1])
+    target = relay.concatenate([less, relay.const(np.array([4], "int64")),
+                                relay.const(np.array([-1], "int64"))], axis=0)
+    assert evaluate(target)[0].factors is None
+    assert CONVERTERS["Reshape"](_ctx(), [x, target], {}).op.name == "dyn.reshape"

@@ -83,7 +83,8 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
     target = []
     for i, v in enumerate(elems.ravel()):
         if isinstance(v, SizeOf):  # (a size computed from others has no axis to read: fresh)
-            target.append(DynamicDim(i) if v.tensor is None else ctx.shape(v.tensor)[v.axis])
+            target.append(_computed(ctx, i, v) if v.tensor is None else
+                          ctx.shape(v.tensor)[v.axis])
         elif int(v) == 0 and not allowzero and i < len(in_shape):
             target.append(in_shape[i])  # ONNX's 0 copies the input's size
         else:
@@ -100,6 +101,15 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
             return _op.reshape(x, run_time)
         return _op.reshape(x, dynamic_reshape_target(in_shape, codes))
     return reshape_to(ctx.shape, x, in_shape, target, run_time)
+
+
+def _computed(ctx, axis: int, size: SizeOf) -> DynamicDim:
+    """A fresh ``DynamicDim`` for a size the graph computed from others, noted in
+    ``ctx.size_factors`` as the product it is where the arithmetic said so (``batch * 2``)."""
+    d = DynamicDim(axis)
+    if size.factors is not None:
+        ctx.size_factors.define(d.symbol, *size.factors)
+    return d
 
 
 def _static_inferred(ctx, in_shape, target) -> list | None:
