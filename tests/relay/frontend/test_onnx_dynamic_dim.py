@@ -131,3 +131,30 @@ def test_a_size_of_other_arithmetic_still_reshapes_at_run_time():
                                 relay.const(np.array([-1], "int64"))], axis=0)
     assert evaluate(target)[0].factors is None
     assert CONVERTERS["Reshape"](_ctx(), [x, target], {}).op.name == "dyn.reshape"
+
+
+def test_gather_counts_negative_indices_from_a_dynamic_axis_end_at_run_time():
+    """ONNX Gather / GatherElements along a dynamic (batch) axis: negative indices, constant
+    or computed, are counted from the run-time size (``shape_of``); they needed its static size
+    (an ImportError_ for DGCNN's and ColBERT's exports); constant non-negative ones stay."""
+    from minitvm.relay.frontend.onnx.registry import CONVERTERS
+
+    ctx = _ctx()
+    x = relay.var("x", shape=(relay.Any(), 3))
+    i = relay.var("i", shape=(2,), dtype="int64")
+    e = relay.var("e", shape=(2, 3), dtype="int64")
+    last = CONVERTERS["Gather"](ctx, [x, relay.const(np.array([-1, 0], "int64"))], {})
+    first = CONVERTERS["Gather"](ctx, [x, relay.const(np.array([0, 1], "int64"))], {})
+    assert first.args[1].__class__.__name__ == "Constant"  # (no run-time size needed)
+    picked = CONVERTERS["Gather"](ctx, [x, i], {"axis": 0})
+    elems = CONVERTERS["GatherElements"](ctx, [x, e], {"axis": 0})
+    mod = tvm.IRModule.from_expr(relay.Function([x, i, e], relay.Tuple([last, picked, elems])))
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm"), tvm.cpu())
+    for n in (2, 5):
+        xv = np.arange(n * 3, dtype="float32").reshape(n, 3)
+        iv = np.array([-2, 1], "int64")
+        ev = np.array([[-1, 0, -2], [1, -1, 0]], "int64")
+        out = vm.run(xv, iv, ev)
+        np.testing.assert_array_equal(out[0].numpy(), xv[[-1, 0]])
+        np.testing.assert_array_equal(out[1].numpy(), xv[iv])
+        np.testing.assert_array_equal(out[2].numpy(), np.take_along_axis(xv, ev % n, 0))

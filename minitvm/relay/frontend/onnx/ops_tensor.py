@@ -287,20 +287,33 @@ def _normalize_indices(ctx, idx, dim):
                      idx)
 
 
+def _axis_indices(ctx, idx, x, axis: int):
+    """``idx`` into axis ``axis`` of ``x`` with each negative index counted from the end.
+    Where that axis is dynamic (a ``DynamicDim``), its size is read at run time (``shape_of``)
+    for the negative indices; constant indices that are all non-negative stay as they are."""
+    dim = ctx.shape(x)[axis]
+    if not isinstance(dim, DynamicDim):
+        return _normalize_indices(ctx, idx, dim)
+    v = ctx.maybe_value(idx)
+    if v is not None and not (v < 0).any():
+        return ctx.const(v)
+    dtype = ctx.dtype(idx)
+    size = _op.take(_op.shape_of(x, dtype), ctx.const(np.array(axis, "int64")), axis=0)
+    return _op.where(_op.less(idx, ctx.const(np.array(0, dtype))), _op.add(idx, size), idx)
+
+
 @register("Gather")
 def _gather(ctx, ins, attrs):
     x, idx = ins
-    shape = ctx.shape(x)
-    axis = int(attrs.get("axis", 0)) % len(shape)
-    return _op.take(x, _normalize_indices(ctx, idx, shape[axis]), axis=axis)
+    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    return _op.take(x, _axis_indices(ctx, idx, x, axis), axis=axis)
 
 
 @register("GatherElements")
 def _gather_elements(ctx, ins, attrs):
     x, idx = ins
-    shape = ctx.shape(x)
-    axis = int(attrs.get("axis", 0)) % len(shape)
-    return _op.gather(x, axis, _normalize_indices(ctx, idx, shape[axis]))
+    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    return _op.gather(x, axis, _axis_indices(ctx, idx, x, axis))
 
 
 @register("GatherND")
