@@ -1,6 +1,7 @@
-"""``scatter_nd`` of dynamic shapes: its type relation takes a dynamic dimension of the updates
-as possibly equal to the data's (two distinct ``relay.Any()`` objects, a reshape's -1 and the
-batch), and the ONNX ScatterND converter counts negative indices from the run-time sizes."""
+"""``scatter_nd`` and ``scatter_elements`` of dynamic shapes: their type relations take a
+dynamic dimension of the updates as possibly equal to the data's or the indices' (two distinct
+``relay.Any()`` objects, a reshape's -1 and the batch), and the ONNX ScatterND converter counts
+negative indices from the run-time sizes."""
 
 from __future__ import annotations
 
@@ -48,3 +49,24 @@ def test_onnx_scatter_nd_counts_negative_indices_from_a_dynamic_batch():
         want = x.copy()
         want[-1], want[0] = u[0], u[1]
         np.testing.assert_array_equal(vm.run(x, u).numpy(), want)
+
+
+def test_scatter_elements_of_indices_and_updates_of_distinct_dynamic_sizes():
+    """Mixtral's router: indices and updates (?, 4) whose Anys are distinct objects type check
+    and run at two sizes (the relation compared the shapes as tuples: a RelayTypeError)."""
+    data = relay.var("d", shape=(6, 4))
+    idx = relay.var("i", shape=(relay.Any(), 4), dtype="int64")
+    upd = relay.var("u", shape=(relay.Any(), 4))
+    out = relay.scatter_elements(data, idx, upd, axis=0, reduction="add")
+    assert str(_typed(out)) == "Tensor[(6, 4), float32]"
+    with pytest.raises(Exception, match=r"must have one shape"):
+        _typed(relay.scatter_elements(data, idx, relay.var("w", shape=(relay.Any(), 3)), 0))
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(
+        tvm.IRModule.from_expr(relay.Function([data, idx, upd], out)), "llvm"), tvm.cpu())
+    d = np.zeros((6, 4), "float32")
+    for n in (2, 3):
+        i = np.arange(n * 4, dtype="int64").reshape(n, 4) % 6
+        u = np.ones((n, 4), "float32")
+        want = d.copy()
+        np.add.at(want, (i, np.arange(4)[None, :].repeat(n, 0)), u)
+        np.testing.assert_array_equal(vm.run(d, i, u).numpy(), want)
