@@ -158,3 +158,21 @@ def test_gather_counts_negative_indices_from_a_dynamic_axis_end_at_run_time():
         np.testing.assert_array_equal(out[0].numpy(), xv[[-1, 0]])
         np.testing.assert_array_equal(out[1].numpy(), xv[iv])
         np.testing.assert_array_equal(out[2].numpy(), np.take_along_axis(xv, ev % n, 0))
+
+
+def test_eye_like_of_a_dynamic_batch_is_computed_at_run_time():
+    """ONNX EyeLike of SigLIP's (batch, batch) logits: the identity of the run-time size
+    (each element's row and column counted by a cumsum), for k = 0 and 1; it needed the
+    static size (an ImportError_)."""
+    from minitvm.relay.frontend.onnx.registry import CONVERTERS
+
+    ctx = _ctx()
+    b = relay.Any()
+    x = relay.var("x", shape=(b, b))
+    outs = [CONVERTERS["EyeLike"](ctx, [x], {"k": k}) for k in (0, 1)]
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple(outs)))
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm"), tvm.cpu())
+    for n in (1, 3):
+        got = vm.run(np.zeros((n, n), "float32"))
+        np.testing.assert_array_equal(got[0].numpy(), np.eye(n, dtype="float32"))
+        np.testing.assert_array_equal(got[1].numpy(), np.eye(n, k=1, dtype="float32"))

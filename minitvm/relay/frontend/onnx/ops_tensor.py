@@ -632,7 +632,12 @@ def _eye_like(ctx, ins, attrs):
 
     shape = ctx.shape(ins[0])
     dt = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else ctx.dtype(ins[0])
-    return ctx.const(np.eye(shape[0], shape[1], k=int(attrs.get("k", 0)), dtype=dt))
+    k = int(attrs.get("k", 0))
+    if has_dynamic(shape):  # (a run-time size: each element's row and column by a running count)
+        ones = _op.cast(_op.ones_like(ins[0]), "int64")
+        rows, cols = (_op.cumsum(ones, axis=a) for a in (0, 1))
+        return _op.cast(_op.equal(_op.add(rows, ctx.const(np.array(k, "int64"))), cols), dt)
+    return ctx.const(np.eye(shape[0], shape[1], k=k, dtype=dt))
 
 
 @register("CumSum")
