@@ -176,3 +176,26 @@ def test_eye_like_of_a_dynamic_batch_is_computed_at_run_time():
         got = vm.run(np.zeros((n, n), "float32"))
         np.testing.assert_array_equal(got[0].numpy(), np.eye(n, dtype="float32"))
         np.testing.assert_array_equal(got[1].numpy(), np.eye(n, k=1, dtype="float32"))
+
+
+def test_col2im_of_a_dynamic_batch_folds_at_each_batch_size():
+    """ONNX Col2Im (FuseFormer's soft composition) of a (batch, C*2*2, 4) input into 3x3
+    images, overlapping 2x2 blocks at stride 1: the reshapes copy the batch (it needed its
+    static size: an ImportError_); each batch matches a numpy fold."""
+    from minitvm.relay.frontend.onnx.registry import CONVERTERS
+
+    ctx = _ctx()
+    x = relay.var("x", shape=(relay.Any(), 8, 4))
+    y = CONVERTERS["Col2Im"](ctx, [x, relay.const(np.array([3, 3], "int64")),
+                                   relay.const(np.array([2, 2], "int64"))], {})
+    assert str(ctx.shape(y)[1:]) == "(2, 3, 3)"
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(
+        tvm.IRModule.from_expr(relay.Function([x], y)), "llvm"), tvm.cpu())
+    for n in (1, 3):
+        xv = np.random.default_rng(n).standard_normal((n, 8, 4)).astype("float32")
+        cols = xv.reshape(n, 2, 2, 2, 2, 2)  # (n, c, di, dj, i, j)
+        want = np.zeros((n, 2, 3, 3), "float32")
+        for di in range(2):
+            for dj in range(2):
+                want[:, :, di:di + 2, dj:dj + 2] += cols[:, :, di, dj]
+        np.testing.assert_allclose(vm.run(xv).numpy(), want, rtol=1e-6, atol=1e-6)
