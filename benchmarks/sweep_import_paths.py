@@ -13,10 +13,19 @@ runs each model of its tables through each of them and compares with PyTorch eag
     dynamo-relay torch.onnx.export(dynamo=True), torch's default exporter (needs onnxscript)
                  -> relay.frontend.from_onnx -> relay.build
     dynamo-relax the same file -> relax.frontend.onnx.from_onnx -> relax.build
+    onnx-dyn-relay the onnx-dyn file -> relay.frontend.from_onnx (its batch dim_param becomes
+                 relay.Any(), no shape=) -> relay.vm.compile (opt_level 3), run at batch 1
+                 and 3 (one compile); the cell adds how many of the executable's kernels
+                 with dynamic shapes are one symbolic kernel for every batch ("sym") and how
+                 many compile per input shape ("spec"), and the run totals them
+    ep-relax-dyn torch.export.export with axis 0 of every input a ``Dim`` -> relax.frontend.
+                 torch.from_exported_program (the batch a symbolic tir var) -> relax.build,
+                 run at batch 1 and 3 (one build)
 
     python benchmarks/sweep_import_paths.py [--group all] [--models a,b] [--paths onnx-relay,...]
 
-The default paths are the first four; ``--paths all`` adds the two dynamo ones.
+The default paths are the first four; ``--paths all`` adds the dynamo ones and the two
+dynamic-batch ones after them (or name one alone: ``--paths onnx-dyn-relay``).
 
 Builds are strict-native: a Relay kernel that would fall back to numpy, or a Relax program that
 calls a packed function computing in numpy (``Executable.numpy_calls``: ``nonzero`` of an
@@ -70,6 +79,7 @@ from minitvm.relay.frontend.onnx import NeedsConstantInput  # noqa: E402
 
 PATHS = ("onnx-relay", "onnx-dyn", "ep-relax", "ep-relay")
 DYNAMO_PATHS = ("dynamo-relay", "dynamo-relax")
+DYN_RELAY_PATHS = ("onnx-dyn-relay", "ep-relax-dyn")
 DYN_BATCHES = (1, 3)
 
 
@@ -210,8 +220,25 @@ def relax_vm(mod):
     return relax.VirtualMachine(ex, tvm.cpu())
 
 
-def path_onnx_dyn(name, model, inputs, ref, tol):
-    """Export once with axis 0 of every input symbolic, build once, run at each batch size."""
+_DYN_FILES: dict = {}  # model name -> (blob, model proto, eager refs per batch) or the Skip
+
+
+def dyn_onnx(name, model, inputs, tol):
+    """(blob, model proto, {batch: eager output}): the model exported once with axis 0 of
+    every input symbolic, checked under ORT at each batch size; onnx-dyn and onnx-dyn-relay
+    share it."""
+    if name not in _DYN_FILES:
+        try:
+            _DYN_FILES[name] = dyn_onnx_export(name, model, inputs, tol)
+        except Skip as e:
+            _DYN_FILES[name] = e
+    got = _DYN_FILES[name]
+    if isinstance(got, Skip):
+        raise got
+    return got
+
+
+def dyn_onnx_export(name, model, inputs, tol):
     import onnx
     import torch
 
@@ -240,6 +267,12 @@ def path_onnx_dyn(name, model, inputs, ref, tol):
     for b in DYN_BATCHES:
         check_ort(blob, onnx_feed(om, batched(inputs, b)), refs[b], tol,
                   f"dynamic-batch ONNX (batch {b})")
+    return blob, om, refs
+
+
+def path_onnx_dyn(name, model, inputs, ref, tol):
+    """Export once with axis 0 of every input symbolic, build once, run at each batch size."""
+    _, om, refs = dyn_onnx(name, model, inputs, tol)
     vm = relax_vm(relax.frontend.onnx.from_onnx(om))
     errs = []
     for b in DYN_BATCHES:
@@ -247,6 +280,72 @@ def path_onnx_dyn(name, model, inputs, ref, tol):
         try:
             errs.append(rel_err(first_tensor(vm["main"](*map(tvm.nd.array, feed.values()))),
                                 refs[b]))
+        except Exception as e:
+            raise type(e)(f"at batch {b}: {first_line(e)}") from e
+    return max(errs)
+
+
+KERNEL_COUNTS: dict = {}  # model name -> the onnx-dyn-relay executable's dynamic kernel counts
+
+
+def path_onnx_dyn_relay(name, model, inputs, ref, tol):
+    """The onnx-dyn file into Relay with its batch as relay.Any(), ``relay.vm.compile``d once
+    (strict-native: a kernel that would fall back to numpy raises), run at each batch size.
+    Returns (error, note): the note counts the symbolic and per-shape kernels."""
+    from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
+    from minitvm.runtime import vm as runtime_vm
+
+    _, om, refs = dyn_onnx(name, model, inputs, tol)
+    try:
+        with warnings.catch_warnings():  # (the notice that the batch imports as relay.Any())
+            warnings.simplefilter("ignore", UserWarning)
+            mod, params = relay.frontend.from_onnx(om)
+    except NeedsConstantInput as e:
+        raise Skip(f"data-dependent shape (needs {e.input_name} as a constant; Relay's "
+                   f"dynamic batch cannot bind it)") from e
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
+        exe = relay.vm.compile(mod, target="llvm", params=params)
+    KERNEL_COUNTS[name] = counts = dynamic_kernel_counts(exe.kernels)
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    user = [p.name_hint for p in mod["main"].params]
+    errs = []
+    for b in DYN_BATCHES:
+        feed = onnx_feed(om, batched(inputs, b))
+        try:
+            out = vm.invoke("main", *[tvm.nd.array(feed[k]) for k in user])
+            errs.append(rel_err(first_tensor(out), refs[b]))
+        except Exception as e:
+            raise type(e)(f"at batch {b}: {first_line(e)}") from e
+    return max(errs), f"sym {counts['symbolic']} spec {counts['specialized']}"
+
+
+def path_ep_relax_dyn(name, model, inputs, ref, tol):
+    """torch.export with axis 0 of every input one ``Dim`` (exported at batch 2), one Relax
+    build, run at each batch size."""
+    import torch
+
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    try:
+        refs = {b: eager(model, tuple(batched(inputs, b).values())) for b in DYN_BATCHES}
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"axis 0 is not the batch of every input (eager fails on them cycled to "
+                   f"another size): {first_line(e)}") from e
+    batch = torch.export.Dim("batch")
+    example = batched(inputs, 2)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, tuple(example.values()), dynamic_shapes=tuple(
+                {0: batch} if v.dim() > 0 else None for v in example.values()))
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"torch.export (dynamic batch): {first_line(e)}") from e
+    vm = relax_vm(from_exported_program(ep))
+    errs = []
+    for b in DYN_BATCHES:
+        args = [tvm.nd.array(a.numpy()) for a in batched(inputs, b).values()]
+        try:
+            errs.append(rel_err(first_tensor(vm["main"](*args)), refs[b]))
         except Exception as e:
             raise type(e)(f"at batch {b}: {first_line(e)}") from e
     return max(errs)
@@ -335,7 +434,8 @@ def path_dynamo_relax(name, model, inputs, ref, tol):
 
 RUNNERS = {"onnx-relay": path_onnx_relay, "onnx-dyn": path_onnx_dyn, "ep-relax": path_ep_relax,
            "ep-relay": path_ep_relay, "dynamo-relay": path_dynamo_relay,
-           "dynamo-relax": path_dynamo_relax}
+           "dynamo-relax": path_dynamo_relax, "onnx-dyn-relay": path_onnx_dyn_relay,
+           "ep-relax-dyn": path_ep_relax_dyn}
 
 
 def first_line(e: BaseException) -> str:
@@ -353,7 +453,9 @@ def cell(path, name, ctor, spec, tol) -> tuple[str, str]:
         return "skip", f"skip: {e}"
     except Exception as e:  # noqa: BLE001 - report and go on
         return "FAILED", f"FAILED {type(e).__name__}: {first_line(e)}"
-    return ("ok", f"ok {err:.1e}") if err <= tol else ("WRONG", f"WRONG {err:.1e}")
+    err, note = err if isinstance(err, tuple) else (err, "")  # (a runner may add a note)
+    note = f" ({note})" if note else ""
+    return ("ok", f"ok {err:.1e}{note}") if err <= tol else ("WRONG", f"WRONG {err:.1e}{note}")
 
 
 def main() -> int:
@@ -366,7 +468,7 @@ def main() -> int:
                              "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
-                    help=f"comma-separated of {PATHS + DYNAMO_PATHS}, or all")
+                    help=f"comma-separated of {PATHS + DYNAMO_PATHS + DYN_RELAY_PATHS}, or all")
     ap.add_argument("--tol", type=float, default=1e-3,
                     help="largest error relative to eager's output that passes")
     args = ap.parse_args()
@@ -376,7 +478,8 @@ def main() -> int:
     tables = groups()
     table = tables["all"]
     names = args.models.split(",") if args.models else list(tables[args.group])
-    paths = list(PATHS + DYNAMO_PATHS) if args.paths == "all" else args.paths.split(",")
+    paths = list(PATHS + DYNAMO_PATHS + DYN_RELAY_PATHS) if args.paths == "all" \
+        else args.paths.split(",")
     bad = [n for n in names if n not in table] + [p for p in paths if p not in RUNNERS]
     if bad:
         print(f"unknown {bad}; models: {list(table)}; paths: {list(RUNNERS)}")
@@ -400,6 +503,11 @@ def main() -> int:
         counts = {s: sum(results[n, p][0] == s for n in names)
                   for s in ("ok", "WRONG", "FAILED", "skip")}
         print(f"{p:12s} " + " / ".join(str(c) for c in counts.values()))
+    if KERNEL_COUNTS:
+        print("onnx-dyn-relay kernels with dynamic shapes over {} compiled models: {} symbolic, "
+              "{} specialized per shape".format(
+                  len(KERNEL_COUNTS), sum(c["symbolic"] for c in KERNEL_COUNTS.values()),
+                  sum(c["specialized"] for c in KERNEL_COUNTS.values())))
     failures = [(n, p) for (n, p), (s, _) in results.items() if s in ("WRONG", "FAILED")]
     for n, p in failures:
         print(f"  {n} {p}: {results[n, p][1]}")

@@ -21,13 +21,15 @@ __all__ = ["col2im"]
 
 
 def col2im(x, shape, size, kernel, dilation, pads_begin, pads_end, stride, fail):
-    """Fold ``x`` [N, C*kh*kw, L] (``shape``, static) into [N, C, H, W]."""
-    n, ck, blocks = shape
+    """Fold ``x`` [N, C*kh*kw, L] (``shape``: static but for N, which may be dynamic) into
+    [N, C, H, W]. The reshapes copy N (Relay's 0) rather than write it, so a dynamic batch
+    keeps its size."""
+    _, ck, blocks = shape
     kh, kw = kernel
     plan = fold_plan(size, kernel, dilation, pads_begin, pads_end, stride, ck, blocks, fail)
     c, (oh, ow) = plan.channels, plan.windows
-    y = _op.reshape(_annotation.stop_fusion(x), (n, c, kh, kw, oh, ow))
-    y = _op.reshape(_op.transpose(y, [0, 1, 2, 4, 3, 5]), (n, c, kh * oh, kw * ow))
+    y = _op.reshape(_annotation.stop_fusion(x), (0, c, kh, kw, oh, ow))
+    y = _op.reshape(_op.transpose(y, [0, 1, 2, 4, 3, 5]), (0, c, kh * oh, kw * ow))
     y = _annotation.stop_fusion(_nn.pad(y, ((0, 0), (0, 0), (0, 1), (0, 1))))
     terms = []
     for t in range(plan.rows.shape[1]):

@@ -47,11 +47,22 @@ def _scan_rel(name):
     return rel
 
 
+def _may_equal(a, b) -> bool:
+    """May dimensions ``a`` and ``b`` be the same size? Two static sizes must be equal; a
+    dynamic one (``relay.Any()``, a symbolic size) may be any size, checked at run time (two
+    distinct ``Any`` objects, e.g. a reshape's -1 and the batch, are not known unequal)."""
+    try:
+        return int(a) == int(b)
+    except (TypeError, ValueError):
+        return True
+
+
 def _scatter_elements_rel(arg_types, attrs):
     check_num_args("scatter_elements", arg_types, 3)
     data, idx, upd = (tensor_arg(arg_types, i, "scatter_elements") for i in range(3))
     normalize_axis(attrs.axis, len(data.shape), "scatter_elements")
-    if tuple(idx.shape) != tuple(upd.shape) or len(idx.shape) != len(data.shape):
+    if len(idx.shape) != len(upd.shape) or len(idx.shape) != len(data.shape) or not all(
+            _may_equal(i, u) for i, u in zip(idx.shape, upd.shape, strict=True)):
         raise TypeError(f"scatter_elements: indices {type_str(idx)} and updates "
                         f"{type_str(upd)} must have one shape and the rank of the data "
                         f"{type_str(data)}")
@@ -71,7 +82,8 @@ def _scatter_nd_rel(arg_types, attrs):
         raise TypeError(f"scatter_nd: indices {type_str(idx)} must index at most the rank of "
                         f"the data {type_str(data)} in their first dimension")
     want = tuple(idx.shape[1:]) + tuple(data.shape[m:])
-    if tuple(upd.shape) != want:
+    if len(upd.shape) != len(want) or not all(
+            _may_equal(u, w) for u, w in zip(upd.shape, want, strict=True)):
         raise TypeError(f"scatter_nd: updates must have shape {want}, got {type_str(upd)}")
     if attrs.mode not in _REDUCTIONS:
         raise TypeError(f"scatter_nd: mode must be one of {', '.join(_REDUCTIONS)}, got "

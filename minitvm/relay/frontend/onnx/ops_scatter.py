@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import op as _op
 from ..scatter import scatter_elements
+from .dynamic_dim import has_dynamic
 from .ops_tensor import _normalize_indices
 from .registry import Context, register
 
@@ -34,6 +35,21 @@ def _scatter_elements(ctx: Context, ins, attrs):
     return scatter_elements(ctx, data, idx, upd, axis, _reduction(ctx, attrs))
 
 
+def _nd_indices(ctx: Context, idx, data, dims):
+    """ScatterND's index tuples (last axis) into ``data``'s leading ``dims`` with negative
+    components counted from the end: by the static sizes, or, where one is dynamic (a
+    ``DynamicDim``), by ``data``'s sizes read at run time (``shape_of``); constant indices that
+    are all non-negative stay as they are."""
+    dtype = ctx.dtype(idx)
+    if not has_dynamic(dims):
+        return _normalize_indices(ctx, idx, np.array(dims, dtype))
+    v = ctx.maybe_value(idx)
+    if v is not None and not (v < 0).any():
+        return ctx.const(v)
+    sizes = _op.strided_slice(_op.shape_of(data, dtype), [0], [len(dims)])
+    return _op.where(_op.less(idx, ctx.const(np.array(0, dtype))), _op.add(idx, sizes), idx)
+
+
 @register("ScatterND")
 def _scatter_nd(ctx: Context, ins, attrs):
     data, idx, upd = ins
@@ -42,7 +58,7 @@ def _scatter_nd(ctx: Context, ins, attrs):
     k = ishape[-1]
     if k > len(shape):
         raise ctx.fail(f"indices' last dimension {k} exceeds the data's rank {len(shape)}")
-    idx = _normalize_indices(ctx, idx, np.array(shape[:k], ctx.dtype(idx)))
+    idx = _nd_indices(ctx, idx, data, shape[:k])
     # Relay (as TVM) puts the index tuple first: (k, ...) instead of ONNX's (..., k)
     nd = len(ishape)
     idx = _op.transpose(idx, [nd - 1] + list(range(nd - 1)))

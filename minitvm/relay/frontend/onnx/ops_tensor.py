@@ -83,7 +83,8 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
     target = []
     for i, v in enumerate(elems.ravel()):
         if isinstance(v, SizeOf):  # (a size computed from others has no axis to read: fresh)
-            target.append(DynamicDim(i) if v.tensor is None else ctx.shape(v.tensor)[v.axis])
+            target.append(_computed(ctx, i, v) if v.tensor is None else
+                          ctx.shape(v.tensor)[v.axis])
         elif int(v) == 0 and not allowzero and i < len(in_shape):
             target.append(in_shape[i])  # ONNX's 0 copies the input's size
         else:
@@ -100,6 +101,15 @@ def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
             return _op.reshape(x, run_time)
         return _op.reshape(x, dynamic_reshape_target(in_shape, codes))
     return reshape_to(ctx.shape, x, in_shape, target, run_time)
+
+
+def _computed(ctx, axis: int, size: SizeOf) -> DynamicDim:
+    """A fresh ``DynamicDim`` for a size the graph computed from others, noted in
+    ``ctx.size_factors`` as the product it is where the arithmetic said so (``batch * 2``)."""
+    d = DynamicDim(axis)
+    if size.factors is not None:
+        ctx.size_factors.define(d.symbol, *size.factors)
+    return d
 
 
 def _static_inferred(ctx, in_shape, target) -> list | None:
@@ -277,20 +287,33 @@ def _normalize_indices(ctx, idx, dim):
                      idx)
 
 
+def _axis_indices(ctx, idx, x, axis: int):
+    """``idx`` into axis ``axis`` of ``x`` with each negative index counted from the end.
+    Where that axis is dynamic (a ``DynamicDim``), its size is read at run time (``shape_of``)
+    for the negative indices; constant indices that are all non-negative stay as they are."""
+    dim = ctx.shape(x)[axis]
+    if not isinstance(dim, DynamicDim):
+        return _normalize_indices(ctx, idx, dim)
+    v = ctx.maybe_value(idx)
+    if v is not None and not (v < 0).any():
+        return ctx.const(v)
+    dtype = ctx.dtype(idx)
+    size = _op.take(_op.shape_of(x, dtype), ctx.const(np.array(axis, "int64")), axis=0)
+    return _op.where(_op.less(idx, ctx.const(np.array(0, dtype))), _op.add(idx, size), idx)
+
+
 @register("Gather")
 def _gather(ctx, ins, attrs):
     x, idx = ins
-    shape = ctx.shape(x)
-    axis = int(attrs.get("axis", 0)) % len(shape)
-    return _op.take(x, _normalize_indices(ctx, idx, shape[axis]), axis=axis)
+    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    return _op.take(x, _axis_indices(ctx, idx, x, axis), axis=axis)
 
 
 @register("GatherElements")
 def _gather_elements(ctx, ins, attrs):
     x, idx = ins
-    shape = ctx.shape(x)
-    axis = int(attrs.get("axis", 0)) % len(shape)
-    return _op.gather(x, axis, _normalize_indices(ctx, idx, shape[axis]))
+    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    return _op.gather(x, axis, _axis_indices(ctx, idx, x, axis))
 
 
 @register("GatherND")
@@ -609,7 +632,12 @@ def _eye_like(ctx, ins, attrs):
 
     shape = ctx.shape(ins[0])
     dt = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else ctx.dtype(ins[0])
-    return ctx.const(np.eye(shape[0], shape[1], k=int(attrs.get("k", 0)), dtype=dt))
+    k = int(attrs.get("k", 0))
+    if has_dynamic(shape):  # (a run-time size: each element's row and column by a running count)
+        ones = _op.cast(_op.ones_like(ins[0]), "int64")
+        rows, cols = (_op.cumsum(ones, axis=a) for a in (0, 1))
+        return _op.cast(_op.equal(_op.add(rows, ctx.const(np.array(k, "int64"))), cols), dt)
+    return ctx.const(np.eye(shape[0], shape[1], k=k, dtype=dt))
 
 
 @register("CumSum")

@@ -24,12 +24,33 @@ MAX_NODES = 64  # a shape chain is a handful of ops; anything larger is not one
 
 class SizeOf:
     """A size known only at run time: axis ``axis`` of ``tensor`` (both None when it is
-    computed from one, e.g. the batch times the heads). Sizes are never negative."""
+    computed from one, e.g. the batch times the heads). Sizes are never negative.
 
-    __slots__ = ("tensor", "axis")
+    ``factors``, where known, is ``(sizes, k)``: the size is the product of ``sizes`` (the
+    ``relay.Any()`` objects of the tensors' types it was read from) times the static ``k``
+    (``batch * 2``: ``((batch,), 2)``), so a reshape to it can still infer its other sizes
+    statically (``ops_tensor._static_inferred``); None for other arithmetic."""
 
-    def __init__(self, tensor=None, axis: int | None = None):
-        self.tensor, self.axis = tensor, axis
+    __slots__ = ("tensor", "axis", "factors")
+
+    def __init__(self, tensor=None, axis: int | None = None, factors: tuple | None = None):
+        self.tensor, self.axis, self.factors = tensor, axis, factors
+
+
+def _factors(v) -> tuple | None:
+    """(sizes, k) of an element: an int is ``((), v)``; a ``SizeOf`` its ``factors``."""
+    if isinstance(v, SizeOf):
+        return v.factors
+    return (), int(v)
+
+
+def _product(x, y) -> SizeOf:
+    """The ``SizeOf`` of ``x * y`` (one of them a ``SizeOf``), its factors kept when both
+    operands' are known and the static factor is positive."""
+    fx, fy = _factors(x), _factors(y)
+    if fx is None or fy is None or fx[1] * fy[1] <= 0:
+        return SizeOf()
+    return SizeOf(factors=(fx[0] + fy[0], fx[1] * fy[1]))
 
 
 _BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
@@ -62,7 +83,7 @@ def _binary(name, a, b):
                 other = y if isinstance(x, SizeOf) else x
                 if not isinstance(other, SizeOf) and other < 0:
                     return False
-            return SizeOf()
+            return _product(x, y) if name == "multiply" else SizeOf()
         return _BINARY[name](x, y)
     a, b = np.broadcast_arrays(a, b)
     out = np.empty(a.shape, dtype=object)
@@ -96,7 +117,7 @@ def _one(e, vals: dict):
         st = infer_type(e.args[0])
         if not isinstance(st, TensorType):
             return None
-        return np.array([SizeOf(e.args[0], i) if isinstance(d, Any) else int(d)
+        return np.array([SizeOf(e.args[0], i, ((d,), 1)) if isinstance(d, Any) else int(d)
                          for i, d in enumerate(st.shape)] or [], dtype=object)
     if name in _BINARY:
         return _binary(name, args[0], args[1])

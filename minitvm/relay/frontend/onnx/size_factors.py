@@ -66,6 +66,14 @@ class SizeFactors:
                 k *= int(d)
         return bases, k
 
+    def define(self, d: Any, sizes, k: int) -> None:
+        """Note that the fresh size ``d`` is the product of ``sizes`` (Anys, each expanded by
+        what it is noted as) times ``k``: a size the graph computed (``batch * 2``) and a
+        reshape takes as a dimension."""
+        bases, f = self.expand(sizes)
+        self._seen[id(d)] = d  # (kept alive: the table is keyed by id)
+        self.table[id(d)] = (tuple(sorted(bases, key=id)), f * int(k))
+
     @staticmethod
     def same_sizes(a: list, b: list) -> bool:
         """Whether two lists of graph-input sizes hold the same ones (as multisets)."""
