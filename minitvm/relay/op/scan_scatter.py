@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
+from ...ir.prim_expr import Any
+from ...ir.structural import structural_equal
 from ...ir.type import TensorType
 from ..expr import Call
 from .op import define_op
@@ -48,13 +50,19 @@ def _scan_rel(name):
 
 
 def _may_equal(a, b) -> bool:
-    """May dimensions ``a`` and ``b`` be the same size? Two static sizes must be equal; a
-    dynamic one (``relay.Any()``, a symbolic size) may be any size, checked at run time (two
-    distinct ``Any`` objects, e.g. a reshape's -1 and the batch, are not known unequal)."""
+    """May dimensions ``a`` and ``b`` be the same size? Two static sizes must be equal; an
+    import-time ``relay.Any()`` may be any size (two distinct ``Any`` objects, e.g. a reshape's
+    -1 and the batch, are not known unequal). Two symbolic sizes (the Relay VM's ``tir.Var``
+    expressions, ``vm.symbolic``) must be the same expression: the symbolic kernel checks at
+    each call only the sizes its typing made one, so distinct ones send the function to the
+    per-shape specialization, whose static typing rejects a mismatch instead of reading past
+    the smaller operand."""
+    if isinstance(a, Any) or isinstance(b, Any):
+        return True
     try:
         return int(a) == int(b)
     except (TypeError, ValueError):
-        return True
+        return a is b or structural_equal(a, b)
 
 
 def _scatter_elements_rel(arg_types, attrs):

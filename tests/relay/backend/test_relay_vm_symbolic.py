@@ -205,6 +205,38 @@ def test_scatter_with_every_extent_dynamic_matches_the_interpreter(kind):
                                    atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["elements", "nd"])
+def test_scatter_operands_of_distinct_any_sizes_are_checked_at_each_call(kind):
+    """Indices and updates typed with distinct ``relay.Any()`` sizes (as an importer makes
+    them): the symbolic typing makes the updates' size the indices' (one kernel for every
+    size, none specialized), so a call whose updates do not match is caught by the kernel's
+    size check and rejected by the static typing, where the kernel read past the updates
+    (garbage in the result, no error)."""
+    if kind == "elements":
+        d = relay.var("d", shape=(relay.Any(), 4), dtype="float32")
+        i = relay.var("i", shape=(relay.Any(), 4), dtype="int64")
+        u = relay.var("u", shape=(relay.Any(), 4), dtype="float32")
+        out = relay.scatter_elements(d, i, u, axis=0, reduction="add")
+    else:
+        d = relay.var("d", shape=(relay.Any(), 4), dtype="float32")
+        i = relay.var("i", shape=(1, relay.Any()), dtype="int64")
+        u = relay.var("u", shape=(relay.Any(), 4), dtype="float32")
+        out = relay.scatter_nd(d, i, u, mode="add")
+    mod = tvm.IRModule.from_expr(relay.Function([d, i, u], out))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    interp = relay.create_executor("debug", mod=mod).evaluate()
+    rng = np.random.default_rng(5)
+    for n, k in ((5, 6), (3, 2)):
+        iv = rng.integers(0, n, (k, 4) if kind == "elements" else (1, k)).astype("int64")
+        args = [np.zeros((n, 4), "float32"), iv, rng.standard_normal((k, 4)).astype("float32")]
+        np.testing.assert_allclose(vm.run(*args).numpy(), interp(*args).numpy(), rtol=1e-6)
+    args[2] = np.ones((k + 3, 4), "float32")  # (updates of another size than the indices)
+    with pytest.raises(Exception, match="scatter"):  # (names the scatter's kernel)
+        vm.run(*args)
+
+
 def _typed(e, t):
     e._checked_type = t
     return e

@@ -90,34 +90,65 @@ def _typed(func: Function, sizes: dict, keep: frozenset = frozenset()) -> Functi
 # ops whose result's dims line up with their arguments' (right-aligned) where both are sizes:
 # a broadcast, and batch_matmul's batch (whose typing takes two unknown batches as equal)
 _ALIGNED_OPS = frozenset({"nn.batch_matmul"})
+# ops whose operands' dims must agree with each other (the result is the data's shape)
+_PAIRED_OPS = frozenset({"scatter_elements", "scatter_nd"})
+
+
+def _scatter_pairs(call) -> list:
+    """(dimension, dimension) pairs a scatter's typing requires equal: the indices' and the
+    updates' (scatter_elements), the updates' and ``indices[1:] + data[m:]`` (scatter_nd)."""
+    data, idx, upd = (a.checked_type for a in call.args)
+    if not all(isinstance(t, TensorType) for t in (data, idx, upd)):
+        return []
+    if call.op.name == "scatter_elements":
+        want = list(idx.shape)
+    else:
+        m = idx.shape[0] if idx.shape else None
+        if not isinstance(m, int | E.IntImm):
+            return []
+        want = list(idx.shape[1:]) + list(data.shape[int(m):])
+    if len(want) != len(upd.shape):
+        return []
+    pairs = list(zip(upd.shape, want, strict=True))
+    return pairs + [(b, a) for a, b in pairs]
+
+
+def _aligned_pairs(e) -> list:
+    """(argument dimension, the dimension an aligned op's typing matched it with) of call
+    ``e``: a broadcast's or batch_matmul's result dims against its arguments' (right-aligned),
+    a scatter's operands against each other (``_scatter_pairs``)."""
+    if e.op.name in _PAIRED_OPS:
+        return _scatter_pairs(e)
+    if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \
+            e.op.name not in _ALIGNED_OPS:
+        return []
+    out = e.checked_type
+    if not isinstance(out, TensorType):
+        return []
+    pairs = []
+    for a in e.args:
+        at = a.checked_type
+        if not isinstance(at, TensorType):
+            continue
+        lead = len(out.shape) - len(at.shape)
+        pairs += [(d, out.shape[lead + k]) for k, d in enumerate(at.shape) if lead + k >= 0]
+    return pairs
 
 
 def _aligned_resolved(typed: Function, kept: set) -> dict:
     """id(Any) -> the expression an aligned op's typing matched it with: a call whose argument
-    has the Any where its result has an expression (``(n*8)//48`` for the fresh Any a reshape
-    gave the same batch)."""
+    has the Any where its result (or a scatter's other operand) has an expression (``(n*8)//48``
+    for the fresh Any a reshape gave the same batch)."""
     from ...expr_functor import dataflow_post_order
 
     found: dict = {}
     for e in dataflow_post_order(typed.body):
         if not (isinstance(e, Call) and isinstance(e.op, Op)):
             continue
-        if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \
-                e.op.name not in _ALIGNED_OPS:
-            continue
-        out = e.checked_type
-        if not isinstance(out, TensorType):
-            continue
-        for a in e.args:
-            at = a.checked_type
-            if not isinstance(at, TensorType):
-                continue
-            lead = len(out.shape) - len(at.shape)
-            for k, d in enumerate(at.shape):
-                o = out.shape[lead + k] if lead + k >= 0 else None
-                if id(d) in kept and id(d) not in found and isinstance(o, E.PrimExpr) and \
-                        not isinstance(o, E.IntImm) and not _has_any(o):
-                    found[id(d)] = o
+        for d, o in _aligned_pairs(e):
+            if id(d) in kept and id(d) not in found and isinstance(o, E.PrimExpr) and \
+                    not isinstance(o, E.IntImm) and not _has_any(o):
+                found[id(d)] = o
     return found
 
 
@@ -128,14 +159,16 @@ def symbolic_function(func: Function) -> tuple[Function, list]:
 
     Two Anys the program could not tell equal (a reshape's ``-1`` gives a fresh one for the same
     batch) would not broadcast together, or a batch_matmul's typing would take them equal
-    unchecked: so the Anys of the parameters but one (the first, or the first whose sizes match
-    all the others) are first typed as Any, and each one an aligned op matches with an
-    expression (``_aligned_resolved``) is given that expression; the kernel checks at each call
-    that the sizes agree (and runs the shape's specialization where they do not). The others
-    get their own variables."""
+    unchecked, or a scatter's typing would read past the smaller of two operands: so the Anys
+    of the parameters but one (the one whose sizes resolve the most others, the first on a tie)
+    are first typed as Any, and each one an aligned op matches with an expression
+    (``_aligned_resolved``) is given that expression; the kernel checks at each call that the
+    sizes agree (and runs the shape's specialization where they do not). The others get their
+    own variables."""
     anys = {id(d): d for p in func.params for t in tensor_types(p.checked_type)
             for d in t.shape if isinstance(d, Any)}
     sizes: dict = {}
+    best = -1
     for k, p in enumerate(func.params):  # each parameter with Anys in turn defines them
         first = {id(d) for t in tensor_types(p.checked_type) for d in t.shape
                  if isinstance(d, Any)}
@@ -149,8 +182,8 @@ def symbolic_function(func: Function) -> tuple[Function, list]:
             resolved = {}
         for a, expr in resolved.items():
             trial[a] = (anys[a], expr)
-        if not sizes or len(resolved) == len(later):
-            sizes = trial  # (the first parameter's, unless another one resolves them all)
+        if not sizes or len(resolved) > best:
+            sizes, best = trial, len(resolved)  # (the first one resolving the most)
         if len(resolved) == len(later):
             break
     typed = _typed(func, sizes)
