@@ -17,6 +17,7 @@ import numpy as np
 
 from ....backend.fallback import report_fallback
 from ....ir.attrs import DictAttrs
+from ....ir.diagnostics import RelayTypeError
 from ....ir.module import IRModule
 from ....ir.op import Op
 from ....ir.structural import structural_equal
@@ -102,6 +103,9 @@ class ShapeSpecializer:
         if entry is None:
             try:
                 entry = self._specialize([a.shape for a in args])
+            except RelayTypeError as err:  # (the inputs do not fit the function: no fallback)
+                raise ValueError(f"{self.name}: input shapes {[a.shape for a in args]} do not "
+                                 f"fit the function's types: {err}") from None
             except (ValueError, TypeError, NotImplementedError, KeyError) as err:
                 report_fallback(f"{self.name} at shapes {[a.shape for a in args]}",
                                 func_ops(self.func), f"{type(err).__name__}: {err}",
