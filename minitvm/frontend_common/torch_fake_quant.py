@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["fake_quantize", "fake_quantize_parts", "channel_shape", "eight_bit_dtype",
-           "weight_integers"]
+           "fused_observer_fake_quant", "weight_integers"]
 
 
 def fake_quantize(ops: Any, x, inv_scale, scale, zero_point, qmin: int, qmax: int,
@@ -78,3 +78,24 @@ def weight_integers(w, scale, zero_point, axis: int | None, qmin: int, qmax: int
     q = np.clip(np.round(w * (np.float32(1) / s)) + zf, np.float32(qmin), np.float32(qmax))
     zv = np.asarray(zero_point, np.int64).reshape(-1)
     return q.astype(np.int64), dtype, zv if np.any(zv) else None, s.reshape(-1), (q - zf) * s
+
+
+def fused_observer_fake_quant(args, flag_value: Callable, fail: Callable, known: str,
+                              before: str) -> tuple:
+    """``fused_moving_avg_obs_fake_quant``'s arguments as ``(x, fake quantization on, scale,
+    zero_point, qmin, qmax, ch_axis, per_row)``, after checking what both importers refuse:
+    the observer / fake-quantization flags must have import-time values (``flag_value(v)``,
+    None where unknown; the message says they must be ``known``) and the observer must be off
+    (a model in training: its scale follows each input's range; the message says to disable
+    it ``before`` exporting or tracing). ``fail(message)`` makes the importer's error."""
+    x, observer_on, fake_quant_on, _lo, _hi, scale, zero_point = args[:7]
+    qmin, qmax, ch_axis = int(args[8]), int(args[9]), int(args[10])
+    per_row = bool(args[11]) if len(args) > 11 else False
+    flags = [flag_value(v) for v in (observer_on, fake_quant_on)]
+    if any(f is None for f in flags):
+        raise fail(f"the observer / fake-quantization flags must be {known} (module buffers)")
+    if np.any(flags[0] != 0):
+        raise fail("its observer is enabled (a model in training: the scale follows each "
+                   "input's range); call model.apply(torch.ao.quantization."
+                   f"disable_observer) before {before}")
+    return x, bool(np.any(flags[1] != 0)), scale, zero_point, qmin, qmax, ch_axis, per_row

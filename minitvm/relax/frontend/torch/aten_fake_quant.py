@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize_parts
+from ....frontend_common.torch_fake_quant import (
+    channel_shape,
+    fake_quantize_parts,
+    fused_observer_fake_quant,
+)
 from ... import op as _op
 from ...expr import Expr, const
 from .aten_fake_quant_conv import note_activation, note_weight
@@ -102,19 +106,11 @@ def _fused_moving_avg_obs_fake_quant(ctx: AtenContext, args):
     and zero point buffers -- per tensor, or per channel along ``ch_axis``
     (``per_row_fake_quant``) --, or ``x`` itself where fake quantization is off. With the
     observer on the scale would follow each input's range (training), refused."""
-    x, observer_on, fake_quant_on, lo, hi, scale, zero_point = args[:7]
-    qmin, qmax, ch_axis = int(args[8]), int(args[9]), int(args[10])
-    per_row = bool(args[11]) if len(args) > 11 else False
-    flags = [known_value(ctx, v) for v in (observer_on, fake_quant_on)]
-    if any(f is None for f in flags):
-        raise ctx.fail("the observer / fake-quantization flags must be known at import "
-                       "(module buffers)")
-    if np.any(flags[0] != 0):
-        raise ctx.fail("its observer is enabled (a model in training: the scale follows each "
-                       "input's range); call model.apply(torch.ao.quantization."
-                       "disable_observer) before exporting")
+    x, fake_quant_on, scale, zero_point, qmin, qmax, ch_axis, per_row = \
+        fused_observer_fake_quant(args, lambda v: known_value(ctx, v), ctx.fail,
+                                  "known at import", "exporting")
     dt = _float_input(ctx, x)
-    if not np.any(flags[1] != 0):
+    if not fake_quant_on:
         out = (x, ctx.emit(_op.ones_like(x, "bool")))
     elif per_row:
         shape = channel_shape(ctx.ndim(x), ch_axis, int(ctx.shape(scale)[0]))
@@ -128,4 +124,4 @@ def _fused_moving_avg_obs_fake_quant(ctx: AtenContext, args):
                       (scale, zero_point, None))
     if "functional" not in str(ctx.node.target):
         return out[0]
-    return (*out, lo, hi, scale, zero_point)
+    return (*out, args[3], args[4], scale, zero_point)  # (the observer's min / max buffers)

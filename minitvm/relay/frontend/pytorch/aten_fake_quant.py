@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.torch_fake_quant import channel_shape, fake_quantize_parts
+from ....frontend_common.torch_fake_quant import (
+    channel_shape,
+    fake_quantize_parts,
+    fused_observer_fake_quant,
+)
 from ... import expr as _expr
 from ... import op as _op
 from ..common import const_value
@@ -121,19 +125,11 @@ def _fused_moving_avg_obs_fake_quant(ctx, args):
     fake quantization by its scale and zero point buffers -- per tensor, or per channel along
     ``ch_axis`` (``per_row_fake_quant``) --, or ``x`` itself where fake quantization is off.
     With the observer on the scale would follow each input's range (training), refused."""
-    x, observer_on, fake_quant_on, _lo, _hi, scale, zero_point = args[:7]
-    qmin, qmax, ch_axis = int(args[8]), int(args[9]), int(args[10])
-    per_row = bool(args[11]) if len(args) > 11 else False
-    flags = [const_value(ctx.fold(v)) if _is_expr(v) else np.asarray(v)
-             for v in (observer_on, fake_quant_on)]
-    if any(f is None for f in flags):
-        raise ctx.fail("the observer / fake-quantization flags must be constants (module "
-                       "buffers)")
-    if np.any(flags[0] != 0):
-        raise ctx.fail("its observer is enabled (a model in training: the scale follows each "
-                       "input's range); call model.apply(torch.ao.quantization."
-                       "disable_observer) before tracing")
-    if not np.any(flags[1] != 0):
+    x, fake_quant_on, scale, zero_point, qmin, qmax, ch_axis, per_row = \
+        fused_observer_fake_quant(
+            args, lambda v: const_value(ctx.fold(v)) if _is_expr(v) else np.asarray(v),
+            ctx.fail, "constants", "tracing")
+    if not fake_quant_on:
         return x
     if per_row:
         return _fake_quantize_per_channel(ctx, [x, scale, zero_point, ch_axis, qmin, qmax])
