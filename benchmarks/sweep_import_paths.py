@@ -227,12 +227,18 @@ def dyn_onnx(name, model, inputs, tol):
     """(blob, model proto, {batch: eager output}): the model exported once with axis 0 of
     every input symbolic, checked under ORT at each batch size; onnx-dyn and onnx-dyn-relay
     share it."""
-    if name not in _DYN_FILES:
+    return _exported_once(_DYN_FILES, name, dyn_onnx_export, name, model, inputs, tol)
+
+
+def _exported_once(files: dict, name, export, *args):
+    """``export(*args)`` for model ``name``, made once and kept in ``files`` (its Skip too,
+    raised again at each later ask): the paths that read one file share it."""
+    if name not in files:
         try:
-            _DYN_FILES[name] = dyn_onnx_export(name, model, inputs, tol)
+            files[name] = export(*args)
         except Skip as e:
-            _DYN_FILES[name] = e
-    got = _DYN_FILES[name]
+            files[name] = e
+    got = files[name]
     if isinstance(got, Skip):
         raise got
     return got
@@ -387,15 +393,7 @@ def dynamo_onnx(name, model, inputs, ref, tol):
     as a user who calls it without options gets it; ORT checks it against eager. Exported
     once per model (``nu.prepare`` seeds its weights and inputs): the two dynamo paths share
     the file."""
-    if name not in _DYNAMO_FILES:
-        try:
-            _DYNAMO_FILES[name] = dynamo_export(model, inputs, ref, tol)
-        except Skip as e:
-            _DYNAMO_FILES[name] = e
-    got = _DYNAMO_FILES[name]
-    if isinstance(got, Skip):
-        raise got
-    return got
+    return _exported_once(_DYNAMO_FILES, name, dynamo_export, model, inputs, ref, tol)
 
 
 def dynamo_export(model, inputs, ref, tol):
