@@ -4,7 +4,7 @@ under ``minitvm``), every build timed beside ONNX Runtime in the same interleave
 thread, thread CPU time, batch 1).
 
     python benchmarks/bench_model_switch.py --switch schedule.conv_winograd.M_CHUNK_BYTES \\
-        --values 262144,None [--models squeezenet,regnet_like] [--rounds 11]
+        --values 262144,4611686018427387904 [--models squeezenet] [--rounds 11]
 
 A value may repeat (``--values A,B,A,B``): the repeated builds are A/A controls, whose spread is
 the noise floor of the machine for that model (on a loaded 2-core host it was 2-5%). The

@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 ALIGN = 64
-REUSE = "best_fit"
 
 
 def _nbytes(shape, dtype: str) -> int:
@@ -102,20 +101,9 @@ def plan_memory(nodes: list[dict], entries: list[dict], heads, kernels: dict) ->
 
     def alloc(nbytes: int) -> _Token:
         best = None
-        if REUSE == "best_fit":
-            for t in free:
-                if t.bytes >= nbytes and (best is None or t.bytes < best.bytes):
-                    best = t
-        else:
-            limit = 4 * nbytes if REUSE == "recent_bounded" else None
-            for t in reversed(free):
-                if t.bytes >= nbytes and (limit is None or t.bytes <= limit):
-                    best = t
-                    break
-            if best is None and limit is not None:
-                for t in free:
-                    if t.bytes >= nbytes and (best is None or t.bytes < best.bytes):
-                        best = t
+        for t in free:
+            if t.bytes >= nbytes and (best is None or t.bytes < best.bytes):
+                best = t
         if best is None and free:
             best = max(free, key=lambda t: t.bytes)
             best.bytes = nbytes

@@ -32,7 +32,6 @@ RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"
 
 # threads transforming weights beside the emit walk (``GraphCodegen._start_packs``)
 PACK_THREADS = min(2, os.cpu_count() or 1)
-SIBLINGS_BY_SCRATCH = False
 
 
 class GraphCodegenError(ValueError):
@@ -291,8 +290,6 @@ class GraphCodegen:
 
         order = dataflow_post_order(main.body, children)
         self.lower_kernels(order)
-        if SIBLINGS_BY_SCRATCH:
-            order = self._scratch_first(main, order, children)
         pool = None
         if any(k is not None and getattr(self.kernels.get(k), "input_packs", None)
                for _, _, k in self._call_kernels.values()):
@@ -307,25 +304,6 @@ class GraphCodegen:
                     f.cancel()
                 self._pack_futures.clear()
                 pool.shutdown(wait=True)
-
-    def _scratch_first(self, main, order, children):
-        """EXPERIMENT: independent operands ordered by descending kernel scratch."""
-        def scratch(c):
-            while isinstance(c, TupleGetItem):
-                c = c.tuple_value
-            found = self._call_kernels.get(id(c)) if isinstance(c, Call) else None
-            if found is None or found[2] is None:
-                return 0
-            return getattr(self.kernels[found[2]], "ws_bytes", 0)
-
-        def ordered(e):
-            cs = children(e)
-            if isinstance(e, (Call, Tuple)) and len(cs) > 1:
-                sign = 1 if SIBLINGS_BY_SCRATCH == "light" else -1
-                return tuple(sorted(cs, key=lambda c: sign * scratch(c)))
-            return cs
-
-        return dataflow_post_order(main.body, ordered)
 
     def _start_packs(self, order, pool: ThreadPoolExecutor) -> None:
         """Start every weight transform the emit walk will ask ``_repack`` for on ``pool``:
