@@ -124,20 +124,23 @@ def _loop(ctx: Context, spec, ops, cell, xw, length, init: list, ys0, lens, batc
         with fbb.function(gv.name_hint, params, private=True):
             ctx.bb = fbb
             go = fbb.emit(_op.less(t, n))
-            fbb.begin_binding_block()
+            fbb.begin_dataflow_block()  # (a step's ops in a dataflow block: fused)
             mask = None
             if extra:
                 mask = ctx.emit(_op.expand_dims(ctx.emit(_op.less(t, extra[0])), 1))
             row = ctx.emit(_op.take(xw_v, t, 0))
             h, c = states[0], (states[1] if len(states) > 1 else None)
             y, h_new, c_new = cell(RowStep(spec, ops, row, rows), None, h, c, mask)
-            y = ctx.expr(y)
-            ys_new = ctx.emit(call_inplace_packed(UPDATE_ROW, ys, y, t, inplace_indices=[0],
+            ys_new = ctx.emit(call_inplace_packed(UPDATE_ROW, ys, ctx.expr(y), t,
+                                                  inplace_indices=[0],
                                                   sinfo_args=ys.struct_info))
             nxt = [ctx.emit(_op.add(t, const(np.array(1, "int64")))), n, xw_v, ctx.expr(h_new)]
             nxt += [ctx.expr(c_new)] if c is not None else []
-            again = fbb.emit(Call(gv, nxt + [ys_new] + extra))
-            then = SeqExpr([fbb.end_block()], again)
+            nxt = [fbb.emit_output(v) if v not in params else v for v in nxt + [ys_new]]
+            step = fbb.end_block()
+            fbb.begin_binding_block()
+            again = fbb.emit(Call(gv, nxt + extra))
+            then = SeqExpr([step, fbb.end_block()], again)
             done = SeqExpr([], Tuple([*states, ys]))
             fgv = fbb.emit_func_output(fbb.emit(If(go, then, done)))
         func = fbb.get()[fgv]
