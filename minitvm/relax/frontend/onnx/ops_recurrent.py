@@ -1,9 +1,10 @@
 """ONNX recurrent operators (RNN, GRU, LSTM) on Relax: the shared unrolling of
 ``frontend_common.onnx_rnn`` driven by Relax operators. Weights known at import (the
 initializers) are sliced and transposed in numpy, so only the per-step products are emitted.
-``sequence_lens`` must be known at import for a reverse direction (the reversal is a gather).
-A static sequence length is unrolled; a symbolic one runs as a loop (``recurrent_loop``: a
-recursive function, one step a call). The batch may be symbolic."""
+A reverse direction reverses each sequence by a gather (of indices computed at import when
+``sequence_lens`` is known then, at run time otherwise). A static sequence length is unrolled;
+a symbolic one runs as a loop (``recurrent_loop``: a recursive function, one step a call). The
+batch may be symbolic."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..common import dynamic_quantize_uint8
 from .context import CONVERTERS, Context, register
-from .recurrent_loop import recurrent_loop
+from .recurrent_loop import recurrent_loop, run_time_reverse
 
 # products folded in numpy when both sides are known at import (weights, biases)
 _NP_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
@@ -147,9 +148,8 @@ class RelaxRecurrentOps:
 
     def reverse_sequence(self, x, lens):
         known = self.ctx.known(lens)
-        if known is None:
-            raise self.ctx.fail("a reverse direction with sequence_lens needs the lengths "
-                                "known at import")
+        if known is None:  # lengths known at run time: a gather of indices computed then
+            return run_time_reverse(self.ctx, self._e(x), lens)
         shape = self.static_shape(x, "a reverse direction with sequence_lens")
         seq, batch = shape[0], shape[1]
         t = np.arange(seq)[:, None]

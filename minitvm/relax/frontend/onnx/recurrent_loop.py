@@ -20,7 +20,7 @@ from ...op.call_inplace import call_inplace_packed
 from ...struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 from .context import Context
 
-__all__ = ["recurrent_loop"]
+__all__ = ["recurrent_loop", "run_time_reverse"]
 
 UPDATE_ROW = "vm.builtin.update_row"
 
@@ -29,7 +29,7 @@ def _scalar(name: str, dtype: str) -> Var:
     return Var(name, TensorStructInfo([], dtype))
 
 
-def _run_time_reverse(ctx: Context, x, lens):
+def run_time_reverse(ctx: Context, x, lens):
     """``x`` ``[seq, batch, ...]`` with each batch entry's first ``lens[b]`` steps reversed
     (ONNX's reverse direction), lengths known at run time: a gather along the steps of the
     indices ``where(t < len, len - 1 - t, t)``."""
@@ -75,7 +75,7 @@ def recurrent_loop(ctx: Context, spec, ops, x, w, r, b=None, lens=None, h0=None,
             wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
         p_d = ops.take(p, d, 0) if p is not None and lstm else None
         reverse = direction == "reverse"
-        xs = _run_time_reverse(ctx, x, lens) if reverse else x
+        xs = run_time_reverse(ctx, x, lens) if reverse else x
         # (the projection of the [seq, batch, width] input as it is: [seq, batch, G*H])
         xw, cell = direction_cell(spec, ops, d, xs, direction_weight(ops, w, d),
                                   direction_weight(ops, r, d), wb, rb, p_d)
@@ -89,7 +89,7 @@ def recurrent_loop(ctx: Context, spec, ops, x, w, r, b=None, lens=None, h0=None,
         ys = emit(TupleGetItem(res, len(init)))
         ys = ctx.bb.match_cast(ys, TensorStructInfo([seq, batch, hid], dtype))
         if reverse:
-            ys = _run_time_reverse(ctx, ys, lens)
+            ys = run_time_reverse(ctx, ys, lens)
         ys_all.append(emit(_op.expand_dims(ys, 1)))
         hs.append(emit(_op.expand_dims(emit(TupleGetItem(res, 0)), state_axis)))
         if lstm:
