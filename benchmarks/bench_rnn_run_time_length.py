@@ -137,8 +137,8 @@ def main(argv=None) -> int:
             ref = sess.run(None, {"x": x})
             errs = {d: max(float(np.abs(o - r).max()) for o, r in zip(run(x), ref, strict=True))
                     for d, run in runners.items()}
-            impls = {d: (lambda run=run: run(x)) for d, run in runners.items()}
-            impls["ort"] = lambda: sess.run(None, {"x": x})
+            impls = {d: (lambda run=run, x=x: run(x)) for d, run in runners.items()}
+            impls["ort"] = lambda sess=sess, x=x: sess.run(None, {"x": x})
             times = settled_rounds(impls, args.rounds, 1)
             med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
             cells = [f"{d} {med[d]:9.1f} ms {med[d] * 1e3 / seq:7.1f} us/step "
