@@ -136,7 +136,8 @@ def _loop(ctx: Context, spec, ops, cell, xw, length, init: list, ys0, lens, batc
                                                   sinfo_args=ys.struct_info))
             nxt = [ctx.emit(_op.add(t, const(np.array(1, "int64")))), n, xw_v, ctx.expr(h_new)]
             nxt += [ctx.expr(c_new)] if c is not None else []
-            nxt = [fbb.emit_output(v) if v not in params else v for v in nxt + [ys_new]]
+            nxt = [v if any(v is q for q in params) else fbb.emit_output(v)
+                   for v in nxt + [ys_new]]
             step = fbb.end_block()
             fbb.begin_binding_block()
             again = fbb.emit(Call(gv, nxt + extra))
