@@ -18,6 +18,7 @@ from .. import expr as _expr
 from .. import op as _op
 from ..loops import while_loop
 from ..op import nn as _nn
+from ..op import vm as _vm
 from .common import ImportError_, dynamic_quantize_uint8, infer_dtype, infer_shape, infer_type
 
 __all__ = ["RelayRecurrentOps", "RunTimeSize", "is_run_time_length", "recurrent_loop"]
@@ -164,77 +165,89 @@ def is_run_time_length(ops: RelayRecurrentOps, x, layout: int) -> bool:
     return isinstance(ops.shape(x)[1 if layout else 0], RunTimeSize)
 
 
+def _zeros_state(x3, hid: int, dtype: str):
+    """Zeros ``[batch, hid]`` for a ``[seq, batch, G]`` ``x3`` whose batch is known at run
+    time only (a ``dyn.zeros`` of the batch read from ``x3``'s shape)."""
+    batch = _op.strided_slice(_op.shape_of(x3, "int64"), [1], [2], [1])
+    hid_ = _expr.const(np.array([hid], "int64"), "int64")
+    return _op.zeros(_op.concatenate([batch, hid_], 0), dtype)
+
+
 def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=None, c0=None,
                    p=None) -> tuple:
     """``(Y, Y_h, Y_c)`` of an ONNX RNN / GRU / LSTM node whose sequence length is known at run
     time only: per direction, the input projection of every step in one product, then a
-    recursive function (``relay.loops.while_loop``) taking one step a call, reading its row of
-    the projection by the step's index and writing its output at that row of a ``[?, batch,
-    H]`` result (a select: an accumulator growing a row a step would compile its kernels once
-    per length, 40 ms a step). For the Relay VM (``relay.vm.compile``) or the interpreter. The
-    batch and input sizes must be static. Arguments and results as ``onnx_rnn.unroll``'s."""
+    recursive function (``relay.loops.while_loop``) taking one step a call: it reads its row of
+    the projection by the step's index and writes its output into that row of a ``[?, batch,
+    H]`` result made once before the loop (``vm.update_row``: in place in the Relay VM, so a
+    step costs O(batch * H), not O(seq * batch * H)). The projection, the length and the
+    result are loop variables, not values the body reads from outside (a body's expression is
+    computed at each call: the projection of every step, each step). For the Relay VM
+    (``relay.vm.compile``) or the interpreter. The batch may be a ``relay.Any()`` too; the
+    input size must be static. Arguments and results as ``onnx_rnn.unroll``'s."""
     shape = ops.shape(x)
     seq_first = shape if not spec.layout else (shape[1], shape[0], shape[2])
     _, batch, width = seq_first
-    if isinstance(batch, RunTimeSize) or isinstance(width, RunTimeSize):
-        raise ImportError_(f"a {spec.kind} over a run-time sequence length needs a static batch "
-                           f"and input size, got {'?' if isinstance(batch, RunTimeSize) else batch}"
-                           f" and {'?' if isinstance(width, RunTimeSize) else width}")
+    if isinstance(width, RunTimeSize):
+        raise ImportError_(f"a {spec.kind} over a run-time sequence length needs a static "
+                           "input size, got ?")
     if spec.layout:
         x = _op.transpose(x, (1, 0, 2))
     hid, gates = spec.hidden, gate_width(spec)
+    i64 = TensorType((), "int64")
     seq_len = _op.take(_op.shape_of(x, "int64"), _expr.const(np.array(0, "int64"), "int64"))
-    positions = _op.reshape(_op.arange(_expr.const(np.array(0, "int64"), "int64"), seq_len,
-                                       _expr.const(np.array(1, "int64"), "int64"), "int64"),
-                            (-1, 1, 1))
     state_axis = 1 if spec.layout else 0
     lstm = spec.kind == "LSTM"
-    i64 = TensorType((), "int64")
-    state_type = TensorType((batch, hid), ops.dtype)
-    ys_type = TensorType((Any(), batch, hid), ops.dtype)
+    run_time_batch = isinstance(batch, RunTimeSize)
+    rows = Any() if run_time_batch else batch
+    state_type = TensorType((rows, hid), ops.dtype)
+    ys_type = TensorType((Any(), rows, hid), ops.dtype)
+    xw_type = TensorType((Any(), rows, gates), ops.dtype)
+    lens_dtype = infer_dtype(lens) if lens is not None else None
     ys_all, hs, cs = [], [], []
     for d, direction in enumerate(spec.directions):
         wb = rb = None
         if b is not None:
             wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
-        h = ops.take(h0, d, state_axis) if h0 is not None else ops.zeros((batch, hid))
-        c = ops.take(c0, d, state_axis) if c0 is not None and lstm else ops.zeros((batch, hid))
         p_d = ops.take(p, d, 0) if p is not None and lstm else None
         reverse = direction == "reverse"
         xs = x
         if reverse:  # each sequence from its own end: reversed, run forward, reversed back
             xs = ops.reverse_sequence(x, lens) if lens is not None else _op.reverse(x, 0)
-        xw, cell = direction_cell(spec, ops, d, _op.reshape(xs, (-1, width)),
-                                  direction_weight(ops, w, d), direction_weight(ops, r, d), wb,
-                                  rb, p_d)
-        xw3 = _op.reshape(xw, (-1, batch, gates))
+        # (the projection of the [seq, batch, width] input as it is: [seq, batch, G*H])
+        xw3, cell = direction_cell(spec, ops, d, xs, direction_weight(ops, w, d),
+                                   direction_weight(ops, r, d), wb, rb, p_d)
+        zero_state = _zeros_state(xw3, hid, ops.dtype) if run_time_batch else \
+            ops.zeros((batch, hid))
+        h = ops.take(h0, d, state_axis) if h0 is not None else zero_state
+        c = ops.take(c0, d, state_axis) if c0 is not None and lstm else zero_state
 
-        def body(t, h, *rest, xw3=xw3, cell=cell):
+        def body(t, n, xw3, h, *rest, cell=cell, lens=lens):
             c, ys = rest if lstm else (None, rest[0])
             mask = None
             if lens is not None:
-                mask = _op.expand_dims(_op.less(_op.cast(t, infer_dtype(lens)), lens), 1)
+                mask = _op.expand_dims(_op.less(_op.cast(t, lens_dtype), lens), 1)
             row = _op.take(xw3, t, axis=0)
             y, h_new, c_new = cell(RowStep(spec, ops, row, batch), None, h, c, mask)
-            # (written in place of row t of a [seq, batch, H] result: shapes that stay the
-            # same every step, so that each kernel is compiled once, not once a length)
-            ys = _op.where(_op.equal(positions, t), _op.expand_dims(y, 0), ys)
+            ys = _vm.update_row(ys, y, t)  # (in place: ys is not used after)
             t = _op.add(t, _expr.const(np.array(1, "int64"), "int64"))
-            return [t, h_new] + ([c_new] if lstm else []) + [ys]
+            return [t, n, xw3, h_new] + ([c_new] if lstm else []) + [ys]
 
-        loop_vars = [_expr.var("t", i64), _expr.var("h", state_type)] + \
+        loop_vars = [_expr.var("t", i64), _expr.var("n", i64), _expr.var("xw", xw_type),
+                     _expr.var("h", state_type)] + \
             ([_expr.var("c", state_type)] if lstm else []) + [_expr.var("ys", ys_type)]
-        loop = while_loop(lambda t, *_: _op.less(t, seq_len), loop_vars, body)
+        loop = while_loop(lambda t, n, *_: _op.less(t, n), loop_vars, body)
+        # (a fresh result each run, each direction: the loop writes it in place)
         zeros = _op.zeros_like(_op.strided_slice(xw3, [0], [hid], [1], axes=[2]))
-        result = _expr.Call(loop, [_expr.const(np.array(0, "int64"), "int64"), h] +
-                            ([c] if lstm else []) + [zeros])
-        ys = _expr.TupleGetItem(result, 3 if lstm else 2)
+        result = _expr.Call(loop, [_expr.const(np.array(0, "int64"), "int64"), seq_len, xw3, h]
+                            + ([c] if lstm else []) + [zeros])
+        ys = _expr.TupleGetItem(result, 5 if lstm else 4)
         if reverse:
             ys = ops.reverse_sequence(ys, lens) if lens is not None else _op.reverse(ys, 0)
         ys_all.append(_op.expand_dims(ys, 1))
-        hs.append(_expr.TupleGetItem(result, 1))
+        hs.append(_expr.TupleGetItem(result, 3))
         if lstm:
-            cs.append(_expr.TupleGetItem(result, 2))
+            cs.append(_expr.TupleGetItem(result, 4))
     y = _op.concatenate(ys_all, 1) if len(ys_all) > 1 else ys_all[0]  # [seq, dirs, batch, H]
     if spec.layout:
         y = _op.transpose(y, (2, 0, 1, 3))

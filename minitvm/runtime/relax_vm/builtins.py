@@ -299,6 +299,19 @@ def specialize(name: str, tmpl: list, slots: list):
     return None
 
 
+def update_row(data, row, index):
+    """``data[index] = row``, in place (``R.call_inplace_packed``: the program does not use
+    ``data`` after): a loop's step writing its row of a result made before the loop, O(row).
+    A read-only ``data`` (a constant's) is copied first."""
+    k = int(np.asarray(index))
+    if not 0 <= k < data.shape[0]:
+        raise IndexError(f"vm.builtin.update_row: row {k} of a tensor of {data.shape[0]} rows")
+    if not data.flags.writeable:
+        data = data.copy()
+    data[k] = row
+    return data
+
+
 BUILTINS = {
     "vm.builtin.alloc_storage": (alloc_storage, True),
     "vm.builtin.alloc_tensor_from_storage": (alloc_tensor_from_storage, False),
@@ -323,4 +336,5 @@ BUILTINS = {
     "vm.builtin.tuple_getitem": (tuple_getitem, False),
     "vm.builtin.make_closure": (make_closure, True),
     "vm.builtin.invoke_closure": (invoke_closure, True),
+    "vm.builtin.update_row": (update_row, False),
 }

@@ -17,6 +17,8 @@ Operands, by opcode:
   IF test target true_offset false_offset (jump by true_offset when ``test == target``)
   GOTO offset · LOAD_CONST const_index dst · LOAD_CONSTI value dst
   SHAPE_OF tensor dst · RESHAPE_TENSOR tensor shape_reg dst
+  UPDATE_ROW data row index dst (``data[index] = row`` in place, ``dst`` is ``data``: the
+      output of a step of a loop over a run-time length, O(row); ``vm.update_row``)
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ __all__ = ["OPCODES", "OPNAMES", "VMFunction", "instruction_text"]
 
 (MOVE, RET, INVOKE, INVOKE_CLOSURE, INVOKE_PACKED, ALLOC_TENSOR, ALLOC_TENSOR_REG, ALLOC_ADT,
  ALLOC_CLOSURE, GET_FIELD, IF, LOAD_CONST, GOTO, GET_TAG, LOAD_CONSTI, FATAL, ALLOC_STORAGE,
- SHAPE_OF, RESHAPE_TENSOR) = range(19)
+ SHAPE_OF, RESHAPE_TENSOR, UPDATE_ROW) = range(20)
 
 OPNAMES = ["Move", "Ret", "Invoke", "InvokeClosure", "InvokePacked", "AllocTensor",
            "AllocTensorReg", "AllocADT", "AllocClosure", "GetField", "If", "LoadConst", "Goto",
-           "GetTag", "LoadConsti", "Fatal", "AllocStorage", "ShapeOf", "ReshapeTensor"]
+           "GetTag", "LoadConsti", "Fatal", "AllocStorage", "ShapeOf", "ReshapeTensor", "UpdateRow"]
 OPCODES = {name: k for k, name in enumerate(OPNAMES)}
 
 
@@ -120,4 +122,6 @@ def instruction_text(ins: tuple, func_names: list[str] | None = None) -> str:
         return f"shape_of ${ins[2]} ${ins[1]}"
     if op == RESHAPE_TENSOR:
         return f"reshape_tensor ${ins[3]} ${ins[1]} ${ins[2]}"
+    if op == UPDATE_ROW:
+        return f"update_row ${ins[4]} ${ins[1]}[${ins[3]}] ${ins[2]}"
     raise ValueError(f"unknown Relay VM opcode {op!r}")

@@ -43,6 +43,8 @@ def _uses(ins: tuple) -> list[int] | None:
         return [ins[1], ins[3]]
     if op == B.RESHAPE_TENSOR:
         return [ins[1], ins[2], ins[3]]
+    if op == B.UPDATE_ROW:
+        return [ins[1], ins[2], ins[3], ins[4]]
     return None  # If, Goto, or an opcode this analysis does not know
 
 

@@ -335,6 +335,23 @@ class VirtualMachine:
             np.copyto(o, r, casting="unsafe")
         return outputs
 
+    def _update_row(self, data: np.ndarray, row: np.ndarray, index, args: list) -> np.ndarray:
+        """``UpdateRow``: ``data[index] = row`` in place (the program does not use ``data``
+        after, ``vm.update_row``'s contract), except into memory the VM does not own (a
+        constant, an argument of the call, a view of another array): that is copied first."""
+        k = int(index)
+        if not 0 <= k < data.shape[0]:
+            raise RuntimeError(f"Relay VM: update_row writes row {k} of a tensor of "
+                               f"{data.shape[0]} rows")
+        base = data.base
+        owned = base is None or (type(base) is np.ndarray and base.base is None and
+                                 base.dtype == np.uint8 and base.ndim == 1)  # (a Storage's)
+        if not owned or not data.flags.writeable or id(data) in self._const_ids or \
+                any(a is data or a is base for a in args):
+            data = data.copy()
+        data[k] = row
+        return data
+
     # ------------------------------------------------------------------ dispatch loop
     def _execute(self, func_index: int, args: list):
         """Run function ``func_index``: through its native entry's plan for this call shape when
@@ -483,6 +500,9 @@ class VirtualMachine:
             elif op == B.RESHAPE_TENSOR:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[2]]).reshape(-1))
                 regs[ins[3]] = np.reshape(regs[ins[1]], shape)
+                pc += 1
+            elif op == B.UPDATE_ROW:
+                regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args)
                 pc += 1
             elif op == B.ALLOC_TENSOR_REG:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[3]]).reshape(-1))

@@ -1,6 +1,6 @@
-"""Numpy references of device_copy (an identity on the host), the Relay VM helpers vm.shape_of
-and vm.reshape_tensor, and the signal ops dft and stft in TVM's semantics (dft over the last
-axis of (re, im); stft as (..., freq, frames, [re, im]))."""
+"""Numpy references of device_copy (an identity on the host), the Relay VM helpers vm.shape_of,
+vm.reshape_tensor and vm.update_row, and the signal ops dft and stft in TVM's semantics (dft
+over the last axis of (re, im); stft as (..., freq, frames, [re, im]))."""
 
 from __future__ import annotations
 
@@ -60,6 +60,17 @@ def _stft(attrs, args, out_type):
 @reference("vm.shape_of")
 def _vm_shape_of(attrs, args, out_type):
     return np.array(np.shape(args[0]), dtype=out_type.dtype)
+
+
+@reference("vm.update_row")
+def _vm_update_row(attrs, args, out_type):
+    data, row, index = args
+    k = int(np.asarray(index))
+    if not 0 <= k < data.shape[0]:
+        raise IndexError(f"vm.update_row: row {k} of a tensor of {data.shape[0]} rows")
+    out = np.array(data, copy=True)  # (a copy: the VM's in-place write needs no other use)
+    out[k] = row
+    return out
 
 
 @reference("vm.reshape_tensor")

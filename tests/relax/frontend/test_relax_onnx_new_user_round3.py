@@ -1,6 +1,6 @@
 """ONNX graphs of the third round of new-user architectures through the Relax importer, with a
 symbolic batch axis: recurrent nodes (a CRNN's bidirectional LSTM, a seq2seq GRU) unrolled over a
-static sequence with a symbolic batch. Checked against ONNX Runtime at several sizes of one
+static sequence with a symbolic batch (or looped over a symbolic one). Checked against ONNX Runtime at several sizes of one
 build."""
 
 from __future__ import annotations
@@ -118,20 +118,25 @@ def test_recurrent_node_batch_major_with_states_and_symbolic_batch(kind):
     _run_all(model, _feeds(xd, sd, (2, 4), states=True, kind=kind), ref, to_ref, from_ref)
 
 
-def test_recurrent_node_needs_a_static_sequence_length():
+def test_recurrent_node_over_a_symbolic_sequence_length():
+    """A symbolic length runs as a loop (``recurrent_loop``), where it was refused: the same
+    graph at two lengths of one build."""
     model = _model(
         [helper.make_node("GRU", ["x", "w", "r"], ["y"], hidden_size=3)],
         [helper.make_tensor_value_info("x", F, ["t", 2, 4])],
         [helper.make_tensor_value_info("y", F, ["t", 1, 2, 3])],
-        {"w": np.ones((1, 9, 4), "float32"), "r": np.ones((1, 9, 3), "float32")})
-    with pytest.raises(Exception, match="static sequence length"):
-        from_onnx(model)
+        {"w": np.ones((1, 9, 4), "float32") * 0.1, "r": np.ones((1, 9, 3), "float32") * 0.1})
+    rng = np.random.default_rng(5)
+    _run_all(model, [{"x": rng.standard_normal((t, 2, 4)).astype("float32")} for t in (2, 6)])
 
 
-def test_reverse_with_runtime_lengths_and_symbolic_batch_is_refused():
-    model, _, _ = _recurrent("LSTM", direction="reverse", lens=True)
-    with pytest.raises(Exception, match="sequence_lens"):
-        from_onnx(model)
+def test_reverse_with_runtime_lengths_and_symbolic_batch():
+    """Run-time sequence_lens in a reverse direction: a gather by run-time indices, where it
+    was refused."""
+    model, xd, sd = _recurrent("LSTM", direction="reverse", lens=True)
+    feeds = _feeds(xd, sd, (1, 3), lens=True)
+    feeds[1]["lens"] = np.array([5, 2, 1], "int32")
+    _run_all(model, feeds)
 
 
 def test_exported_bidirectional_lstm_and_gru_with_dynamic_batch():

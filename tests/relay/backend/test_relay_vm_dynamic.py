@@ -1,6 +1,7 @@
 """Dynamic shapes on the Relay VM: one compile serves several input sizes (Any dims)."""
 
 import numpy as np
+import pytest
 
 import minitvm as tvm
 from minitvm import relay
@@ -76,3 +77,64 @@ def test_vm_shape_of_and_reshape_tensor_become_instructions():
     out = vm.run(xv)
     np.testing.assert_array_equal(out[0].numpy(), [3, 4])
     np.testing.assert_allclose(out[1].numpy(), np.exp(xv).reshape(4, 3), rtol=1e-6)
+
+
+def _row_loop(init):
+    """main(n, rows, buf?): a while loop writing ``rows[t] * 2`` into row t of a buffer by
+    ``vm.update_row``; the buffer is ``init(rows)`` (an expression) or the argument ``buf``."""
+    t = relay.var("t", shape=(), dtype="int64")
+    n = relay.var("n", shape=(), dtype="int64")
+    src = relay.var("src", shape=(relay.Any(), 3), dtype="float32")
+    buf = relay.var("buf", shape=(relay.Any(), 3), dtype="float32")
+
+    def body(t, n, src, buf):
+        row = relay.take(src, t, axis=0) * relay.const(2.0)
+        return [t + relay.const(1, "int64"), n, src, relay.op.vm.update_row(buf, row, t)]
+
+    loop = relay.loops.while_loop(lambda t, n, *_: relay.less(t, n), [t, n, src, buf], body)
+    rows = relay.var("rows", shape=(relay.Any(), 3), dtype="float32")
+    length = relay.take(relay.shape_of(rows, "int64"), relay.const(0, "int64"))
+    arg = relay.var("buf0", shape=(relay.Any(), 3), dtype="float32")
+    start = init(rows) if init is not None else arg
+    res = relay.TupleGetItem(relay.Call(loop, [relay.const(0, "int64"), length, rows, start]), 3)
+    params = [rows] + ([] if init is not None else [arg])
+    return tvm.IRModule.from_expr(relay.Function(params, res))
+
+
+def test_update_row_writes_in_place_in_a_run_time_loop():
+    mod = _row_loop(relay.zeros_like)
+    exe = relay.vm.compile(mod, target="llvm")
+    assert "update_row $" in exe.bytecode
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    for steps in (1, 5, 2000):  # (one frame a step in a list: no Python recursion)
+        xv = np.arange(steps * 3, dtype="float32").reshape(steps, 3)
+        np.testing.assert_array_equal(vm.run(xv).numpy(), xv * 2)
+    want = relay.create_executor("debug", mod=mod).evaluate()(xv[:5])  # (the reference copies)
+    np.testing.assert_array_equal(want.numpy(), xv[:5] * 2)
+    code, lib = exe.save()  # (the instruction survives a save and load)
+    loaded = runtime_vm.Executable.load_exec(code, lib)
+    assert loaded.bytecode == exe.bytecode
+    np.testing.assert_array_equal(runtime_vm.VirtualMachine(loaded, tvm.cpu()).run(xv[:7])
+                                  .numpy(), xv[:7] * 2)
+
+
+def test_update_row_copies_memory_the_vm_does_not_own():
+    """An argument (or a constant) given as the buffer is copied before the first write."""
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(_row_loop(None), target="llvm"), tvm.cpu())
+    xv = np.ones((3, 3), "float32")
+    buf = np.full((3, 3), 7.0, "float32")
+    np.testing.assert_array_equal(vm.run(xv, buf).numpy(), xv * 2)
+    np.testing.assert_array_equal(buf, 7.0)
+    const = np.full((3, 3), 5.0, "float32")
+    mod = _row_loop(lambda rows: relay.const(const))
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    for _ in range(2):
+        np.testing.assert_array_equal(vm.run(xv[:2]).numpy()[:2], xv[:2] * 2)
+    np.testing.assert_array_equal(vm.run(xv[:1]).numpy(), [[2, 2, 2], [5, 5, 5], [5, 5, 5]])
+    np.testing.assert_array_equal(const, 5.0)
+
+
+def test_update_row_out_of_range_is_a_clear_error():
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(_row_loop(None), target="llvm"), tvm.cpu())
+    with pytest.raises(RuntimeError, match=r"update_row writes row 2 of a tensor of 2 rows"):
+        vm.run(np.ones((3, 3), "float32"), np.zeros((2, 3), "float32"))

@@ -2,8 +2,8 @@
 ``shape=``): imported as a loop (``recurrent.recurrent_loop``: a recursive function taking one
 step a call), compiled once by ``relay.vm.compile`` and run at two sequence lengths against
 onnxruntime (layout 1, which onnxruntime refuses, against the static-length import); forward,
-reverse and bidirectional, initial states and ``sequence_lens``; and the error for a run-time
-batch as well."""
+reverse and bidirectional, initial states and ``sequence_lens``; a run-time batch as well, at
+several lengths and batch sizes from one build; the error for a run-time input size."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ F = TensorProto.FLOAT
 _HIDDEN, _INPUT, _BATCH = 5, 3, 2
 
 
-def _model(kind: str, direction: str, layout: int, lens: bool, h0: bool, seed: int = 0):
+def _model(kind: str, direction: str, layout: int, lens: bool, h0: bool, seed: int = 0,
+           batch=_BATCH):
     rng = np.random.default_rng(seed)
     gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
     dirs = 2 if direction == "bidirectional" else 1
@@ -33,10 +34,10 @@ def _model(kind: str, direction: str, layout: int, lens: bool, h0: bool, seed: i
     if h0:
         state = (dirs, _BATCH, _HIDDEN) if layout == 0 else (_BATCH, dirs, _HIDDEN)
         inits["h0"] = rng.standard_normal(state).astype("float32")
-    x_shape = ["S", _BATCH, _INPUT] if layout == 0 else [_BATCH, "S", _INPUT]
+    x_shape = ["S", batch, _INPUT] if layout == 0 else [batch, "S", _INPUT]
     inputs = [helper.make_tensor_value_info("x", F, x_shape)]
     if lens:
-        inputs.append(helper.make_tensor_value_info("lens", TensorProto.INT32, [_BATCH]))
+        inputs.append(helper.make_tensor_value_info("lens", TensorProto.INT32, [batch]))
     outs = ["y", "y_h"] + (["y_c"] if kind == "LSTM" else [])
     node = helper.make_node(kind, ["x", "W", "R", "B", "lens" if lens else "",
                                    "h0" if h0 else ""], outs, hidden_size=_HIDDEN,
@@ -87,7 +88,41 @@ def test_one_vm_build_runs_two_sequence_lengths(kind, direction, layout, lens, h
             np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
 
 
-def test_a_run_time_batch_too_is_a_clear_error():
+@pytest.mark.parametrize("kind, direction, lens", [
+    ("LSTM", "forward", False), ("GRU", "bidirectional", True), ("RNN", "reverse", True)])
+def test_one_vm_build_runs_any_length_and_batch(kind, direction, lens):
+    model = _model(kind, direction, 0, lens, False, batch="B")
+    shape = {"x": [relay.Any(), relay.Any(), _INPUT]}
+    if lens:
+        shape["lens"] = [relay.Any()]
+    mod, params = relay.frontend.from_onnx(model, shape=shape)
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm", params=params), tvm.cpu())
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(2)
+    for seq, batch in ((3, 1), (7, 4), (1, 3), (5, 2)):
+        feed = {"x": rng.standard_normal((seq, batch, _INPUT)).astype("float32")}
+        if lens:
+            feed["lens"] = rng.integers(1, seq + 1, batch).astype("int32")
+        ref = session.run(None, feed)
+        out = _outputs(vm.run(*feed.values()))
+        for o, r in zip(out, ref, strict=True):
+            assert o.shape == r.shape
+            np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+
+
+def test_the_step_writes_its_row_in_place():
+    """The loop's output is written by ``vm.update_row`` (the VM's ``UpdateRow``), not by a
+    select over the whole result; the projection is a loop variable, computed once."""
     model = _model("LSTM", "forward", 0, False, False)
-    with pytest.raises(ImportError_, match="static batch and input size"):
-        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), relay.Any(), _INPUT]})
+    mod, params = relay.frontend.from_onnx(model, shape=_shapes(0, False, relay.Any()))
+    text = mod.astext()
+    assert "vm.update_row" in text and "where" not in text
+    exe = relay.vm.compile(mod, "llvm", params=params)
+    assert "update_row" in exe.bytecode
+
+
+def test_a_run_time_input_size_is_a_clear_error():
+    model = _model("LSTM", "forward", 0, False, False)
+    with pytest.raises(ImportError_, match="static input size"):
+        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), relay.Any(), relay.Any()]})

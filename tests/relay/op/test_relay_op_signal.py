@@ -63,3 +63,19 @@ def test_vm_shape_of_and_reshape_tensor():
     with pytest.raises(Exception, match=r"vm.reshape_tensor: cannot reshape"):
         _type(lambda a, s: relay.op.vm.reshape_tensor(a, relay.cast(s, "int64"), (5, 4)),
               (2, 3, 4), (2,))
+
+
+def test_vm_update_row():
+    data = RNG.standard_normal((4, 2, 3)).astype("float32")
+    row = RNG.standard_normal((2, 3)).astype("float32")
+    got = run(lambda d, r, k: relay.op.vm.update_row(d, r, k), data, row, np.array(2, "int64"))
+    want = data.copy()
+    want[2] = row
+    np.testing.assert_array_equal(got, want)
+    assert str(_type(lambda d, r, k: relay.op.vm.update_row(d, r, relay.cast(k, "int64")),
+                     (4, 2, 3), (2, 3), ())) == "Tensor[(4, 2, 3), float32]"
+    with pytest.raises(Exception, match=r"vm.update_row: the row .* is not a row of the data"):
+        _type(lambda d, r, k: relay.op.vm.update_row(d, r, relay.cast(k, "int64")),
+              (4, 2, 3), (3, 3), ())
+    with pytest.raises(Exception, match=r"vm.update_row: the index must be an integer scalar"):
+        _type(lambda d, r, k: relay.op.vm.update_row(d, r, k), (4, 2, 3), (2, 3), (1,))

@@ -1,8 +1,10 @@
 """ONNX recurrent operators (RNN, GRU, LSTM) on Relax: the shared unrolling of
 ``frontend_common.onnx_rnn`` driven by Relax operators. Weights known at import (the
 initializers) are sliced and transposed in numpy, so only the per-step products are emitted.
-``sequence_lens`` must be known at import for a reverse direction (the reversal is a gather).
-The sequence length must be static (the steps are unrolled); the batch may be symbolic."""
+A reverse direction reverses each sequence by a gather (of indices computed at import when
+``sequence_lens`` is known then, at run time otherwise). A static sequence length is unrolled;
+a symbolic one runs as a loop (``recurrent_loop``: a recursive function, one step a call). The
+batch may be symbolic."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..common import dynamic_quantize_uint8
 from .context import CONVERTERS, Context, register
+from .recurrent_loop import recurrent_loop, run_time_reverse
 
 # products folded in numpy when both sides are known at import (weights, biases)
 _NP_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
@@ -145,9 +148,8 @@ class RelaxRecurrentOps:
 
     def reverse_sequence(self, x, lens):
         known = self.ctx.known(lens)
-        if known is None:
-            raise self.ctx.fail("a reverse direction with sequence_lens needs the lengths "
-                                "known at import")
+        if known is None:  # lengths known at run time: a gather of indices computed then
+            return run_time_reverse(self.ctx, self._e(x), lens)
         shape = self.static_shape(x, "a reverse direction with sequence_lens")
         seq, batch = shape[0], shape[1]
         t = np.arange(seq)[:, None]
@@ -183,14 +185,14 @@ def _recurrent(kind: str):
         spec = parse_spec(kind, attrs, ctx.shape(w)[0] if directions is None else directions,
                           ctx.fail)
         seq = ctx.shape(x)[1 if spec.layout else 0]
-        if not isinstance(seq, int):
-            raise ctx.fail(f"the recurrent input needs a static sequence length (it is "
-                           f"unrolled), got {ctx.shape(x)}")
+        ops = RelaxRecurrentOps(ctx, ctx.dtype(x))
+        if not isinstance(seq, int):  # a loop over the run-time length
+            y, y_h, y_c = recurrent_loop(ctx, spec, ops, x, w, r, b, lens, h0, c0, p)
+            return [y, y_h] + ([y_c] if kind == "LSTM" else [])
         if lens is not None:
             known = ctx.known(lens)
             if known is not None and (known == seq).all():
                 lens = None  # every sequence is full length: no masking needed
-        ops = RelaxRecurrentOps(ctx, ctx.dtype(x))
         y, y_h, y_c = unroll(spec, ops, x, w, r, b, lens, h0, c0, p)
         return [ctx.expr(y), ctx.expr(y_h)] + ([ctx.expr(y_c)] if kind == "LSTM" else [])
 

@@ -41,7 +41,7 @@ from .kernels import KernelTable, is_static_type
 __all__ = ["VMCodegenError", "FunctionCompiler", "type_record"]
 
 
-_VM_OPS = frozenset({"vm.shape_of", "vm.reshape_tensor"})
+_VM_OPS = frozenset({"vm.shape_of", "vm.reshape_tensor", "vm.update_row"})
 
 
 class VMCodegenError(ValueError):
@@ -322,7 +322,7 @@ class FunctionCompiler:
     def _call(self, e: Call, work) -> None:
         op = e.op
         args = list(e.args)
-        if _is_primitive(op):  # a fused function holding only vm.shape_of / vm.reshape_tensor
+        if _is_primitive(op):  # a fused function holding only a vm.* op
             b = op.body
             if isinstance(b, Call) and isinstance(b.op, Op) and b.op.name in _VM_OPS and \
                     len(b.args) == len(op.params) and \
@@ -330,6 +330,8 @@ class FunctionCompiler:
                 op = b.op
         if isinstance(op, Op) and op.name == "vm.shape_of":
             return self._simple(e, args, lambda a, r: self.emit(B.SHAPE_OF, a[0], r), work)
+        if isinstance(op, Op) and op.name == "vm.update_row":  # in place: O(row)
+            return self._simple(e, args, lambda a, r: self.emit(B.UPDATE_ROW, *a, r), work)
         if isinstance(op, Op) and op.name == "vm.reshape_tensor":
             return self._simple(e, args, lambda a, r: self.emit(B.RESHAPE_TENSOR, a[0], a[1], r),
                                 work)

@@ -26,7 +26,7 @@ from .symbolic import lower_symbolic, schedule_symbolic
 
 __all__ = ["primitive_calls", "prefetch_vm_kernels"]
 
-_VM_OPS = frozenset({"vm.shape_of", "vm.reshape_tensor"})
+_VM_OPS = frozenset({"vm.shape_of", "vm.reshape_tensor", "vm.update_row"})
 
 
 def _children(e) -> tuple:
@@ -44,7 +44,7 @@ def _children(e) -> tuple:
 
 
 def _is_vm_op(func: Function) -> bool:
-    """A fused function that only wraps ``vm.shape_of`` / ``vm.reshape_tensor`` (no kernel)."""
+    """A fused function that only wraps a ``vm.*`` op (``_VM_OPS``: no kernel)."""
     b = func.body
     return isinstance(b, Call) and getattr(b.op, "name", None) in _VM_OPS
 
