@@ -35,7 +35,12 @@ from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
 from ....topi import nn_te
+from ....topi.all_class_nms import NMS_TABLE_TAG
+from ....topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG
+from ....topi.scan import SCAN_TAG
 from ....topi.scatter_linear import SCATTER_LINEAR_TAG
+from ....topi.selection import TOPK_TAG
+from ....topi.unique import UNIQUE_TABLE_TAG
 from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types, user_strategies
 
@@ -302,8 +307,10 @@ def _schedule_with_rules(inputs, consts, outputs, stages: list, options: Lowerin
 
 
 # tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
-# each checked at two sizes against the interpreter: the one-pass scatters
-SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG})
+# each checked at several sizes against the per-shape kernels and the interpreter: the one-pass
+# scatters, scans, top-k / sort / argsort, unique, all-class NMS, RoI pooling / ONNX RoiAlign
+SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG, SCAN_TAG, TOPK_TAG, UNIQUE_TABLE_TAG,
+                                NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG})
 
 
 class _Scheduled:
