@@ -228,3 +228,48 @@ def test_warm_compile_loads_the_records_without_lowering(fresh_cache, family):
     got = _outputs(VirtualMachine(warm, tvm.cpu()).run(*args))
     for g, w in zip(got, _outputs(VirtualMachine(cold, tvm.cpu()).run(*args)), strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def _onnx_roi_align():
+    d = relay.var("d", shape=(A(), 2, 8, 8), dtype="float32")
+    r = relay.var("r", shape=(A(), 4), dtype="float32")
+    i = relay.var("i", shape=(A(),), dtype="int64")
+
+    def args(n):
+        g = _rng(n)
+        rois = (g.random((2 * n + 1, 4)) * 5).astype("float32")
+        rois[:, 2:] += 2
+        return [g.standard_normal((n, 2, 8, 8)).astype("float32"), rois,
+                g.integers(0, n, 2 * n + 1).astype("int64")]
+
+    return [d, r, i], relay.vision.onnx_roi_align(d, r, i, 2, 2, 0, 0.5, True), args
+
+
+@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align"])
+def test_operands_read_as_one_extent_are_checked_at_each_call(op):
+    """NMS's boxes and scores (batch and box counts) and RoiAlign's boxes and image indices,
+    typed with distinct ``relay.Any()`` sizes: the kernel reads them as one extent, so the
+    symbolic typing makes them one size, checked at each call; a call where they differ is
+    rejected by the typing of its specialization (the kernel read past the smaller one)."""
+    if op == "all_class_nms":
+        params, body, args_of, _ = _all_class_nms()
+        match = "scores .* must be \\(batch=1"
+
+        def bad(a):
+            return [a[0][:1], a[1]]
+    else:
+        params, body, args_of = _onnx_roi_align()
+        match = "one index per box"
+
+        def bad(a):
+            return [a[0], a[1], a[2][:2]]
+    mod = tvm.IRModule.from_expr(relay.Function(params, body))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    args = args_of(3)
+    want = _outputs(relay.create_executor("debug", mod=mod).evaluate()(*args))
+    for g, w in zip(_outputs(vm.run(*args)), want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match=match):
+        vm.run(*bad(args))

@@ -95,8 +95,15 @@ def _typed(func: Function, sizes: dict, keep: frozenset = frozenset()) -> Functi
 # ops whose result's dims line up with their arguments' (right-aligned) where both are sizes:
 # a broadcast, and batch_matmul's batch (whose typing takes two unknown batches as equal)
 _ALIGNED_OPS = frozenset({"nn.batch_matmul"})
-# ops whose operands' dims must agree with each other (the result is the data's shape)
-_PAIRED_OPS = frozenset({"scatter_elements", "scatter_nd"})
+# ops whose operands' dims must agree with each other: op -> its pairs (``_operand_pairs``)
+_PAIRED_OPS = frozenset({"scatter_elements", "scatter_nd", "vision.all_class_non_max_suppression",
+                         "vision.onnx_roi_align"})
+# (operand, axis, operand, axis) a kernel reads as one extent: NMS's boxes and scores (batch,
+# boxes), RoiAlign's boxes and their image indices
+_OPERAND_AXES = {
+    "vision.all_class_non_max_suppression": ((0, 0, 1, 0), (0, 1, 1, 2)),
+    "vision.onnx_roi_align": ((1, 0, 2, 0),),
+}
 
 
 def _scatter_pairs(call) -> list:
@@ -118,10 +125,25 @@ def _scatter_pairs(call) -> list:
     return pairs + [(b, a) for a, b in pairs]
 
 
+def _operand_pairs(call) -> list:
+    """The dimension pairs of ``_OPERAND_AXES`` of ``call`` (both ways)."""
+    types = [a.checked_type for a in call.args]
+    pairs = []
+    for i, a, j, b in _OPERAND_AXES[call.op.name]:
+        ti, tj = types[i], types[j]
+        if isinstance(ti, TensorType) and isinstance(tj, TensorType) and \
+                a < len(ti.shape) and b < len(tj.shape):
+            pairs += [(ti.shape[a], tj.shape[b]), (tj.shape[b], ti.shape[a])]
+    return pairs
+
+
 def _aligned_pairs(e) -> list:
     """(argument dimension, the dimension an aligned op's typing matched it with) of call
     ``e``: a broadcast's or batch_matmul's result dims against its arguments' (right-aligned),
-    a scatter's operands against each other (``_scatter_pairs``)."""
+    a scatter's operands against each other (``_scatter_pairs``), the operands a kernel reads
+    as one extent (``_OPERAND_AXES``)."""
+    if e.op.name in _OPERAND_AXES:
+        return _operand_pairs(e)
     if e.op.name in _PAIRED_OPS:
         return _scatter_pairs(e)
     if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \
