@@ -15,7 +15,7 @@ from ..tir import expr as E
 from ..tir import op as tir_op
 from .reference.vision import roi_sample_corners
 from .utils import as_float as _f
-from .utils import compute, ishape, out_tensor_types, reference, static_shape
+from .utils import compute, out_dims, out_tensor_types, reference
 from .utils import i32 as _i
 
 _F = "float32"
@@ -36,7 +36,7 @@ def _roi_align(attrs, inputs, out_type):
     """``out[r, c, i, j]`` (NCHW; ``[r, i, j, c]`` NHWC): the mean (``avg``) or max of bin (i, j) of box ``rois[r]`` sampled
     bilinearly; a sample more than a pixel outside the image counts as 0."""
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)  # (the box count may be symbolic: one kernel for every count)
     data, rois = inputs
     ratio = int(attrs.sample_ratio)
     layout = str(attrs.layout)
@@ -44,7 +44,9 @@ def _roi_align(attrs, inputs, out_type):
         raise ValueError(f"vision.roi_align: layout {layout} with sample_ratio {ratio} has no "
                          "native compute (NCHW or NHWC with a fixed sample_ratio > 0 does)")
     nhwc = layout == "NHWC"
-    n, h, w = (ishape(data)[k] for k in ((0, 1, 2) if nhwc else (0, 2, 3)))
+    h, w = (int(data.shape[k]) for k in ((1, 2) if nhwc else (2, 3)))
+    n = data.shape[0]  # (the images may be a symbolic count: the box's index is clamped to it)
+    last_image = _i(int(n) - 1) if isinstance(n, int | E.IntImm) else E.Cast("int32", n) - _i(1)
     ph, pw = (int(p) for p in attrs.pooled_size)
     scale = float(attrs.spatial_scale)
     mode = str(attrs.mode)
@@ -54,7 +56,7 @@ def _roi_align(attrs, inputs, out_type):
 
     def body(*idx):
         r, i, j, c = idx if nhwc else (idx[0], idx[2], idx[3], idx[1])
-        b = E.Max(E.Min(E.Cast("int32", rois[r, _i(0)]), _i(n - 1)), _i(0))
+        b = E.Max(E.Min(E.Cast("int32", rois[r, _i(0)]), last_image), _i(0))
         x1, y1, x2, y2 = (_f(rois[r, _i(k)]) * _f(scale) for k in range(1, 5))
         bh = E.Max(y2 - y1, _f(1.0)) / _f(ph)
         bw = E.Max(x2 - x1, _f(1.0)) / _f(pw)

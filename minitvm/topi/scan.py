@@ -5,7 +5,7 @@ Each output element reduces the input along the scanned axis under a ``k <= i`` 
 when exclusive), so the scan is one reduction stage (quadratic work, but a plain compute every
 schedule and the code generator handle). Relay's stages also carry tag ``SCAN_TAG`` with their
 operand and ``scan`` attrs (kind, axis, exclusive): ``minitvm.schedule.scan`` lowers such a stage
-with static shapes as one pass per row instead."""
+(static or symbolic extents) as one pass per row instead."""
 
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ Two forms state the same positions:
   ``largest``) whose body is a nested reduction (the position whose rank is ``j``, the rank
   counting the elements ordered before it). No generic schedule lowers it:
   ``minitvm.schedule.selection`` computes it in one pass per row. Relay's computes build it;
-  they refuse symbolic shapes and dtypes the schedule does not take (the numpy reference runs
-  those).
+  they refuse a symbolic extent from the axis on (the dimensions before it may be symbolic: a
+  dynamic batch, one Relay VM kernel for every size) and dtypes the schedule does not take
+  (the numpy reference runs those).
 - ``ranked_indices``: the same result as two plain reduction stages (``T_topk_rank``, the rank
   of every element; ``T_topk_indices``, the position whose rank is ``j``), which
   ``te.create_prim_func`` writes as blocks and any loop nest computes (quadratic work, symbolic
@@ -153,14 +154,18 @@ def gather(x, idx, axis: int, name: str = "T_topk_values", reverse: bool = False
 # ---------------------------------------------------------------------------- Relay computes
 def _checked(x, attrs, what: str) -> tuple[int, int]:
     """(axis, axis length) of a selection over ``x``; ValueError where the kernel does not
-    apply (the numpy reference runs such calls)."""
-    dims = _static(x.shape, what)
+    apply (the numpy reference runs such calls). The dimensions before the axis may be
+    symbolic (a dynamic batch: ``schedule.selection`` loops over the rows at run time); the
+    axis and those after it must be static."""
     if x.dtype not in DTYPES:
         raise ValueError(f"{what}: the selection kernel does not take {x.dtype}")
-    axis = int(attrs.axis) % len(dims) if dims else 0
-    if not dims or dims[axis] == 0:
+    if not x.shape:
         raise ValueError(f"{what}: the selection kernel needs a non-empty axis")
-    return axis, dims[axis]
+    axis = int(attrs.axis) % len(x.shape)
+    dims = _static(x.shape[axis:], what)
+    if dims[0] == 0:
+        raise ValueError(f"{what}: the selection kernel needs a non-empty axis")
+    return axis, dims[0]
 
 
 @compute("topk")

@@ -190,3 +190,15 @@ def test_onnx_cumsum_topk_match_onnxruntime():
     got_v, got_i = (o.numpy() for o in vm["main"](tvm.nd.array(x)))
     np.testing.assert_allclose(got_v, want_v, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got_i, want_i)
+
+
+@pytest.mark.parametrize("axis", [1, 0, None])
+def test_symbolic_rows_scan_in_one_pass_with_numpys_rounding(axis):
+    """A scan over a symbolic row count: the scan schedule takes symbolic extents (one pass per
+    row, numpy's order of additions), so every size gives numpy's bits; an empty input too."""
+    n = tvm.tir.Var("n", "int64")
+    mod = _module(lambda v: R.cumsum(v, axis=axis), (n, 9), "float32")
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for m in (3, 10, 0):
+        a = np.random.default_rng(m).standard_normal((m, 9)).astype("float32")
+        np.testing.assert_array_equal(vm["main"](tvm.nd.array(a)).numpy(), np.cumsum(a, axis))

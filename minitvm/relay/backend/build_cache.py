@@ -112,21 +112,40 @@ def _tree_fingerprint(root: str) -> str:
 
 def _op_registry_digest() -> str | None:
     """A digest of the registered op attributes; None when one comes from outside minitvm."""
+    return op_attrs_digest(Op.list_op_names())
+
+
+def op_attrs_digest(names) -> str | None:
+    """A digest of the registered attributes of the ops ``names``; None when one of them comes
+    from outside minitvm (its code no digest can see)."""
     h = hashlib.sha256()
-    for name in sorted(Op.list_op_names()):
+    for name in sorted(set(names)):
         op = Op.get(name)
         for attr, (level, value) in sorted(getattr(op, "_attrs", {}).items()):
-            if callable(value) or hasattr(value, "__module__"):
-                module = getattr(value, "__module__", None) or type(value).__module__ or ""
-                if not module.startswith("minitvm"):
-                    return None
-                what = f"{module}.{getattr(value, '__qualname__', type(value).__qualname__)}"
-            else:
-                what = repr(value)
-                if " at 0x" in what:
-                    return None
+            what = _attr_text(value)
+            if what is None:
+                return None
             h.update(f"{name}|{attr}|{level}|{what}\n".encode())
     return h.hexdigest()
+
+
+def foreign_op_attrs() -> list[tuple[str, str]]:
+    """``(op name, attribute)`` of each registered op attribute from outside minitvm."""
+    return [(name, attr) for name in Op.list_op_names()
+            for attr, (_, value) in getattr(Op.get(name), "_attrs", {}).items()
+            if _attr_text(value) is None]
+
+
+def _attr_text(value) -> str | None:
+    """How an op attribute enters a digest: its code's qualified name, or its repr; None when
+    it comes from outside minitvm (or has no stable text)."""
+    if callable(value) or hasattr(value, "__module__"):
+        module = getattr(value, "__module__", None) or type(value).__module__ or ""
+        if not module.startswith("minitvm"):
+            return None
+        return f"{module}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+    what = repr(value)
+    return None if " at 0x" in what else what
 
 
 def _array(v) -> np.ndarray:

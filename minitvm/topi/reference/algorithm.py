@@ -110,7 +110,7 @@ def _scan(fn, attrs, args, t):
     else:
         axis = _axis(attrs, x.ndim)
     out = fn(x.astype(dtype), axis=axis).astype(dtype)
-    if attrs.exclusive:
+    if attrs.exclusive and out.shape[axis]:  # (an empty axis: nothing to shift)
         ident = 0 if fn is np.cumsum else 1
         out = np.concatenate([np.full_like(np.take(out, [0], axis=axis), ident),
                               np.take(out, np.arange(out.shape[axis] - 1), axis=axis)],

@@ -24,6 +24,7 @@ from minitvm.runtime.vm import Executable, VirtualMachine
 from minitvm.tir import expr as E
 
 _RNG = np.random.default_rng(0)
+_REGISTRY_DIGEST = build_cache._op_registry_digest  # (the fixture replaces it)
 _W_CONV = _RNG.standard_normal((16, 8, 3, 3)).astype("float32")
 _W_DENSE = _RNG.standard_normal((10, 16 * 16)).astype("float32")
 
@@ -45,11 +46,12 @@ def _broadcast():
     return tvm.IRModule.from_expr(relay.Function([x, y], relay.nn.relu(z + y)))
 
 
-def _cumsum():
-    """A scan: its rule does not take symbolic extents, so the symbolic path refuses it and it
-    is specialized per shape."""
+def _sort_dynamic_axis():
+    """A sort along the dynamic axis: the selection schedule needs that axis static, so the
+    symbolic path refuses it and it is specialized per shape. (Scans, which this test took
+    before, are now one symbolic kernel.)"""
     x = relay.var("x", shape=(relay.Any(), 5), dtype="float32")
-    return tvm.IRModule.from_expr(relay.Function([x], relay.cumsum(relay.exp(x), axis=1)))
+    return tvm.IRModule.from_expr(relay.Function([x], relay.sort(relay.exp(x), axis=0)))
 
 
 def _forget():
@@ -132,17 +134,17 @@ def test_warm_compile_schedules_nothing(fresh_cache, counted):
 
 
 def test_refused_function_is_recorded_with_its_error(fresh_cache):
-    relay.vm.compile(_cumsum(), target="llvm")
+    relay.vm.compile(_sort_dynamic_axis(), target="llvm")
     scheduled, hits = symbolic.STATS["scheduled"], saved.STATS["hits"]
     _forget()
-    exe = relay.vm.compile(_cumsum(), target="llvm")
+    exe = relay.vm.compile(_sort_dynamic_axis(), target="llvm")
     assert symbolic.STATS["scheduled"] == scheduled  # the refusal came from the record
     assert saved.STATS["hits"] > hits
     assert any(isinstance(k.run, ShapeSpecializer) for k in exe.kernels)
     vm = VirtualMachine(exe, tvm.cpu())
     for n in (2, 3):
         x = np.random.default_rng(n).standard_normal((n, 5)).astype("float32")
-        np.testing.assert_allclose(vm.run(x).numpy(), np.cumsum(np.exp(x), axis=1),
+        np.testing.assert_allclose(vm.run(x).numpy(), np.sort(np.exp(x), axis=0),
                                    rtol=1e-5, atol=1e-6)
 
 
@@ -251,3 +253,68 @@ def test_dimension_records_round_trip():
         saved._dim_expr(["var", 5], fresh)
     with pytest.raises(ValueError, match="not a version 1 symbolic kernel record"):
         saved.restore({"version": 0})
+
+
+def _outside_attribute(*args):
+    """An op attribute whose code lives outside minitvm (this test module)."""
+
+
+def test_records_stay_on_with_an_op_attribute_from_outside(fresh_cache, monkeypatch):
+    """A Relay op attribute registered from outside minitvm turns relay.build's whole-build
+    cache off (no digest sees its code); the symbolic records stay on, each key holding the
+    attributes of the ops its function calls: the scan's kernel is read back, the relu's (whose
+    op carries the outside attribute) has no record and is lowered again."""
+    monkeypatch.setattr(build_cache, "_op_registry_digest", _REGISTRY_DIGEST)
+    foreign = build_cache.foreign_op_attrs
+    # (outside attributes an earlier test in this worker left are set aside)
+    monkeypatch.setattr(build_cache, "foreign_op_attrs",
+                        lambda: [(n, a) for n, a in foreign() if n == "nn.relu"])
+    op = tvm.ir.Op.get("nn.relu")
+    own = op._attrs.get("FPrimalGradient")  # (the gradient: no build consults it)
+    op.set_attr("FPrimalGradient", _outside_attribute, 99)
+    try:
+        assert build_cache._op_registry_digest() is None
+        store = saved.RecordStore.open()
+        assert store is not None and store.per_function_ops
+        x = relay.var("x", shape=(relay.Any(), 5), dtype="float32")
+        mod = tvm.IRModule.from_expr(relay.Function(
+            [x], relay.Tuple([relay.cumsum(x, axis=1), relay.nn.relu(x)])))
+        cold = relay.vm.compile(mod, target="llvm")
+        assert dynamic_kernel_counts(cold.kernels) == {"symbolic": 2, "specialized": 0}
+        _forget()
+        scheduled, hits = symbolic.STATS["scheduled"], saved.STATS["hits"]
+        warm = relay.vm.compile(mod, target="llvm")
+        assert saved.STATS["hits"] - hits == 1  # the scan's record
+        assert symbolic.STATS["scheduled"] - scheduled == 1  # the relu, lowered again
+        xv = np.random.default_rng(2).standard_normal((3, 5)).astype("float32")
+        for got, want in zip(VirtualMachine(warm, tvm.cpu()).run(xv),
+                             VirtualMachine(cold, tvm.cpu()).run(xv), strict=True):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    finally:
+        op.reset_attr("FPrimalGradient")
+        if own is not None:
+            op._attrs["FPrimalGradient"] = own
+    assert ("nn.relu", "FPrimalGradient") not in foreign()
+
+
+def test_records_off_with_an_intrinsic_lowering_from_outside(fresh_cache, monkeypatch):
+    """An intrinsic's lowering registered from outside minitvm may change the code of any
+    kernel, whichever ops its function calls: no records then."""
+    monkeypatch.setattr(build_cache, "_op_registry_digest", _REGISTRY_DIGEST)
+    tvm.ir.register_intrin_lowering("tir.vmscan_test_intrinsic", "llvm", f=_outside_attribute)
+    op = tvm.ir.Op.get("tir.vmscan_test_intrinsic")
+    try:
+        assert saved.RecordStore.open() is None
+    finally:
+        op.reset_attr("llvm.FLowerIntrinsic")
+    assert ("tir.vmscan_test_intrinsic", "llvm.FLowerIntrinsic") not in \
+        build_cache.foreign_op_attrs()
+
+
+def test_called_ops_walks_a_long_chain():
+    """``saved.called_ops`` is iterative: a 100,000-call chain at the default recursion limit."""
+    x = relay.var("x", shape=(2,), dtype="float32")
+    y = x
+    for k in range(100_000):
+        y = relay.exp(y) if k % 2 else relay.negative(y)
+    assert saved.called_ops(relay.Function([x], y)) == {"exp", "negative"}

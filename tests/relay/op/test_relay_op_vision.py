@@ -107,6 +107,18 @@ def test_all_class_nms_onnx_example():
     with pytest.raises(Exception, match="vision.all_class_non_max_suppression: boxes must be"):
         _type(lambda b, s: relay.vision.all_class_non_max_suppression(b, s).astuple(),
               (1, 6, 5), (1, 1, 6))
+    # (boxes and scores of different batches: the kernel would read past the smaller)
+    with pytest.raises(Exception, match="all_class_non_max_suppression: scores .* must be "
+                                        "\\(batch=1"):
+        _type(lambda b, s: relay.vision.all_class_non_max_suppression(b, s).astuple(),
+              (1, 6, 4), (2, 1, 6))
+
+
+def test_onnx_roi_align_needs_one_image_index_per_box():
+    with pytest.raises(Exception, match="vision.onnx_roi_align: batch_indices .* one index per "
+                                        "box"):
+        _type(lambda x, r, i: relay.vision.onnx_roi_align(x, r, i, 2, 2, 0, 1.0, True),
+              (1, 2, 4, 4), (3, 4), (2,))
 
 
 def test_all_class_nms_tensorflow_format():

@@ -161,21 +161,59 @@ def consts_from_text(text: str) -> list:
 
 
 # ------------------------------------------------------------------------------ disk cache
+# Relay op attributes consulted only for the ops a program calls (typing, computes, strategies,
+# patterns, the passes' rewrites; ``target.<codegen>``: BYOC's annotations): one registered
+# from outside minitvm leaves the records of functions not calling its op valid
+PER_OP_ATTRS = frozenset({
+    "FTypeRelation", "TOpPattern", "FNumpy", "FTECompute", "FTVMStrategy", "TNonComputational",
+    "TNumpyOnly", "TOpIsStateful", "FInferArgTypes", "FInferCorrectLayout", "FTVMLegalize",
+    "FTVMAlterOpLayout", "FTVMConvertOpLayout", "FTVMQnnCanonicalize", "FTVMQnnLegalize",
+    "FTVMMixedPrecisionConversionType", "FPrimalGradient"})
+
+
+def called_ops(func) -> set[str]:
+    """The names of the ops ``func`` calls, in nested functions too (one explicit stack)."""
+    from ....ir.op import Op
+    from ...expr import Call, Function
+    from ...expr_functor import dataflow_post_order
+
+    names: set[str] = set()
+    stack = [func]
+    while stack:
+        f = stack.pop()
+        for e in dataflow_post_order(f.body):
+            if isinstance(e, Call) and isinstance(e.op, Op):
+                names.add(e.op.name)
+            elif isinstance(e, Function):
+                stack.append(e)
+            if isinstance(e, Call) and isinstance(e.op, Function):
+                stack.append(e.op)
+    return names
+
+
 class RecordStore:
     """The on-disk records of symbolic kernels that one ``relay.vm.compile`` reads and writes
     (see the module doc); ``open()`` is None where the cache is off."""
 
-    def __init__(self, cache, compiler: str):
+    def __init__(self, cache, compiler: str, per_function_ops: bool = False):
         self.cache = cache
         self.compiler = compiler
+        # an op attribute registered from outside minitvm: the compiler's digest leaves the op
+        # registry out, and each key holds the attributes of the ops its function calls (a
+        # function calling an op with such an attribute gets no record)
+        self.per_function_ops = per_function_ops
         self._loaded: dict = {}  # key -> what ``load_many`` read (``_MISS``: nothing usable)
         self._keys: dict = {}  # (id(func), options, const inputs) -> (func, its key)
 
     @staticmethod
     def open(ctx: PassContext | None = None) -> RecordStore | None:
         """The store of a build in ``ctx`` (default: current), or None: the disk cache or the
-        whole-build cache switched off, pass instruments, or op attributes registered from
-        outside minitvm (whose code no key can see)."""
+        whole-build cache switched off, pass instruments, or an op attribute from outside
+        minitvm (whose code no key can see) that lowering may consult for ops the function
+        does not call (an intrinsic's lowering, an unknown attribute). Where each such
+        attribute is one of ``PER_OP_ATTRS`` (``relay.build``'s whole-build cache is off then)
+        the records stay on, each key holding the attributes of the ops its function calls: a
+        kernel depends on those only, the passes that made the function run at each build."""
         from .. import build_cache
 
         ctx = ctx if ctx is not None else PassContext.current()
@@ -183,7 +221,8 @@ class RecordStore:
         if cache is None:
             return None
         ops = build_cache._op_registry_digest()
-        if ops is None:
+        if ops is None and not all(attr in PER_OP_ATTRS or attr.startswith("target.")
+                                   for _, attr in build_cache.foreign_op_attrs()):
             return None
         cfg = []
         for k in sorted(getattr(ctx, "config", None) or {}):
@@ -197,7 +236,8 @@ class RecordStore:
                            "package": build_cache.package_fingerprint(),
                            "host": jit.object_fingerprint(), "ops": ops, "config": cfg,
                            "opt_level": ctx.opt_level, "env": env}, sort_keys=True)
-        return RecordStore(cache, hashlib.sha256(head.encode()).hexdigest())
+        return RecordStore(cache, hashlib.sha256(head.encode()).hexdigest(),
+                           per_function_ops=ops is None)
 
     def key(self, func, options, const_inputs: frozenset) -> str | None:
         """The key of ``func``'s symbolic kernel, or None when it cannot have one (a tracing
@@ -213,9 +253,17 @@ class RecordStore:
             digest = fingerprint(func)
         except Unfingerprintable:
             return None
+        ops = None
+        if self.per_function_ops:
+            from ..build_cache import op_attrs_digest
+
+            ops = op_attrs_digest(called_ops(func))
+            if ops is None:
+                return None
         opts = {f: getattr(options, f) for f in ("native", "blas", "generated_conv",
                                                 "generated_dense", "generated_batch_matmul")}
         head = json.dumps({"compiler": self.compiler, "func": digest, "options": opts,
+                           "ops": ops,
                            "knobs": sorted((k, sorted(v.items()))
                                            for k, v in knobs.entries.items())
                            if knobs is not None else None,

@@ -12,6 +12,9 @@ input dimension against them (a size that the typing took equal to another and i
 dynamic axis broadcast at size 1, runs the per-shape specialization instead) and allocates the
 outputs. A function whose output shape depends on values, or with an op not lowered
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
+Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort, unique,
+all-class NMS, RoI pools) go through their rule when it takes symbolic extents
+(``SYMBOLIC_RULE_TAGS``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,12 @@ from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
 from ....topi import nn_te
+from ....topi.all_class_nms import NMS_TABLE_TAG
+from ....topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG
+from ....topi.scan import SCAN_TAG
 from ....topi.scatter_linear import SCATTER_LINEAR_TAG
+from ....topi.selection import TOPK_TAG
+from ....topi.unique import UNIQUE_TABLE_TAG
 from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types, user_strategies
 
@@ -90,8 +98,15 @@ def _typed(func: Function, sizes: dict, keep: frozenset = frozenset()) -> Functi
 # ops whose result's dims line up with their arguments' (right-aligned) where both are sizes:
 # a broadcast, and batch_matmul's batch (whose typing takes two unknown batches as equal)
 _ALIGNED_OPS = frozenset({"nn.batch_matmul"})
-# ops whose operands' dims must agree with each other (the result is the data's shape)
-_PAIRED_OPS = frozenset({"scatter_elements", "scatter_nd"})
+# ops whose operands' dims must agree with each other: op -> its pairs (``_operand_pairs``)
+_PAIRED_OPS = frozenset({"scatter_elements", "scatter_nd", "vision.all_class_non_max_suppression",
+                         "vision.onnx_roi_align"})
+# (operand, axis, operand, axis) a kernel reads as one extent: NMS's boxes and scores (batch,
+# boxes), RoiAlign's boxes and their image indices
+_OPERAND_AXES = {
+    "vision.all_class_non_max_suppression": ((0, 0, 1, 0), (0, 1, 1, 2)),
+    "vision.onnx_roi_align": ((1, 0, 2, 0),),
+}
 
 
 def _scatter_pairs(call) -> list:
@@ -113,10 +128,25 @@ def _scatter_pairs(call) -> list:
     return pairs + [(b, a) for a, b in pairs]
 
 
+def _operand_pairs(call) -> list:
+    """The dimension pairs of ``_OPERAND_AXES`` of ``call`` (both ways)."""
+    types = [a.checked_type for a in call.args]
+    pairs = []
+    for i, a, j, b in _OPERAND_AXES[call.op.name]:
+        ti, tj = types[i], types[j]
+        if isinstance(ti, TensorType) and isinstance(tj, TensorType) and \
+                a < len(ti.shape) and b < len(tj.shape):
+            pairs += [(ti.shape[a], tj.shape[b]), (tj.shape[b], ti.shape[a])]
+    return pairs
+
+
 def _aligned_pairs(e) -> list:
     """(argument dimension, the dimension an aligned op's typing matched it with) of call
     ``e``: a broadcast's or batch_matmul's result dims against its arguments' (right-aligned),
-    a scatter's operands against each other (``_scatter_pairs``)."""
+    a scatter's operands against each other (``_scatter_pairs``), the operands a kernel reads
+    as one extent (``_OPERAND_AXES``)."""
+    if e.op.name in _OPERAND_AXES:
+        return _operand_pairs(e)
     if e.op.name in _PAIRED_OPS:
         return _scatter_pairs(e)
     if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \
@@ -302,8 +332,10 @@ def _schedule_with_rules(inputs, consts, outputs, stages: list, options: Lowerin
 
 
 # tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
-# each checked at two sizes against the interpreter: the one-pass scatters
-SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG})
+# each checked at several sizes against the per-shape kernels and the interpreter: the one-pass
+# scatters, scans, top-k / sort / argsort, unique, all-class NMS, RoI pooling / ONNX RoiAlign
+SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG, SCAN_TAG, TOPK_TAG, UNIQUE_TABLE_TAG,
+                                NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG})
 
 
 class _Scheduled:

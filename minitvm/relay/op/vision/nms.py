@@ -97,6 +97,9 @@ def _all_class_rel(arg_types, attrs):
         raise TypeError(f"{op_name}: boxes must be (batch, num_boxes, 4), got "
                         f"{type_str(boxes)}")
     c = scores.shape[1]
+    if is_static_dim(scores.shape[0]) and is_static_dim(b) and scores.shape[0] != b:
+        raise TypeError(f"{op_name}: scores {type_str(scores)} must be (batch={b}, classes, "
+                        "num_boxes)")
     if is_static_dim(scores.shape[2]) and is_static_dim(n) and scores.shape[2] != n:
         raise TypeError(f"{op_name}: scores {type_str(scores)} must be (batch, classes, "
                         f"num_boxes={n})")

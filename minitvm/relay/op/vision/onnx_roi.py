@@ -31,6 +31,10 @@ def _rel(arg_types, attrs):
             (is_static_dim(rois.shape[1]) and rois.shape[1] != 4):
         raise TypeError(f"{_NAME}: x [N, C, H, W], rois [R, 4] and batch_indices [R] expected, "
                         f"got {type_str(x)}, {type_str(rois)} and {type_str(idx)}")
+    r, k = rois.shape[0], idx.shape[0]
+    if is_static_dim(r) and is_static_dim(k) and int(r) != int(k):
+        raise TypeError(f"{_NAME}: batch_indices {type_str(idx)} must have one index per box "
+                        f"of rois {type_str(rois)}")
     if attrs.mode not in ("avg", "max") or int(attrs.sampling_ratio) < 0:
         raise ValueError(f"{_NAME}: mode must be avg or max and sampling_ratio >= 0, got "
                          f"{attrs.mode!r} and {attrs.sampling_ratio}")

@@ -1,0 +1,275 @@
+"""Relay VM symbolic kernels of the ops a lowering rule writes (``vm.symbolic``'s
+``SYMBOLIC_RULE_TAGS``): scans, top-k / sort / argsort, unique, all-class NMS and RoI pools /
+aligns compile ONE kernel for every batch (or box count); at each size it gives the bits of the
+static kernel that the per-shape path compiles for that size, and the interpreter's values. Their
+records in the disk cache serve a warm compile without lowering anything again."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.backend import parallel_compile
+from minitvm.backend.kernel_cache import clear_cache
+from minitvm.codegen.build import clear_cache as clear_codegen_cache
+from minitvm.relay.backend import build_cache
+from minitvm.relay.backend.vm import saved, symbolic
+from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
+from minitvm.relay.backend.vm.symbolic import SymbolicKernel, clear_symbolic_cache
+from minitvm.relay.expr import bind
+from minitvm.runtime.vm import VirtualMachine
+
+A = relay.Any
+
+
+def _rng(n):
+    return np.random.default_rng(n)
+
+
+def _scan():
+    """Rows scanned along a static axis (a run-time count of rows, some left over from the
+    blocks of 8), and an exclusive integer product down the dynamic rows."""
+    x = relay.var("x", shape=(A(), 5), dtype="float32")
+    y = relay.var("y", shape=(A(), 4), dtype="int32")
+    outs = [relay.cumsum(x, axis=1), relay.cumprod(y, axis=0, exclusive=True, dtype="int64")]
+
+    def args(b):
+        r = _rng(b)
+        return [r.standard_normal((b * 3, 5)).astype("float32"),
+                r.integers(-3, 4, (b, 4)).astype("int32")]
+
+    def want(x, y):
+        prod = np.cumprod(np.concatenate([np.ones((1, 4), "int64"), y[:-1]]), axis=0)
+        return [np.cumsum(x, axis=1), prod]
+
+    return [x, y], relay.Tuple(outs), args, want
+
+
+def _selection():
+    """Top-k along a static axis of rows with a dynamic batch (ties and a NaN in the data:
+    numpy's stable order, NaN last)."""
+    x = relay.var("x", shape=(A(), 7), dtype="float32")
+
+    def args(b):
+        xv = _rng(b).integers(-2, 3, (b, 7)).astype("float32")
+        xv[0, 0] = np.nan
+        return [xv]
+
+    def want(x):
+        idx = np.argsort(x, axis=1, kind="stable")[:, :3].astype("int32")
+        return [np.take_along_axis(x, idx, axis=1), idx]
+
+    t = relay.topk(x, k=3, axis=1, ret_type="both", is_ascend=True)
+    return [x], relay.Tuple([t[0], t[1]]), args, want
+
+
+def _unique():
+    x = relay.var("x", shape=(A(),), dtype="int32")
+    u = relay.unique(x, is_sorted=True, return_counts=True)
+    return [x], relay.Tuple([u[0], u[1], u[2], u[3]]), \
+        lambda b: [_rng(b).integers(0, 3 * b, (b * 4,)).astype("int32")], None
+
+
+def _all_class_nms():
+    boxes = relay.var("boxes", shape=(A(), 10, 4), dtype="float32")
+    scores = relay.var("scores", shape=(A(), 3, 10), dtype="float32")
+    out = relay.vision.all_class_non_max_suppression(
+        boxes, scores, relay.const(5, "int64"), relay.const(0.5, "float32"),
+        relay.const(0.1, "float32"))
+
+    def args(b):
+        r = _rng(b)
+        bx = r.random((b, 10, 4)).astype("float32") * 0.5
+        bx[..., 2:] += 0.4
+        return [bx, r.random((b, 3, 10)).astype("float32")]
+
+    return [boxes, scores], relay.Tuple([out[0], out[1]]), args, None
+
+
+def _roi(op):
+    """RoI pool (a rule's stage) or RoI align (a plain te reduction over the boxes), images and
+    boxes both of a dynamic count."""
+    d = relay.var("d", shape=(A(), 2, 8, 8), dtype="float32")
+    r = relay.var("r", shape=(A(), 5), dtype="float32")
+    out = relay.vision.roi_pool(d, r, (2, 2), 0.5) if op == "pool" else \
+        relay.vision.roi_align(d, r, (2, 2), 0.5, 1)
+
+    def args(n):
+        g = _rng(n)
+        rois = np.zeros((2 * n + 1, 5), "float32")
+        rois[:, 0] = g.integers(0, n, 2 * n + 1)
+        rois[:, 1:3] = g.random((2 * n + 1, 2)) * 6 - 1
+        rois[:, 3:5] = rois[:, 1:3] + g.random((2 * n + 1, 2)) * 5
+        return [g.standard_normal((n, 2, 8, 8)).astype("float32"), rois]
+
+    return [d, r], out, args, None
+
+
+# family -> (the model, its symbolic kernels)
+FAMILIES = {"scan": (_scan, 2), "selection": (_selection, 1), "unique": (_unique, 1),
+            "all_class_nms": (_all_class_nms, 1), "roi_pool": (lambda: _roi("pool"), 1),
+            "roi_align": (lambda: _roi("align"), 1)}
+
+
+def _outputs(v):
+    return [o.numpy() for o in v] if isinstance(v, tvm.runtime.container.ADT) else [v.numpy()]
+
+
+def _static_module(params, body, args):
+    """The function with the static shapes of ``args``: what the per-shape path compiles."""
+    new = [relay.var(p.name_hint, shape=a.shape, dtype=str(a.dtype))
+           for p, a in zip(params, args, strict=True)]
+    return tvm.IRModule.from_expr(relay.Function(new, bind(body, dict(zip(params, new,
+                                                                          strict=True)))))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_one_symbolic_kernel_per_family_serves_every_size(family):
+    """One compile, sizes 1 and 3 (no kernel specialized): the interpreter's values (its numpy
+    references; integer results exactly), and numpy's own bits for scans and top-k."""
+    make, kernels = FAMILIES[family]
+    params, body, args_of, want_of = make()
+    mod = tvm.IRModule.from_expr(relay.Function(params, body))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": kernels, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    interp = relay.create_executor("debug", mod=mod).evaluate()
+    for b in (1, 3):
+        args = args_of(b)
+        got = _outputs(vm.run(*args))
+        if want_of is not None:
+            for g, w in zip(got, want_of(*args), strict=True):
+                assert g.dtype == w.dtype
+                np.testing.assert_array_equal(g, w)
+        for g, r in zip(got, _outputs(interp(*args)), strict=True):
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
+    # every size ran on the symbolic kernels: none specialized a shape
+    assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
+
+
+@pytest.mark.parametrize("family", ["all_class_nms", "roi_align", "roi_pool"])
+def test_symbolic_kernel_gives_the_per_shape_kernels_bits(family):
+    """Where numpy's values are not bit-exact references (float box arithmetic), the symbolic
+    kernel's bits are those of the static kernel the per-shape path compiles for the size."""
+    make, _ = FAMILIES[family]
+    params, body, args_of, _ = make()
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(params, body)), target="llvm")
+    args = args_of(2)
+    got = _outputs(VirtualMachine(exe, tvm.cpu()).run(*args))
+    static = relay.vm.compile(_static_module(params, body, args), target="llvm")
+    for g, w in zip(got, _outputs(VirtualMachine(static, tvm.cpu()).run(*args)), strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
+
+
+def test_empty_batch_scans_write_nothing():
+    """A scan over zero rows (or a zero-length axis) runs the symbolic kernel and returns an
+    empty result (its first store per row would be out of bounds); the interpreter's exclusive
+    scan of an empty axis too (its reference shifted a first element there is not)."""
+    x = relay.var("x", shape=(A(), A()), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function(
+        [x], relay.Tuple([relay.cumsum(x, axis=1), relay.cumprod(x, axis=0, exclusive=True)])))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 2, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    interp = relay.create_executor("debug", mod=mod).evaluate()
+    for shape in ((0, 4), (3, 0), (9, 2)):
+        xv = _rng(len(shape)).standard_normal(shape).astype("float32")
+        got = _outputs(vm.run(xv))
+        np.testing.assert_array_equal(got[0], np.cumsum(xv, axis=1))
+        for g, r in zip(got, _outputs(interp(xv)), strict=True):
+            assert g.shape == r.shape
+            np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+def test_selection_along_the_dynamic_axis_is_specialized():
+    """The selection schedule needs its axis static: a sort along the dynamic axis is
+    specialized per shape (and still right)."""
+    x = relay.var("x", shape=(A(), 4), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.argsort(x, axis=0)))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 0, "specialized": 1}
+    xv = _rng(0).standard_normal((6, 4)).astype("float32")
+    got = VirtualMachine(exe, tvm.cpu()).run(xv).numpy()
+    np.testing.assert_array_equal(got, np.argsort(xv, axis=0, kind="stable"))
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """An empty disk cache of its own, nothing kept in process; sequential compiles."""
+    monkeypatch.delenv("MINITVM_DISABLE_DISK_CACHE", raising=False)
+    monkeypatch.delenv("MINITVM_DISABLE_BUILD_CACHE", raising=False)
+    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: "ops")
+    _forget()
+    with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1}):
+        yield
+    _forget()
+
+
+def _forget():
+    clear_cache()
+    clear_codegen_cache()
+    clear_symbolic_cache()
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_warm_compile_loads_the_records_without_lowering(fresh_cache, family):
+    make, kernels = FAMILIES[family]
+    params, body, args_of, _ = make()
+    mod = tvm.IRModule.from_expr(relay.Function(params, body))
+    cold = relay.vm.compile(mod, target="llvm")
+    _forget()  # (a fresh process: only the disk remembers)
+    scheduled, hits = symbolic.STATS["scheduled"], saved.STATS["hits"]
+    warm = relay.vm.compile(mod, target="llvm")
+    assert symbolic.STATS["scheduled"] == scheduled  # nothing lowered again
+    assert saved.STATS["hits"] - hits == kernels
+    assert dynamic_kernel_counts(warm.kernels) == {"symbolic": kernels, "specialized": 0}
+    args = args_of(2)
+    got = _outputs(VirtualMachine(warm, tvm.cpu()).run(*args))
+    for g, w in zip(got, _outputs(VirtualMachine(cold, tvm.cpu()).run(*args)), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def _onnx_roi_align():
+    d = relay.var("d", shape=(A(), 2, 8, 8), dtype="float32")
+    r = relay.var("r", shape=(A(), 4), dtype="float32")
+    i = relay.var("i", shape=(A(),), dtype="int64")
+
+    def args(n):
+        g = _rng(n)
+        rois = (g.random((2 * n + 1, 4)) * 5).astype("float32")
+        rois[:, 2:] += 2
+        return [g.standard_normal((n, 2, 8, 8)).astype("float32"), rois,
+                g.integers(0, n, 2 * n + 1).astype("int64")]
+
+    return [d, r, i], relay.vision.onnx_roi_align(d, r, i, 2, 2, 0, 0.5, True), args
+
+
+@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align"])
+def test_operands_read_as_one_extent_are_checked_at_each_call(op):
+    """NMS's boxes and scores (batch and box counts) and RoiAlign's boxes and image indices,
+    typed with distinct ``relay.Any()`` sizes: the kernel reads them as one extent, so the
+    symbolic typing makes them one size, checked at each call; a call where they differ is
+    rejected by the typing of its specialization (the kernel read past the smaller one)."""
+    if op == "all_class_nms":
+        params, body, args_of, _ = _all_class_nms()
+        match = "scores .* must be \\(batch=1"
+
+        def bad(a):
+            return [a[0][:1], a[1]]
+    else:
+        params, body, args_of = _onnx_roi_align()
+        match = "one index per box"
+
+        def bad(a):
+            return [a[0], a[1], a[2][:2]]
+    mod = tvm.IRModule.from_expr(relay.Function(params, body))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    args = args_of(3)
+    want = _outputs(relay.create_executor("debug", mod=mod).evaluate()(*args))
+    for g, w in zip(_outputs(vm.run(*args)), want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match=match):
+        vm.run(*bad(args))
