@@ -1,5 +1,5 @@
 """torch's dense linear algebra -- ``linalg.cholesky(_ex)``, ``cholesky_solve``,
-``linalg.solve(_ex)`` / ``_linalg_solve_ex``, ``linalg.inv(_ex)``, ``linalg.slogdet`` / ``det``
+``linalg.solve_triangular`` / ``triangular_solve``, ``linalg.solve(_ex)`` / ``_linalg_solve_ex``, ``linalg.inv(_ex)``, ``linalg.slogdet`` / ``det``
 and the LAPACK-style packed LU behind them -- composed for the importers of both dialects.
 
 The factorizations and triangular solves are loop kernels (``topi.linalg``, lowered by
@@ -30,7 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 
 __all__ = ["Kernels", "LinalgError", "batch_shape", "check_order", "cholesky",
-           "cholesky_solve", "det", "inverse", "lu_factor", "slogdet", "solve"]
+           "cholesky_solve", "det", "inverse", "lu_factor", "slogdet", "solve",
+           "solve_triangular"]
 
 _Emit = Callable[[Any], Any]
 
@@ -263,4 +264,31 @@ def cholesky_solve(ops: Any, kernels: Kernels, b, factor, b_shape: Sequence[int]
     f3 = _flat(ops, factor, factor_shape, batch)
     lower = _transpose(ops, f3) if upper else f3
     x = kernels.solve(lower, b3, "cholesky")
+    return ops.reshape(x, batch + b_shape[-2:])
+
+
+def solve_triangular(ops: Any, kernels: Kernels, a, b, a_shape: Sequence[int],
+                     b_shape: Sequence[int], upper: bool, left: bool = True,
+                     unitriangular: bool = False):
+    """``torch.linalg.solve_triangular(A, B, upper, left, unitriangular)``: ``X`` with
+    ``A X = B`` (``X A = B`` when not ``left``) by one substitution that reads only ``A``'s
+    upper or lower triangle (its diagonal taken as ones when ``unitriangular``); ``B`` a
+    (batch of) matrices, the batches broadcast. ``torch.triangular_solve``'s ``transpose``
+    is ``A^T``: pass the transposed ``A`` with ``upper`` flipped."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    if len(b_shape) < 2:
+        raise LinalgError(f"solve_triangular: B must be a (batch of) matrices, got shape "
+                          f"{b_shape}")
+    n = a_shape[-1]
+    if b_shape[-2 if left else -1] != n:
+        raise LinalgError(f"solve_triangular: A {a_shape} and B {b_shape} do not fit "
+                          f"({'left' if left else 'right'} side)")
+    batch = batch_shape(a_shape, b_shape)
+    a3, b3 = _flat(ops, a, a_shape, batch), _flat(ops, b, b_shape, batch)
+    if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
+        a3, b3, upper = _transpose(ops, a3), _transpose(ops, b3), not upper
+    kind = ("unit_" if unitriangular else "") + ("upper" if upper else "lower")
+    x = kernels.solve(a3, b3, kind)
+    if not left:
+        x = _transpose(ops, x)
     return ops.reshape(x, batch + b_shape[-2:])
