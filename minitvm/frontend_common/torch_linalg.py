@@ -1,5 +1,5 @@
 """torch's dense linear algebra -- ``linalg.cholesky(_ex)``, ``cholesky_solve``,
-``linalg.solve_triangular`` / ``triangular_solve``, ``linalg.solve(_ex)`` / ``_linalg_solve_ex``, ``linalg.inv(_ex)``, ``linalg.slogdet`` / ``det``
+``linalg.solve_triangular`` / ``triangular_solve``, ``linalg.matrix_exp``, ``linalg.solve(_ex)`` / ``_linalg_solve_ex``, ``linalg.inv(_ex)``, ``linalg.slogdet`` / ``det``
 and the LAPACK-style packed LU behind them -- composed for the importers of both dialects.
 
 The factorizations and triangular solves are loop kernels (``topi.linalg``, lowered by
@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 __all__ = ["Kernels", "LinalgError", "batch_shape", "check_order", "cholesky",
-           "cholesky_solve", "det", "inverse", "lu_factor", "slogdet", "solve",
+           "cholesky_solve", "det", "inverse", "lu_factor", "matrix_exp", "slogdet", "solve",
            "solve_triangular"]
 
 _Emit = Callable[[Any], Any]
@@ -292,3 +292,48 @@ def solve_triangular(ops: Any, kernels: Kernels, a, b, a_shape: Sequence[int],
     if not left:
         x = _transpose(ops, x)
     return ops.reshape(x, batch + b_shape[-2:])
+
+
+# matrix_exp: a degree-15 Taylor polynomial (Paterson-Stockmeyer: 6 products) of A / 2^s with
+# the 1-norm of A / 2^s at most THETA, whose truncation error 2^-16k / 16! is ~5e-14 relative
+# for float32 (theta 1) and ~7e-19 for float64 (theta 0.5); then s squarings. s is computed at
+# run time per matrix, but the graph is static: MAX_SQUARINGS squarings are always computed and
+# each one kept only where it is < s, so a 1-norm above theta * 2^24 (exp of such a matrix
+# overflows float32 unless it is near skew-symmetric) is under-scaled and loses accuracy.
+MATRIX_EXP_THETA = {"float32": 1.0, "float64": 0.5}
+MAX_SQUARINGS = 24
+
+
+def matrix_exp(ops: Any, matmul: Callable, a, shape: Sequence[int], dtype: str,
+               const: Callable, emit: _Emit = lambda e: e):
+    """``torch.linalg.matrix_exp``: ``exp(A)`` of a (batch of) square matrices by scaling and
+    squaring (see ``MATRIX_EXP_THETA``); ``matmul`` multiplies two ``(B, n, n)`` values."""
+    shape = tuple(shape)
+    n, batch = shape[-1], tuple(shape[:-2])
+    a3 = emit(_flat(ops, a, shape, batch))
+    theta = MATRIX_EXP_THETA[dtype]
+    norm = ops.max(ops.sum(ops.abs(a3), axis=[1]), axis=[1])                   # (B,) 1-norm
+    steps = ops.ceil(ops.divide(ops.log(ops.divide(norm, const(np.array(theta, dtype)))),
+                                const(np.array(np.log(2.0), dtype))))
+    steps = ops.minimum(ops.maximum(steps, const(np.array(0, dtype))),
+                        const(np.array(MAX_SQUARINGS, dtype)))
+    steps = emit(ops.reshape(steps, (_count(batch), 1, 1)))
+    x = emit(ops.multiply(a3, ops.power(const(np.array(2, dtype)), ops.negative(steps))))
+    x2 = emit(matmul(x, x))
+    x3 = emit(matmul(x2, x))
+    x4 = emit(matmul(x2, x2))
+    eye = const(np.eye(n, dtype=dtype)[None])
+    coefficient = [1.0 / np.prod(np.arange(1, k + 1, dtype=np.float64)) for k in range(16)]
+
+    def block(j):
+        c = [const(np.array(coefficient[4 * j + i], dtype)) for i in range(4)]
+        return ops.add(ops.add(ops.multiply(eye, c[0]), ops.multiply(x, c[1])),
+                       ops.add(ops.multiply(x2, c[2]), ops.multiply(x3, c[3])))
+
+    value = emit(block(3))
+    for j in (2, 1, 0):
+        value = emit(ops.add(matmul(value, x4), block(j)))
+    for k in range(MAX_SQUARINGS):
+        square = matmul(value, value)
+        value = emit(ops.where(ops.less(const(np.array(k, dtype)), steps), square, value))
+    return ops.reshape(value, shape)

@@ -159,3 +159,17 @@ def test_solve_triangular_column_and_shape_errors():
         torch_linalg.solve_triangular(relay.op, None, None, None, (3, 3), (3,), upper=False)
     with pytest.raises(torch_linalg.LinalgError, match="do not fit \\(right side\\)"):
         torch_linalg.solve_triangular(relay.op, None, None, None, (3, 3), (2, 4), False, False)
+
+
+def test_matrix_exp_scaling_and_squaring():
+    """``linalg.matrix_exp`` on a batch: a small-norm matrix (no squaring), a large
+    skew-symmetric one (1-norm ~60: six squarings, an orthogonal result) and zeros (the
+    identity), as run-time inputs so that no constant folding hides the kernels."""
+    g = torch.Generator().manual_seed(5)
+    w = torch.randn(7, 7, generator=g)
+    a = torch.stack([0.1 * torch.randn(7, 7, generator=g), 4 * (w - w.T),
+                     torch.zeros(7, 7)])
+    ref, outs = _both_importers(lambda a: torch.linalg.matrix_exp(a), a)
+    for out in outs:
+        assert out[0].shape == ref[0].shape and out[0].dtype == ref[0].dtype
+        np.testing.assert_allclose(out[0], ref[0], rtol=2e-5, atol=2e-5 * np.abs(ref[0]).max())

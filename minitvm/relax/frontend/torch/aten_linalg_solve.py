@@ -1,5 +1,6 @@
 """Core-ATen factorizations and solves onto Relax: ``linalg_cholesky(_ex)``,
-``cholesky_solve``, ``linalg_solve_triangular`` / ``triangular_solve``, ``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``,
+``cholesky_solve``, ``linalg_solve_triangular`` / ``triangular_solve``, ``linalg_matrix_exp``,
+``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``,
 ``linalg_slogdet`` / ``_linalg_slogdet``, ``logdet``, ``linalg_det`` / ``_linalg_det``, composed
 by ``frontend_common.torch_linalg`` (shared with the Relay importer) on the loop kernels of
 ``topi.linalg`` (``call_tir`` of the PrimFuncs ``schedule.linalg`` writes): any static matrix
@@ -104,6 +105,14 @@ def _solve_triangular(ctx: AtenContext, args):
     except torch_linalg.LinalgError as e:
         raise ctx.fail(str(e)) from None
     return ctx.emit(x)
+
+
+@register("linalg_matrix_exp.default", "matrix_exp.default")
+def _matrix_exp(ctx: AtenContext, args):
+    """Scaling and squaring with a Taylor polynomial (``torch_linalg.matrix_exp``)."""
+    shape, dtype = _matrix(ctx, args[0], "linalg_matrix_exp")
+    return ctx.emit(torch_linalg.matrix_exp(_op, _op.matmul, args[0], shape, dtype, _const,
+                                            ctx.emit))
 
 
 @register("triangular_solve.default")

@@ -1,5 +1,5 @@
 """ATen factorizations and solves onto Relay: ``linalg_cholesky(_ex)``, ``cholesky_solve``,
-``linalg_solve_triangular`` / ``triangular_solve``,
+``linalg_solve_triangular`` / ``triangular_solve``, ``linalg_matrix_exp``,
 ``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``, ``linalg_slogdet`` /
 ``linalg_det`` (and their legacy names), composed by ``frontend_common.torch_linalg`` (shared
 with the Relax importer) on the loop kernels ``relay.op.linalg``: any static matrix order.
@@ -82,6 +82,14 @@ def _solve_triangular(ctx, args):
                                              *flag)
     except torch_linalg.LinalgError as e:
         raise ctx.fail(str(e)) from None
+
+
+@register("linalg_matrix_exp", "matrix_exp")
+def _matrix_exp(ctx, args):
+    """Scaling and squaring with a Taylor polynomial (``torch_linalg.matrix_exp``)."""
+    shape, dtype = _matrix(ctx, args[0], "linalg_matrix_exp")
+    return torch_linalg.matrix_exp(_op, lambda x, y: _op.nn.batch_matmul(x, y, transpose_b=False),
+                                   args[0], shape, dtype, _const)
 
 
 @register("triangular_solve")
