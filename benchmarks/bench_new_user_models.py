@@ -24,6 +24,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group nineteenth  # (..._nineteenth)
     python benchmarks/bench_new_user_models.py --group twentieth  # (..._twentieth)
     python benchmarks/bench_new_user_models.py --group twentyfirst  # (..._twentyfirst)
+    python benchmarks/bench_new_user_models.py --group twentysecond  # (..._twentysecond)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -62,6 +63,7 @@ from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
+from new_user_models_twentysecond import twentysecond_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1919,7 +1921,8 @@ def main() -> int:
                                         "seventh", "eighth", "ninth", "tenth", "eleventh",
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
-                                        "twentieth", "twentyfirst", "all"),
+                                        "twentieth", "twentyfirst", "twentysecond",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -1996,7 +1999,12 @@ def main() -> int:
                     "off-diagonal trick, re-ID with GeM and batch-hard triplets, DPRNN by "
                     "unfold / fold, SincNet's computed filters, a masked autoregressive flow, "
                     "DIEN's AUGRU, LISTA, DiffPool, NeuralSort NDCG, a Gumbel-softmax dVAE, a "
-                    "PCEN keyword spotter, DimeNet's triplet angles by acos); all")
+                    "PCEN keyword spotter, DimeNet's triplet angles by acos); twentysecond: "
+                    "the 12 of the twenty-second (DeepSurv's Cox likelihood by logcumsumexp, "
+                    "an expRNN by matrix_exp, deep-kernel GP regression by Cholesky solves, "
+                    "an adaptive-softmax LSTM LM, ESIM, MMoE / ESMM by tensordot, FiBiNET, an "
+                    "Octave-conv ResNet, BoTNet relative logits, a YOLACT mask head, LSTNet, "
+                    "an end-to-end memory network); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -2011,18 +2019,18 @@ def main() -> int:
     fourteenth, fifteenth, sixteenth = fourteenth_models(), fifteenth_models(), sixteenth_models()
     seventeenth, eighteenth = seventeenth_models(), eighteenth_models()
     nineteenth, twentieth = nineteenth_models(), twentieth_models()
-    twentyfirst = twentyfirst_models()
+    twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
-             **twentyfirst}
+             **twentyfirst, **twentysecond}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
              "thirteenth": thirteenth, "fourteenth": fourteenth, "fifteenth": fifteenth,
              "sixteenth": sixteenth, "seventeenth": seventeenth,
              "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
-             "twentyfirst": twentyfirst,
+             "twentyfirst": twentyfirst, "twentysecond": twentysecond,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

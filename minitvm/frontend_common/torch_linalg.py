@@ -1,5 +1,5 @@
 """torch's dense linear algebra -- ``linalg.cholesky(_ex)``, ``cholesky_solve``,
-``linalg.solve(_ex)`` / ``_linalg_solve_ex``, ``linalg.inv(_ex)``, ``linalg.slogdet`` / ``det``
+``linalg.solve_triangular`` / ``triangular_solve``, ``linalg.matrix_exp``, ``linalg.solve(_ex)`` / ``_linalg_solve_ex``, ``linalg.inv(_ex)``, ``linalg.slogdet`` / ``det``
 and the LAPACK-style packed LU behind them -- composed for the importers of both dialects.
 
 The factorizations and triangular solves are loop kernels (``topi.linalg``, lowered by
@@ -30,7 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 
 __all__ = ["Kernels", "LinalgError", "batch_shape", "check_order", "cholesky",
-           "cholesky_solve", "det", "inverse", "lu_factor", "slogdet", "solve"]
+           "cholesky_solve", "det", "inverse", "lu_factor", "matrix_exp", "slogdet", "solve",
+           "solve_triangular"]
 
 _Emit = Callable[[Any], Any]
 
@@ -264,3 +265,75 @@ def cholesky_solve(ops: Any, kernels: Kernels, b, factor, b_shape: Sequence[int]
     lower = _transpose(ops, f3) if upper else f3
     x = kernels.solve(lower, b3, "cholesky")
     return ops.reshape(x, batch + b_shape[-2:])
+
+
+def solve_triangular(ops: Any, kernels: Kernels, a, b, a_shape: Sequence[int],
+                     b_shape: Sequence[int], upper: bool, left: bool = True,
+                     unitriangular: bool = False):
+    """``torch.linalg.solve_triangular(A, B, upper, left, unitriangular)``: ``X`` with
+    ``A X = B`` (``X A = B`` when not ``left``) by one substitution that reads only ``A``'s
+    upper or lower triangle (its diagonal taken as ones when ``unitriangular``); ``B`` a
+    (batch of) matrices, the batches broadcast. ``torch.triangular_solve``'s ``transpose``
+    is ``A^T``: pass the transposed ``A`` with ``upper`` flipped."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    if len(b_shape) < 2:
+        raise LinalgError(f"solve_triangular: B must be a (batch of) matrices, got shape "
+                          f"{b_shape}")
+    n = a_shape[-1]
+    if b_shape[-2 if left else -1] != n:
+        raise LinalgError(f"solve_triangular: A {a_shape} and B {b_shape} do not fit "
+                          f"({'left' if left else 'right'} side)")
+    batch = batch_shape(a_shape, b_shape)
+    a3, b3 = _flat(ops, a, a_shape, batch), _flat(ops, b, b_shape, batch)
+    if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
+        a3, b3, upper = _transpose(ops, a3), _transpose(ops, b3), not upper
+    kind = ("unit_" if unitriangular else "") + ("upper" if upper else "lower")
+    x = kernels.solve(a3, b3, kind)
+    if not left:
+        x = _transpose(ops, x)
+    return ops.reshape(x, batch + b_shape[-2:])
+
+
+# matrix_exp: a degree-15 Taylor polynomial (Paterson-Stockmeyer: 6 products) of A / 2^s with
+# the 1-norm of A / 2^s at most THETA, whose truncation error 2^-16k / 16! is ~5e-14 relative
+# for float32 (theta 1) and ~7e-19 for float64 (theta 0.5); then s squarings. s is computed at
+# run time per matrix, but the graph is static: MAX_SQUARINGS squarings are always computed and
+# each one kept only where it is < s, so a 1-norm above theta * 2^24 (exp of such a matrix
+# overflows float32 unless it is near skew-symmetric) is under-scaled and loses accuracy.
+MATRIX_EXP_THETA = {"float32": 1.0, "float64": 0.5}
+MAX_SQUARINGS = 24
+
+
+def matrix_exp(ops: Any, matmul: Callable, a, shape: Sequence[int], dtype: str,
+               const: Callable, emit: _Emit = lambda e: e):
+    """``torch.linalg.matrix_exp``: ``exp(A)`` of a (batch of) square matrices by scaling and
+    squaring (see ``MATRIX_EXP_THETA``); ``matmul`` multiplies two ``(B, n, n)`` values."""
+    shape = tuple(shape)
+    n, batch = shape[-1], tuple(shape[:-2])
+    a3 = emit(_flat(ops, a, shape, batch))
+    theta = MATRIX_EXP_THETA[dtype]
+    norm = ops.max(ops.sum(ops.abs(a3), axis=[1]), axis=[1])                   # (B,) 1-norm
+    steps = ops.ceil(ops.divide(ops.log(ops.divide(norm, const(np.array(theta, dtype)))),
+                                const(np.array(np.log(2.0), dtype))))
+    steps = ops.minimum(ops.maximum(steps, const(np.array(0, dtype))),
+                        const(np.array(MAX_SQUARINGS, dtype)))
+    steps = emit(ops.reshape(steps, (_count(batch), 1, 1)))
+    x = emit(ops.multiply(a3, ops.power(const(np.array(2, dtype)), ops.negative(steps))))
+    x2 = emit(matmul(x, x))
+    x3 = emit(matmul(x2, x))
+    x4 = emit(matmul(x2, x2))
+    eye = const(np.eye(n, dtype=dtype)[None])
+    coefficient = [1.0 / np.prod(np.arange(1, k + 1, dtype=np.float64)) for k in range(16)]
+
+    def block(j):
+        c = [const(np.array(coefficient[4 * j + i], dtype)) for i in range(4)]
+        return ops.add(ops.add(ops.multiply(eye, c[0]), ops.multiply(x, c[1])),
+                       ops.add(ops.multiply(x2, c[2]), ops.multiply(x3, c[3])))
+
+    value = emit(block(3))
+    for j in (2, 1, 0):
+        value = emit(ops.add(matmul(value, x4), block(j)))
+    for k in range(MAX_SQUARINGS):
+        square = matmul(value, value)
+        value = emit(ops.where(ops.less(const(np.array(k, dtype)), steps), square, value))
+    return ops.reshape(value, shape)

@@ -11,7 +11,8 @@ the matrices of a batch run on the thread pool when the work is large enough:
   column is NaN too (where LAPACK stops with ``info > 0``).
 - LU (``getrf``'s partial pivoting: the first row of largest magnitude at or below the
   diagonal): exchange, then eliminate below the pivot; a zero pivot skips its elimination.
-- Solves: the row exchanges replayed, a forward then a backward substitution along rows.
+- Solves: the row exchanges replayed, a forward then a backward substitution along rows (one
+  of them alone for a triangular matrix).
 """
 
 from __future__ import annotations
@@ -140,6 +141,9 @@ def _lu(ctx, a: _Matrix, o: _Matrix, n: int, dt: str) -> S.Stmt:
 
 def _solve(ctx, f: _Matrix, b: _Matrix, x: _Matrix, n: int, m: int, kind: str,
            dt: str) -> S.Stmt:
+    """``A X = B``: LU's row exchanges replayed, then a forward substitution on the lower
+    factor and a backward one on the upper (Cholesky's is ``L^T``); a triangular ``A``
+    ("lower" / "upper", "unit_" for a unit diagonal) takes only its own substitution."""
     copy = _for(ctx, 0, n, lambda i: _for(ctx, 0, m, lambda c: x.store(b.load(i, c), i, c),
                                           "c"))
     parts = [copy]
@@ -149,20 +153,25 @@ def _solve(ctx, f: _Matrix, b: _Matrix, x: _Matrix, n: int, m: int, kind: str,
 
     def forward(i):
         eliminate = _for(ctx, 0, i, lambda k: _axpy(ctx, x, i, x, k, f.load(i, k), 0, m), "k")
-        if kind == "lu":  # unit lower
+        if kind in ("lu", "unit_lower"):  # unit lower
             return eliminate
         return _seq(eliminate, _scale_row(ctx, x, i, f.load(i, i), 0, m))
 
     def backward(r):
         i = ctx.fresh("i")
-        # U[i, k] for LU, L[k, i] (L^T) for Cholesky
-        coefficient = (lambda k: f.load(i, k)) if kind == "lu" else (lambda k: f.load(k, i))
+        # U[i, k] for LU and an upper A, L[k, i] (L^T) for Cholesky
+        coefficient = (lambda k: f.load(k, i)) if kind == "cholesky" else \
+            (lambda k: f.load(i, k))
         eliminate = _for(ctx, i + 1, imm(n), lambda k: _axpy(ctx, x, i, x, k, coefficient(k),
                                                                 0, m), "k")
-        return S.LetStmt(i, imm(n - 1) - r, _seq(eliminate,
-                                                 _scale_row(ctx, x, i, f.load(i, i), 0, m)))
+        if kind != "unit_upper":
+            eliminate = _seq(eliminate, _scale_row(ctx, x, i, f.load(i, i), 0, m))
+        return S.LetStmt(i, imm(n - 1) - r, eliminate)
 
-    parts += [_for(ctx, 0, n, forward), _for(ctx, 0, n, backward, "r")]
+    if kind in ("lu", "cholesky", "lower", "unit_lower"):
+        parts.append(_for(ctx, 0, n, forward))
+    if kind in ("lu", "cholesky", "upper", "unit_upper"):
+        parts.append(_for(ctx, 0, n, backward, "r"))
     return _seq(*parts)
 
 

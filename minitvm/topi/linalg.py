@@ -15,7 +15,10 @@ Layouts (``B`` matrices of order ``n``, row-major):
   step ``k`` (0-based, as a float: exact below 2^24). A zero pivot column skips its elimination
   (LAPACK's ``info > 0`` case), so ``U`` keeps a zero on the diagonal.
 - ``factored_solve_stage(factor, rhs, kind)``: ``X`` ``(B, n, m)`` with ``A X = rhs``, from a
-  ``lu_stage`` output (``kind`` "lu") or a ``cholesky_stage`` one (``kind`` "cholesky").
+  ``lu_stage`` output (``kind`` "lu") or a ``cholesky_stage`` one (``kind`` "cholesky"); or,
+  with ``A`` itself triangular ``(B, n, n)``, one substitution that reads only its lower
+  (``kind`` "lower") or upper ("upper") triangle, the diagonal taken as ones for "unit_lower" /
+  "unit_upper" (LAPACK's ``trtrs``, ``torch.linalg.solve_triangular``).
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from .. import te
 from ..tir import expr as E
 from .utils import compute
 
-__all__ = ["LINALG_TAG", "cholesky_stage", "factored_solve_stage", "is_linalg", "lu_stage"]
+__all__ = ["LINALG_TAG", "SOLVE_KINDS", "cholesky_stage", "factored_solve_stage", "is_linalg", "lu_stage"]
 
 LINALG_TAG = "linalg_loops"
-SOLVE_KINDS = ("lu", "cholesky")
+SOLVE_KINDS = ("lu", "cholesky", "lower", "upper", "unit_lower", "unit_upper")
 
 
 def _stage(shape, operands, kind: str, name: str):

@@ -140,3 +140,25 @@ def test_relax_call_rule_stage_runs_the_kernels():
 def test_type_relation_errors(build, match):
     with pytest.raises(Exception, match=match):
         relay.transform.InferType()(tvm.IRModule.from_expr(build()))
+
+
+@pytest.mark.parametrize("kind", ["lower", "upper", "unit_lower", "unit_upper"])
+def test_triangular_solve_kinds_read_only_their_triangle(kind):
+    """``factored_solve`` of a triangular ``A`` itself: one substitution, native and by the
+    interpreter, equal to numpy's solve of ``A``'s triangle (the other triangle holds garbage
+    that must not be read; a unit kind ignores the diagonal too)."""
+    b, n, m = 2, 19, 3
+    full = _RNG.standard_normal((b, n, n)) + 4 * np.eye(n)
+    rhs = _RNG.standard_normal((b, n, m))
+    tri = np.tril(full) if "lower" in kind else np.triu(full)
+    if kind.startswith("unit"):
+        tri = tri - np.diagonal(tri, axis1=1, axis2=2)[..., None] * np.eye(n) + np.eye(n)
+    xa = relay.var("a", shape=(b, n, n), dtype="float64")
+    xb = relay.var("b", shape=(b, n, m), dtype="float64")
+    mod = tvm.IRModule.from_expr(relay.Function([xa, xb], relay.op.linalg.factored_solve(
+        xa, xb, kind)))
+    native = _native(mod, {"a": full, "b": rhs})[0]
+    np.testing.assert_allclose(native, np.linalg.solve(tri, rhs), rtol=1e-10, atol=1e-10)
+    interpreted = relay.create_executor("debug", mod=mod).evaluate()(full, rhs).numpy()
+    np.testing.assert_allclose(interpreted, native, rtol=1e-10, atol=1e-10)
+    assert "linalg.factored_solve" in mod.astext() and f'kind="{kind}"' in mod.astext()

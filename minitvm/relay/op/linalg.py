@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
+from ...topi.linalg import SOLVE_KINDS
 from ..expr import Call
 from .op import define_op
 from .type_relations import check_num_args, tensor_arg, type_str
@@ -50,8 +51,8 @@ def _lu_rel(arg_types, attrs):
 def _solve_rel(arg_types, attrs):
     name = "linalg.factored_solve"
     check_num_args(name, arg_types, 2)
-    if attrs.kind not in ("lu", "cholesky"):
-        raise TypeError(f"{name}: kind must be 'lu' or 'cholesky', got {attrs.kind!r}")
+    if attrs.kind not in SOLVE_KINDS:
+        raise TypeError(f"{name}: kind must be one of {SOLVE_KINDS}, got {attrs.kind!r}")
     f, rhs = tensor_arg(arg_types, 0, name), tensor_arg(arg_types, 1, name)
     try:
         _square(name, arg_types, 0, int(attrs.kind == "lu"))
@@ -71,7 +72,8 @@ define_op("linalg.lu_factor", _lu_rel, pattern=OpPattern.OPAQUE, num_inputs=1,
           describe="Packed LU with partial pivoting, the row exchanges in a last column.")
 define_op("linalg.factored_solve", _solve_rel, pattern=OpPattern.OPAQUE,
           attrs_type=FactoredSolveAttrs, num_inputs=2,
-          describe="Solve A X = B from A's LU (lu_factor) or Cholesky factor.")
+          describe="Solve A X = B from A's LU (lu_factor) or Cholesky factor, or from a "
+          "triangular A by one substitution.")
 
 
 def cholesky_factor(a) -> Call:
@@ -86,5 +88,6 @@ def lu_factor(a) -> Call:
 
 def factored_solve(factor, rhs, kind: str = "lu") -> Call:
     """``X`` with ``A X = rhs`` from ``A``'s ``lu_factor`` (``kind`` "lu") or
-    ``cholesky_factor`` (``kind`` "cholesky")."""
+    ``cholesky_factor`` (``kind`` "cholesky"), or from a triangular ``A`` itself ("lower",
+    "upper", "unit_lower", "unit_upper": one substitution reading only that triangle)."""
     return Call(Op.get("linalg.factored_solve"), [factor, rhs], FactoredSolveAttrs(kind=kind))

@@ -44,21 +44,25 @@ def _lu(attrs, args, t):
 def _factored_solve(attrs, args, t):
     factor, rhs = np.asarray(args[0]), np.asarray(args[1])
     n = rhs.shape[1]
+    kind = str(attrs.kind)
     x = rhs.astype(t.dtype, copy=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         for b in range(x.shape[0]):
             f, xb = factor[b], x[b]
-            if attrs.kind == "lu":
+            if kind == "lu":
                 for k in range(n):
                     p = int(f[k, n])
                     xb[[k, p]] = xb[[p, k]]
+            upper = f.T if kind == "cholesky" else f
+            if kind in ("lu", "cholesky", "lower", "unit_lower"):
+                unit = kind in ("lu", "unit_lower")
                 for i in range(n):
                     xb[i] -= f[i, :i] @ xb[:i]
+                    if not unit:
+                        xb[i] /= f[i, i]
+            if kind in ("lu", "cholesky", "upper", "unit_upper"):
                 for i in range(n - 1, -1, -1):
-                    xb[i] = (xb[i] - f[i, i + 1:n] @ xb[i + 1:]) / f[i, i]
-            else:
-                for i in range(n):
-                    xb[i] = (xb[i] - f[i, :i] @ xb[:i]) / f[i, i]
-                for i in range(n - 1, -1, -1):
-                    xb[i] = (xb[i] - f[i + 1:, i] @ xb[i + 1:]) / f[i, i]
+                    xb[i] -= upper[i, i + 1:n] @ xb[i + 1:]
+                    if kind != "unit_upper":
+                        xb[i] /= upper[i, i]
     return x

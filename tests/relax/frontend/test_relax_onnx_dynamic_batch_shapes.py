@@ -73,7 +73,11 @@ def test_comparisons_with_a_shape_variable():
     assert _decide("LessOrEqual", n, -2) is False
     assert _decide("Equal", n, n) is True and _decide("Less", n, n) is False
     assert _decide("Equal", n, 2) is None  # undecided: the comparison is emitted
-    assert _decide("Equal", n + 1, -1) is None  # only a bare shape variable is known >= 0
+    # a size expression of shape variables is >= 0 too (flattened rows 5 * n: the exporter's
+    # expand_as tests them against -1); n - 1 may be negative
+    assert _decide("Equal", n + 1, -1) is False and _decide("Equal", n * 5, -1) is False
+    assert _decide("Greater", tir.Max(n - 1, 0), -1) is True
+    assert _decide("Equal", n - 1, -1) is None
     assert _decide("Equal", 3, 3) is True
 
 
@@ -119,3 +123,49 @@ def test_min_max_of_shape_values_fold_at_import():
         want = sess.run(None, {"x": x})
         np.testing.assert_allclose(got[0].numpy(), want[0], rtol=1e-6)
         np.testing.assert_array_equal(got[1].numpy(), want[1])
+
+
+def _flattened_rows_expand_model():
+    """``rows.expand_as(buffer)`` over the flattened rows of a dynamic batch (what
+    ``nn.AdaptiveLogSoftmaxWithLoss.log_prob`` exports): the target shape ``[5 * batch, 3]``
+    tested against -1 by ``Equal`` then ``Where``, the rows an ``arange`` column."""
+    inits = {"flat": _i64(-1, 3), "zero": np.array(0, "int64"), "one": np.array(1, "int64"),
+             "neg": _i64(-1), "col": _i64(-1, 1)}
+    nodes = [
+        helper.make_node("Reshape", ["x", "flat"], ["h"]),
+        helper.make_node("Shape", ["h"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+        helper.make_node("Reshape", ["r", "col"], ["rc"]),
+        helper.make_node("Shape", ["s"], ["ss"]),
+        helper.make_node("ConstantOfShape", ["ss"], ["ones"],
+                         value=numpy_helper.from_array(_i64(1))),
+        helper.make_node("Mul", ["ones", "neg"], ["minus"]),
+        helper.make_node("Equal", ["s", "minus"], ["eq"]),
+        helper.make_node("Where", ["eq", "ones", "s"], ["target"]),
+        helper.make_node("Expand", ["rc", "target"], ["e"]),
+        helper.make_node("Cast", ["e"], ["ef"], to=F),
+        helper.make_node("Add", ["ef", "h"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["batch", 5, 3])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              initializer=[numpy_helper.from_array(v, k)
+                                           for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_expand_to_flattened_rows_of_a_symbolic_batch():
+    model = _flattened_rows_expand_model()
+    vm = relax.VirtualMachine(relax.build(from_onnx(model), "llvm"), tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 5, 3)).astype("float32")
+        np.testing.assert_allclose(vm["main"](tvm.nd.array(x)).numpy(),
+                                   sess.run(None, {"x": x})[0], rtol=1e-6)
+
+
+def test_a_deep_size_expression_is_decided_without_recursion():
+    size = tir.Var("batch", "int64")
+    for _ in range(100_000):
+        size = tir.Add(size, tir.IntImm("int64", 1))
+    assert _decide("Equal", size, -1) is False

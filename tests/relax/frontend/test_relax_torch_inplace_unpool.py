@@ -114,3 +114,35 @@ def test_max_unpool2d_overlapping_windows_index_put():
         return F.max_unpool2d(v, i, 3, 2, 1, output_size=(6, 6))
 
     assert "R.index_put(" in _run(f, _randn(1, 2, 6, 6))
+
+
+class _EmptyOfFlattenedBatch(nn.Module):
+    """``new_empty`` sized by a product of a symbolic batch (``x.reshape(-1, 4)`` of a
+    ``(b, 3, 4)`` input: ``3 * b`` rows), filled by slice writes, as
+    ``nn.AdaptiveLogSoftmaxWithLoss.log_prob`` builds its output."""
+
+    def forward(self, x):
+        h = x.reshape(-1, 4)
+        out = h.new_empty((h.shape[0], 6))
+        out[:, :4] = h
+        out[:, 4:] = h[:, :2] * 2
+        return out
+
+
+def test_empty_sized_by_a_symbolic_product():
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm import relax
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    model = _EmptyOfFlattenedBatch()
+    ep = torch.export.export(model, (_randn(2, 3, 4),),
+                             dynamic_shapes=({0: torch.export.Dim("b")},))
+    mod = from_exported_program(ep)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = _randn(b, 3, 4, seed=b)
+        out = vm["main"](tvm.nd.array(x.numpy()))
+        out = out if hasattr(out, "numpy") else out[0]
+        np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-6)

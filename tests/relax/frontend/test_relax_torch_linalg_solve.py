@@ -108,3 +108,29 @@ def test_symbolic_orders_are_refused(matrices):
                                    dynamic_shapes=({0: order, 1: order},))
     with pytest.raises(TorchImportError, match="symbolic"):
         from_exported_program(symbolic)
+
+
+def _triangular(low, up, b, br):
+    return (torch.linalg.solve_triangular(low, b, upper=False),
+            torch.linalg.solve_triangular(low[0], br, upper=False, left=False),
+            torch.linalg.solve_triangular(up, b, upper=True, unitriangular=True),
+            torch.triangular_solve(b, up, upper=True, transpose=True)[0])
+
+
+@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "whole"])
+def test_solve_triangular_reads_only_its_triangle(matrices, decompose):
+    """``linalg.solve_triangular`` (both sides, unit diagonal) and the legacy
+    ``triangular_solve`` with ``transpose``, on full matrices whose other triangle is noise."""
+    full = matrices.well_conditioned(2, 5, 5) + 3 * torch.eye(5)
+    _check(_triangular, full, full.clone(), torch.randn(2, 5, 3), torch.randn(2, 4, 5),
+           decompose=decompose)
+
+
+@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "whole"])
+def test_matrix_exp_scaling_and_squaring(decompose):
+    """``linalg.matrix_exp``: a small-norm matrix, a large skew-symmetric one (squarings) and
+    zeros, as eager."""
+    g = torch.Generator().manual_seed(5)
+    w = torch.randn(6, 6, generator=g)
+    a = torch.stack([0.1 * torch.randn(6, 6, generator=g), 4 * (w - w.T), torch.zeros(6, 6)])
+    _check(lambda a: torch.linalg.matrix_exp(a), a, decompose=decompose)

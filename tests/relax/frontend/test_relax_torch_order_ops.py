@@ -104,3 +104,29 @@ def test_median_and_nanmedian_with_infinities_beside_nan():
                       [-inf, nan, 0.5, inf]])
     _run(lambda x: torch.cat([torch.median(x, 1)[0], torch.nanmedian(x, 1)[0],
                               torch.nanmedian(x, 1)[1].float()]), x)
+
+
+def test_logcumsumexp_along_a_symbolic_batch():
+    """A Cox partial likelihood's risk sets over a dynamic batch (DeepSurv): the scan axis is
+    the symbolic one, so the masked prefix log-sum-exp; far below the running maximum and
+    ``-inf`` entries as eager, at batch 7 and 3 of one build; a second axis scanned too."""
+    import minitvm as tvm
+    from minitvm import relax
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    class RiskSets(torch.nn.Module):
+        def forward(self, x):
+            return torch.logcumsumexp(x, 0) + torch.logcumsumexp(x, 1)
+
+    model = RiskSets()
+    x = _rand(7, 4) * 3.0
+    x[:4, 0] = torch.tensor([-200.0, 50.0, -300.0, float("-inf")])
+    x[0, 1] = float("-inf")
+    ep = torch.export.export(model, (x,), dynamic_shapes=({0: torch.export.Dim("b")},))
+    mod = from_exported_program(ep)
+    assert "R.arange(" in mod.script()  # the masked form, not the unrolled scan
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for rows in (x, x[:3] * 0.5):
+        out = vm["main"](tvm.nd.array(rows.numpy()))
+        out = (out if hasattr(out, "numpy") else out[0]).numpy()
+        np.testing.assert_allclose(out, model(rows).numpy(), rtol=1e-5, atol=1e-5)

@@ -101,3 +101,31 @@ def test_conv_string_padding(make, shape):
     resolved); an even kernel pads one more at the end, as torch does."""
     torch.manual_seed(0)
     _run(make(), _randn(*shape))
+
+
+class _TensordotEmpty(nn.Module):
+    """An MMoE's experts by ``tensordot`` (the Keras original's one weight tensor), with
+    contracted axes that need moving, and ``new_empty`` filled by slice writes (as
+    ``nn.AdaptiveLogSoftmaxWithLoss.log_prob`` builds its output)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 5, 3) / 3)
+
+    def forward(self, x, y):
+        experts = torch.tensordot(x, self.w, dims=([1], [0]))              # (b, 5, 3)
+        pair = torch.tensordot(y, experts, dims=([0, 2], [2, 0]))          # (4, 5)
+        out = x.new_empty((x.shape[0], 8))
+        out[:, :5] = experts.sum(-1)
+        out[:, 5:] = x[:, :3]
+        return torch.cat([out.flatten(), pair.flatten()])
+
+
+def test_tensordot_and_new_empty_on_both_torch_paths():
+    from frontend_models import check_traced_native
+
+    torch.manual_seed(0)
+    ep = _run(_TensordotEmpty(), _randn(2, 6), _randn(3, 4, 2, seed=1))
+    assert {"aten.tensordot.default", "aten.new_empty.default"} <= _targets(ep)
+    torch.manual_seed(0)
+    check_traced_native(_TensordotEmpty().eval(), _randn(2, 6), _randn(3, 4, 2, seed=1))

@@ -118,3 +118,58 @@ def test_info_of_the_ex_forms_on_failing_input(matrices):
         for o, r in zip(out, ref, strict=True):
             assert o.shape == r.shape and o.dtype == r.dtype
             np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5 * np.abs(r).max())
+
+
+def _triangular(low, up, b, br):
+    return (torch.linalg.solve_triangular(low, b, upper=False),
+            torch.linalg.solve_triangular(up, b, upper=True),
+            torch.linalg.solve_triangular(low[0], br, upper=False, left=False),
+            torch.linalg.solve_triangular(up, b, upper=True, unitriangular=True),
+            *torch.triangular_solve(b, up, upper=True, transpose=True),
+            torch.triangular_solve(b, low, upper=False, unitriangular=True)[0])
+
+
+def test_solve_triangular_sides_unit_and_legacy_transpose(matrices):
+    """``linalg.solve_triangular`` (lower / upper, ``left=False`` with A broadcast over B's
+    batch, ``unitriangular``) and the legacy ``triangular_solve`` (its ``transpose`` and its
+    second output, A) read only A's triangle: the other one holds noise here."""
+    full = matrices.well_conditioned(2, 6, 6) + 3 * torch.eye(6)
+    low, up = full.clone(), full.clone()  # both full: only the named triangle may be read
+    b, br = torch.randn(2, 6, 3), torch.randn(2, 4, 6)
+    ref, outs = _both_importers(_triangular, low, up, b, br)
+    for out in outs:
+        assert len(out) == len(ref)
+        for o, r in zip(out, ref, strict=True):
+            assert o.shape == r.shape and o.dtype == r.dtype
+            np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5 * np.abs(r).max())
+
+
+def test_solve_triangular_column_and_shape_errors():
+    model = Fn(lambda a, b: torch.linalg.solve_triangular(a, b.unsqueeze(-1), upper=False)
+               .squeeze(-1)).eval()
+    a, b = torch.eye(3) * 2, torch.randn(3)
+    traced = torch.jit.trace(model, (a, b))
+    mod, params = relay.frontend.from_pytorch(traced, [("a", ((3, 3), "float32")),
+                                                       ("b", ((3,), "float32"))])
+    np.testing.assert_allclose(build_and_run(mod, params, {"a": a.numpy(), "b": b.numpy()})[0],
+                               b.numpy() / 2, rtol=1e-6)
+    from minitvm.frontend_common import torch_linalg
+
+    with pytest.raises(torch_linalg.LinalgError, match="B must be a \\(batch of\\) matrices"):
+        torch_linalg.solve_triangular(relay.op, None, None, None, (3, 3), (3,), upper=False)
+    with pytest.raises(torch_linalg.LinalgError, match="do not fit \\(right side\\)"):
+        torch_linalg.solve_triangular(relay.op, None, None, None, (3, 3), (2, 4), False, False)
+
+
+def test_matrix_exp_scaling_and_squaring():
+    """``linalg.matrix_exp`` on a batch: a small-norm matrix (no squaring), a large
+    skew-symmetric one (1-norm ~60: six squarings, an orthogonal result) and zeros (the
+    identity), as run-time inputs so that no constant folding hides the kernels."""
+    g = torch.Generator().manual_seed(5)
+    w = torch.randn(7, 7, generator=g)
+    a = torch.stack([0.1 * torch.randn(7, 7, generator=g), 4 * (w - w.T),
+                     torch.zeros(7, 7)])
+    ref, outs = _both_importers(lambda a: torch.linalg.matrix_exp(a), a)
+    for out in outs:
+        assert out[0].shape == ref[0].shape and out[0].dtype == ref[0].dtype
+        np.testing.assert_allclose(out[0], ref[0], rtol=2e-5, atol=2e-5 * np.abs(ref[0]).max())

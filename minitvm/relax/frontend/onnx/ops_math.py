@@ -10,7 +10,7 @@ import numpy as np
 from ....frontend_common.onnx_qsoftmax import note_softmax
 from ....ir.prim_expr import IntImm, PrimExpr
 from ....ir.structural import structural_equal
-from ....tir.expr import Max, Min, Var
+from ....tir.expr import Add, FloorDiv, FloorMod, Max, Min, Mul, Var
 from ... import op as _op
 from ...expr import const
 from .context import Context, normalize_known, onnx_dtype, register
@@ -43,9 +43,34 @@ _MIRRORED = {"Equal": "Equal", "Less": "Greater", "LessOrEqual": "GreaterOrEqual
              "Greater": "Less", "GreaterOrEqual": "LessOrEqual"}
 
 
+def _nonnegative(x) -> bool:
+    """Is symbolic dim ``x`` provably >= 0: a shape variable, a non-negative constant, or sums,
+    products, floor divisions / remainders, minima and maxima of such, or a maximum with a
+    non-negative constant (an iterative walk; ``b * 5`` rows of a flattened batch, not
+    ``b - 1``)."""
+    stack = [x]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (int, np.integer)):
+            if e < 0:
+                return False
+        elif isinstance(e, IntImm):
+            if e.value < 0:
+                return False
+        elif isinstance(e, Max) and any(isinstance(v, IntImm) and v.value >= 0
+                                        for v in (e.a, e.b)):
+            continue  # max(anything, c >= 0)
+        elif isinstance(e, (Add, Mul, FloorDiv, FloorMod, Min, Max)):
+            stack += [e.a, e.b]
+        elif not isinstance(e, Var):
+            return False
+    return True
+
+
 def _decide(name: str, x, y):
     """``x <name> y`` for known elements where one may be symbolic, or None if undecided: a
-    shape variable is never negative (``batch == -1`` in an exporter's ``expand(B, -1, -1)`` is
+    size expression of shape variables is never negative (``batch == -1`` in an exporter's
+    ``expand(B, -1, -1)``, ``5 * batch == -1`` in its ``expand_as`` of flattened rows, are
     false), and an expression compares equal to itself."""
     xs, ys = isinstance(x, PrimExpr), isinstance(y, PrimExpr)
     if not xs and not ys:
@@ -56,7 +81,7 @@ def _decide(name: str, x, y):
         return None
     if ys:
         return _decide(_MIRRORED[name], y, x)
-    if isinstance(x, Var) and isinstance(y, (int, np.integer)) and y < 0:
+    if isinstance(y, (int, np.integer)) and y < 0 and _nonnegative(x):
         return _ABOVE_NEGATIVE[name]
     return None
 

@@ -1,5 +1,6 @@
 """Core-ATen factorizations and solves onto Relax: ``linalg_cholesky(_ex)``,
-``cholesky_solve``, ``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``,
+``cholesky_solve``, ``linalg_solve_triangular`` / ``triangular_solve``, ``linalg_matrix_exp``,
+``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``,
 ``linalg_slogdet`` / ``_linalg_slogdet``, ``logdet``, ``linalg_det`` / ``_linalg_det``, composed
 by ``frontend_common.torch_linalg`` (shared with the Relay importer) on the loop kernels of
 ``topi.linalg`` (``call_tir`` of the PrimFuncs ``schedule.linalg`` writes): any static matrix
@@ -90,6 +91,47 @@ def _cholesky_solve(ctx: AtenContext, args):
     return ctx.emit(torch_linalg.cholesky_solve(_op, _Kernels(ctx), b, factor,
                                                 tuple(ctx.shape(b)), f_shape, dtype, _const,
                                                 ctx.emit, upper=_flag(args, 2, False)))
+
+
+@register("linalg_solve_triangular.default")
+def _solve_triangular(ctx: AtenContext, args):
+    """``(A, B, upper, left, unitriangular)``: one substitution on ``A``'s triangle; a zero on
+    its diagonal gives inf / NaN."""
+    shape, _ = _matrix(ctx, args[0], "linalg_solve_triangular")
+    try:
+        x = torch_linalg.solve_triangular(_op, _Kernels(ctx), args[0], args[1], shape,
+                                          tuple(ctx.shape(args[1])), _flag(args, 2, False),
+                                          _flag(args, 3, True), _flag(args, 4, False))
+    except torch_linalg.LinalgError as e:
+        raise ctx.fail(str(e)) from None
+    return ctx.emit(x)
+
+
+@register("linalg_matrix_exp.default", "matrix_exp.default")
+def _matrix_exp(ctx: AtenContext, args):
+    """Scaling and squaring with a Taylor polynomial (``torch_linalg.matrix_exp``)."""
+    shape, dtype = _matrix(ctx, args[0], "linalg_matrix_exp")
+    return ctx.emit(torch_linalg.matrix_exp(_op, _op.matmul, args[0], shape, dtype, _const,
+                                            ctx.emit))
+
+
+@register("triangular_solve.default")
+def _triangular_solve(ctx: AtenContext, args):
+    """The legacy ``(B, A, upper, transpose, unitriangular)`` -> ``(X, A)``: ``A^T X = B``
+    when ``transpose``."""
+    b, a = args[0], args[1]
+    shape, _ = _matrix(ctx, a, "triangular_solve")
+    upper, transpose = _flag(args, 2, True), _flag(args, 3, False)
+    rank = len(shape)
+    coefficient = ctx.emit(_op.permute_dims(a, list(range(rank - 2)) + [rank - 1, rank - 2])) \
+        if transpose else a
+    try:
+        x = torch_linalg.solve_triangular(_op, _Kernels(ctx), coefficient, b, shape,
+                                          tuple(ctx.shape(b)), upper != transpose, True,
+                                          _flag(args, 4, False))
+    except torch_linalg.LinalgError as e:
+        raise ctx.fail(str(e)) from None
+    return ctx.emit(x), a
 
 
 def _solve_value(ctx: AtenContext, args, factors: bool = False):

@@ -1,6 +1,6 @@
 """Core-ATen order statistics and scans onto ``relax.op``: ``median`` / ``nanmedian`` (a stable
 argsort and a gather at the middle), ``cummax`` / ``cummin`` and ``logcumsumexp`` (log-step
-scans), ``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin)
+scans; a symbolic shape's logcumsumexp: a masked log-sum-exp over each prefix), ``mode`` (all-pairs equality counts), ``histc`` (bin numbers against every bin)
 and ``_pdist_forward`` (``torch.pdist``: takes of constant row pairs), built by
 ``frontend_common.torch_order`` from ops with native computes."""
 
@@ -98,15 +98,40 @@ def _cumulative_extreme(ctx: AtenContext, args):
                                           largest=_op_name(ctx) == "cummax")
 
 
+def _logcumsumexp_pairwise(ctx: AtenContext, x, shape: list, dtype: str, axis: int):
+    """logcumsumexp along ``axis`` for symbolic shapes (a dynamic batch: the log-step scan
+    needs ``ceil(log2 n)`` known at import): entry ``i`` is the log-sum-exp of entries
+    ``j <= i``, from an ``(n, n)`` lower-triangular mask, so ``O(n^2)`` work and memory along
+    the axis; the running maximum is subtracted, as torch's does."""
+    rank = len(shape)
+    order = [d for d in range(rank) if d != axis] + [axis]
+    back = [order.index(d) for d in range(rank)]
+    moved = ctx.emit(_op.permute_dims(x, order)) if axis != rank - 1 else x
+    n = shape[axis]
+    idx = ctx.emit(_op.arange(0, n, 1, "int64"))
+    keep = ctx.emit(_op.less_equal(_op.reshape(idx, ctx.shape_expr([1, n])),
+                                   _op.reshape(idx, ctx.shape_expr([n, 1]))))   # (i, j): j <= i
+    neg_inf = const(np.array(-np.inf, dtype))
+    masked = ctx.emit(_op.where(keep, _op.expand_dims(moved, [rank - 1]), neg_inf))
+    top = ctx.emit(_op.max(masked, axis=[rank], keepdims=True))
+    top = ctx.emit(_op.where(_op.equal(top, neg_inf), const(np.array(0, dtype)), top))
+    total = _op.sum(_op.exp(_op.subtract(masked, top)), axis=[rank])
+    out = ctx.emit(_op.add(_op.squeeze(top, [rank]), _op.log(total)))
+    return ctx.emit(_op.permute_dims(out, back)) if axis != rank - 1 else out
+
+
 @register("logcumsumexp.default")
 def _logcumsumexp(ctx: AtenContext, args):
     x = args[0]
-    shape, dtype = _static_shape(ctx, x), ctx.dtype(x)
+    shape, dtype = ctx.shape(x), ctx.dtype(x)
     if not dtype.startswith("float"):
         raise ctx.fail(f"expects a floating-point input, got {dtype}")
     if not shape:
         return x
-    return torch_order.logcumsumexp(_RelaxOrder(ctx), x, shape, dtype, int(args[1]) % len(shape))
+    axis = int(args[1]) % len(shape)
+    if not all(isinstance(d, int) for d in shape):
+        return _logcumsumexp_pairwise(ctx, x, shape, dtype, axis)
+    return torch_order.logcumsumexp(_RelaxOrder(ctx), x, [int(d) for d in shape], dtype, axis)
 
 
 @register("_pdist_forward.default")

@@ -80,11 +80,14 @@ class AtenContext:
 
     # -- symbolic sizes ----------------------------------------------------------------------
     def sym(self, e):
-        """A sympy / SymInt size as an int or a ``tir`` expression."""
+        """A sympy / SymInt size as an int or a ``tir`` expression (one already converted,
+        e.g. a ``sym_size`` node's value times a constant, is kept)."""
         import sympy
 
         if isinstance(e, int | np.integer):
             return int(e)
+        if isinstance(e, PrimExpr):
+            return self.simplify(e)
         node = getattr(e, "node", None)
         if node is not None and hasattr(node, "expr"):  # torch.SymInt
             e = node.expr

@@ -35,7 +35,7 @@ def _full(shape, value, dtype):
     return _expr.const(np.full([int(s) for s in shape], value, dtype=dt), dt)
 
 
-@register("zeros", "ones", "full", "new_zeros", "new_ones", "new_full", "empty")
+@register("zeros", "ones", "full", "new_zeros", "new_ones", "new_full", "empty", "new_empty")
 def _creation(ctx, args):
     name = ctx.op_name
     if name.startswith("new_"):

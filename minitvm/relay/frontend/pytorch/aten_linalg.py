@@ -1,5 +1,5 @@
 """ATen matrix products onto Relay: ``matmul`` / ``mm`` / ``bmm`` / ``mv`` / ``dot``, ``linear``,
-``addmm``, ``baddbmm`` and ``einsum``."""
+``addmm``, ``baddbmm``, ``tensordot`` and ``einsum``."""
 
 from __future__ import annotations
 
@@ -70,6 +70,30 @@ def _addmm(ctx, args):
         c = c if beta == 1 else _op.multiply(c, _scalar_like(ctx, beta, c))
         out = _op.add(out, c)
     return out
+
+
+@register("tensordot")
+def _tensordot(ctx, args):
+    """``tensordot(a, b, dims_a, dims_b)``: ``a``'s free axes then its contracted ones, ``b``'s
+    contracted ones then its free ones, as one ``(M, K) @ (K, N)`` product (an MMoE's experts
+    as one weight tensor, as the Keras original writes them)."""
+    a, b = args[0], args[1]
+    sa, sb = tuple(ctx.shape(a)), tuple(ctx.shape(b))
+    dims_a = [int(d) % len(sa) for d in args[2]]
+    dims_b = [int(d) % len(sb) for d in args[3]]
+    if len(dims_a) != len(dims_b) or any(sa[i] != sb[j] for i, j in zip(dims_a, dims_b,
+                                                                          strict=False)):
+        raise ctx.fail(f"contracted dims {list(args[2])} of {list(sa)} and {list(args[3])} of "
+                       f"{list(sb)} do not pair up")
+    free_a = [i for i in range(len(sa)) if i not in dims_a]
+    free_b = [j for j in range(len(sb)) if j not in dims_b]
+    k = int(np.prod([sa[i] for i in dims_a], dtype=np.int64))
+    if free_a + dims_a != list(range(len(sa))):
+        a = _op.transpose(a, free_a + dims_a)
+    if dims_b + free_b != list(range(len(sb))):
+        b = _op.transpose(b, dims_b + free_b)
+    out = _matmul(ctx, _op.reshape(a, (-1, k)), _op.reshape(b, (k, -1)))
+    return _op.reshape(out, tuple(sa[i] for i in free_a) + tuple(sb[j] for j in free_b))
 
 
 @register("einsum")

@@ -1,4 +1,5 @@
 """ATen factorizations and solves onto Relay: ``linalg_cholesky(_ex)``, ``cholesky_solve``,
+``linalg_solve_triangular`` / ``triangular_solve``, ``linalg_matrix_exp``,
 ``linalg_solve(_ex)`` / ``_linalg_solve_ex``, ``linalg_inv(_ex)``, ``linalg_slogdet`` /
 ``linalg_det`` (and their legacy names), composed by ``frontend_common.torch_linalg`` (shared
 with the Relax importer) on the loop kernels ``relay.op.linalg``: any static matrix order.
@@ -66,6 +67,48 @@ def _cholesky_solve(ctx, args):
     f_shape, dtype = _matrix(ctx, factor, "cholesky_solve")
     return torch_linalg.cholesky_solve(_op, _KERNELS, b, factor, tuple(ctx.shape(b)), f_shape,
                                        dtype, _const, upper=upper)
+
+
+@register("linalg_solve_triangular")
+def _solve_triangular(ctx, args):
+    """``(A, B, upper, left, unitriangular)``: one substitution on ``A``'s triangle; a zero on
+    its diagonal gives inf / NaN (as LAPACK's ``trtrs`` would report)."""
+    a, b = args[0], args[1]
+    shape, _ = _matrix(ctx, a, "linalg_solve_triangular")
+    flag = [bool(args[i]) if len(args) > i and args[i] is not None else d
+            for i, d in ((2, False), (3, True), (4, False))]
+    try:
+        return torch_linalg.solve_triangular(_op, _KERNELS, a, b, shape, tuple(ctx.shape(b)),
+                                             *flag)
+    except torch_linalg.LinalgError as e:
+        raise ctx.fail(str(e)) from None
+
+
+@register("linalg_matrix_exp", "matrix_exp")
+def _matrix_exp(ctx, args):
+    """Scaling and squaring with a Taylor polynomial (``torch_linalg.matrix_exp``)."""
+    shape, dtype = _matrix(ctx, args[0], "linalg_matrix_exp")
+    return torch_linalg.matrix_exp(_op, lambda x, y: _op.nn.batch_matmul(x, y, transpose_b=False),
+                                   args[0], shape, dtype, _const)
+
+
+@register("triangular_solve")
+def _triangular_solve(ctx, args):
+    """The legacy ``(B, A, upper, transpose, unitriangular)`` -> ``(X, A)``: ``A^T X = B``
+    when ``transpose``."""
+    b, a = args[0], args[1]
+    shape, _ = _matrix(ctx, a, "triangular_solve")
+    upper, transpose, unit = (bool(args[i]) if len(args) > i and args[i] is not None else d
+                              for i, d in ((2, True), (3, False), (4, False)))
+    coefficient = _op.transpose(a, tuple(range(len(shape) - 2)) + (len(shape) - 1,
+                                                                   len(shape) - 2)) \
+        if transpose else a
+    try:
+        x = torch_linalg.solve_triangular(_op, _KERNELS, coefficient, b, shape,
+                                          tuple(ctx.shape(b)), upper != transpose, True, unit)
+    except torch_linalg.LinalgError as e:
+        raise ctx.fail(str(e)) from None
+    return x, a
 
 
 def _solve_value(ctx, args, factors: bool = False):
