@@ -203,3 +203,45 @@ def test_torch_ao_default_qconfig_exports_and_runs_integer_convs():
     observing = default_qconfig_qat_net(SHAPE, observe=True)
     with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
         from_exported_program(torch.export.export(observing, (x,)))
+
+
+class DeclinedByVnni(torch.nn.Module):
+    """One-group convs VNNI declines: a 3 -> 128 stem (too few input channels) and a 128 -> 12
+    3x3 conv (12 output channels: off VNNI's step) whose weights all quantize to +-127 (sums
+    of 1152 products of up to 128 x 127 pass 2**24: two ranges of input channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 128, 3, 1, 1)
+        sign = torch.where(torch.randn(12, 128, 3, 3) > 0, 1.0, -1.0)
+        self.register_buffer("w", sign * 0.3)
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, 128, 0, 255)
+        y = F.conv2d(x, _qw(self.stem.weight), self.stem.bias, 1, 1)
+        y = torch.fake_quantize_per_tensor_affine(y, 0.05, 128, 0, 255)
+        w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        return F.conv2d(y, w, None, 1, 1)
+
+
+def test_one_group_convs_vnni_declines_sum_integers():
+    """The stem is one float32 conv of q - 128 and the integer weights, the wide conv two
+    float32 convs over input channels 0..63 and 64..127 added in int32; eager's values up to
+    float rounding."""
+    torch.manual_seed(11)
+    model = DeclinedByVnni().eval()
+    x = torch.randn(1, 3, 6, 6) * 2
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    found = _products(mod)
+    assert found == [("nn.conv2d", "float32", "float32", 1)] * 3
+    weights = [b.value.args[1] for block in mod["main"].body.blocks for b in block.bindings
+               if getattr(getattr(b.value, "op", None), "name", "") == "relax.nn.conv2d"]
+    assert [tuple(int(d) for d in w.data.shape) for w in weights] == [
+        (128, 3, 3, 3), (12, 64, 3, 3), (12, 64, 3, 3)]
+    assert all(np.array_equal(np.round(v := w.data.numpy()), v) for w in weights)
+    text = str(mod)
+    assert text.count('R.astype(') >= 3 and '"int32"' in text
+    np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
+                               atol=2e-6 * np.abs(ref).max())

@@ -294,3 +294,45 @@ def test_torch_ao_default_qconfig_fused_fake_quant():
     with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
         relay.frontend.from_pytorch(torch.jit.trace(observing, (x,), check_trace=False),
                                     [("x", (SHAPE, "float32"))])
+
+
+class DeclinedByVnni(torch.nn.Module):
+    """One-group convs VNNI declines: a 3 -> 16 stem (too few input channels) and a 128 -> 12
+    3x3 conv (12 output channels: off VNNI's step) whose weights all quantize to +-127, so its
+    sums of 1152 products of up to 128 x 127 pass 2**24 (two ranges of input channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 128, 3, 1, 1)
+        sign = torch.where(torch.randn(12, 128, 3, 3) > 0, 1.0, -1.0)
+        self.register_buffer("w", sign * 0.3)
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, 128, 0, 255)
+        y = F.conv2d(x, _qw(self.stem.weight), self.stem.bias, 1, 1)
+        y = torch.fake_quantize_per_tensor_affine(y, 0.05, 128, 0, 255)
+        w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        return F.conv2d(y, w, None, 1, 1)
+
+
+def test_one_group_convs_vnni_declines_sum_integers():
+    """The stem is one float32 conv of the integers q - 128 and the integer weights; the wide
+    conv two such convs over input channels 0..63 and 64..127, each cast to int32 and added:
+    exact sums, eager's values up to float rounding."""
+    torch.manual_seed(11)
+    model = DeclinedByVnni().eval()
+    x = torch.randn(1, 3, 6, 6) * 2
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", ((1, 3, 6, 6), "float32"))])
+    assert _conv_calls(mod) == [("float32", "float32", "float32", 1)] * 3
+    assert all(_integer_weights(mod))
+    widths = []
+    post_order_visit(mod["main"], lambda e: widths.append(
+        (e.args[0].checked_type.shape[1], e.checked_type.dtype))
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "cast" and
+        getattr(e.args[0], "op", None) is not None and
+        getattr(e.args[0].op, "name", "") == "nn.conv2d" else None)
+    assert [(int(c), dt) for c, dt in widths] == [(12, "int32"), (12, "int32")]
+    _check_close(_run(mod, x.numpy()), ref)
