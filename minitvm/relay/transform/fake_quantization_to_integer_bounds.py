@@ -5,8 +5,8 @@ must prove an int32 accumulation exact (a dense head reading a QAT global pool's
 select values, ``cast`` of integers (exact where the range fits the target dtype), ``sum`` (the range times
 the number of elements reduced), ``add`` / ``subtract`` of a scalar integer constant, ``clip``
 -- down to a leaf, whose range is its dtype's, and maps the leaf's range back up. The walk is a
-loop capped at ``MAX_DEPTH`` calls (past it, the dtype's range of where it stopped: no
-recursion, no cost proportional to the program)."""
+loop capped at ``MAX_DEPTH`` calls (past it, the expression's dtype's range: no recursion;
+only the leaf is typed, and a ``sum``'s input for its shape)."""
 
 from __future__ import annotations
 
@@ -59,36 +59,42 @@ def _reduced_count(call) -> int:
     return int(np.prod([shape[i] for i in axes], dtype=np.int64))
 
 
-def int_range(expr) -> tuple[int, int] | None:
-    """``(lowest, highest)`` values the integer ``expr`` can take (a sound bound), or None for
-    a non-integer expression."""
-    steps: list = []  # (kind, value) mapping the range below up through each call
+def int_range(expr, dtype: str | None = None) -> tuple[int, int] | None:
+    """``(lowest, highest)`` values the integer ``expr`` (of ``dtype``, when the caller knows
+    it) can take -- a sound bound --, or None for a non-integer expression."""
+    steps: list = []  # (kind, value) mapping the range below up through each call, outer first
     e = expr
     for _ in range(MAX_DEPTH):
         if not isinstance(e, Call) or not hasattr(e.op, "name"):
             break
-        name = e.op.name
+        name, below = e.op.name, e.args[0]
         if name in _MOVES:
-            e = e.args[0]
-            continue
-        step = None
-        if name == "sum":
-            step = ("scale", _reduced_count(e))
+            pass
+        elif name == "sum":
+            steps.append(("scale", _reduced_count(e)))
         elif name in ("add", "subtract") and _scalar(e.args[1]) is not None:
             c = _scalar(e.args[1])
-            step = ("shift", c if name == "add" else -c)
+            steps.append(("shift", c if name == "add" else -c))
+        elif name == "add" and _scalar(e.args[0]) is not None:
+            steps.append(("shift", _scalar(e.args[0])))
+            below = e.args[1]
         elif name == "clip":
-            step = ("clip", (int(np.ceil(e.attrs.a_min)), int(np.floor(e.attrs.a_max))))
-        elif name != "cast" or _dtype_range(str(_type_of(e.args[0]).dtype)) is None:
-            break  # (a leaf: a cast from floats is its dtype's range)
-        steps.append(("within", str(_type_of(e).dtype)))  # (applied after the step)
-        if step is not None:
-            steps.append(step)
-        e = e.args[0]
-    found = _dtype_range(str(_type_of(e).dtype))
+            steps.append(("clip", (int(np.ceil(e.attrs.a_min)), int(np.floor(e.attrs.a_max)))))
+        elif name == "cast":
+            steps.append(("cast", str(e.attrs.dtype)))
+        else:
+            break  # (a leaf: its dtype's range)
+        e = below
+    else:  # (the cap: the range of the expression's own dtype)
+        e, steps = expr, []
+    leaf = dtype if e is expr and dtype is not None else str(_type_of(e).dtype)
+    found = _dtype_range(leaf)
+    while found is None and steps:  # (floats below: the lowest cast's dtype is the leaf)
+        kind, v = steps.pop()
+        found = _dtype_range(v) if kind == "cast" else None
     if found is None:
         return None
-    lo, hi = found
+    (lo, hi), bounds = found, found
     for kind, v in reversed(steps):
         if kind == "scale":
             lo, hi = lo * v, hi * v
@@ -96,10 +102,10 @@ def int_range(expr) -> tuple[int, int] | None:
             lo, hi = lo + v, hi + v
         elif kind == "clip":
             lo, hi = max(lo, v[0]), min(hi, v[1])
-        else:  # (within a call's dtype: past it the values wrap, so its whole range)
+        else:
             bounds = _dtype_range(v)
             if bounds is None:
                 return None
-            if lo < bounds[0] or hi > bounds[1]:
-                lo, hi = bounds
+        if lo < bounds[0] or hi > bounds[1]:  # (past its dtype a value wraps: its whole range)
+            lo, hi = bounds
     return lo, hi

@@ -192,7 +192,7 @@ def _exact_wide_dense(x, x_t, w_t, weight) -> None:
 
     w = fold_constant(weight)
     zp, x_zp = fold_constant(w_t.zero_point), fold_constant(x_t.zero_point)
-    found = int_range(x) if x_t.dtype in ("int16", "uint16", "int32") else None
+    found = int_range(x, x_t.dtype) if x_t.dtype in ("int16", "uint16", "int32") else None
     if found is None or not isinstance(w, Constant) or not isinstance(zp, Constant) or \
             not isinstance(x_zp, Constant) or x_zp.data.numpy().size != 1:
         raise ValueError(f"nn.dense: no exact integer form for {x_t.dtype} data (stays float)")
