@@ -72,12 +72,48 @@ def test_region_pool_rounds_like_the_float_program(pool, dtype, zp):
         np.testing.assert_array_equal(_run(out, data, built=built), _run(mod, data))
 
 
-def test_region_avg_pool_with_uncounted_padding_stays_float():
-    x = relay.var("x", shape=(1, 4, 4, 4), dtype="uint8")
-    f = relay.nn.avg_pool2d(_dq(x, 0.5, 3), [3, 3], [1, 1], padding=[1, 1, 1, 1],
+@pytest.mark.parametrize("include, ceil", [(False, False), (False, True), (True, True)],
+                         ids=["uncounted", "uncounted-ceil", "counted-ceil"])
+@pytest.mark.parametrize("dtype, zp", [("uint8", 3), ("int8", -5)])
+def test_region_pool_of_windows_of_different_sizes_rounds_like_the_float_program(
+        include, ceil, dtype, zp):
+    """3x3 windows, stride 2, padding 1 on a 6x6 plane: uncounted padding divides border
+    windows by 4 or 6 taps, ceil mode adds a last window past the padding (divided by its
+    taps inside the padded input, or the input): each window's integer sum, then the rounded
+    mean by its own divisor -- equal to the float program."""
+    x = relay.var("x", shape=(1, 4, 6, 6), dtype=dtype)
+    f = relay.nn.avg_pool2d(_dq(x, 0.5, zp), [3, 3], [2, 2], padding=[1, 1, 1, 1],
+                            ceil_mode=ceil, count_include_pad=include)
+    mod, out = _fq2i(_q(f, 0.5, zp, dtype))
+    ops = _ops(out)
+    assert "qnn.dequantize" not in ops and "qnn.quantize" not in ops
+    assert ops.get("floor_divide") == 1 and ops.get("nn.avg_pool2d") == 1
+    info = np.iinfo(dtype)
+    data = RNG.integers(info.min, info.max + 1, size=(1, 4, 6, 6)).astype(dtype)
+    data[0, 0] = zp + 1  # (ties: a border window's sum of 4 or 6 ones and halves)
+    for built in (False, True):
+        np.testing.assert_array_equal(_run(out, data, built=built), _run(mod, data))
+
+
+def test_qat_pool_of_windows_of_different_sizes_sums_exactly():
+    """QAT mode, a 3x3 pool with uncounted padding (divisors 4, 6, 9): each window's sum
+    times 36 / its divisor, the scale divided by 36 -- int16 (36 x 255 fits): the mean
+    exactly, so the float program's values up to float rounding."""
+    x = relay.var("x", shape=(1, 4, 5, 5), dtype="uint8")
+    f = relay.nn.avg_pool2d(_dq(x, 0.05, 3), [3, 3], [1, 1], padding=[1, 1, 1, 1],
                             count_include_pad=False)
-    _, out = _fq2i(_q(f, 0.5, 3))
-    assert "nn.avg_pool2d" in _ops(out) and "qnn.dequantize" in _ops(out)
+    mod, out = _fq2i(f, use_qat=True)
+    text = out.astext(show_meta_data=False)
+    assert _ops(out).get("qnn.dequantize") == 1 and "int16" in text
+    scale = []
+    relay.analysis.post_order_visit(out["main"], lambda e: scale.append(
+        float(e.args[1].data.numpy())) if isinstance(e, relay.Call) and
+        getattr(e.op, "name", "") == "qnn.dequantize" else None)
+    assert scale == [pytest.approx(0.05 / 36, rel=1e-7)]
+    data = RNG.integers(0, 256, size=(1, 4, 5, 5)).astype("uint8")
+    ref = _run(mod, data)
+    for built in (False, True):
+        np.testing.assert_allclose(_run(out, data, built=built), ref, rtol=1e-6, atol=1e-7)
 
 
 def _head(hw: int, zp: int = 0, windowed: bool = False):
@@ -131,8 +167,9 @@ def test_qat_head_is_integer_and_exact(zp, windowed, hw):
 
 def test_qat_head_refusals():
     """A 64x64 plane's sums (4096 x 255) times the weights' sum of |w| could pass 2**31: the
-    dense stays float (the pool's exact int32 sum stays); a QAT pool with windows of
-    different sizes stays float, and the dense after it."""
+    dense stays float (the pool's exact int32 sum stays); a QAT pool of int16 values whose
+    7x7 windows with uncounted padding have divisors of least common multiple 176,400 (the
+    scaled sums could pass int32) stays float."""
     expr, _ = _head(64)
     mod, out = _fq2i(expr, use_qat=True)
     ops = _ops(out)
@@ -140,11 +177,12 @@ def test_qat_head_refusals():
     data = RNG.integers(0, 256, size=(2, 32, 64, 64)).astype("uint8")
     ref = _run(mod, data)
     np.testing.assert_allclose(_run(out, data), ref, rtol=0, atol=2e-6 * np.abs(ref).max())
-    x = relay.var("x", shape=(1, 4, 4, 4), dtype="uint8")
-    f = relay.nn.avg_pool2d(_dq(x, 0.5, 3), [3, 3], [1, 1], padding=[1, 1, 1, 1],
-                            count_include_pad=False, ceil_mode=True)
+    x = relay.var("x", shape=(1, 4, 8, 8), dtype="int16")
+    f = relay.nn.avg_pool2d(_dq(x, 0.5, 3), [7, 7], [1, 1], padding=[3, 3, 3, 3],
+                            count_include_pad=False)
     _, out = _fq2i(f, use_qat=True)
     assert "nn.avg_pool2d" in _ops(out) and "qnn.dequantize" in _ops(out)
+    assert "cast" not in _ops(out)
 
 
 def test_qat_bias_exact_at_the_scale_is_integer():
