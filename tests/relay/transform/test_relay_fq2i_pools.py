@@ -95,6 +95,20 @@ def test_region_pool_of_windows_of_different_sizes_rounds_like_the_float_program
         np.testing.assert_array_equal(_run(out, data, built=built), _run(mod, data))
 
 
+@pytest.mark.parametrize("include", [False, True], ids=["uncounted", "counted"])
+def test_region_pool_nhwc_dilated_asymmetric_padding(include):
+    """NHWC, dilation 2, padding (1, 2, 2, 1), ceil mode: the divisor grid follows the layout's
+    H and W; equal to the float program."""
+    x = relay.var("x", shape=(1, 7, 7, 4), dtype="uint8")
+    f = relay.nn.avg_pool2d(_dq(x, 0.5, 3, axis=3), [3, 3], [2, 2], dilation=[2, 2],
+                            padding=[1, 2, 2, 1], layout="NHWC", ceil_mode=True,
+                            count_include_pad=include)
+    mod, out = _fq2i(_q(f, 0.5, 3))
+    assert "qnn.quantize" not in _ops(out) and _ops(out).get("floor_divide") == 1
+    data = RNG.integers(0, 256, size=(1, 7, 7, 4)).astype("uint8")
+    np.testing.assert_array_equal(_run(out, data, built=True), _run(mod, data))
+
+
 def test_qat_pool_of_windows_of_different_sizes_sums_exactly():
     """QAT mode, a 3x3 pool with uncounted padding (divisors 4, 6, 9): each window's sum
     times 36 / its divisor, the scale divided by 36 -- int16 (36 x 255 fits): the mean
