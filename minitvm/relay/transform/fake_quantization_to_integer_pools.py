@@ -72,14 +72,29 @@ def _scalar_int(e) -> int | None:
 def rounded_mean(total, count):
     """``total / count`` of int32 sums rounded to nearest, ties to even, in int32 arithmetic:
     ``q = floor(total / count)``, ``r = total - q * count``, one more where ``2r > count`` or
-    ``2r == count`` and ``q`` is odd. ``count`` an int, or an int array broadcasting against
-    ``total`` (windows of different sizes)."""
-    c = const(np.asarray(count, "int32"), "int32")
+    ``2r == count`` and ``q`` is odd (a division by a constant: a multiply and shifts once
+    compiled). ``count`` an int, or an int array broadcasting against ``total`` (windows of
+    different sizes): then ``_float_rounded_mean``."""
+    if not isinstance(count, int | np.integer):
+        return _float_rounded_mean(total, np.asarray(count))
+    c = const(np.int32(count), "int32")
     q = _t.floor_divide(total, c)
     twice = _t.multiply(_t.subtract(total, _t.multiply(q, c)), const(np.int32(2), "int32"))
     odd = _t.equal(_t.floor_mod(q, const(np.int32(2), "int32")), const(np.int32(1), "int32"))
     up = _t.logical_or(_t.greater(twice, c), _t.logical_and(_t.equal(twice, c), odd))
     return _t.add(q, _t.cast(up, "int32"))
+
+
+def _float_rounded_mean(total, count: np.ndarray):
+    """``rounded_mean`` by a per-pixel divisor grid in float32, where an integer division by
+    a tensor would cost a hardware divide per element: ``round(float(total) / count)``. Exact
+    for ``|total| < 2**22`` (what the windowed pools' float sums need too): both operands are
+    exact in float32 and the division is correctly rounded, so a tie ``k + 0.5`` is exact
+    (then rounded to even), and any other quotient is at least ``1 / (2 count)`` from a half
+    while its rounding moves it less than half an ulp, below that since ``|q| count < 2**22``.
+    (Fast-math builds may divide by a reciprocal: not exact there.)"""
+    q = _t.divide(_t.cast(total, "float32"), const(count.astype(np.float32), "float32"))
+    return _t.cast(_t.round(q), "int32")
 
 
 def _centered(arg, t: TensorAffineType, out_t: TensorAffineType):

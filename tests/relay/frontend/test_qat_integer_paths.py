@@ -200,7 +200,7 @@ class PoolHead(torch.nn.Module):
 
 @pytest.mark.parametrize("route", ["onnx", "torch"])
 def test_fq2i_pools_of_uneven_windows_and_int32_head(route):
-    """Both average pools become integer (per-window divisors: floor_divide by a constant
+    """Both average pools become integer (per-window divisors: a division by a constant
     grid), the head's dense reads the global pool's int32 sums as qnn.dense (QAT mode), its
     float bias added to the dequantized product. The values: the QDQ program's as ONNX
     Runtime runs it unoptimized (float ops between the pairs) up to the convs' one
@@ -221,7 +221,7 @@ def test_fq2i_pools_of_uneven_windows_and_int32_head(route):
         relay.transform.InferType()(mod))
     calls = _ops(mod)
     names = [op for op, _ in calls]
-    assert names.count("floor_divide") == 2 and names.count("qnn.conv2d") == 2
+    assert names.count("divide") == 2 and names.count("qnn.conv2d") == 2
     assert ("qnn.dense", "int32") in calls and "nn.dense" not in names
     assert calls[-1][1] == "float32" and calls[-1][0] in ("nn.bias_add", "add")
     assert calls[-2][0] == "qnn.dequantize"

@@ -52,6 +52,19 @@ def test_rounded_mean_is_round_half_to_even():
     for count in (1, 2, 4, 6, 9, 144):
         mod = tvm.IRModule.from_expr(relay.Function([x], rounded_mean(x, count)))
         np.testing.assert_array_equal(_run(mod, totals), np.round(totals / count))
+    # a divisor per element (windows of different sizes): float32 division, ties exact
+    counts = RNG.integers(1, 50, size=totals.shape)
+    counts[::7] = 2
+    mod = tvm.IRModule.from_expr(relay.Function([x], rounded_mean(x, counts)))
+    for built in (False, True):
+        np.testing.assert_array_equal(_run(mod, totals, built=built), np.round(totals / counts))
+    big = np.arange(-(1 << 22) + 1, (1 << 22), 4099, dtype="int32")
+    y = relay.var("t", shape=big.shape, dtype="int32")
+    for count in (3, 9, 16383):
+        c = np.full(big.shape, count)
+        mod = tvm.IRModule.from_expr(relay.Function([y], rounded_mean(y, c)))
+        np.testing.assert_array_equal(_run(mod, big, built=True),
+                                      np.round(big.astype(np.float64) / count))
 
 
 @pytest.mark.parametrize("pool", ["avg", "global_avg"])
@@ -87,7 +100,8 @@ def test_region_pool_of_windows_of_different_sizes_rounds_like_the_float_program
     mod, out = _fq2i(_q(f, 0.5, zp, dtype))
     ops = _ops(out)
     assert "qnn.dequantize" not in ops and "qnn.quantize" not in ops
-    assert ops.get("floor_divide") == 1 and ops.get("nn.avg_pool2d") == 1
+    # (one float32 pool of the integers; each window's sum divided by its divisor grid)
+    assert ops.get("divide") == 1 and ops.get("nn.avg_pool2d") == 1 and "floor_divide" not in ops
     info = np.iinfo(dtype)
     data = RNG.integers(info.min, info.max + 1, size=(1, 4, 6, 6)).astype(dtype)
     data[0, 0] = zp + 1  # (ties: a border window's sum of 4 or 6 ones and halves)
@@ -104,7 +118,7 @@ def test_region_pool_nhwc_dilated_asymmetric_padding(include):
                             padding=[1, 2, 2, 1], layout="NHWC", ceil_mode=True,
                             count_include_pad=include)
     mod, out = _fq2i(_q(f, 0.5, 3))
-    assert "qnn.quantize" not in _ops(out) and _ops(out).get("floor_divide") == 1
+    assert "qnn.quantize" not in _ops(out) and _ops(out).get("divide") == 1
     data = RNG.integers(0, 256, size=(1, 7, 7, 4)).astype("uint8")
     np.testing.assert_array_equal(_run(out, data, built=True), _run(mod, data))
 
