@@ -336,3 +336,42 @@ def test_one_group_convs_vnni_declines_sum_integers():
         getattr(e.args[0].op, "name", "") == "nn.conv2d" else None)
     assert [(int(c), dt) for c, dt in widths] == [(12, "int32"), (12, "int32")]
     _check_close(_run(mod, x.numpy()), ref)
+
+
+class WideLinear(torch.nn.Module):
+    """A linear of 1100 -> 12 features whose weights all quantize to +-127 (sums of 1100
+    products of up to 128 x 127 pass 2**24), of an input fake-quantized with zero point 128."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("w", torch.where(torch.randn(12, 1100) > 0, 0.3, -0.3))
+        self.register_buffer("b", torch.randn(12))
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, 128, 0, 255)
+        w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        return F.linear(x, w, self.b)
+
+
+@pytest.mark.parametrize("net, pieces", [("narrow", 1), ("wide", 2)])
+def test_qat_linear_without_vnni_sums_integers_in_float32(monkeypatch, net, pieces):
+    """Without VNNI (switched off here) a QAT linear is the float32 dense of the integers
+    q - z against q_w - z_w (exact: one dense, or one per range of K cast to int32 and
+    added), scaled after; eager's values up to float rounding."""
+    from minitvm.schedule import conv_vnni
+
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    torch.manual_seed(13)
+    model, shape = (QatLinear(), (2, 3, 32)) if net == "narrow" else (WideLinear(), (2, 1100))
+    x = torch.randn(*shape) * 2
+    with torch.no_grad():
+        ref = model.eval()(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", (shape, "float32"))])
+    dense = []
+    post_order_visit(mod["main"], lambda e: dense.append(
+        (e.args[0].checked_type.dtype, e.checked_type.dtype,
+         bool(np.all(np.round(v := e.args[1].data.numpy()) == v))))
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.dense" else None)
+    assert dense == [("float32", "float32", True)] * pieces
+    _check_close(_run(mod, x.numpy()), ref)

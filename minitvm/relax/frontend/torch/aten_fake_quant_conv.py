@@ -153,22 +153,50 @@ def _float_integer_conv(ctx: AtenContext, clamped, dtype: str, zx: int, wv, w_dt
 
 
 def _integer_linear(ctx: AtenContext, x, w):
-    """``x @ w.T`` as ``int_matmul``'s int32 product of the 8-bit values scaled back to
-    float32 (bound) when ``x`` is a noted 8-bit fake quantization and ``w`` a noted 2-D
-    fake-quantized weight that ``vnni_matmul`` takes; else None."""
+    """``x @ w.T`` as an integer product of the 8-bit values scaled back to float32 (bound)
+    when ``x`` is a noted 8-bit fake quantization and ``w`` a noted 2-D fake-quantized
+    weight: ``int_matmul``'s int32 product where ``vnni_matmul`` takes it, else (no VNNI)
+    the exact float32 matmul of the integers; else None."""
     act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
     if act is None or wgt is None or wgt[0].ndim != 2 or ctx.ndim(x) < 2:
         return None
     clamped, dtype, sx, zx = act
     wv, w_dtype, zw, sw = wgt
     b = np.ascontiguousarray(wv.T)
-    if not vnni_matmul(dtype, np.int64(zx), True, w_dtype, b, zw):
-        return None
-    q = ctx.emit(_op.astype(clamped, dtype))
-    y = int_matmul(ctx, q, None, np.int64(zx), b, w_dtype, zw)
+    if vnni_matmul(dtype, np.int64(zx), True, w_dtype, b, zw):
+        q = ctx.emit(_op.astype(clamped, dtype))
+        y = ctx.emit(_op.astype(int_matmul(ctx, q, None, np.int64(zx), b, w_dtype, zw),
+                                "float32"))
+    else:
+        y = _float_integer_matmul(ctx, clamped, dtype, zx, wv, w_dtype, zw)
+        if y is None:
+            return None
     scale = (sw * sx).astype(np.float32)
-    return ctx.emit(_op.multiply(_op.astype(y, "float32"),
-                                 const(scale.reshape(()) if scale.size == 1 else scale)))
+    return ctx.emit(_op.multiply(y, const(scale.reshape(()) if scale.size == 1 else scale)))
+
+
+def _float_integer_matmul(ctx: AtenContext, clamped, dtype: str, zx: int, wv, w_dtype: str,
+                          zw):
+    """``(q - zx) @ (q_w - z_w).T`` (``wv`` ``[N, K]``) as float32 matmuls of the integers
+    (no VNNI), exact where every partial sum of a piece is provably below 2**24
+    (``float_pieces`` over K: one matmul, or one per range of K cast to int32 and added);
+    float32 (bound), or None past ``MAX_PIECES`` ranges."""
+    pieces = float_pieces(dtype, np.int64(zx), w_dtype, wv.shape, wv, zw, 0, 1)
+    if pieces is None:
+        return None
+    xf = ctx.emit(_op.subtract(clamped, const(np.float32(zx))))
+    wf = wv.astype(np.float32)
+    if zw is not None:
+        wf = wf - np.asarray(zw, np.float32).reshape(-1, 1)
+    if len(pieces) == 1:
+        return ctx.emit(_op.matmul(xf, const(np.ascontiguousarray(wf.T))))
+    last, total = ctx.ndim(xf) - 1, None
+    for lo, hi in pieces:
+        part = ctx.emit(_op.strided_slice(xf, [last], [int(lo)], [int(hi)]))
+        part = ctx.emit(_op.astype(_op.matmul(part, const(np.ascontiguousarray(wf[:, lo:hi].T))),
+                                   "int32"))
+        total = part if total is None else ctx.emit(_op.add(total, part))
+    return ctx.emit(_op.astype(total, "float32"))
 
 
 _float_convolution = ATEN["convolution.default"]

@@ -170,19 +170,47 @@ def _float_integer_conv(ctx, q, zx: int, wv, w_dtype: str, zw, strides, dilation
 
 def fake_quant_dense(ctx, x, flat, w):
     """``linear``'s product of ``flat`` (``x`` as 2-D rows) and the weight ``w`` ``[N, K]``: the
-    float32 result of ``vnni_int_matmul``'s int32 dense of the 8-bit values scaled by
-    ``s * s_w`` when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant
-    fake-quantized weight that ``vnni_matmul`` takes; else the float ``nn.dense``."""
+    float32 result of an integer dense of the 8-bit values scaled by ``s * s_w`` when ``x`` is
+    a noted 8-bit fake quantization and ``w`` a noted constant fake-quantized weight --
+    ``vnni_int_matmul``'s int32 dense where ``vnni_matmul`` takes it, else (no VNNI) the
+    exact float32 dense of the integers (``_float_integer_dense``) --; else the float
+    ``nn.dense``."""
     act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
     if act is not None and wgt is not None and wgt[0].ndim == 2:
         q, sx, zx = act
         wv, w_dtype, zw, sw = wgt
         b = np.ascontiguousarray(wv.T)
+        rows = q if len(ctx.shape(q)) == 2 else _op.reshape(q, (-1, b.shape[0]))
         if vnni_matmul(ctx.dtype(q), np.int64(zx), True, w_dtype, b, zw):
-            rows = q if len(ctx.shape(q)) == 2 else _op.reshape(q, (-1, b.shape[0]))
-            y = vnni_int_matmul(ctx, rows, None, np.int64(zx), b, w_dtype, zw)
+            y = _op.cast(vnni_int_matmul(ctx, rows, None, np.int64(zx), b, w_dtype, zw),
+                         "float32")
+        else:
+            y = _float_integer_dense(ctx.dtype(q), rows, zx, wv, w_dtype, zw)
+        if y is not None:
             scale = (sw * sx).astype(np.float32)
-            return _op.multiply(_op.cast(y, "float32"),
-                                _expr.const(scale.reshape(()) if scale.size == 1 else scale,
-                                            "float32"))
+            return _op.multiply(y, _expr.const(scale.reshape(()) if scale.size == 1 else scale,
+                                               "float32"))
     return _op.nn.dense(flat, w)
+
+
+def _float_integer_dense(dtype: str, rows, zx: int, wv, w_dtype: str, zw):
+    """The dense of the 8-bit ``rows`` less ``zx`` and the integer weight ``wv`` ``[N, K]``
+    less its zero points as float32 denses of the integers, exact where every partial sum of
+    a piece is provably below 2**24 (``float_pieces`` over K: one dense, or one per range of
+    K cast to int32 and added); float32, or None past ``MAX_PIECES`` ranges."""
+    pieces = float_pieces(dtype, np.int64(zx), w_dtype, wv.shape, wv, zw, 0, 1)
+    if pieces is None:
+        return None
+    xf = _op.subtract(_op.cast(rows, "float32"), _expr.const(np.float32(zx), "float32"))
+    wf = wv.astype(np.float32)
+    if zw is not None:
+        wf = wf - np.asarray(zw, np.float32).reshape(-1, 1)
+    if len(pieces) == 1:
+        return _op.nn.dense(xf, _expr.const(wf, "float32"), units=wv.shape[0])
+    total = None
+    for lo, hi in pieces:
+        part = _op.cast(_op.nn.dense(_op.strided_slice(xf, [int(lo)], [int(hi)], axes=[1]),
+                                     _expr.const(np.ascontiguousarray(wf[:, lo:hi]), "float32"),
+                                     units=wv.shape[0]), "int32")
+        total = part if total is None else _op.add(total, part)
+    return _op.cast(total, "float32")
