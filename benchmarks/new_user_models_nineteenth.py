@@ -275,6 +275,35 @@ def nineteenth_models():
                                                        self.fc_zp, 0, -128, 127)
             return F.linear(x, w, self.fc.bias)
 
+    class QATPoolNet(nn.Module):
+        """A QAT CNN (``FakeQuantConv`` blocks) whose pools' windows differ in size and whose
+        head reads a large global pool: a 3-channel stem (a one-group conv VNNI declines), a
+        3x3 average pool with uncounted padding (an Inception branch's), a 3x3 / 2 pool in
+        ceil mode (its last window past the edge), each fake-quantized after as the
+        activations are, then a 25x25 map pooled globally (625 pixels: sums past int16) into
+        a linear head with a bias."""
+
+        def __init__(self, widths=(32, 64, 128), classes=10):
+            super().__init__()
+            self.stem = FakeQuantConv(3, widths[0], 3, 2)
+            self.a = FakeQuantConv(widths[0], widths[1])
+            self.b = FakeQuantConv(widths[1], widths[2])
+            self.fc = nn.Linear(widths[2], classes)
+            self.register_buffer("fc_scale", self.fc.weight.detach().abs().amax(1) / 127)
+            self.register_buffer("fc_zp", torch.zeros(classes, dtype=torch.int32))
+
+        def forward(self, x):
+            x = torch.fake_quantize_per_tensor_affine(x, 1 / 64, 128, 0, 255)
+            x = self.a(self.stem(x))
+            x = torch.fake_quantize_per_tensor_affine(
+                F.avg_pool2d(x, 3, 1, 1, count_include_pad=False), 0.05, 0, 0, 255)
+            x = torch.fake_quantize_per_tensor_affine(
+                F.avg_pool2d(x, 3, 2, 0, ceil_mode=True), 0.05, 0, 0, 255)
+            x = F.adaptive_avg_pool2d(self.b(x), 1).flatten(1)
+            w = torch.fake_quantize_per_channel_affine(self.fc.weight, self.fc_scale,
+                                                       self.fc_zp, 0, -128, 127)
+            return F.linear(x, w, self.fc.bias)
+
     # -- QAT MobileNet through torch.ao.quantization --------------------------------------
     def qat_mobilenet(classes=10):
         """A MobileNet-like net (3x3 stem, depthwise 3x3 + pointwise 1x1 blocks, global pool,
@@ -631,6 +660,7 @@ def nineteenth_models():
         "soft_moe_vit": (SoftMoEViT, (2, 3, 64, 64)),
         "qat_fakequant": (QATResNet, (1, 3, 64, 64)),
         "qat_mobilenet": (qat_mobilenet, (1, 3, 64, 64)),
+        "qat_poolnet": (QATPoolNet, (1, 3, 100, 100)),
         "simclr_ntxent": (SimCLR, two_views()),
         "seg_focal_dice": (SegWithLosses, image_mask()),
         "resnest_mini": (ResNeStMini, (1, 3, 96, 96)),

@@ -123,8 +123,29 @@ def broadcast_to(expr, type_map):
     return [_tr.broadcast_to(arg, expr.attrs.shape), type_map[arg]]
 
 
+def _exact_qat_bias(b, x_t) -> None:
+    """Raise unless the float constant bias ``b`` is exactly integers of ``x_t``'s (scalar)
+    scale within int32 -- else quantizing it would round it (to ~1e-6 of a QAT head's
+    outputs), and in QAT mode the bias is added to the dequantized result in float instead,
+    as the float program adds it."""
+    scale = fold_constant(x_t.scale)
+    if isinstance(scale, Constant) and scale.data.numpy().size == 1:
+        s = float(scale.data.numpy().reshape(()))
+        bv = b.data.numpy().astype(np.float64)
+        q = np.round(bv / s)
+        if s > 0 and np.all(np.abs(q) <= np.iinfo(np.int32).max) and \
+                np.array_equal((q * s).astype(b.data.numpy().dtype), b.data.numpy()):
+            return
+    raise ValueError("nn.bias_add: quantizing the float bias would round it (QAT mode: the "
+                     "float add stays)")
+
+
 @register("nn.bias_add")
 def bias_add(expr, type_map):
+    """The bias added to the integers: a quantized bias requantized to the input's parameters,
+    a float constant quantized to them (TVM's rule). In QAT mode (no region output type) a
+    float bias that quantizing would round stays a float add of the dequantized result
+    (``_exact_qat_bias``)."""
     x, b = expr.args
     x_t = type_map[x]
     if b in type_map:
@@ -135,6 +156,8 @@ def bias_add(expr, type_map):
     else:
         if not isinstance(b, Constant) or not str(b.data.dtype).startswith(("float", "bfloat")):
             raise TypeError("bias_add: an unquantized bias must be a float constant")
+        if expr not in type_map:
+            _exact_qat_bias(b, x_t)
         b = _qnn().quantize(b, x_t.scale, x_t.zero_point, axis=0, out_dtype=x_t.dtype)
     return [_nn.bias_add(x, b, expr.attrs.axis), x_t]
 
@@ -159,17 +182,22 @@ register("nn.conv2d", _conv_like(lambda q: q.conv2d))
 register("nn.conv2d_transpose", _conv_like(lambda q: q.conv2d_transpose))
 
 
-def _exact_wide_dense(x_t, w_t, weight) -> None:
-    """Raise unless the int32 sums of a dense of ``x_t``'s values (16-bit: a QAT global pool's
-    sums) and the constant 8-bit ``weight`` (zero points ``w_t``'s) are exact: every output's
-    sum of |x| * |w - z_w| at most 2**31 - 1 with |x| at the dtype's widest."""
+def _exact_wide_dense(x, x_t, w_t, weight) -> None:
+    """Raise unless the int32 sums of a dense of ``x``'s wider values (16- or 32-bit: a QAT
+    global pool's sums) less their scalar zero point and the constant 8-bit ``weight`` (zero
+    points ``w_t``'s) are exact: every output's sum of |x - z_x| * |w - z_w| at most
+    2**31 - 1, with |x - z_x| bounded by ``int_range`` (the pool's window times the 8-bit
+    span, where it can tell; else the dtype's)."""
+    from .fake_quantization_to_integer_bounds import int_range
+
     w = fold_constant(weight)
-    zp = fold_constant(w_t.zero_point)
-    if x_t.dtype not in ("int16", "uint16") or not isinstance(w, Constant) or \
-            not isinstance(zp, Constant):
+    zp, x_zp = fold_constant(w_t.zero_point), fold_constant(x_t.zero_point)
+    found = int_range(x, x_t.dtype) if x_t.dtype in ("int16", "uint16", "int32") else None
+    if found is None or not isinstance(w, Constant) or not isinstance(zp, Constant) or \
+            not isinstance(x_zp, Constant) or x_zp.data.numpy().size != 1:
         raise ValueError(f"nn.dense: no exact integer form for {x_t.dtype} data (stays float)")
-    info = np.iinfo(x_t.dtype)
-    x_max = max(int(info.max), -int(info.min))
+    z = int(x_zp.data.numpy().reshape(()))
+    x_max = max(abs(found[0] - z), abs(found[1] - z))
     wv = w.data.numpy().astype(np.int64)
     zv = np.asarray(zp.data.numpy(), np.int64).reshape(-1, 1)
     if int(np.abs(wv - zv).sum(axis=1).max(initial=0)) * x_max > np.iinfo(np.int32).max:
@@ -178,12 +206,12 @@ def _exact_wide_dense(x_t, w_t, weight) -> None:
 
 @register("nn.dense")
 def dense(expr, type_map):
-    """qnn.dense of 8-bit data, or of 16-bit data (a QAT global pool's exact sums) where its
-    int32 sums provably do not overflow; the float dense stays otherwise."""
+    """qnn.dense of 8-bit data, or of 16- or 32-bit data (a QAT global pool's exact sums)
+    where its int32 sums provably do not overflow; the float dense stays otherwise."""
     x, weight = expr.args
     x_t, w_t = type_map[x], type_map[weight]
     if x_t.dtype not in ("int8", "uint8"):
-        _exact_wide_dense(x_t, w_t, weight)
+        _exact_wide_dense(x, x_t, w_t, weight)
     scale = fold_constant(_t.multiply(x_t.scale, w_t.scale))
     out = _qnn().dense(x, weight, x_t.zero_point, w_t.zero_point, x_t.scale, w_t.scale,
                        expr.attrs.units)

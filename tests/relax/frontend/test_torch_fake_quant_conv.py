@@ -63,7 +63,9 @@ def test_qat_conv_runs_the_integer_conv(act, weight_zp, integer):
     with torch.no_grad():
         ref = model(x).numpy()
     mod = from_exported_program(torch.export.export(model, (x,)))
-    assert _conv_dtypes(mod) == ["int32" if integer and vnni_available() else "void"]
+    # (without VNNI: the float32 conv of the integers; a 10-bit range: the float conv)
+    assert _conv_dtypes(mod) == ["void" if not integer else
+                                 "int32" if vnni_available() else "float32"]
     out = _run(mod, x.numpy())
     np.testing.assert_allclose(out, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
 
@@ -203,3 +205,88 @@ def test_torch_ao_default_qconfig_exports_and_runs_integer_convs():
     observing = default_qconfig_qat_net(SHAPE, observe=True)
     with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
         from_exported_program(torch.export.export(observing, (x,)))
+
+
+class DeclinedByVnni(torch.nn.Module):
+    """One-group convs VNNI declines: a 3 -> 128 stem (too few input channels) and a 128 -> 12
+    3x3 conv (12 output channels: off VNNI's step) whose weights all quantize to +-127 (sums
+    of 1152 products of up to 128 x 127 pass 2**24: two ranges of input channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 128, 3, 1, 1)
+        sign = torch.where(torch.randn(12, 128, 3, 3) > 0, 1.0, -1.0)
+        self.register_buffer("w", sign * 0.3)
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, 128, 0, 255)
+        y = F.conv2d(x, _qw(self.stem.weight), self.stem.bias, 1, 1)
+        y = torch.fake_quantize_per_tensor_affine(y, 0.05, 128, 0, 255)
+        w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        return F.conv2d(y, w, None, 1, 1)
+
+
+def test_one_group_convs_vnni_declines_sum_integers():
+    """The stem is one float32 conv of q - 128 and the integer weights, the wide conv two
+    float32 convs over input channels 0..63 and 64..127 added in int32; eager's values up to
+    float rounding."""
+    torch.manual_seed(11)
+    model = DeclinedByVnni().eval()
+    x = torch.randn(1, 3, 6, 6) * 2
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    found = _products(mod)
+    assert found == [("nn.conv2d", "float32", "float32", 1)] * 3
+    weights = [b.value.args[1] for block in mod["main"].body.blocks for b in block.bindings
+               if getattr(getattr(b.value, "op", None), "name", "") == "relax.nn.conv2d"]
+    assert [tuple(int(d) for d in w.data.shape) for w in weights] == [
+        (128, 3, 3, 3), (12, 64, 3, 3), (12, 64, 3, 3)]
+    assert all(np.array_equal(np.round(v := w.data.numpy()), v) for w in weights)
+    text = str(mod)
+    assert text.count('R.astype(') >= 3 and '"int32"' in text
+    np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
+                               atol=2e-6 * np.abs(ref).max())
+
+
+class WideLinear(torch.nn.Module):
+    """A linear of 1100 -> 12 features whose weights all quantize to +-127 (sums of 1100
+    products of up to 128 x 127 pass 2**24), of an input fake-quantized with zero point
+    128, or of 24 features with per-channel weight zero points."""
+
+    def __init__(self, k=1100):
+        super().__init__()
+        self.register_buffer("w", torch.where(torch.randn(12, k) > 0, 0.3, -0.3))
+        self.register_buffer("b", torch.randn(12))
+        self.k = k
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, 128, 0, 255)
+        if self.k == 1100:
+            w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        else:
+            w = _qw(self.w, 2)
+        return F.linear(x, w, self.b)
+
+
+@pytest.mark.parametrize("k, pieces", [(24, 1), (1100, 2)])
+def test_qat_linear_without_vnni_sums_integers_in_float32(monkeypatch, k, pieces):
+    """Without VNNI (switched off here) a QAT linear is the float32 matmul of the integers
+    (one, or one per range of K cast to int32 and added), scaled after; eager's values up to
+    float rounding."""
+    from minitvm.schedule import conv_vnni
+
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    torch.manual_seed(14)
+    model = WideLinear(k).eval()
+    x = torch.randn(2, k) * 2
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    found = [(b.value.args[1], str(b.var.struct_info.dtype))
+             for block in mod["main"].body.blocks for b in block.bindings
+             if getattr(getattr(b.value, "op", None), "name", "") == "relax.matmul"]
+    assert [dt for _, dt in found] == ["float32"] * pieces
+    assert all(np.array_equal(np.round(v := w.data.numpy()), v) for w, _ in found)
+    np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
+                               atol=2e-6 * np.abs(ref).max())

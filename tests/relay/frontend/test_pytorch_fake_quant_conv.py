@@ -294,3 +294,84 @@ def test_torch_ao_default_qconfig_fused_fake_quant():
     with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
         relay.frontend.from_pytorch(torch.jit.trace(observing, (x,), check_trace=False),
                                     [("x", (SHAPE, "float32"))])
+
+
+class DeclinedByVnni(torch.nn.Module):
+    """One-group convs VNNI declines: a 3 -> 16 stem (too few input channels) and a 128 -> 12
+    3x3 conv (12 output channels: off VNNI's step) whose weights all quantize to +-127, so its
+    sums of 1152 products of up to 128 x 127 pass 2**24 (two ranges of input channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 128, 3, 1, 1)
+        sign = torch.where(torch.randn(12, 128, 3, 3) > 0, 1.0, -1.0)
+        self.register_buffer("w", sign * 0.3)
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, 128, 0, 255)
+        y = F.conv2d(x, _qw(self.stem.weight), self.stem.bias, 1, 1)
+        y = torch.fake_quantize_per_tensor_affine(y, 0.05, 128, 0, 255)
+        w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        return F.conv2d(y, w, None, 1, 1)
+
+
+def test_one_group_convs_vnni_declines_sum_integers():
+    """The stem is one float32 conv of the integers q - 128 and the integer weights; the wide
+    conv two such convs over input channels 0..63 and 64..127, each cast to int32 and added:
+    exact sums, eager's values up to float rounding."""
+    torch.manual_seed(11)
+    model = DeclinedByVnni().eval()
+    x = torch.randn(1, 3, 6, 6) * 2
+    with torch.no_grad():
+        ref = model(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", ((1, 3, 6, 6), "float32"))])
+    assert _conv_calls(mod) == [("float32", "float32", "float32", 1)] * 3
+    assert all(_integer_weights(mod))
+    widths = []
+    post_order_visit(mod["main"], lambda e: widths.append(
+        (e.args[0].checked_type.shape[1], e.checked_type.dtype))
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "cast" and
+        getattr(e.args[0], "op", None) is not None and
+        getattr(e.args[0].op, "name", "") == "nn.conv2d" else None)
+    assert [(int(c), dt) for c, dt in widths] == [(12, "int32"), (12, "int32")]
+    _check_close(_run(mod, x.numpy()), ref)
+
+
+class WideLinear(torch.nn.Module):
+    """A linear of 1100 -> 12 features whose weights all quantize to +-127 (sums of 1100
+    products of up to 128 x 127 pass 2**24), of an input fake-quantized with zero point 128."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("w", torch.where(torch.randn(12, 1100) > 0, 0.3, -0.3))
+        self.register_buffer("b", torch.randn(12))
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 0.03, 128, 0, 255)
+        w = torch.fake_quantize_per_tensor_affine(self.w, 0.3 / 127, 0, -128, 127)
+        return F.linear(x, w, self.b)
+
+
+@pytest.mark.parametrize("net, pieces", [("narrow", 1), ("wide", 2)])
+def test_qat_linear_without_vnni_sums_integers_in_float32(monkeypatch, net, pieces):
+    """Without VNNI (switched off here) a QAT linear is the float32 dense of the integers
+    q - z against q_w - z_w (exact: one dense, or one per range of K cast to int32 and
+    added), scaled after; eager's values up to float rounding."""
+    from minitvm.schedule import conv_vnni
+
+    monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    torch.manual_seed(13)
+    model, shape = (QatLinear(), (2, 3, 32)) if net == "narrow" else (WideLinear(), (2, 1100))
+    x = torch.randn(*shape) * 2
+    with torch.no_grad():
+        ref = model.eval()(x).numpy()
+    mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                         [("x", (shape, "float32"))])
+    dense = []
+    post_order_visit(mod["main"], lambda e: dense.append(
+        (e.args[0].checked_type.dtype, e.checked_type.dtype,
+         bool(np.all(np.round(v := e.args[1].data.numpy()) == v))))
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.dense" else None)
+    assert dense == [("float32", "float32", True)] * pieces
+    _check_close(_run(mod, x.numpy()), ref)

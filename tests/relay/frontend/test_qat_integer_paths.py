@@ -170,3 +170,67 @@ def test_fake_quantize_as_qnn_pairs_alone_equal_eager():
     diff = np.abs(out - ref)
     assert np.all((diff == 0) | np.isclose(diff, step, rtol=1e-5))
     assert np.count_nonzero(diff) <= 2
+
+
+class PoolHead(torch.nn.Module):
+    """A QAT net whose pools have windows of different sizes and whose head reads a 12x12
+    global pool (144 pixels: uint8 sums past int16): a 3-channel stem, a 3x3 average pool
+    with uncounted padding, a 3x3 / 2 pool in ceil mode (each fake-quantized after, one
+    quantization: the rounded mean), a conv, a linear with a bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Conv2d(3, 8, 3, 1, 1), torch.nn.Conv2d(8, 16, 3, 1, 1)
+        self.fc = torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        q = FakeQuantBlock
+        x = torch.fake_quantize_per_tensor_affine(x, 1 / 64, 128, 0, 255)
+        y = q._conv(self, self.a, x, 0)
+        y = torch.fake_quantize_per_tensor_affine(
+            F.avg_pool2d(y, 3, 1, 1, count_include_pad=False), 0.05, 0, 0, 255)
+        y = torch.fake_quantize_per_tensor_affine(F.avg_pool2d(y, 3, 2, 0, ceil_mode=True),
+                                                  0.05, 0, 0, 255)
+        y = q._conv(self, self.b, y, 0)
+        return F.linear(F.adaptive_avg_pool2d(y, 1).flatten(1), q._w(self.fc.weight),
+                        self.fc.bias)
+
+    _w = staticmethod(FakeQuantBlock._w)
+
+
+@pytest.mark.parametrize("route", ["onnx", "torch"])
+def test_fq2i_pools_of_uneven_windows_and_int32_head(route):
+    """Both average pools become integer (per-window divisors: a division by a constant
+    grid), the head's dense reads the global pool's int32 sums as qnn.dense (QAT mode), its
+    float bias added to the dequantized product. The values: the QDQ program's as ONNX
+    Runtime runs it unoptimized (float ops between the pairs) up to the convs' one
+    requantization (7e-4 of the outputs here). (ORT's optimized run, its integer kernels,
+    is 2e-2 off both that and eager on this export: not the reference.)"""
+    torch.manual_seed(12)
+    model = PoolHead().eval()
+    x = torch.randn(1, 3, 24, 24)
+    blob = _export(model, x)
+    if route == "onnx":
+        mod, params = relay.frontend.from_onnx(onnx.load_from_string(blob), {"x": (1, 3, 24, 24)},
+                                               convert_config={"qdq_as_qnn": True})
+    else:
+        mod, params = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
+                                                  [("x", ((1, 3, 24, 24), "float32"))],
+                                                  fake_quantize_as_qnn=True)
+    mod = relay.transform.FakeQuantizationToInteger(use_qat=True)(
+        relay.transform.InferType()(mod))
+    calls = _ops(mod)
+    names = [op for op, _ in calls]
+    assert names.count("divide") == 2 and names.count("qnn.conv2d") == 2
+    assert ("qnn.dense", "int32") in calls and "nn.dense" not in names
+    assert calls[-1][1] == "float32" and calls[-1][0] in ("nn.bias_add", "add")
+    assert calls[-2][0] == "qnn.dequantize"
+    with tvm.transform.PassContext(opt_level=3):
+        out = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(
+            x.numpy(), **params).numpy()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    expected = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x.numpy()})[0]
+    np.testing.assert_allclose(out, expected, rtol=0, atol=2e-3 * np.abs(expected).max())

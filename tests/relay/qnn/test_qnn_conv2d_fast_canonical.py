@@ -67,6 +67,27 @@ def test_stem_conv_runs_in_float32():
     assert convs[0].args[1].data.numpy().dtype == np.float32
 
 
+def test_one_group_conv_past_float32_exact_sums_runs_in_pieces():
+    """A 1x1 conv of 1100 -> 12 channels (off VNNI's step), weights of +-127: sums of 1100
+    products of up to 128 x 127 could pass 2**24, so two float32 convs over input channels
+    0..549 and 550..1099, each exact, cast to int32 and added: the integer conv's result."""
+    x = relay.var("x", shape=(1, 1100, 3, 3), dtype="uint8")
+    w = np.where(RNG.random((12, 1100, 1, 1)) > 0.5, 127, -127).astype("int8")
+    call = qnn.conv2d(x, relay.const(w), relay.const(np.int32(128)),
+                      relay.const(np.zeros(12, "int32")), relay.const(np.float32(0.1)),
+                      relay.const(np.full(12, 0.01, "float32")), kernel_size=[1, 1],
+                      channels=12)
+    mod = tvm.IRModule.from_expr(relay.Function([x], call))
+    convs = [c for c in _canonical_calls(mod) if c.op.name == "nn.conv2d"]
+    assert [(c.attrs.out_dtype, tuple(c.args[1].data.shape)) for c in convs] == \
+        [("float32", (12, 550, 1, 1))] * 2
+    xv = RNG.integers(0, 256, size=(1, 1100, 3, 3)).astype("uint8")
+    xv[:, :, 1, 1] = np.where(w[:, :, 0, 0][0] > 0, 255, 0)  # (a sum at its bound)
+    with tvm.transform.PassContext(opt_level=3):
+        got = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(xv).numpy()
+    np.testing.assert_array_equal(got, _reference(xv, 128, w, 1, 1))
+
+
 @pytest.mark.skipif(not conv_vnni.available(), reason="needs AVX-512 VNNI")
 def test_vnni_form_reads_the_bytes():
     calls = _canonical_calls(_qconv("uint8", 128, 32, 32, 3)[0])

@@ -4,8 +4,9 @@ per-tensor fake quantization over an 8-bit range (values ``(q - z) * s``) and a 
 fake-quantized over an 8-bit range (``(q_w - z_w) * s_w``, one scale or one per output
 channel) is ``s * s_w * conv(q - z, q_w - z_w)``, run as ``vnni_int.int_conv``'s int32 conv of
 the 8-bit values where ``frontend_common.onnx_quant.vnni_conv`` takes it, a grouped or
-depthwise conv as a float32 conv of the integers whose sums float32 keeps exact
-(``onnx_quant.float_pieces``: one piece), a 1-D conv as the 2-D one over a row, and a linear
+depthwise conv, or a one-group conv VNNI declines, as a float32 conv of the integers whose sums
+float32 keeps exact (``onnx_quant.float_pieces``: one piece; a one-group conv in ranges of input
+channels, each exact, added in int32), a 1-D conv as the 2-D one over a row, and a linear
 as ``vnni_int.int_matmul``'s int32 matmul where ``vnni_matmul`` takes it; scaled after. The
 integer sums are exact, so the result differs from eager's float op by float rounding only.
 
@@ -97,17 +98,15 @@ def _integer_conv(ctx: AtenContext, x, w, stride, padding, dilation, groups):
         wv = np.ascontiguousarray(wv[:, :, None, :])
         strides, dil, pads = [1, *strides], [1, *dil], [0, *pads]
     pads = pads * 2  # (top, left, bottom, right)
-    if groups == 1:
-        if not vnni_conv(dtype, np.int64(zx), w_dtype, wv, zw, 1, channels,
-                         weight_zero_points=True):
-            return None
+    if groups == 1 and vnni_conv(dtype, np.int64(zx), w_dtype, wv, zw, 1, channels,
+                                 weight_zero_points=True):
         q = ctx.emit(_op.astype(clamped, dtype))
         q = ctx.emit(_op.expand_dims(q, 2)) if row else q
         y = int_conv(ctx, q, np.int64(zx), wv, strides, pads, dil, w_dtype, zw)
         y = ctx.emit(_op.astype(y, "float32"))
     else:
-        y = _grouped_conv(ctx, clamped, dtype, zx, wv, w_dtype, zw, strides, pads, dil,
-                          groups, row)
+        y = _float_integer_conv(ctx, clamped, dtype, zx, wv, w_dtype, zw, strides, pads, dil,
+                                groups, row)
         if y is None:
             return None
     scale = conv_output_scale((sw * sx).astype(np.float32), channels)
@@ -115,17 +114,18 @@ def _integer_conv(ctx: AtenContext, x, w, stride, padding, dilation, groups):
     return ctx.emit(_op.squeeze(y, [2])) if row else y
 
 
-def _grouped_conv(ctx: AtenContext, clamped, dtype: str, zx: int, wv, w_dtype: str, zw,
-                  strides, pads, dil, groups: int, row: bool):
-    """A grouped (or depthwise) conv of the 8-bit integers ``clamped`` (of ``dtype``) less
-    their zero point ``zx`` and the 4-D integer weight ``wv`` less its zero points ``zw`` as a
-    float32 conv of the integers (the float32 ``q - zx``; a depthwise conv reads the 8-bit
-    values themselves where the zero point is the conv's zero padding:
-    ``onnx_quant.depthwise_data``), when every partial sum of a group's products is provably
-    below 2**24 (one ``float_pieces`` piece), so float32 sums the integers exactly (bound);
-    else None."""
+def _float_integer_conv(ctx: AtenContext, clamped, dtype: str, zx: int, wv, w_dtype: str,
+                        zw, strides, pads, dil, groups: int, row: bool):
+    """A conv of the 8-bit integers ``clamped`` (of ``dtype``) less their zero point ``zx`` and
+    the 4-D integer weight ``wv`` less its zero points ``zw`` as float32 convs of the integers
+    (the float32 ``q - zx``; a depthwise conv reads the 8-bit values themselves where the zero
+    point is the conv's zero padding: ``onnx_quant.depthwise_data``), when every partial sum
+    of a piece's products is provably below 2**24 (``float_pieces``), so float32 sums the
+    integers exactly: one conv for one piece (a grouped or depthwise conv, or a one-group conv
+    VNNI declines), or for a one-group conv one per range of input channels, each cast to
+    int32 and added (bound); else None."""
     pieces = float_pieces(dtype, np.int64(zx), w_dtype, wv.shape, wv, zw, 0, 1)
-    if pieces is None or len(pieces) != 1:
+    if pieces is None or (len(pieces) != 1 and groups != 1):
         return None
     as_read = depthwise_data(dtype, np.int64(zx), groups, wv.shape)
     if as_read is None:
@@ -139,27 +139,64 @@ def _grouped_conv(ctx: AtenContext, clamped, dtype: str, zx: int, wv, w_dtype: s
     wf = wv.astype(np.float32)
     if zw is not None:
         wf = wf - np.asarray(zw, np.float32).reshape(-1, 1, 1, 1)
-    return ctx.emit(_op.nn.conv2d(q, const(wf), strides, pads, dil, groups,
-                                  out_dtype="float32"))
+    if len(pieces) == 1:
+        return ctx.emit(_op.nn.conv2d(q, const(wf), strides, pads, dil, groups,
+                                      out_dtype="float32"))
+    total = None
+    for lo, hi in pieces:
+        part = ctx.emit(_op.strided_slice(q, [1], [int(lo)], [int(hi)]))
+        part = ctx.emit(_op.astype(_op.nn.conv2d(
+            part, const(np.ascontiguousarray(wf[:, lo:hi])), strides, pads, dil, 1,
+            out_dtype="float32"), "int32"))
+        total = part if total is None else ctx.emit(_op.add(total, part))
+    return ctx.emit(_op.astype(total, "float32"))
 
 
 def _integer_linear(ctx: AtenContext, x, w):
-    """``x @ w.T`` as ``int_matmul``'s int32 product of the 8-bit values scaled back to
-    float32 (bound) when ``x`` is a noted 8-bit fake quantization and ``w`` a noted 2-D
-    fake-quantized weight that ``vnni_matmul`` takes; else None."""
+    """``x @ w.T`` as an integer product of the 8-bit values scaled back to float32 (bound)
+    when ``x`` is a noted 8-bit fake quantization and ``w`` a noted 2-D fake-quantized
+    weight: ``int_matmul``'s int32 product where ``vnni_matmul`` takes it, else (no VNNI)
+    the exact float32 matmul of the integers; else None."""
     act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
     if act is None or wgt is None or wgt[0].ndim != 2 or ctx.ndim(x) < 2:
         return None
     clamped, dtype, sx, zx = act
     wv, w_dtype, zw, sw = wgt
     b = np.ascontiguousarray(wv.T)
-    if not vnni_matmul(dtype, np.int64(zx), True, w_dtype, b, zw):
-        return None
-    q = ctx.emit(_op.astype(clamped, dtype))
-    y = int_matmul(ctx, q, None, np.int64(zx), b, w_dtype, zw)
+    if vnni_matmul(dtype, np.int64(zx), True, w_dtype, b, zw):
+        q = ctx.emit(_op.astype(clamped, dtype))
+        y = ctx.emit(_op.astype(int_matmul(ctx, q, None, np.int64(zx), b, w_dtype, zw),
+                                "float32"))
+    else:
+        y = _float_integer_matmul(ctx, clamped, dtype, zx, wv, w_dtype, zw)
+        if y is None:
+            return None
     scale = (sw * sx).astype(np.float32)
-    return ctx.emit(_op.multiply(_op.astype(y, "float32"),
-                                 const(scale.reshape(()) if scale.size == 1 else scale)))
+    return ctx.emit(_op.multiply(y, const(scale.reshape(()) if scale.size == 1 else scale)))
+
+
+def _float_integer_matmul(ctx: AtenContext, clamped, dtype: str, zx: int, wv, w_dtype: str,
+                          zw):
+    """``(q - zx) @ (q_w - z_w).T`` (``wv`` ``[N, K]``) as float32 matmuls of the integers
+    (no VNNI), exact where every partial sum of a piece is provably below 2**24
+    (``float_pieces`` over K: one matmul, or one per range of K cast to int32 and added);
+    float32 (bound), or None past ``MAX_PIECES`` ranges."""
+    pieces = float_pieces(dtype, np.int64(zx), w_dtype, wv.shape, wv, zw, 0, 1)
+    if pieces is None:
+        return None
+    xf = ctx.emit(_op.subtract(clamped, const(np.float32(zx))))
+    wf = wv.astype(np.float32)
+    if zw is not None:
+        wf = wf - np.asarray(zw, np.float32).reshape(-1, 1)
+    if len(pieces) == 1:
+        return ctx.emit(_op.matmul(xf, const(np.ascontiguousarray(wf.T))))
+    last, total = ctx.ndim(xf) - 1, None
+    for lo, hi in pieces:
+        part = ctx.emit(_op.strided_slice(xf, [last], [int(lo)], [int(hi)]))
+        part = ctx.emit(_op.astype(_op.matmul(part, const(np.ascontiguousarray(wf[:, lo:hi].T))),
+                                   "int32"))
+        total = part if total is None else ctx.emit(_op.add(total, part))
+    return ctx.emit(_op.astype(total, "float32"))
 
 
 _float_convolution = ATEN["convolution.default"]

@@ -17,8 +17,11 @@ The fake-quantize converters (``aten_fake_quant``) note what they make
 (``note_activation``, ``note_weight``: the 8-bit tensor or values and their scale and zero
 point, by output expression); the conv converter asks ``fake_quant_conv``, which declines
 (None: the float conv stays) where neither form takes the conv -- a range wider than 8 bits,
-a weight that is not a constant, too few channels or no VNNI for one group, sums float32
-could round for a grouped one --, and the linear converter ``fake_quant_dense``."""
+a weight that is not a constant, sums float32 could round (in more than ``MAX_PIECES`` ranges
+of input channels for one group, in more than one for a grouped conv) --, and the linear
+converter ``fake_quant_dense``. A one-group conv VNNI declines (too few channels, a channel
+count off its step, no VNNI) is the float32 conv of the integers too, in ranges of input
+channels each summed exactly where one conv could round."""
 
 from __future__ import annotations
 
@@ -96,8 +99,8 @@ def fake_quant_conv(ctx, x, w, strides, padding, dilation, groups):
     of one or two values per axis) as the float32 result of an integer conv scaled by
     ``s * s_w`` when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant
     fake-quantized weight: ``vnni_int_conv``'s int32 conv where ``vnni_conv`` takes it (one
-    group), ``_grouped_conv``'s exact float32 sums of the integers for a grouped or depthwise
-    conv; a 1-D conv as the 2-D one over a row. Else None (the float conv stays)."""
+    group), ``_float_integer_conv``'s exact float32 sums of the integers for a grouped or
+    depthwise conv or a one-group conv VNNI declines; a 1-D conv as the 2-D one over a row. Else None (the float conv stays)."""
     act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
     if act is None or wgt is None or len(ctx.shape(x)) != wgt[0].ndim or \
             wgt[0].ndim not in (3, 4):
@@ -113,14 +116,13 @@ def fake_quant_conv(ctx, x, w, strides, padding, dilation, groups):
     if row:
         q, wv = _op.expand_dims(q, 2), np.ascontiguousarray(wv[:, :, None, :])
         strides, dilation, begin, end = [1, *strides], [1, *dilation], [0, *begin], [0, *end]
-    if groups == 1:
-        if not vnni_conv(ctx.dtype(q), np.int64(zx), w_dtype, wv, zw, 1, channels,
-                         weight_zero_points=True):
-            return None
+    if groups == 1 and vnni_conv(ctx.dtype(q), np.int64(zx), w_dtype, wv, zw, 1, channels,
+                                 weight_zero_points=True):
         y = _op.cast(vnni_int_conv(ctx, q, np.int64(zx), None, wv, strides, dilation, begin,
                                    end, 1, list(wv.shape[2:]), w_dtype, zw), "float32")
     else:
-        y = _grouped_conv(ctx, q, zx, wv, w_dtype, zw, strides, dilation, begin + end, groups)
+        y = _float_integer_conv(ctx, q, zx, wv, w_dtype, zw, strides, dilation, begin + end,
+                                groups)
         if y is None:
             return None
     y = _op.multiply(y, _expr.const(conv_output_scale((sw * sx).astype(np.float32), channels),
@@ -128,16 +130,18 @@ def fake_quant_conv(ctx, x, w, strides, padding, dilation, groups):
     return _op.squeeze(y, [2]) if row else y
 
 
-def _grouped_conv(ctx, q, zx: int, wv, w_dtype: str, zw, strides, dilation, pads,
-                  groups: int):
-    """A grouped (or depthwise) conv of the 8-bit ``q`` less its zero point ``zx`` and the
-    integer weight ``wv`` less its zero points ``zw`` as a float32 conv of the integers (the
-    float32 ``q - zx``; a depthwise conv reads the 8-bit values themselves where the zero
-    point is the conv's zero padding: ``onnx_quant.depthwise_data``), when every partial sum
-    of a group's products is provably below 2**24 (one ``float_pieces`` piece), so float32
-    sums the integers exactly; else None. ``pads`` (top, left, bottom, right)."""
+def _float_integer_conv(ctx, q, zx: int, wv, w_dtype: str, zw, strides, dilation, pads,
+                        groups: int):
+    """A conv of the 8-bit ``q`` less its zero point ``zx`` and the integer weight ``wv`` less
+    its zero points ``zw`` as float32 convs of the integers (the float32 ``q - zx``; a
+    depthwise conv reads the 8-bit values themselves where the zero point is the conv's zero
+    padding: ``onnx_quant.depthwise_data``), when every partial sum of a piece's products is
+    provably below 2**24 (``float_pieces``), so float32 sums the integers exactly: one conv
+    for one piece (a grouped or depthwise conv, or a one-group conv VNNI declines: too few
+    channels, no VNNI), or for a one-group conv one per range of input channels, each cast to
+    int32 and added; else None. ``pads`` (top, left, bottom, right)."""
     pieces = float_pieces(ctx.dtype(q), np.int64(zx), w_dtype, wv.shape, wv, zw, 0, 1)
-    if pieces is None or len(pieces) != 1:
+    if pieces is None or (len(pieces) != 1 and groups != 1):
         return None
     as_read = depthwise_data(ctx.dtype(q), np.int64(zx), groups, wv.shape)
     if as_read == "shift":
@@ -147,26 +151,66 @@ def _grouped_conv(ctx, q, zx: int, wv, w_dtype: str, zw, strides, dilation, pads
     wf = wv.astype(np.float32)
     if zw is not None:
         wf = wf - np.asarray(zw, np.float32).reshape(-1, 1, 1, 1)
-    return _op.nn.conv2d(q, _expr.const(wf, "float32"), strides=strides, padding=tuple(pads),
-                         dilation=dilation, groups=groups, channels=wv.shape[0],
-                         kernel_size=list(wv.shape[2:]), out_dtype="float32")
+
+    def conv(data, weight):
+        return _op.nn.conv2d(data, _expr.const(np.ascontiguousarray(weight), "float32"),
+                             strides=strides, padding=tuple(pads), dilation=dilation,
+                             groups=groups, channels=wv.shape[0],
+                             kernel_size=list(wv.shape[2:]), out_dtype="float32")
+
+    if len(pieces) == 1:
+        return conv(q, wf)
+    total = None
+    for lo, hi in pieces:
+        part = _op.cast(conv(_op.strided_slice(q, [int(lo)], [int(hi)], axes=[1]),
+                             wf[:, lo:hi]), "int32")
+        total = part if total is None else _op.add(total, part)
+    return _op.cast(total, "float32")
 
 
 def fake_quant_dense(ctx, x, flat, w):
     """``linear``'s product of ``flat`` (``x`` as 2-D rows) and the weight ``w`` ``[N, K]``: the
-    float32 result of ``vnni_int_matmul``'s int32 dense of the 8-bit values scaled by
-    ``s * s_w`` when ``x`` is a noted 8-bit fake quantization and ``w`` a noted constant
-    fake-quantized weight that ``vnni_matmul`` takes; else the float ``nn.dense``."""
+    float32 result of an integer dense of the 8-bit values scaled by ``s * s_w`` when ``x`` is
+    a noted 8-bit fake quantization and ``w`` a noted constant fake-quantized weight --
+    ``vnni_int_matmul``'s int32 dense where ``vnni_matmul`` takes it, else (no VNNI) the
+    exact float32 dense of the integers (``_float_integer_dense``) --; else the float
+    ``nn.dense``."""
     act, wgt = _lookup(ctx, "fake_quant_activations", x), _lookup(ctx, "fake_quant_weights", w)
     if act is not None and wgt is not None and wgt[0].ndim == 2:
         q, sx, zx = act
         wv, w_dtype, zw, sw = wgt
         b = np.ascontiguousarray(wv.T)
+        rows = q if len(ctx.shape(q)) == 2 else _op.reshape(q, (-1, b.shape[0]))
         if vnni_matmul(ctx.dtype(q), np.int64(zx), True, w_dtype, b, zw):
-            rows = q if len(ctx.shape(q)) == 2 else _op.reshape(q, (-1, b.shape[0]))
-            y = vnni_int_matmul(ctx, rows, None, np.int64(zx), b, w_dtype, zw)
+            y = _op.cast(vnni_int_matmul(ctx, rows, None, np.int64(zx), b, w_dtype, zw),
+                         "float32")
+        else:
+            y = _float_integer_dense(ctx.dtype(q), rows, zx, wv, w_dtype, zw)
+        if y is not None:
             scale = (sw * sx).astype(np.float32)
-            return _op.multiply(_op.cast(y, "float32"),
-                                _expr.const(scale.reshape(()) if scale.size == 1 else scale,
-                                            "float32"))
+            return _op.multiply(y, _expr.const(scale.reshape(()) if scale.size == 1 else scale,
+                                               "float32"))
     return _op.nn.dense(flat, w)
+
+
+def _float_integer_dense(dtype: str, rows, zx: int, wv, w_dtype: str, zw):
+    """The dense of the 8-bit ``rows`` less ``zx`` and the integer weight ``wv`` ``[N, K]``
+    less its zero points as float32 denses of the integers, exact where every partial sum of
+    a piece is provably below 2**24 (``float_pieces`` over K: one dense, or one per range of
+    K cast to int32 and added); float32, or None past ``MAX_PIECES`` ranges."""
+    pieces = float_pieces(dtype, np.int64(zx), w_dtype, wv.shape, wv, zw, 0, 1)
+    if pieces is None:
+        return None
+    xf = _op.subtract(_op.cast(rows, "float32"), _expr.const(np.float32(zx), "float32"))
+    wf = wv.astype(np.float32)
+    if zw is not None:
+        wf = wf - np.asarray(zw, np.float32).reshape(-1, 1)
+    if len(pieces) == 1:
+        return _op.nn.dense(xf, _expr.const(wf, "float32"), units=wv.shape[0])
+    total = None
+    for lo, hi in pieces:
+        part = _op.cast(_op.nn.dense(_op.strided_slice(xf, [int(lo)], [int(hi)], axes=[1]),
+                                     _expr.const(np.ascontiguousarray(wf[:, lo:hi]), "float32"),
+                                     units=wv.shape[0]), "int32")
+        total = part if total is None else _op.add(total, part)
+    return _op.cast(total, "float32")

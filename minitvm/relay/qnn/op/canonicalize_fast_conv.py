@@ -9,11 +9,13 @@ uint8 or int8 data with a constant scalar zero point (int8 shifted into uint8 by
 constant int8 weight whose zero points are all 0 (symmetric weights, as FakeQuantization-
 ToInteger gives a QDQ model's conv).
 
-Where VNNI does not apply (no VNNI; a stem conv of 3 input channels) but every partial sum
-of the conv is provably at most 2**24 in magnitude (``onnx_quant.float_pieces`` finds one
-piece), the conv runs in float32 on ``data - zero point`` and ``weight - zero point`` and is
-cast back to int32: float32 sums those integers exactly, and the float conv schedules are far
-faster than an int32 conv."""
+Where VNNI does not apply (no VNNI; a stem conv of 3 input channels; output channels off its
+step) but every partial sum of the conv is provably at most 2**24 in magnitude
+(``onnx_quant.float_pieces`` finds one piece), the conv runs in float32 on ``data - zero
+point`` and ``weight - zero point`` and is cast back to int32: float32 sums those integers
+exactly, and the float conv schedules are far faster than an int32 conv. A one-group conv
+whose sums could pass 2**24 runs as one such conv per range of input channels
+(``float_pieces``' ranges, each exact), added in int32."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ....frontend_common.onnx_quant import VnniConvPlan, float_pieces, vnni_conv
 from ...expr import Constant, const
 from ...op import tensor as _t
 from ...op.nn import nn as _nn
+from ...op.transform import strided_slice
 
 
 def _static_hw(ty):
@@ -46,16 +49,22 @@ def fast_conv2d(attrs, args, types):
     if vnni_conv(x_dtype, x_zp.reshape(()), w_dtype, w, w_zp, int(attrs.groups),
                  int(w.shape[0])):
         return _vnni(attrs, data, w, x_dtype, x_zp, types)
-    if w_zp.size not in (1, w.shape[0]) or float_pieces(
-            x_dtype, x_zp.reshape(()), w_dtype, w.shape, w, w_zp.reshape(-1), 0, 1) != \
-            [(0, int(w.shape[1]))]:
+    pieces = None if w_zp.size not in (1, w.shape[0]) else float_pieces(
+        x_dtype, x_zp.reshape(()), w_dtype, w.shape, w, w_zp.reshape(-1), 0, 1)
+    if pieces is None or (len(pieces) != 1 and int(attrs.groups) != 1):
         return None
     x = _t.subtract(_t.cast(data, "float32"), const(float(x_zp.reshape(())), "float32"))
     wf = w.astype("float32") - w_zp.astype("float32").reshape(-1, 1, 1, 1)
-    y = _nn.conv2d(x, const(wf), strides=attrs.strides, padding=attrs.padding,
-                   dilation=attrs.dilation, groups=attrs.groups, channels=attrs.channels,
-                   kernel_size=attrs.kernel_size, out_dtype="float32")
-    return _t.cast(y, "int32")
+    total = None
+    for lo, hi in pieces:  # (one conv, or one per range of a one-group conv's input channels)
+        part = x if len(pieces) == 1 else strided_slice(x, [int(lo)], [int(hi)], axes=[1])
+        y = _t.cast(_nn.conv2d(part, const(np.ascontiguousarray(wf[:, lo:hi])),
+                               strides=attrs.strides, padding=attrs.padding,
+                               dilation=attrs.dilation, groups=attrs.groups,
+                               channels=attrs.channels, kernel_size=attrs.kernel_size,
+                               out_dtype="float32"), "int32")
+        total = y if total is None else _t.add(total, y)
+    return total
 
 
 def _vnni(attrs, data, w, x_dtype, x_zp, types):
