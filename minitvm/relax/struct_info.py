@@ -104,6 +104,21 @@ class ShapeStructInfo(StructInfo):
         self.span = span
 
 
+_EXPR_CLASSES: list = []
+
+
+def _expr_classes() -> tuple:
+    """(relax ``Expr``, ``ShapeExpr``), imported once: ``relax.expr`` imports this module, so
+    the import waits for the first tensor struct info; an import statement in
+    ``TensorStructInfo.__init__`` cost about a microsecond on every construction (a 100,000-
+    binding function builds several per binding in each pass)."""
+    if not _EXPR_CLASSES:
+        from .expr import Expr, ShapeExpr
+
+        _EXPR_CLASSES.extend((Expr, ShapeExpr))
+    return _EXPR_CLASSES[0], _EXPR_CLASSES[1]
+
+
 class TensorStructInfo(StructInfo):
     """A tensor (``R.Tensor((n, 784), dtype="float32")``): ``shape`` is a ``ShapeExpr`` (or a
     Var holding a shape) when known, ``dtype`` ``"void"`` when unknown, ``ndim`` -1 when the
@@ -113,8 +128,7 @@ class TensorStructInfo(StructInfo):
 
     def __init__(self, shape=None, dtype: str = "float32", vdevice=None, ndim: int = -1,
                  span=None):
-        from .expr import Expr, ShapeExpr
-
+        Expr, ShapeExpr = _expr_classes()
         if shape is not None and not isinstance(shape, Expr):
             shape = ShapeExpr(shape)
         if shape is not None:

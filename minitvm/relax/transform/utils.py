@@ -8,7 +8,7 @@ from ...ir.node import Node, node_operands
 from ...ir.op import Op
 from ...ir.prim_expr import FloatImm, IntImm, PrimExpr
 from ...tir import expr as T
-from ...tir.stmt_functor import transform_expr
+from ...tir.stmt_functor import post_order, transform_expr
 from ...transform.registry import register_pass
 from ..expr import (
     Call,
@@ -175,8 +175,6 @@ def sinfo_prim_fields(sinfo) -> list:
 
 def tir_vars_in(prims) -> list:
     """The tir Vars used in the PrimExprs ``prims``, in order of first appearance."""
-    from ...tir.stmt_functor import post_order
-
     seen, out = set(), []
     for p in prims:
         if isinstance(p, IntImm) or not isinstance(p, PrimExpr):

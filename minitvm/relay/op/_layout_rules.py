@@ -9,7 +9,7 @@ failed, the call stays in its old layouts). ``Layout("")`` is the defined scalar
 
 from __future__ import annotations
 
-from ...ir.op import Op
+from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
 from .layout import Layout
 
@@ -598,8 +598,6 @@ def _adapt3(rule):
 def rule_of(op):
     """The FInferCorrectLayout rule of ``op`` (an op attribute, TVM's built-in rule, or the
     elementwise / binary-broadcast rule its pattern implies); None when it has none."""
-    from ...ir.op import OpPattern
-
     if not isinstance(op, Op):
         return None
     rule = op.get_attr("FInferCorrectLayout")

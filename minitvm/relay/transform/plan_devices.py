@@ -41,6 +41,7 @@ from ..op.call import call_lowered
 from ._device_domains import (
     UNCONSTRAINED,
     DeviceDomains,
+    Domain,
     call_args,
     call_lowered_parts,
     device_copy_props,
@@ -135,8 +136,6 @@ def _prim_funcs(mod: IRModule) -> list:
 
 def _prim_func_domain(d: DeviceDomains, gv, prim_func):
     """The domain the memory scopes of ``prim_func``'s buffers imply for its Relay type."""
-    from ._device_domains import Domain
-
     scopes = prim_func_arg_and_result_memory_scopes(prim_func, _relay_type(gv))
     return Domain(None, tuple(Domain(VirtualDevice(memory_scope=s) if s else UNCONSTRAINED)
                               for s in scopes))
@@ -205,16 +204,12 @@ def _analyze_call(d: DeviceDomains, call: Call) -> None:
                          f"number of arguments ({len(args)} given)")
     implied = [d.domain_for(a) for a in args]
     implied.append(d.domain_for(call))
-    from ._device_domains import Domain
-
     if d.unify(func, Domain(None, tuple(implied))) is None:
         raise ValueError(f"PlanDevices: the virtual devices of the arguments and result of\n  "
                          f"{str(call)[:300]}\ndo not match those of its callee {d.lookup(func)!r}")
 
 
 def _analyze_function(d: DeviceDomains, fn: Function) -> None:
-    from ._device_domains import Domain
-
     func = d.domain_for(fn)
     d.unify_exprs(fn.body, d.lookup(func).args[-1])
     for i, p in enumerate(fn.params):
