@@ -352,6 +352,24 @@ class VirtualMachine:
         data[k] = row
         return data
 
+    def _invoke_dynamic(self, ins: tuple, inputs: list) -> list:
+        """A dynamic-shape kernel's call at call site ``ins``: through the site's binding
+        (``BoundCall``: the lookups by shape done once) while the inputs match it, binding them
+        anew when they do not; kernels that do not bind run as before."""
+        site = ins[7]
+        if site is not None:
+            args = [*inputs, *ins[6]] if ins[6] else inputs
+            bound = site[0]
+            outs = bound(args) if bound is not None else None
+            if outs is not None:
+                return outs
+            if all(type(a) is np.ndarray for a in args):
+                bound = site[0] = self.exe.kernels[ins[1]].run.bind(args)
+            outs = bound(args) if bound is not None else None
+            if outs is not None:
+                return outs
+        return self._invoke_packed(ins[1], inputs, None)
+
     # ------------------------------------------------------------------ dispatch loop
     def _execute(self, func_index: int, args: list):
         """Run function ``func_index``: through its native entry's plan for this call shape when
@@ -388,8 +406,10 @@ class VirtualMachine:
                     _, idx, arity, nout, args, dyn = ins
                     k = self.exe.kernels[idx]
                     fast = self._fast[idx] if not k.ws_bytes else None
+                    # a dynamic-shape kernel's call site keeps its last binding (``_bind``)
+                    site = [None] if dyn and callable(getattr(k.run, "bind", None)) else None
                     code.append((op, idx, tuple(args[:arity - nout]), tuple(args[arity - nout:]),
-                                 bool(dyn), fast, tuple(k.consts)))
+                                 bool(dyn), fast, tuple(k.consts), site))
                 elif op == B.ALLOC_TENSOR:
                     dt = np.dtype(ins[4])
                     shape = tuple(ins[3])
@@ -420,12 +440,13 @@ class VirtualMachine:
                 if fast is not None:
                     outs = [regs[r] for r in ins[3]]
                     fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
+                elif ins[4]:
+                    outs = self._invoke_dynamic(ins, [regs[r] for r in ins[2]])
+                    for r, v in zip(ins[3], outs):
+                        regs[r] = v
                 else:
-                    outs = self._invoke_packed(ins[1], [regs[r] for r in ins[2]],
-                                               None if ins[4] else [regs[r] for r in ins[3]])
-                    if ins[4]:
-                        for r, v in zip(ins[3], outs):
-                            regs[r] = v
+                    self._invoke_packed(ins[1], [regs[r] for r in ins[2]],
+                                        [regs[r] for r in ins[3]])
                 pc += 1
             elif op == ALLOC_STORAGE:
                 regs[ins[4]] = empty(ins[1], uint8)
