@@ -21,7 +21,7 @@ from ..module import ProfileResult, time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from . import bytecode as B
 from .executable import Executable, _type_text
-from .liveness import kill_points
+from .liveness import dead_at_calls, kill_points
 from .native_entry import KILL, MISS, RECORD, native_function
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
@@ -398,6 +398,9 @@ class VirtualMachine:
         for f in self.exe.functions:
             code = []
             kills = kill_points(f.instructions) if KILL_DEAD_REGISTERS else None
+            # a function that branches: registers dropped at its calls of VM functions instead
+            dead = dead_at_calls(f.instructions, f.register_file_size) \
+                if KILL_DEAD_REGISTERS and kills is None else None
             for pc, ins in enumerate(f.instructions):
                 if kills is not None and pc and kills[pc - 1]:
                     code.append((_KILL, kills[pc - 1]))
@@ -415,6 +418,8 @@ class VirtualMachine:
                     shape = tuple(ins[3])
                     code.append((op, ins[1], ins[2], shape, dt, ins[5],
                                  math.prod(shape) * dt.itemsize))
+                elif op in (B.INVOKE, B.INVOKE_CLOSURE):
+                    code.append((*ins[:4], dead.get(pc, ()) if dead else ()))
                 else:
                     code.append(ins)
             prepared.append((code, f.register_file_size, len(f.params), f.name))
@@ -493,6 +498,8 @@ class VirtualMachine:
                 if len(values) != nparams:
                     raise RuntimeError(f"Relay VM: {cname} takes {nparams} arguments, got "
                                        f"{len(values)}")
+                for r in ins[4]:  # (read on no path after the call)
+                    regs[r] = None
                 frames.append((code, pc + 1, regs, ins[3]))
                 regs = [None] * cnreg
                 regs[:nparams] = values
