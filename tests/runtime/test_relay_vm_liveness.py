@@ -46,3 +46,58 @@ def test_results_match_with_and_without_dropping_registers(monkeypatch):
     for kill in (False, True):
         np.testing.assert_allclose(outs[kill][0], ref, rtol=1e-6)
         np.testing.assert_allclose(outs[kill][1], ref.sum(), rtol=1e-5)
+
+
+def test_dead_at_calls_of_a_branching_function():
+    from minitvm.runtime.vm.liveness import dead_at_calls
+
+    code = [(B.LOAD_CONSTI, 1, 2),                 # $2 = 1
+            (B.IF, 0, 2, 1, 4),                    # if $0 == $2 -> 2 else -> 5
+            (B.INVOKE, 0, (0, 1), 3),              # $3 = f($0, $1): $1 read after
+            (B.MOVE, 1, 4),
+            (B.GOTO, 2),
+            (B.MOVE, 0, 4),
+            (B.RET, 4)]
+    # ($3: its destination; $4 is written before it is read; $5 is never used)
+    assert dead_at_calls(code, 6) == {2: (0, 2, 4, 5)}
+    assert dead_at_calls(code + [(B.GOTO, -1)], 6) is None  # a backward jump: no drops
+
+
+def test_dead_at_calls_of_a_100k_instruction_function():
+    from minitvm.runtime.vm.liveness import dead_at_calls
+
+    n = 100_000
+    code = [(B.MOVE, k, k + 1) for k in range(n)]
+    code += [(B.IF, n, n, 1, 2), (B.INVOKE, 0, (n,), n + 1), (B.RET, n + 1)]
+    assert dead_at_calls(code, n + 2) == {n + 1: tuple(range(n + 1))}
+
+
+def test_a_recursive_loop_drops_registers_at_its_call(monkeypatch):
+    """A counting loop (recursive, with an If): the call drops the step's intermediates; the
+    result is the same with and without dropping."""
+    mod = tvm.IRModule()
+    loop = relay.GlobalVar("loop")
+    i = relay.var("i", shape=(), dtype="int32")
+    acc = relay.var("acc", shape=(4,), dtype="float32")
+    nxt = relay.tanh(acc * relay.const(np.float32(1.5))) + relay.const(np.float32(0.25))
+    mod[loop] = relay.Function(
+        [i, acc], relay.If(relay.equal(i, relay.const(0)), acc,
+                           relay.Call(loop, [i - relay.const(1), nxt])),
+        relay.TensorType((4,), "float32"))
+    a = relay.var("a", shape=(4,), dtype="float32")
+    mod["main"] = relay.Function([a], relay.Call(loop, [relay.const(300), a]))
+    x = np.linspace(-1, 1, 4).astype("float32")
+    exe = relay.vm.compile(mod, target="llvm")
+    got = vm_module.VirtualMachine(exe, tvm.cpu()).run(x).numpy()
+    vm = vm_module.VirtualMachine(exe, tvm.cpu())
+    calls = [ins for code, _, _, _ in vm._code for ins in code if ins[0] == B.INVOKE]
+    assert any(ins[4] for ins in calls)  # the loop's call drops registers
+    monkeypatch.setattr(vm_module, "KILL_DEAD_REGISTERS", False)
+    vm_off = vm_module.VirtualMachine(exe, tvm.cpu())
+    assert not any(ins[4] for code, _, _, _ in vm_off._code for ins in code
+                   if ins[0] == B.INVOKE)
+    np.testing.assert_array_equal(got, vm_off.run(x).numpy())
+    ref = x
+    for _ in range(300):
+        ref = np.tanh(ref * np.float32(1.5)) + np.float32(0.25)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)

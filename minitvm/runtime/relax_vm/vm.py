@@ -30,6 +30,7 @@ from .executable import (
     VMFunction,
     call_argv,
 )
+from .liveness import dead_at_vm_calls
 from .native_entry import MISS, RECORD, native_function
 from .straight_line import straight_line_function
 
@@ -204,6 +205,12 @@ class VirtualMachine:
         # (100,000 calls: most of the VM's setup time)
         with paused():
             self._linked = {id(f): self._link(f) for f in exe.functions.values()}
+            # per function, {pc of a call of a VM function: registers dead after it}: dropped
+            # before the caller's frame is pushed (liveness.py)
+            table = self._table
+            self._dead = {id(f): dead_at_vm_calls(f.code, len(f.params),
+                                                  lambda ins: table[ins[2]][0] == _VM)
+                          for f in exe.functions.values()}
             # straight-line functions get a native entry (native_entry.py); False turns it off
             self.native_entry = True
             # the other straight-line functions run as generated Python (straight_line.py),
@@ -314,7 +321,7 @@ class VirtualMachine:
         if len(args) != len(func.params):
             raise TypeError(f"{func.name}() takes {len(func.params)} arguments, got "
                             f"{len(args)}")
-        consts, prof, linked = self._consts, self._profile, self._linked
+        consts, prof, linked, dead_at = self._consts, self._profile, self._linked, self._dead
         if prof is None and self.straight_line:
             fast = self._straight.get(id(func), MISS)
             if fast is MISS:
@@ -337,6 +344,10 @@ class VirtualMachine:
                     if len(argv) != len(target.params):
                         raise TypeError(f"{target.name}() takes {len(target.params)} "
                                         f"arguments, got {len(argv)}")
+                    dead = dead_at[id(func)].get(pc)
+                    if dead is not None:  # (read on no path after the call)
+                        for r in dead:
+                            regs[r] = None
                     frames.append((func, regs, code, pc, dst))
                     func, code, pc = target, linked[id(target)], 0
                     regs = [None] * target.num_regs

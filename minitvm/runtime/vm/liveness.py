@@ -63,3 +63,74 @@ def kill_points(instructions: list[tuple]) -> list[tuple[int, ...]] | None:
         if instructions[pc][0] != B.RET:
             kills[pc].append(r)
     return [tuple(sorted(k)) for k in kills]
+
+
+def _reads(ins: tuple) -> list[int]:
+    """Registers ``ins`` may read (an over-approximation: a kernel's outputs count as read)."""
+    op = ins[0]
+    if op in (B.MOVE, B.GET_TAG, B.SHAPE_OF, B.RET, B.ALLOC_TENSOR, B.GET_FIELD):
+        return [ins[1]]
+    if op in (B.INVOKE, B.ALLOC_ADT, B.ALLOC_CLOSURE):
+        return list(ins[2])
+    if op == B.INVOKE_CLOSURE:
+        return [ins[1], *ins[2]]
+    if op == B.INVOKE_PACKED:
+        return list(ins[4])
+    if op in (B.ALLOC_TENSOR_REG, B.IF):
+        return [ins[1], ins[2] if op == B.IF else ins[3]]
+    if op == B.RESHAPE_TENSOR:
+        return [ins[1], ins[2]]
+    if op == B.UPDATE_ROW:
+        return [ins[1], ins[2], ins[3]]
+    return []  # LoadConst(i), AllocStorage, Goto, Fatal
+
+
+def _written(ins: tuple) -> int | None:
+    """The register ``ins`` sets (None: none, or a kernel's outputs, which count as read)."""
+    op = ins[0]
+    if op in (B.MOVE, B.GET_TAG, B.SHAPE_OF, B.LOAD_CONST, B.LOAD_CONSTI):
+        return ins[2]
+    if op in (B.INVOKE, B.INVOKE_CLOSURE, B.ALLOC_ADT, B.ALLOC_CLOSURE, B.GET_FIELD,
+              B.RESHAPE_TENSOR):
+        return ins[3]
+    if op in (B.ALLOC_STORAGE, B.UPDATE_ROW):
+        return ins[4]
+    if op in (B.ALLOC_TENSOR, B.ALLOC_TENSOR_REG):
+        return ins[5]
+    return None
+
+
+def dead_at_calls(instructions: list[tuple], nregs: int) -> dict[int, tuple[int, ...]] | None:
+    """For a function that branches (``kill_points`` gives it nothing): ``{pc: registers}`` for
+    each ``Invoke`` / ``InvokeClosure``, the registers read on no path after it (its destination
+    excluded), which the VM drops before pushing the caller's frame: a recursive loop's frames
+    then do not keep every step's intermediates alive. A kernel's outputs count as read (fewer
+    drops, never a wrong one); one backward pass, so None when a jump goes backward."""
+    n = len(instructions)
+    for ins in instructions:
+        if (ins[0] == B.GOTO and ins[1] <= 0) or (ins[0] == B.IF and min(ins[3], ins[4]) <= 0):
+            return None
+    live_in: list = [frozenset()] * (n + 1)
+    dead: dict[int, tuple[int, ...]] = {}
+    everything = frozenset(range(nregs))
+    for pc in range(n - 1, -1, -1):
+        ins = instructions[pc]
+        op = ins[0]
+        if op in (B.RET, B.FATAL):
+            out = frozenset()
+        elif op == B.GOTO:
+            out = live_in[min(pc + ins[1], n)]
+        elif op == B.IF:
+            out = live_in[min(pc + ins[3], n)] | live_in[min(pc + ins[4], n)]
+        else:
+            out = live_in[pc + 1]
+        if op in (B.INVOKE, B.INVOKE_CLOSURE):
+            gone = everything - out - {ins[3]}
+            if gone:
+                dead[pc] = tuple(sorted(gone))
+        w = _written(ins)
+        if w is not None and w in out:
+            out = out - {w}
+        reads = _reads(ins)
+        live_in[pc] = out.union(reads) if reads else out
+    return dead

@@ -21,7 +21,7 @@ from ..module import ProfileResult, time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from . import bytecode as B
 from .executable import Executable, _type_text
-from .liveness import kill_points
+from .liveness import dead_at_calls, kill_points
 from .native_entry import KILL, MISS, RECORD, native_function
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
@@ -352,6 +352,24 @@ class VirtualMachine:
         data[k] = row
         return data
 
+    def _invoke_dynamic(self, ins: tuple, inputs: list) -> list:
+        """A dynamic-shape kernel's call at call site ``ins``: through the site's binding
+        (``BoundCall``: the lookups by shape done once) while the inputs match it, binding them
+        anew when they do not; kernels that do not bind run as before."""
+        site = ins[7]
+        if site is not None:
+            args = [*inputs, *ins[6]] if ins[6] else inputs
+            bound = site[0]
+            outs = bound(args) if bound is not None else None
+            if outs is not None:
+                return outs
+            if all(type(a) is np.ndarray for a in args):
+                bound = site[0] = self.exe.kernels[ins[1]].run.bind(args)
+            outs = bound(args) if bound is not None else None
+            if outs is not None:
+                return outs
+        return self._invoke_packed(ins[1], inputs, None)
+
     # ------------------------------------------------------------------ dispatch loop
     def _execute(self, func_index: int, args: list):
         """Run function ``func_index``: through its native entry's plan for this call shape when
@@ -380,6 +398,9 @@ class VirtualMachine:
         for f in self.exe.functions:
             code = []
             kills = kill_points(f.instructions) if KILL_DEAD_REGISTERS else None
+            # a function that branches: registers dropped at its calls of VM functions instead
+            dead = dead_at_calls(f.instructions, f.register_file_size) \
+                if KILL_DEAD_REGISTERS and kills is None else None
             for pc, ins in enumerate(f.instructions):
                 if kills is not None and pc and kills[pc - 1]:
                     code.append((_KILL, kills[pc - 1]))
@@ -388,13 +409,17 @@ class VirtualMachine:
                     _, idx, arity, nout, args, dyn = ins
                     k = self.exe.kernels[idx]
                     fast = self._fast[idx] if not k.ws_bytes else None
+                    # a dynamic-shape kernel's call site keeps its last binding (``_bind``)
+                    site = [None] if dyn and callable(getattr(k.run, "bind", None)) else None
                     code.append((op, idx, tuple(args[:arity - nout]), tuple(args[arity - nout:]),
-                                 bool(dyn), fast, tuple(k.consts)))
+                                 bool(dyn), fast, tuple(k.consts), site))
                 elif op == B.ALLOC_TENSOR:
                     dt = np.dtype(ins[4])
                     shape = tuple(ins[3])
                     code.append((op, ins[1], ins[2], shape, dt, ins[5],
                                  math.prod(shape) * dt.itemsize))
+                elif op in (B.INVOKE, B.INVOKE_CLOSURE):
+                    code.append((*ins[:4], dead.get(pc, ()) if dead else ()))
                 else:
                     code.append(ins)
             prepared.append((code, f.register_file_size, len(f.params), f.name))
@@ -420,12 +445,13 @@ class VirtualMachine:
                 if fast is not None:
                     outs = [regs[r] for r in ins[3]]
                     fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
+                elif ins[4]:
+                    outs = self._invoke_dynamic(ins, [regs[r] for r in ins[2]])
+                    for r, v in zip(ins[3], outs):
+                        regs[r] = v
                 else:
-                    outs = self._invoke_packed(ins[1], [regs[r] for r in ins[2]],
-                                               None if ins[4] else [regs[r] for r in ins[3]])
-                    if ins[4]:
-                        for r, v in zip(ins[3], outs):
-                            regs[r] = v
+                    self._invoke_packed(ins[1], [regs[r] for r in ins[2]],
+                                        [regs[r] for r in ins[3]])
                 pc += 1
             elif op == ALLOC_STORAGE:
                 regs[ins[4]] = empty(ins[1], uint8)
@@ -472,6 +498,8 @@ class VirtualMachine:
                 if len(values) != nparams:
                     raise RuntimeError(f"Relay VM: {cname} takes {nparams} arguments, got "
                                        f"{len(values)}")
+                for r in ins[4]:  # (read on no path after the call)
+                    regs[r] = None
                 frames.append((code, pc + 1, regs, ins[3]))
                 regs = [None] * cnreg
                 regs[:nparams] = values

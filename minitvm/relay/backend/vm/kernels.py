@@ -30,6 +30,7 @@ from ....schedule import LoweringError, LoweringOptions
 from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
 from ...expr_functor import dataflow_post_order
 from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
+from .bound_call import BoundCall
 from .symbolic import lower_symbolic, packed_weight
 
 LOG = logging.getLogger(__name__)
@@ -134,6 +135,18 @@ class ShapeSpecializer:
                 held = self._packs[pk] = (args[pos], packed_weight(transform, ins[pos]))
             ins[pos] = held[1]
         return ins
+
+    def bind(self, args: list) -> BoundCall | None:
+        """The native call of ``args``'s specialization bound to their shapes, for a call site
+        that repeats them (``BoundCall``); None when numpy runs them or the kernel needs a
+        workspace."""
+        key, kernel, outs = self._entry(args)
+        if kernel is None or kernel.kind != "native" or kernel.ws_bytes:
+            return None
+        ins = self._packed_inputs(key, kernel, args)
+        packs = [(pos, args[pos], ins[pos]) for pos in kernel.input_packs]
+        return BoundCall(args, packs, kernel.consts, outs,
+                         getattr(kernel.kernel, "_fast_call", None), kernel.address)
 
     def __call__(self, args: list) -> list:
         got = self.native_call(args)

@@ -46,6 +46,7 @@ from ....topi.selection import TOPK_TAG
 from ....topi.unique import UNIQUE_TABLE_TAG
 from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types, user_strategies
+from .bound_call import BoundCall
 
 __all__ = ["SymbolicKernel", "lower_symbolic", "packed_weight"]
 
@@ -569,6 +570,17 @@ class SymbolicKernel:
                 held = self._packs[key] = (args[pos], packed_weight(transform, ins[pos]))
             ins[pos] = held[1]
         return ins
+
+    def bind(self, args: list) -> BoundCall | None:
+        """This kernel's native call of ``args`` bound to their shapes, for a call site that
+        repeats them (``BoundCall``); shapes the typing got wrong bind their specialization."""
+        got = self._shapes_for(tuple(a.shape for a in args))
+        if got is None:
+            return self._specializer().bind(args)
+        kv, outs = got
+        ins = self._inputs(args)
+        packs = [(pos, args[pos], ins[pos]) for pos in self.kernel.input_packs]
+        return BoundCall(args, packs, self.kernel.consts, outs, None, self.kernel.address, kv)
 
     def __call__(self, args: list) -> list:
         got = self._shapes_for(tuple(a.shape for a in args))

@@ -1,0 +1,64 @@
+"""A dynamic-shape kernel's call site keeps its binding (``BoundCall``) across calls at the same
+shapes and binds anew when they change; outputs equal the unbound path's bit for bit."""
+
+import numpy as np
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay.backend.vm.bound_call import BoundCall
+from minitvm.runtime import vm as runtime_vm
+
+
+def _dense_vm():
+    x = relay.var("x", shape=(relay.Any(), 3), dtype="float32")
+    w = relay.var("w", shape=(4, 3), dtype="float32")
+    y = relay.nn.relu(relay.nn.dense(x, w)) + relay.const(1.0)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    return runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+
+
+def _sites(vm) -> list:
+    return [ins[7] for code, _, _, _ in vm._code for ins in code
+            if ins[0] == runtime_vm.vm.B.INVOKE_PACKED and ins[4]]
+
+
+def test_call_site_binds_once_per_shape_and_matches_the_kernel_run():
+    vm = _dense_vm()
+    vm.native_entry = False  # (every call in the dispatch loop)
+    rng = np.random.default_rng(0)
+    wv = rng.standard_normal((4, 3)).astype("float32")
+    sites = _sites(vm)
+    assert sites and all(s is not None for s in sites)
+    seen = []
+    for n in (2, 2, 5, 2):
+        xv = rng.standard_normal((n, 3)).astype("float32")
+        got = vm.run(xv, wv).numpy()
+        bound = [s[0] for s in sites]
+        assert all(isinstance(b, BoundCall) for b in bound)
+        assert all(b.shapes[0] == (n, 3) for b in bound)
+        seen.append(bound)
+        np.testing.assert_allclose(got, np.maximum(xv @ wv.T, 0) + 1, rtol=1e-5, atol=1e-5)
+    assert seen[1][0] is seen[0][0]  # the same shapes: the binding is kept
+    assert seen[2][0] is not seen[1][0] and seen[3][0] is not seen[2][0]  # rebound
+
+
+def test_bound_call_refuses_other_shapes_dtypes_layouts():
+    vm = _dense_vm()
+    rng = np.random.default_rng(1)
+    wv = rng.standard_normal((4, 3)).astype("float32")
+    xv = rng.standard_normal((2, 3)).astype("float32")
+    idx = next(ins[1] for code, _, _, _ in vm._code for ins in code
+               if ins[0] == runtime_vm.vm.B.INVOKE_PACKED and ins[4])
+    run = vm.exe.kernels[idx].run
+    assert not vm.exe.kernels[idx].consts
+    args = [xv, wv]
+    bound = run.bind(args)
+    assert isinstance(bound, BoundCall)
+    out = bound(args)
+    np.testing.assert_array_equal(out[0], run(args)[0])  # the unbound run: the same bits
+    assert bound([rng.standard_normal((3, 3)).astype("float32"), wv]) is None
+    assert bound([xv.astype("float64"), wv]) is None
+    strided = rng.standard_normal((2, 6)).astype("float32")[:, ::2]
+    assert strided.shape == (2, 3) and not strided.flags.c_contiguous
+    assert bound([strided, wv]) is None
+    assert bound([xv]) is None
