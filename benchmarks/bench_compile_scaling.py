@@ -56,7 +56,9 @@ ladder100k: codegen column 7.05/7.32 -> 4.88/5.01 s (graph codegen 3.1 -> 2.3, g
 1.5, the first collection after the pipeline 0.75 -> 0); Relax ladder100k: codegen column
 3.86/3.06 -> 2.19/1.69 s (the serial rest, kernel lowering's collections, 2.5/1.9 -> 0.4);
 chain100k: Relay 12.85 -> 12.46, Relax 8.28 -> 7.49 (one round). The passes, whose GC state did
-not change, moved by noise (+-1 s a build), which is as large as the gain in whole-build totals.
+not change, moved by noise (+-1 s a build) in those rounds; a third, on a quieter machine, had
+them equal: ladder100k Relay 22.51 -> 20.76 s (codegen 5.97 -> 4.08), Relax 27.47 -> 25.79 s
+(codegen 3.15 -> 1.44).
 """
 
 from __future__ import annotations
