@@ -45,6 +45,20 @@ SimplifyExpr 3.1 -> 0.6 s: the binomial pattern is tried only on an add of multi
 InlineGlobals (1.2 s) and host_program (1.9 s) return at once when nothing is marked Inline or
 placed by on_device. Left: LabelOps' walk and main's own label, PlanDevicesCore (2.0 s), graph
 JSON (1.8 s), and the cyclic GC's ~2 s of gen-1/gen-2 collections outside the passes.
+
+Stop 55 (h-bigbuild; base and branch alternated in fresh processes, 2 rounds, on a loaded
+machine where single passes vary by 10-20% between runs; same IR text after PlanDevices,
+LabelOps, StaticPlanBlockMemory and VMShapeLower, graph JSON, kernels, VM text and outputs on
+ladder10k, chain10k, ResNet-18, a BERT layer): the collections outside the passes are gone. Both
+builds freeze the program (``runtime.gc_pause.frozen``) before the collector resumes after the
+passes, so kernel lowering, graph codegen, JSON and the entry no longer rescan it. Relay
+ladder100k: codegen column 7.05/7.32 -> 4.88/5.01 s (graph codegen 3.1 -> 2.3, graph JSON 2.2 ->
+1.5, the first collection after the pipeline 0.75 -> 0); Relax ladder100k: codegen column
+3.86/3.06 -> 2.19/1.69 s (the serial rest, kernel lowering's collections, 2.5/1.9 -> 0.4);
+chain100k: Relay 12.85 -> 12.46, Relax 8.28 -> 7.49 (one round). The passes, whose GC state did
+not change, moved by noise (+-1 s a build) in those rounds; a third, on a quieter machine, had
+them equal: ladder100k Relay 22.51 -> 20.76 s (codegen 5.97 -> 4.08), Relax 27.47 -> 25.79 s
+(codegen 3.15 -> 1.44).
 """
 
 from __future__ import annotations

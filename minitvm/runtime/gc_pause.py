@@ -8,6 +8,11 @@ CPU; a 30,000-node Relay pipeline 8.1 -> 4.3 s). Every pass (``transform.Pass.__
 parsers, printers, InferType, structural equal/hash and JSON run with it paused, and so do the
 VMs' dispatch loops, linking and native-entry recording. It lives in the runtime, the lowest
 layer, so that both the runtime and the compiler (``ir.gc_pause``) use this one copy.
+
+Work that makes cyclic garbage of its own (lowering and compiling kernels: TE/TIR and llvmlite
+objects) keeps the collector running but leaves the program alive when it starts out of its
+scans (``frozen``): a 100,000-node program's kernels were lowered with every full collection
+rescanning its millions of objects.
 """
 
 from __future__ import annotations
@@ -44,3 +49,29 @@ def gc_paused(fn: F) -> F:
             return fn(*args, **kwargs)
 
     return run  # type: ignore[return-value]
+
+
+
+def _no_op() -> None:
+    pass
+
+
+@contextlib.contextmanager
+def frozen():
+    """Inside, the objects alive on entry are left out of the cyclic collector's scans
+    (``gc.freeze``); on exit they go back to its oldest generation (``gc.unfreeze``), so cycles
+    among them are still collected, later. Reference counting frees what it frees either way.
+
+    Yields ``freeze_new()``, which leaves the objects alive when it is called out too: called
+    where the collector is paused after building a program, the first collection after the
+    pause does not scan every node made during it. A process that froze objects itself (a
+    pre-fork server), or runs with the collector off, is left as it is (unfreezing would give
+    back its objects too), and ``freeze_new`` does nothing there."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield _no_op
+        return
+    gc.freeze()
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()

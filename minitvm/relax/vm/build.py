@@ -14,6 +14,7 @@ from ...backend.options import lowering_options
 from ...backend.parallel_compile import run_sharded
 from ...codegen.build import compile_prim_func
 from ...codegen.llvm.stmt import MAX_UNROLL
+from ...ir.gc_pause import frozen
 from ...ir.module import IRModule
 from ...runtime.module import Kernel
 from ...runtime.relax_vm import Executable, kernel_spec
@@ -190,40 +191,45 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
                          f"{exec_mode!r}")
     # the IR is freed by reference counting; the cyclic collector only rescans the growing
     # heap of nodes (a 30,000-step Relax ladder: 2.3 of its 10.0 CPU s), so it waits
-    # through the passes and the VM codegen (the kernels' code generation pauses it itself)
-    with no_gc():
-        mod = _distinct_functions(mod)
-        if _has_local_functions(mod):  # local functions and closures become module functions
-            mod = transform.LambdaLift()(mod)
-        if relax_pipeline is not None:
-            pipeline = relax_pipeline
-        if params:
-            mod = transform.BindParams("main", params)(mod)
-        if isinstance(pipeline, str):
-            if pipeline in ("default_build", "default"):
-                mod = get_pipeline(pipeline)(mod)
+    # through the passes and the VM codegen. The kernels are lowered and compiled with it on
+    # (their TE/TIR and llvmlite objects make cyclic garbage), the input, the lowered program
+    # and its VM code left out of its scans (``frozen``: frozen before the collector resumes,
+    # so not even its first collection rescans them)
+    with frozen() as freeze_new:
+        with no_gc():
+            mod = _distinct_functions(mod)
+            if _has_local_functions(mod):  # local functions and closures become module functions
+                mod = transform.LambdaLift()(mod)
+            if relax_pipeline is not None:
+                pipeline = relax_pipeline
+            if params:
+                mod = transform.BindParams("main", params)(mod)
+            if isinstance(pipeline, str):
+                if pipeline in ("default_build", "default"):
+                    mod = get_pipeline(pipeline)(mod)
+                else:
+                    mod = lowering_pipeline()(get_pipeline(pipeline)(mod))
+            elif pipeline is not None:
+                mod = lowering_pipeline()(pipeline(mod))
             else:
-                mod = lowering_pipeline()(get_pipeline(pipeline)(mod))
-        elif pipeline is not None:
-            mod = lowering_pipeline()(pipeline(mod))
-        else:
-            mod = lowering_pipeline()(mod)
-        funcs, table, consts, prims = codegen(mod)
-    with use_knobs(schedule_knobs) if schedule_knobs is not None else nullcontext():
-        options = lowering_options(PassContext.current())
-    # matmul weights that are constants at every call site are packed once, here
-    const_params, sites = constant_params(funcs, table, consts, prims)
-    # scalar constants (scales, zero points) every call of a kernel shares: immediates
-    scalars = scalar_params(sites, consts, prims, kernels_as_values(funcs, table))
-    prims = {name: inline_scalars(prim, scalars[name]) if name in scalars else prim
-             for name, prim in prims.items()}
-    transforms: dict = {}
-    kernels = compile_kernels(prims, options, const_params, transforms)
-    for name, packs in transforms.items():
-        apply_packs(name, packs, sites, consts)
-    if transforms:
-        consts = compact_constants(funcs, consts)
-    return Executable(funcs, table, consts, kernels, external_mods)
+                mod = lowering_pipeline()(mod)
+            funcs, table, consts, prims = codegen(mod)
+            freeze_new()
+        with use_knobs(schedule_knobs) if schedule_knobs is not None else nullcontext():
+            options = lowering_options(PassContext.current())
+        # matmul weights that are constants at every call site are packed once, here
+        const_params, sites = constant_params(funcs, table, consts, prims)
+        # scalar constants (scales, zero points) every call of a kernel shares: immediates
+        scalars = scalar_params(sites, consts, prims, kernels_as_values(funcs, table))
+        prims = {name: inline_scalars(prim, scalars[name]) if name in scalars else prim
+                 for name, prim in prims.items()}
+        transforms: dict = {}
+        kernels = compile_kernels(prims, options, const_params, transforms)
+        for name, packs in transforms.items():
+            apply_packs(name, packs, sites, consts)
+        if transforms:
+            consts = compact_constants(funcs, consts)
+        return Executable(funcs, table, consts, kernels, external_mods)
 
 
 def compile(mod, target="llvm", *, relax_pipeline="default_build", tir_pipeline=None,

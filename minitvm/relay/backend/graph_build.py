@@ -15,6 +15,7 @@ import time
 
 from ...backend import aot
 from ...backend.options import lowering_options
+from ...ir.gc_pause import frozen, paused
 from ...ir.module import IRModule
 from ...runtime import blas
 from ...runtime.graph_executor import GraphExecutorFactoryModule
@@ -122,14 +123,20 @@ def _build(mod: IRModule, params, mod_name: str, options, t0: float
 
     # the build's numpy work (constant folding, weight layout transforms) is small matrix
     # products: OpenBLAS's threads only slow them, 100x when the other cores are busy compiling
-    with blas.single_threaded(), _fewer_collections():
-        opt_mod, _ = optimize(mod, "llvm", params)
-        opt_mod = host_program(opt_mod, "relay.build")
+    # the input and then the optimized program are left out of the collector's scans while
+    # the rest of the build runs (each full collection rescanned every node of a 100,000-node
+    # program, ~2 s of its build); it stays paused from the optimizer's passes to the freeze,
+    # so their new nodes are not scanned once either
+    with frozen() as freeze_new, blas.single_threaded(), _fewer_collections():
+        with paused():
+            opt_mod, _ = optimize(mod, "llvm", params)
+            opt_mod = host_program(opt_mod, "relay.build")
+            freeze_new()
         cg = GraphCodegen(options)
         heads, arg_nodes = cg.codegen(opt_mod["main"])
-    graph_json = cg.graph_json(heads, arg_nodes)
-    kernels = cg.kernels
-    entry = aot.graph_entry(cg.nodes, kernels)
+        graph_json = cg.graph_json(heads, arg_nodes)
+        kernels = cg.kernels
+        entry = aot.graph_entry(cg.nodes, kernels)
     lib = GraphLib(kernels, entry, blas.describe() if options.blas else "")
     return GraphExecutorFactoryModule(graph_json, lib, cg.params, mod_name, opt_mod,
                                       time.perf_counter() - t0)

@@ -210,6 +210,34 @@ def test_vm_shape_lower_undefined_symbolic_var_is_an_error():
         relax.transform.VMShapeLower()(bb.get())
 
 
+def test_vm_shape_lower_keeps_unchanged_bindings_of_a_100k_chain():
+    """A binding whose value needs no heap read is kept as it is (the same object), not rebuilt;
+    a 100,000-binding chain is lowered at the default recursion limit, its checks first."""
+    import sys
+
+    from minitvm.relax.transform.vm_shape_lower import vm_shape_lower
+
+    limit = sys.getrecursionlimit()
+    sinfo = relax.TensorStructInfo((1, 16), "float32")
+    x = relax.Var("x", sinfo)
+    prev, bindings = x, []
+    for i in range(100_000):
+        v = relax.Var(f"v{i}", sinfo)
+        bindings.append(relax.VarBinding(v, prev))
+        prev = v
+    func = relax.Function([x], relax.SeqExpr([relax.BindingBlock(bindings)], prev), sinfo)
+    mod = tvm.IRModule({"main": func})
+    out = vm_shape_lower(func, "main", mod, mod.shallow_copy())
+    assert sys.getrecursionlimit() == limit
+    (block,) = out.body.blocks
+    checks, kept = block.bindings[:-100_000], block.bindings[-100_000:]
+    assert all(a is b for a, b in zip(kept, bindings, strict=True))
+    # the shape heap, then x's checks (its constant dims asserted)
+    assert [getattr(c.value.op, "global_symbol", None) or c.value.op.name for c in checks] == [
+        "relax.call_builtin_with_ctx", "vm.builtin.check_tensor_info", "vm.builtin.match_shape"]
+    assert out.body.body is prev
+
+
 def test_rewrite_dataflow_reshape():
     n = tir.Var("n", "int64")
     x = relax.Var("x", relax.TensorStructInfo([n, 4, 6], "float32"))
