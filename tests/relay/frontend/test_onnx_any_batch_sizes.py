@@ -410,3 +410,26 @@ def test_gather_of_rows_offset_by_arange_of_the_batch_then_einsum():
              "minus1": np.array([-1], "int64"), "idx0": idx,
              "w": np.random.default_rng(2).standard_normal((k, c, 5)).astype("float32")}
     _check_two_batches(_model(nodes, ["N", n, c], ["N", n, 5], inits), [n, c])
+
+
+def test_affine_grid_of_a_size_holding_the_run_time_batch():
+    """A spatial transformer's ``F.affine_grid(theta, x.size())``: AffineGrid's size is
+    Concat(Shape(x)[:1], [C, H, W]), so N is the batch (theta's); H and W are constants (it
+    failed: 'AffineGrid's size must be a constant')."""
+    nodes = _batch_of_shape([]) + [node("Concat", ["b1", "chw"], ["size"], axis=0),
+                                   node("AffineGrid", ["x", "size"], ["y"], align_corners=0)]
+    inits = {**SHAPE_INITS, "chw": np.array([1, 4, 5], "int64")}
+    _check_two_batches(_model(nodes, ["N", 2, 3], ["N", 4, 5, 2], inits, opset=20), [2, 3])
+
+
+def test_affine_grid_of_a_run_time_height_is_a_clear_error():
+    nodes = [node("Shape", ["x"], ["s"]), node("Concat", ["one4", "s"], ["size"], axis=0),
+             node("AffineGrid", ["t", "size"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F, ["H", 5]),
+                     helper.make_tensor_value_info("t", F, [1, 2, 3])],
+        [helper.make_tensor_value_info("y", F, [1, "H", 5, 2])],
+        initializer=[numpy_helper.from_array(np.array([1, 1], "int64"), "one4")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    with pytest.raises(ImportError_, match="AffineGrid's size .* dynamic size"):
+        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 5], "t": [1, 2, 3]})
