@@ -205,3 +205,32 @@ def test_supported_ops_cover_the_models():
             "max_pool2d_with_indices.default", "_softmax.default", "view.default",
             "permute.default", "gelu.default", "relu.default", "sym_size.int"}
     assert need <= set(supported_ops())
+
+
+class RepeatToBatch(nn.Module):
+    """DETR's learned queries repeated to the run-time batch, and a row repeated twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(4, 6))
+
+    def forward(self, x):
+        q = self.query.unsqueeze(0).repeat(x.shape[0], 1, 2)  # (batch, 4, 12)
+        return x + q + x[:, :1].repeat(1, 4, 1)
+
+
+def test_repeat_by_the_symbolic_batch_broadcasts():
+    """``repeat`` with a count that is the batch's symbolic size: a broadcast of (1, d) to
+    (r, d) per axis, merged (tile needs static counts: it failed, 'int() ... not Var')."""
+    torch.manual_seed(0)
+    model = RepeatToBatch()
+    ep = export(model, torch.randn(2, 4, 12))
+    mod = from_exported_program(ep)
+    text = mod["main"].script()
+    assert "broadcast_to" in text and "R.tile" in text  # (the static repeat stays a tile)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randn(b, 4, 12)
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-6)
