@@ -234,3 +234,30 @@ def test_repeat_by_the_symbolic_batch_broadcasts():
         with torch.no_grad():
             ref = model(x).numpy()
         np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-6)
+
+
+class BagPerRow(nn.Module):
+    """``nn.EmbeddingBag`` of a (batch, 6) input: torch flattens it to batch * 6 ids with
+    offsets ``arange(0, batch * 6, 6)``, both of symbolic length under a batch Dim."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(30, 5, mode=mode)
+
+    def forward(self, x):
+        return self.bag(x)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_of_a_symbolic_batch(mode):
+    """Each id's bag counted from the offsets at run time (it needed a static number of ids)."""
+    torch.manual_seed(0)
+    model = BagPerRow(mode)
+    mod = from_exported_program(export(model, torch.randint(0, 30, (2, 6))))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randint(0, 30, (b, 6))
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-5,
+                                   atol=1e-6)
