@@ -261,3 +261,33 @@ def test_embedding_bag_of_a_symbolic_batch(mode):
             ref = model(x).numpy()
         np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-5,
                                    atol=1e-6)
+
+
+class ConvInstanceNorm(nn.Module):
+    def __init__(self, affine):
+        super().__init__()
+        self.conv, self.norm = nn.Conv2d(3, 4, 3), nn.InstanceNorm2d(4, affine=affine)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_instance_norm_of_a_symbolic_batch(affine):
+    """InstanceNorm2d decomposes to a batch norm over (1, batch * C, H, W): with no affine
+    weights the normalization is written out, the channels being symbolic (it failed: 'a norm
+    without affine weights needs a static channel dim'); with them, the repeated weights."""
+    torch.manual_seed(0)
+    model = ConvInstanceNorm(affine)
+    if affine:
+        with torch.no_grad():
+            model.norm.weight.uniform_(0.5, 1.5)
+            model.norm.bias.uniform_(-0.5, 0.5)
+    mod = from_exported_program(export(model, torch.randn(2, 3, 8, 8)))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randn(b, 3, 8, 8)
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-4,
+                                   atol=1e-5)

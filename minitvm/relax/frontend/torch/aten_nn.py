@@ -301,8 +301,14 @@ def _group_norm(ctx: AtenContext, args):
 def _batch_norm_no_stats(ctx: AtenContext, args):
     """Batch norm with no running statistics (instance norm's decomposition): batch stats."""
     x, gamma, beta, eps = args[0], args[1], args[2], float(args[5])
-    gamma, beta = _norm_affine(ctx, x, gamma, beta)
     axes = [d for d in range(ctx.ndim(x)) if d != 1]
+    if gamma is None and beta is None and not isinstance(ctx.shape(x)[1], int):
+        # (instance norm of a symbolic batch: channels batch * C, and no weights to apply)
+        mean = ctx.emit(_op.mean(x, axes, keepdims=True))
+        var = ctx.emit(_op.variance(x, axes, keepdims=True))
+        std = _op.sqrt(_op.add(var, ctx.tensor(eps, x)))
+        return (ctx.emit(_op.divide(_op.subtract(x, mean), std)), None, None)
+    gamma, beta = _norm_affine(ctx, x, gamma, beta)
     mean = ctx.emit(_op.mean(x, axes))
     var = ctx.emit(_op.variance(x, axes))
     bn = ctx.emit(_op.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=eps))
