@@ -28,11 +28,12 @@ def _const(v, dtype):
     return _expr.const(np.asarray(v, dtype=dtype), dtype)
 
 
-def affine_grid_2d(theta, n: int, h: int, w: int, align: bool, dt: str):
-    """theta (N, 2, 3) -> the (N, H, W, 2) grid: grid[n, h, w] = theta[n] @ (x_w, y_h, 1)."""
+def affine_grid_2d(theta, h: int, w: int, align: bool, dt: str):
+    """theta (N, 2, 3) -> the (N, H, W, 2) grid: grid[n, h, w] = theta[n] @ (x_w, y_h, 1).
+    N is theta's own (a run-time batch too: a dynamic-batch spatial transformer's grid)."""
     xs = _const(_coords(w, align).reshape(1, 1, w, 1), dt)
     ys = _const(_coords(h, align).reshape(1, h, 1, 1), dt)
-    cols = [_op.reshape(_op.take(theta, _const(k, "int64"), axis=2), (n, 1, 1, 2))
+    cols = [_op.expand_dims(_op.take(theta, _const(k, "int64"), axis=2), 1, 2)  # (N, 1, 1, 2)
             for k in range(3)]
     return _op.add(_op.add(_op.multiply(xs, cols[0]), _op.multiply(ys, cols[1])), cols[2])
 

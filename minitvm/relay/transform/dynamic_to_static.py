@@ -25,7 +25,7 @@ from .fold_constant import fold_constant
 from .function_pass import function_pass
 from .infer_type import InferTypeLocal
 
-__all__ = ["DynamicToStatic", "dynamic_to_static"]
+__all__ = ["DynamicToStatic", "dynamic_to_static", "shape_arguments"]
 
 
 def _ints(c: Constant) -> list[int]:
@@ -91,6 +91,15 @@ _RULES = {
         c.attrs.coordinate_transformation_mode)),
     "dyn.image.resize2d": ((1, 2), _resize2d),
 }
+
+
+def shape_arguments(call: Call) -> list:
+    """The arguments of ``call`` that must be constants for this pass to make it static (a
+    ``dyn.reshape``'s new shape); none for an op it does not rewrite."""
+    rule = _RULES.get(getattr(call.op, "name", None)) if isinstance(call.op, Op) else None
+    if rule is None:
+        return []
+    return [call.args[i] for i in rule[0] if i < len(call.args)]
 
 
 class _DynamicToStatic(ExprMutator):

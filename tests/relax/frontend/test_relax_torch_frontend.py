@@ -205,3 +205,89 @@ def test_supported_ops_cover_the_models():
             "max_pool2d_with_indices.default", "_softmax.default", "view.default",
             "permute.default", "gelu.default", "relu.default", "sym_size.int"}
     assert need <= set(supported_ops())
+
+
+class RepeatToBatch(nn.Module):
+    """DETR's learned queries repeated to the run-time batch, and a row repeated twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(4, 6))
+
+    def forward(self, x):
+        q = self.query.unsqueeze(0).repeat(x.shape[0], 1, 2)  # (batch, 4, 12)
+        return x + q + x[:, :1].repeat(1, 4, 1)
+
+
+def test_repeat_by_the_symbolic_batch_broadcasts():
+    """``repeat`` with a count that is the batch's symbolic size: a broadcast of (1, d) to
+    (r, d) per axis, merged (tile needs static counts: it failed, 'int() ... not Var')."""
+    torch.manual_seed(0)
+    model = RepeatToBatch()
+    ep = export(model, torch.randn(2, 4, 12))
+    mod = from_exported_program(ep)
+    text = mod["main"].script()
+    assert "broadcast_to" in text and "R.tile" in text  # (the static repeat stays a tile)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randn(b, 4, 12)
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-6)
+
+
+class BagPerRow(nn.Module):
+    """``nn.EmbeddingBag`` of a (batch, 6) input: torch flattens it to batch * 6 ids with
+    offsets ``arange(0, batch * 6, 6)``, both of symbolic length under a batch Dim."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(30, 5, mode=mode)
+
+    def forward(self, x):
+        return self.bag(x)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_of_a_symbolic_batch(mode):
+    """Each id's bag counted from the offsets at run time (it needed a static number of ids)."""
+    torch.manual_seed(0)
+    model = BagPerRow(mode)
+    mod = from_exported_program(export(model, torch.randint(0, 30, (2, 6))))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randint(0, 30, (b, 6))
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-5,
+                                   atol=1e-6)
+
+
+class ConvInstanceNorm(nn.Module):
+    def __init__(self, affine):
+        super().__init__()
+        self.conv, self.norm = nn.Conv2d(3, 4, 3), nn.InstanceNorm2d(4, affine=affine)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_instance_norm_of_a_symbolic_batch(affine):
+    """InstanceNorm2d decomposes to a batch norm over (1, batch * C, H, W): with no affine
+    weights the normalization is written out, the channels being symbolic (it failed: 'a norm
+    without affine weights needs a static channel dim'); with them, the repeated weights."""
+    torch.manual_seed(0)
+    model = ConvInstanceNorm(affine)
+    if affine:
+        with torch.no_grad():
+            model.norm.weight.uniform_(0.5, 1.5)
+            model.norm.bias.uniform_(-0.5, 0.5)
+    mod = from_exported_program(export(model, torch.randn(2, 3, 8, 8)))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    for b in (1, 3):
+        x = torch.randn(b, 3, 8, 8)
+        with torch.no_grad():
+            ref = model(x).numpy()
+        np.testing.assert_allclose(vm["main"](x.numpy())[0].numpy(), ref, rtol=1e-4,
+                                   atol=1e-5)

@@ -138,3 +138,60 @@ def test_update_row_out_of_range_is_a_clear_error():
     vm = runtime_vm.VirtualMachine(relay.vm.compile(_row_loop(None), target="llvm"), tvm.cpu())
     with pytest.raises(RuntimeError, match=r"update_row writes row 2 of a tensor of 2 rows"):
         vm.run(np.ones((3, 3), "float32"), np.zeros((2, 3), "float32"))
+
+
+def _gathered_rows_minus_points():
+    """Point Transformer's relative features: rows gathered by index, ``dyn.reshape``d to
+    ``(batch, 4, 16)`` (the batch read by ``shape_of`` at run time, the sizes concatenated), and
+    subtracted from a tensor of that shape; the reshape fuses with the gather and the subtract."""
+    batch = relay.Any()
+    feats = relay.var("feats", shape=(relay.Any(), 16), dtype="float32")
+    idx = relay.var("idx", shape=(relay.Any(),), dtype="int64")
+    pts = relay.var("pts", shape=(batch, 4, 16), dtype="float32")
+    b = relay.take(relay.shape_of(pts, "int64"), relay.const(0, "int64"))
+    sizes = relay.const(np.array([4, 16]), "int64")
+    newshape = relay.concatenate([relay.reshape(b, [1]), sizes], 0)
+    rows = relay.dyn.reshape(relay.take(feats, idx, axis=0), newshape)
+    return tvm.IRModule.from_expr(relay.Function([feats, idx, pts],
+                                                 relay.subtract(pts, rows)))
+
+
+def test_fused_dyn_reshape_of_run_time_sizes_is_native_at_each_batch():
+    """The kernel holding the ``dyn.reshape`` specializes on its new shape's values too, so the
+    reshape is static and the kernel native (it failed strict-native at batch 3: 'dyn.reshape
+    has no compute')."""
+    from minitvm.relay.backend.vm.kernels import ShapeSpecializer, shape_value_inputs
+
+    mod = _gathered_rows_minus_points()
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
+        exe = relay.vm.compile(mod, target="llvm")
+    specs = [k.run for k in exe.kernels if isinstance(getattr(k, "run", None), ShapeSpecializer)
+             and "dyn.reshape" in k.run.func.astext()]
+    assert len(specs) == 1 and len(shape_value_inputs(specs[0].func)) >= 1
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    rng = np.random.default_rng(0)
+    feats = rng.standard_normal((10, 16)).astype("float32")
+    for b in (1, 3, 2, 3):
+        idx = rng.integers(0, 10, b * 4).astype("int64")
+        pts = rng.standard_normal((b, 4, 16)).astype("float32")
+        got = vm.invoke("main", tvm.nd.array(feats), tvm.nd.array(idx), tvm.nd.array(pts))
+        np.testing.assert_allclose(got.numpy(), pts - feats[idx].reshape(b, 4, 16), rtol=1e-6)
+    kernels = [k for k, _ in specs[0].cache.values()]
+    assert len(kernels) == 3 and all(k is not None and k.kind == "native" for k in kernels)
+
+
+def test_shape_value_inputs_of_a_100k_op_shape_computation():
+    """``shape_value_inputs`` walks a shape argument of 100,000 ops iteratively: the parameter
+    it is computed from is found at the default recursion limit; a float input is not one."""
+    from minitvm.relay.backend.vm.kernels import shape_value_inputs
+
+    x = relay.var("x", shape=(relay.Any(), 16), dtype="float32")
+    s = relay.var("s", shape=(2,), dtype="int64")
+    zero = relay.const(0, "int64")
+    e = s
+    for _ in range(100_000):
+        e = relay.add(e, zero)
+    f = relay.Function([x, s], relay.dyn.reshape(x, e))
+    for p in f.params:
+        p._checked_type = p.type_annotation  # (typing 100,000 adds is not what this tests)
+    assert shape_value_inputs(f) == (1,)

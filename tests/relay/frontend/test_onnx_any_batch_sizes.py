@@ -378,3 +378,58 @@ def test_freeze_params_false_run_time_slice_reads_initializer_starts():
              "w": np.random.default_rng(0).standard_normal((3, 5)).astype("float32")}
     mod = _check_two_batches_params(_model(nodes, ["N", 3, 5], ["N", 3, 5], inits), [3, 5])
     assert "arange" not in mod.astext()
+
+
+def test_gather_of_rows_offset_by_arange_of_the_batch_then_einsum():
+    """KPConv's neighbour gather: rows ``idx + arange(b)[:, None, None] * n`` of ``x`` flattened
+    to ``(b * n, C)``, reshaped back to ``(b, n, k, -1)`` and contracted by an einsum. The
+    arange's length is the batch (``size_factors``), so the -1 is C statically and the einsum
+    imports (it failed: a broadcast to a run-time size)."""
+    n, k, c = 6, 3, 4
+    idx = np.random.default_rng(1).integers(0, n, (1, n, k)).astype("int64")
+    nodes = _batch_of_shape([]) + [
+        node("Cast", ["b"], ["bl"], to=TensorProto.INT64),
+        node("Range", ["zero", "bl", "one"], ["r"]),
+        node("Unsqueeze", ["r", "ax12"], ["r3"]),
+        node("Mul", ["r3", "n"], ["off"]),
+        node("Shape", ["x"], ["s2"]), node("Slice", ["s2", "ax0", "ax1"], ["bs"]),
+        node("Concat", ["bs", "nk"], ["idx_shape"], axis=0),
+        node("Expand", ["idx0", "idx_shape"], ["idx"]),
+        node("Add", ["idx", "off"], ["rows"]),
+        node("Reshape", ["rows", "minus1"], ["flat"]),
+        node("Mul", ["b1", "n1"], ["bn"]),
+        node("Concat", ["bn", "minus1"], ["to2"], axis=0),
+        node("Reshape", ["x", "to2"], ["x2"]),
+        node("Gather", ["x2", "flat"], ["g"], axis=0),
+        node("Concat", ["b1", "nk", "minus1"], ["to4"], axis=0),
+        node("Reshape", ["g", "to4"], ["nf"]),
+        node("Einsum", ["nf", "w"], ["y"], equation="bnkc,kco->bno")]
+    inits = {**SHAPE_INITS, "one": np.array(1, "int64"), "ax12": np.array([1, 2], "int64"),
+             "ax1": np.array([1], "int64"), "n": np.array(n, "int64"),
+             "n1": np.array([n], "int64"), "nk": np.array([n, k], "int64"),
+             "minus1": np.array([-1], "int64"), "idx0": idx,
+             "w": np.random.default_rng(2).standard_normal((k, c, 5)).astype("float32")}
+    _check_two_batches(_model(nodes, ["N", n, c], ["N", n, 5], inits), [n, c])
+
+
+def test_affine_grid_of_a_size_holding_the_run_time_batch():
+    """A spatial transformer's ``F.affine_grid(theta, x.size())``: AffineGrid's size is
+    Concat(Shape(x)[:1], [C, H, W]), so N is the batch (theta's); H and W are constants (it
+    failed: 'AffineGrid's size must be a constant')."""
+    nodes = _batch_of_shape([]) + [node("Concat", ["b1", "chw"], ["size"], axis=0),
+                                   node("AffineGrid", ["x", "size"], ["y"], align_corners=0)]
+    inits = {**SHAPE_INITS, "chw": np.array([1, 4, 5], "int64")}
+    _check_two_batches(_model(nodes, ["N", 2, 3], ["N", 4, 5, 2], inits, opset=20), [2, 3])
+
+
+def test_affine_grid_of_a_run_time_height_is_a_clear_error():
+    nodes = [node("Shape", ["x"], ["s"]), node("Concat", ["one4", "s"], ["size"], axis=0),
+             node("AffineGrid", ["t", "size"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F, ["H", 5]),
+                     helper.make_tensor_value_info("t", F, [1, 2, 3])],
+        [helper.make_tensor_value_info("y", F, [1, "H", 5, 2])],
+        initializer=[numpy_helper.from_array(np.array([1, 1], "int64"), "one4")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    with pytest.raises(ImportError_, match="AffineGrid's size .* dynamic size"):
+        relay.frontend.from_onnx(model, shape={"x": [relay.Any(), 5], "t": [1, 2, 3]})

@@ -171,6 +171,35 @@ def _opt(args, i, default):
     return args[i] if len(args) > i and args[i] is not None else default
 
 
+def _bag_members(ctx: AtenContext, off, n: int, nb: int, include_last: bool):
+    """The (bags, ids) mask of each bag's ids for static sizes: start <= j < end."""
+    if nb <= 0:
+        raise ctx.fail("offsets describe no bags")
+    starts = ctx.emit(_op.strided_slice(off, [0], [0], [nb]))
+    if include_last:
+        ends = ctx.emit(_op.strided_slice(off, [0], [1], [nb + 1]))
+    else:
+        total = const(np.array([n], "int64"))
+        ends = total if nb == 1 else ctx.emit(_op.concat(
+            [_op.strided_slice(off, [0], [1], [nb]), total], 0))
+    j = const(np.arange(n, dtype="int64").reshape(1, n))
+    return ctx.emit(_op.logical_and(_op.greater_equal(j, _op.expand_dims(starts, 1)),
+                                    _op.less(j, _op.expand_dims(ends, 1))))  # (nb, n)
+
+
+def _bag_members_symbolic(ctx: AtenContext, off, idx):
+    """The (bags, ids) mask when the sizes are symbolic (a 2-D input of a dynamic batch,
+    flattened by torch, with offsets ``arange(0, batch * k, k)``): id j's bag is the number of
+    offsets at or before j, less one (the last of equal offsets: the earlier bags are empty);
+    positions counted by cumsum, so no size is needed as a value."""
+    j = ctx.emit(_op.cumsum(_op.ones_like(idx, "int64"), 0, exclusive=True))  # (n,)
+    at_or_before = _op.greater_equal(_op.expand_dims(j, 0), _op.expand_dims(off, 1))
+    bag = ctx.emit(_op.subtract(_op.sum(_op.astype(at_or_before, "int64"), [0]),
+                                const(np.array(1, "int64"))))  # (n,)
+    ids = ctx.emit(_op.cumsum(_op.ones_like(off, "int64"), 0, exclusive=True))  # (nb,)
+    return ctx.emit(_op.equal(_op.expand_dims(ids, 1), _op.expand_dims(bag, 0)))  # (nb, n)
+
+
 @register("_embedding_bag.default", "_embedding_bag_forward_only.default")
 def _embedding_bag(ctx: AtenContext, args):
     """``nn.EmbeddingBag`` (weight, indices, offsets, scale_grad_by_freq, mode, sparse,
@@ -183,28 +212,23 @@ def _embedding_bag(ctx: AtenContext, args):
     psw, include_last = _opt(args, 6, None), bool(_opt(args, 7, False))
     pad = _opt(args, 8, None)
     pad = None if pad is None or int(pad) < 0 else int(pad)
-    if ctx.ndim(idx) != 1 or not isinstance(ctx.shape(idx)[0], int):
-        raise ctx.fail(f"expects 1-D indices of a static length, got {ctx.shape(idx)}")
+    if ctx.ndim(idx) != 1:
+        raise ctx.fail(f"expects 1-D indices, got {ctx.shape(idx)}")
     if psw is not None and mode != 0:
         raise ctx.fail("per_sample_weights needs mode='sum'")
-    n, nb = ctx.shape(idx)[0], int(ctx.shape(offsets)[0]) - include_last
-    if nb <= 0:
-        raise ctx.fail("offsets describe no bags")
     dt = ctx.dtype(weight)
     rows = ctx.emit(_op.take(weight, idx, 0))  # (n, d)
     if psw is not None:
         rows = ctx.emit(_op.multiply(rows, _op.expand_dims(psw, 1)))
     off = ctx.emit(_op.astype(offsets, "int64"))
-    starts = ctx.emit(_op.strided_slice(off, [0], [0], [nb]))
-    if include_last:
-        ends = ctx.emit(_op.strided_slice(off, [0], [1], [nb + 1]))
+    if isinstance(ctx.shape(idx)[0], int) and isinstance(ctx.shape(offsets)[0], int):
+        member = _bag_members(ctx, off, ctx.shape(idx)[0],
+                              int(ctx.shape(offsets)[0]) - include_last, include_last)
+    elif include_last:
+        raise ctx.fail(f"include_last_offset with symbolic sizes (indices {ctx.shape(idx)}, "
+                       f"offsets {ctx.shape(offsets)})")
     else:
-        total = const(np.array([n], "int64"))
-        ends = total if nb == 1 else ctx.emit(_op.concat(
-            [_op.strided_slice(off, [0], [1], [nb]), total], 0))
-    j = const(np.arange(n, dtype="int64").reshape(1, n))
-    member = ctx.emit(_op.logical_and(_op.greater_equal(j, _op.expand_dims(starts, 1)),
-                                      _op.less(j, _op.expand_dims(ends, 1))))  # (nb, n)
+        member = _bag_members_symbolic(ctx, off, idx)
     if pad is not None:
         keep = _op.not_equal(idx, const(np.array(pad, ctx.dtype(idx))))
         member = ctx.emit(_op.logical_and(member, _op.expand_dims(keep, 0)))
@@ -277,8 +301,14 @@ def _group_norm(ctx: AtenContext, args):
 def _batch_norm_no_stats(ctx: AtenContext, args):
     """Batch norm with no running statistics (instance norm's decomposition): batch stats."""
     x, gamma, beta, eps = args[0], args[1], args[2], float(args[5])
-    gamma, beta = _norm_affine(ctx, x, gamma, beta)
     axes = [d for d in range(ctx.ndim(x)) if d != 1]
+    if gamma is None and beta is None and not isinstance(ctx.shape(x)[1], int):
+        # (instance norm of a symbolic batch: channels batch * C, and no weights to apply)
+        mean = ctx.emit(_op.mean(x, axes, keepdims=True))
+        var = ctx.emit(_op.variance(x, axes, keepdims=True))
+        std = _op.sqrt(_op.add(var, ctx.tensor(eps, x)))
+        return (ctx.emit(_op.divide(_op.subtract(x, mean), std)), None, None)
+    gamma, beta = _norm_affine(ctx, x, gamma, beta)
     mean = ctx.emit(_op.mean(x, axes))
     var = ctx.emit(_op.variance(x, axes))
     bn = ctx.emit(_op.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=eps))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.torch_rot90 import rot90_plan
+from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
@@ -170,11 +171,22 @@ def _trilu(ctx: AtenContext, args):
 
 @register("repeat.default")
 def _repeat(ctx: AtenContext, args):
-    x, reps = args[0], [int(r) for r in args[1]]
+    """``x.repeat(*reps)``: a tile; with a run-time count (``query.repeat(batch, 1, 1)`` of a
+    dynamic batch), each axis of size d repeated r times is (r, d) broadcast from (1, d) and
+    merged, so the sizes stay symbolic."""
+    x, reps = args[0], list(args[1])
     extra = len(reps) - ctx.ndim(x)
     if extra > 0:
         x = ctx.emit(_op.reshape(x, ctx.shape_expr([1] * extra + list(ctx.shape(x)))))
-    return ctx.emit(_op.tile(x, reps))
+    if all(isinstance(r, int) or not isinstance(r, PrimExpr) for r in reps):
+        return ctx.emit(_op.tile(x, [int(r) for r in reps]))
+    shape = list(ctx.shape(x))
+    split = [d for n in shape for d in (1, n)]
+    wide = [d for r, n in zip(reps, shape, strict=True) for d in (r, n)]
+    x = ctx.emit(_op.broadcast_to(ctx.emit(_op.reshape(x, ctx.shape_expr(split))),
+                                  ctx.shape_expr(wide)))
+    return ctx.emit(_op.reshape(x, ctx.shape_expr([r * n for r, n in zip(reps, shape,
+                                                                          strict=True)])))
 
 
 @register("diagonal.default")

@@ -27,8 +27,9 @@ from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....runtime.vm.vm import call_native
 from ....schedule import LoweringError, LoweringOptions
-from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
+from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind, const
 from ...expr_functor import dataflow_post_order
+from ...transform.dynamic_to_static import dynamic_to_static, shape_arguments
 from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
 from .bound_call import BoundCall
 from .symbolic import lower_symbolic, packed_weight
@@ -60,8 +61,44 @@ def _rebuild_type(t, shapes: list, pos: int):
     return TensorType(shapes[pos], t.dtype), pos + 1
 
 
+_MAX_SHAPE_VALUES = 16  # (a shape argument is a handful of sizes; larger tensors are data)
+
+
+def shape_value_inputs(func: Function) -> tuple[int, ...]:
+    """Positions of ``func``'s parameters that a ``dyn.*`` op reads as a shape (a
+    ``dyn.reshape``'s new shape, possibly through a concatenate of them), each a small static
+    integer tensor: their values decide the output's shape, so a specialization binds them."""
+    params = {p: i for i, p in enumerate(func.params)}
+    found, seen = set(), set()
+    stack = [a for e in dataflow_post_order(func.body) if isinstance(e, Call)
+             for a in shape_arguments(e)]
+    while stack:  # (iterative: a long shape computation does not recurse)
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Var) and e in params:
+            found.add(params[e])
+        elif isinstance(e, Call):
+            stack.extend(e.args)
+        elif isinstance(e, Tuple):
+            stack.extend(e.fields)
+        elif isinstance(e, TupleGetItem):
+            stack.append(e.tuple_value)
+
+    def small_ints(i: int) -> bool:
+        t = func.params[i].checked_type
+        return isinstance(t, TensorType) and is_static_type(t) and \
+            np.dtype(t.dtype).kind in "iu" and \
+            int(np.prod([int(d) for d in t.shape])) <= _MAX_SHAPE_VALUES
+
+    return tuple(sorted(i for i in found if small_ints(i)))
+
+
 class ShapeSpecializer:
-    """``run(args)`` for a primitive function with dynamic shapes: compile per input shapes."""
+    """``run(args)`` for a primitive function with dynamic shapes: compile per input shapes
+    (and per value of the small integer inputs a ``dyn.*`` op reads as a shape: a fused
+    ``dyn.reshape`` becomes a static reshape, ``shape_value_inputs``)."""
 
     def __init__(self, func: Function, name: str, options: LoweringOptions,
                  const_inputs: frozenset = frozenset()):
@@ -69,19 +106,27 @@ class ShapeSpecializer:
         self.name = name
         self.options = options
         self.const_inputs = const_inputs  # input positions that always receive constants
+        self.value_inputs = shape_value_inputs(func)
         self.cache: dict[tuple, tuple] = {}
         # (shape key, position, id of the constant) -> (the constant, its transformed copy): a
         # specialization that takes a weight in another layout (``Kernel.input_packs``)
         self._packs: dict[tuple, tuple] = {}
         self._fallback = None  # the numpy run, made at the first call that needs it
 
-    def _specialize(self, shapes: list) -> tuple:
+    def _specialize(self, shapes: list, values: tuple = ()) -> tuple:
         pos, params = 0, []
         for p in self.func.params:
             t, pos = _rebuild_type(p.checked_type, shapes, pos)
             params.append(Var(p.name_hint, t))
-        body = bind(self.func.body, dict(zip(self.func.params, params)))
+        binds = dict(zip(self.func.params, params))
+        for i, v in zip(self.value_inputs, values, strict=True):  # (the shapes' values)
+            binds[self.func.params[i]] = const(v, str(v.dtype))
+        body = bind(self.func.body, binds)
         from ...transform import InferType
+
+        if values:  # (a dyn.reshape of bound sizes: a static reshape)
+            body = InferType()(IRModule.from_expr(Function(params, body)))["main"].body
+            body = dynamic_to_static(body)
 
         spec = InferType()(IRModule.from_expr(Function(params, body)))["main"]
         spec = Function(spec.params, spec.body, spec.ret_type,
@@ -100,10 +145,15 @@ class ShapeSpecializer:
         """``(key, kernel, output (shape, dtype)s)`` for ``args``: the specialization for
         their shapes, made at the first call with them; kernel None: the numpy references."""
         key = tuple((a.shape, a.dtype) for a in args)  # (str(dtype) costs a microsecond)
+        values = tuple(tuple(np.asarray(args[i]).reshape(-1).tolist())
+                       for i in self.value_inputs)
+        if values:
+            key = (key, values)
         entry = self.cache.get(key)
         if entry is None:
             try:
-                entry = self._specialize([a.shape for a in args])
+                entry = self._specialize([a.shape for a in args],
+                                         tuple(np.asarray(args[i]) for i in self.value_inputs))
             except RelayTypeError as err:  # (the inputs do not fit the function: no fallback)
                 raise ValueError(f"{self.name}: input shapes {[a.shape for a in args]} do not "
                                  f"fit the function's types: {err}") from None

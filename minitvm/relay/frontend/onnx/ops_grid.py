@@ -5,7 +5,9 @@ mode names and opset 20's), onto the sampling the PyTorch importer uses too
 from __future__ import annotations
 
 from ..spatial import affine_grid_2d, grid_sample
+from .dynamic_dim import DynamicDim
 from .registry import register
+from .shape_values import SizeOf
 
 # opset 20 renamed the modes (linear, cubic); both spellings mean the same sampling
 _MODES = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest",
@@ -18,12 +20,20 @@ def _text(v) -> str:
 
 @register("AffineGrid")
 def _affine_grid(ctx, ins, attrs):
-    """theta (N, 2, 3), a constant size [N, C, H, W] -> the (N, H, W, 2) sampling grid."""
-    size = [int(s) for s in ctx.value(ins[1], "AffineGrid's size")]
+    """theta (N, 2, 3), a size [N, C, H, W] -> the (N, H, W, 2) sampling grid. N may be a
+    run-time size (a dynamic batch's ``Shape(x)[0]``: the grid's batch is theta's); H and W
+    must be constants."""
+    elems = ctx.elements(ins[1])
+    if elems is None or any(isinstance(v, SizeOf) for v in elems.ravel()[1:]):
+        elems = ctx.value(ins[1], "AffineGrid's size (its H and W)")  # (raises its clear error)
+    size = list(elems.ravel())
     if len(size) != 4:
         raise ctx.fail(f"only 2-D grids (a size of 4 dims) are supported, got {size}")
     n, _, h, w = size
-    return affine_grid_2d(ins[0], n, h, w, bool(attrs.get("align_corners", 0)),
+    rows = ctx.shape(ins[0])[0]
+    if not isinstance(n, SizeOf) and not isinstance(rows, DynamicDim) and int(n) != rows:
+        raise ctx.fail(f"size's N = {int(n)} but theta has {rows} rows")
+    return affine_grid_2d(ins[0], int(h), int(w), bool(attrs.get("align_corners", 0)),
                           ctx.dtype(ins[0]))
 
 

@@ -8,7 +8,8 @@ of a reshape's output, the sizes it is the product of (the input's run-time size
 graph-input ``relay.Any()``) times a static factor. A size that is exactly one other size
 (``batch * 1``: a flatten of ``(batch, 1, C)``) is the same size (``canonical``). An
 elementwise broadcast of two tensors whose batch sizes are separate ``relay.Any()`` objects gets
-a fresh one too: it is noted as what the inputs agree it is made of.
+a fresh one too: it is noted as what the inputs agree it is made of. The length of
+``arange(0, n, 1)`` up to a run-time size ``n`` is noted as ``n``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ....ir.prim_expr import Any
 from ....ir.type import TensorType
 from ...expr import Call, Tuple, TupleGetItem
 from ..common import infer_type
+from .shape_values import SizeOf, evaluate
 
 __all__ = ["SizeFactors"]
 
@@ -100,6 +102,8 @@ class SizeFactors:
                 continue
             if e.op.name in _SIZE_PRESERVING:
                 self._note_reshape(e)
+            elif e.op.name == "arange":
+                self._note_arange(e)
             elif e.op.get_attr("TOpPattern") in _BROADCASTING:
                 self._note_broadcast(e)
 
@@ -127,6 +131,25 @@ class SizeFactors:
                 continue
             if len({self._key(a) for a in anys}) == 1:
                 self.table[id(d)] = self.of(anys[0])
+
+    def _note_arange(self, call: Call) -> None:
+        """``arange(0, n, 1)`` of a run-time size ``n`` the graph read (the batch) has ``n``
+        elements: ``arange(b)[:, None, None] * n + idx`` then broadcasts against the batch to
+        the batch, not a fresh size, and the reshapes after it infer their static sizes
+        (KPConv's neighbour gather: ``(b * n * k, C)`` back to ``(b, n, k, -1)``)."""
+        tout = infer_type(call)
+        if not isinstance(tout, TensorType) or len(tout.shape) != 1 or \
+                not isinstance(tout.shape[0], Any) or id(tout.shape[0]) in self.table:
+            return
+        start, stop, step = (evaluate(a) for a in call.args)
+        if start is None or stop is None or step is None or \
+                not start.size == stop.size == step.size == 1:
+            return
+        start, stop, step = start.item(), stop.item(), step.item()
+        if isinstance(start, SizeOf) or isinstance(step, SizeOf) or start != 0 or step != 1:
+            return
+        if isinstance(stop, SizeOf) and stop.factors is not None and stop.factors[1] > 0:
+            self.define(tout.shape[0], *stop.factors)
 
     def _note_reshape(self, call: Call) -> None:
         tin, tout = infer_type(call.args[0]), infer_type(call)

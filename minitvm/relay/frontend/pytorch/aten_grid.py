@@ -19,8 +19,8 @@ def _affine_grid(ctx, args):
     if len(size) != 4:
         raise ctx.fail(f"affine_grid: only 2-D grids (a size of 4 dims) are supported, got "
                        f"size {size}")
-    n, _, h, w = size
-    return affine_grid_2d(theta, n, h, w, align, ctx.dtype(theta))
+    _, _, h, w = size
+    return affine_grid_2d(theta, h, w, align, ctx.dtype(theta))
 
 
 @register("grid_sampler", "grid_sampler_2d", "grid_sampler_3d")
