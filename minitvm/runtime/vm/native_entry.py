@@ -257,6 +257,9 @@ class NativeFunction:
                 k = kernels[ins[1]]
                 inputs = [regs[r] for r in ins[2]]
                 if ins[4]:  # a dynamic-shape kernel: the specialization of these shapes
+                    if getattr(k.run, "value_inputs", ()):
+                        raise _Unplannable  # (and of input values a plan keyed on shapes
+                        # would not see: a dyn.reshape's new shape)
                     native_call = getattr(k.run, "native_call", None)
                     got = native_call(inputs) if native_call is not None else None
                     if got is None:

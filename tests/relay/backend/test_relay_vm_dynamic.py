@@ -195,3 +195,21 @@ def test_shape_value_inputs_of_a_100k_op_shape_computation():
     for p in f.params:
         p._checked_type = p.type_annotation  # (typing 100,000 adds is not what this tests)
     assert shape_value_inputs(f) == (1,)
+
+
+def test_shape_values_pick_the_specialization_at_every_call():
+    """A kernel whose ``dyn.reshape`` reads its new shape from an input: calls with the same
+    input shapes and other shape values each get their own specialization, after the VM has
+    seen the call shape often enough to plan it (``native_entry``) and bound its call site
+    (``BoundCall``), which both key on shapes alone."""
+    x = relay.var("x", shape=(relay.Any(), 12), dtype="float32")
+    s = relay.var("s", shape=(2,), dtype="int64")
+    y = relay.exp(relay.reshape(relay.add(x, relay.const(1.0)), s))
+    mod = tvm.IRModule.from_expr(relay.Function([x, s], y))
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="llvm")
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    xv = np.arange(12, dtype="float32").reshape(1, 12) / 12
+    for shape in ([3, 4], [3, 4], [4, 3], [2, 6], [3, 4], [12, 1]):
+        out = vm.run(xv, np.array(shape, "int64")).numpy()
+        np.testing.assert_allclose(out, np.exp(xv + 1).reshape(shape), rtol=1e-6)

@@ -188,8 +188,11 @@ class ShapeSpecializer:
 
     def bind(self, args: list) -> BoundCall | None:
         """The native call of ``args``'s specialization bound to their shapes, for a call site
-        that repeats them (``BoundCall``); None when numpy runs them or the kernel needs a
-        workspace."""
+        that repeats them (``BoundCall``); None when numpy runs them, the kernel needs a
+        workspace, or the function reads input values as a shape (a binding checks shapes
+        only, and those values pick the specialization: ``shape_value_inputs``)."""
+        if self.value_inputs:
+            return None
         key, kernel, outs = self._entry(args)
         if kernel is None or kernel.kind != "native" or kernel.ws_bytes:
             return None
