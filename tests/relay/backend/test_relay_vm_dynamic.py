@@ -213,3 +213,22 @@ def test_shape_values_pick_the_specialization_at_every_call():
     for shape in ([3, 4], [3, 4], [4, 3], [2, 6], [3, 4], [12, 1]):
         out = vm.run(xv, np.array(shape, "int64")).numpy()
         np.testing.assert_allclose(out, np.exp(xv + 1).reshape(shape), rtol=1e-6)
+
+
+def test_shape_values_after_a_tuple_parameter_are_read_from_their_own_argument():
+    """A fused ``dyn.strided_slice`` of unique's outputs (a tuple parameter, which the VM passes
+    as one array per field) with its begin and end read from inputs: the specialization binds
+    the begin / end arrays, not the tuple's fields at their parameter positions."""
+    x = relay.var("x", shape=(8,), dtype="int32")
+    b = relay.var("b", shape=(1,), dtype="int32")
+    e = relay.var("e", shape=(1,), dtype="int32")
+    u = relay.unique(x, is_sorted=True, return_counts=True)
+    y = relay.strided_slice(relay.add(u[0], relay.const(1, "int32")), begin=b, end=e)
+    mod = tvm.IRModule.from_expr(relay.Function([x, b, e], y))
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="llvm")
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    xv = np.array([5, 3, 5, 1, 9, 3, 7, 1], "int32")
+    for lo, hi in ((0, 2), (1, 4), (0, 2), (2, 5)):
+        out = vm.run(xv, np.array([lo], "int32"), np.array([hi], "int32")).numpy()
+        np.testing.assert_array_equal(out, (np.unique(xv) + 1)[lo:hi])

@@ -107,6 +107,10 @@ class ShapeSpecializer:
         self.options = options
         self.const_inputs = const_inputs  # input positions that always receive constants
         self.value_inputs = shape_value_inputs(func)
+        # (the VM passes a tuple parameter's fields as separate arrays: each value input's
+        # position among the flattened arguments)
+        flat = np.cumsum([0] + [len(tensor_types(p.checked_type)) for p in func.params])
+        self.value_args = tuple(int(flat[i]) for i in self.value_inputs)
         self.cache: dict[tuple, tuple] = {}
         # (shape key, position, id of the constant) -> (the constant, its transformed copy): a
         # specialization that takes a weight in another layout (``Kernel.input_packs``)
@@ -146,14 +150,14 @@ class ShapeSpecializer:
         their shapes, made at the first call with them; kernel None: the numpy references."""
         key = tuple((a.shape, a.dtype) for a in args)  # (str(dtype) costs a microsecond)
         values = tuple(tuple(np.asarray(args[i]).reshape(-1).tolist())
-                       for i in self.value_inputs)
+                       for i in self.value_args)
         if values:
             key = (key, values)
         entry = self.cache.get(key)
         if entry is None:
             try:
                 entry = self._specialize([a.shape for a in args],
-                                         tuple(np.asarray(args[i]) for i in self.value_inputs))
+                                         tuple(np.asarray(args[i]) for i in self.value_args))
             except RelayTypeError as err:  # (the inputs do not fit the function: no fallback)
                 raise ValueError(f"{self.name}: input shapes {[a.shape for a in args]} do not "
                                  f"fit the function's types: {err}") from None
