@@ -348,6 +348,17 @@ def direction_weight(ops: RecurrentOps, w, d: int):
     return w[d] if isinstance(w, list) else ops.take(w, d, 0)
 
 
+def direction_params(spec: RNNSpec, ops: RecurrentOps, d: int, w, r, b=None, p=None) -> tuple:
+    """Direction ``d``'s ``(w, r, wb, rb, p)``: its input and recurrent weights
+    (``direction_weight``), its two biases (halves of ``b[d]``; None without ``b``) and its
+    LSTM peepholes (None otherwise): what every way of running a direction starts from."""
+    wb = rb = None
+    if b is not None:
+        wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
+    p_d = ops.take(p, d, 0) if p is not None and spec.kind == "LSTM" else None
+    return direction_weight(ops, w, d), direction_weight(ops, r, d), wb, rb, p_d
+
+
 def _gru_out(ops: RecurrentOps, one, z, cand, h):
     """(1 - z) * cand + z * h."""
     if h is None:
@@ -374,19 +385,15 @@ def unroll(spec: RNNSpec, ops: RecurrentOps, x, w, r, b=None, lens=None, h0=None
     state_axis = 1 if spec.layout == 1 else 0
     ys_all, hs, cs = [], [], []
     for d, direction in enumerate(spec.directions):
-        wb = rb = None
-        if b is not None:
-            wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
+        w_d, r_d, wb, rb, p_d = direction_params(spec, ops, d, w, r, b, p)
         h = ops.take(h0, d, state_axis) if h0 is not None else None
         c = ops.take(c0, d, state_axis) if c0 is not None and spec.kind == "LSTM" else None
-        p_d = ops.take(p, d, 0) if p is not None and spec.kind == "LSTM" else None
         rev = direction == "reverse"
         xin = flat
         if rev and lens is not None:  # each sequence from its own end: reversed, run forward
             xin = ops.reshape(ops.reverse_sequence(x, lens), (seq * batch, width))
-        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, direction_weight(ops, w, d),
-                                    direction_weight(ops, r, d), wb, rb, h, c, p_d, lens,
-                                    rev and lens is None, bm)
+        ys, h, c = unroll_direction(spec, ops, d, xin, seq, batch, w_d, r_d, wb, rb, h, c, p_d,
+                                    lens, rev and lens is None, bm)
         if rev and lens is not None:
             ys = ops.reverse_sequence(ops.stack(ys, 0), lens)
         ys_all.append(ys)

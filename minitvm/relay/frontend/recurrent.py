@@ -8,7 +8,7 @@ import numpy as np
 from ...frontend_common.onnx_rnn import (
     RowStep,
     direction_cell,
-    direction_weight,
+    direction_params,
     gate_width,
     unary_op,
 )
@@ -206,17 +206,13 @@ def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=
     lens_dtype = infer_dtype(lens) if lens is not None else None
     ys_all, hs, cs = [], [], []
     for d, direction in enumerate(spec.directions):
-        wb = rb = None
-        if b is not None:
-            wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
-        p_d = ops.take(p, d, 0) if p is not None and lstm else None
+        w_d, r_d, wb, rb, p_d = direction_params(spec, ops, d, w, r, b, p)
         reverse = direction == "reverse"
         xs = x
         if reverse:  # each sequence from its own end: reversed, run forward, reversed back
             xs = ops.reverse_sequence(x, lens) if lens is not None else _op.reverse(x, 0)
         # (the projection of the [seq, batch, width] input as it is: [seq, batch, G*H])
-        xw3, cell = direction_cell(spec, ops, d, xs, direction_weight(ops, w, d),
-                                   direction_weight(ops, r, d), wb, rb, p_d)
+        xw3, cell = direction_cell(spec, ops, d, xs, w_d, r_d, wb, rb, p_d)
         zero_state = _zeros_state(xw3, hid, ops.dtype) if run_time_batch else \
             ops.zeros((batch, hid))
         h = ops.take(h0, d, state_axis) if h0 is not None else zero_state

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_rnn import RowStep, direction_cell, direction_weight, gate_width
+from ....frontend_common.onnx_rnn import RowStep, direction_cell, direction_params, gate_width
 from ....ir.module import GlobalVar
 from ....tir import Var as TirVar
 from ... import op as _op
@@ -70,15 +70,11 @@ def recurrent_loop(ctx: Context, spec, ops, x, w, r, b=None, lens=None, h0=None,
     lens_arg = emit(_op.astype(ctx.expr(lens), "int64")) if lens is not None else None
     ys_all, hs, cs = [], [], []
     for d, direction in enumerate(spec.directions):
-        wb = rb = None
-        if b is not None:
-            wb, rb = ops.split(ops.take(b, d, 0), 2, 0)
-        p_d = ops.take(p, d, 0) if p is not None and lstm else None
+        w_d, r_d, wb, rb, p_d = direction_params(spec, ops, d, w, r, b, p)
         reverse = direction == "reverse"
         xs = run_time_reverse(ctx, x, lens) if reverse else x
         # (the projection of the [seq, batch, width] input as it is: [seq, batch, G*H])
-        xw, cell = direction_cell(spec, ops, d, xs, direction_weight(ops, w, d),
-                                  direction_weight(ops, r, d), wb, rb, p_d)
+        xw, cell = direction_cell(spec, ops, d, xs, w_d, r_d, wb, rb, p_d)
         zeros = ops.zeros((batch, hid))
         h = ops.take(h0, d, state_axis) if h0 is not None else zeros
         c = ops.take(c0, d, state_axis) if c0 is not None and lstm else zeros
