@@ -9,9 +9,9 @@ thread, thread CPU time, batch 1).
 A value may repeat (``--values A,B,A,B``): the repeated builds are A/A controls, whose spread is
 the noise floor of the machine for that model (on a loaded 2-core host it was 2-5%). The
 whole-build cache is off, so each build runs the pipeline, the codegen and the memory plan with
-the switch set; so is the per-kernel disk cache (a switch a kernel's cache key does not see
-would load the other build's kernels) unless ``--kernel-cache`` says the switch does not change
-kernels (the memory plan, the run order). Prints per model and build: ms, the ratio to ORT, the
+the switch set; so are the per-kernel disk cache and the in-process kernel cache (a switch a
+kernel's cache key does not see would load the other build's kernels) unless ``--kernel-cache``
+says the switch does not change kernels (the memory plan, the run order). Prints per model and build: ms, the ratio to ORT, the
 planned intermediate MB, and whether the builds' outputs are bit-identical.
 
 Needs the ``torch``, ``onnx`` and ``onnxruntime`` extras.
@@ -52,18 +52,28 @@ def build(mod, params, switch: str, value, kernel_cache: bool):
     ``value`` (restored after)."""
     import minitvm as tvm
     from minitvm import relay
+    from minitvm.backend import kernel_cache as kernels
     from minitvm.backend import memory_plan
     from minitvm.contrib import graph_executor
 
-    where, attr = switch.rsplit(".", 1)
+    where, attr = switch.split("[")[0].rsplit(".", 1)
     module = importlib.import_module(f"minitvm.{where}")
     if not hasattr(module, attr):
         raise SystemExit(f"--switch {switch}: minitvm.{where} has no attribute {attr}")
     saved = getattr(module, attr)
+    if "[" in switch:  # one host's entry of a per-host switch (a dict): NAME[KEY]
+        key = switch.split("[", 1)[1].rstrip("]")
+        if not isinstance(saved, dict) or key not in saved:
+            raise SystemExit(f"--switch {switch}: {attr} is no per-host dict with key {key!r}")
+        value = {**saved, key: value}
     setattr(module, attr, value)
     config = {"relay.backend.use_build_cache": False}
     if not kernel_cache:
         config["relay.backend.use_disk_cache"] = False
+        # the in-process kernel cache keys a kernel by its fused function and the lowering
+        # options, not by a module switch: without this every build after the first took the
+        # first build's kernels (an A/B of a schedule switch was an A/A)
+        kernels.clear_cache()
     try:
         with tvm.transform.PassContext(opt_level=3, config=config):
             lib = relay.build(mod, target="llvm", params=params)
@@ -76,7 +86,9 @@ def build(mod, params, switch: str, value, kernel_cache: bool):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--switch", required=True,
-                    help="MODULE.NAME under minitvm, e.g. schedule.conv_winograd.M_CHUNK_BYTES")
+                    help="MODULE.NAME under minitvm, e.g. schedule.conv_winograd.M_CHUNK_BYTES, "
+                    "or MODULE.NAME[KEY]: one host's entry of a per-host switch, e.g. "
+                    "schedule.resize.NONTEMPORAL_MIN_BYTES[rocketlake]")
     ap.add_argument("--values", required=True, help="comma-separated values, one build each")
     ap.add_argument("--models", default=DEFAULT_MODELS)
     ap.add_argument("--rounds", type=int, default=11)

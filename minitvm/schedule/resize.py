@@ -24,6 +24,11 @@ each output row is a weighted sum of its taps' temporary rows (one multiply-add 
 output, unit-stride vectors). A bilinear 8x (deeplab's ``[1, 21, 32, 32] -> 256 x 256``)
 gathers an eighth of the columns it gathered per output row.
 
+A large output (``NONTEMPORAL_MIN_BYTES``, by host) is written with non-temporal stores, around
+the caches: an 8x resize's output is mostly stores, and in a model, where the layers before
+have filled the caches with data they reuse, each ordinary store first reads its line back
+from memory.
+
 A fused elementwise epilogue (``Rule.epilogue``: ``add(resize(x), y)``) is applied in the store
 (``common.emit_with_epilogue``).
 
@@ -40,6 +45,7 @@ import itertools
 import numpy as np
 
 from ..arith import Analyzer
+from ..codegen.llvm.stmt import NONTEMPORAL_STORE
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import op as tir_op
@@ -47,7 +53,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from ..topi.image_resize import RESIZE_TAG, ResizeSpec
-from .common import PARALLEL_MIN_WORK, allocated, const_int, emit_with_epilogue, imm
+from .common import PARALLEL_MIN_WORK, allocated, const_int, emit_with_epilogue, host_switch, imm
 from .common import lanes as _lanes
 from .common import outer_loops as _outer_loops
 from .common import vector_inner as _vector_inner
@@ -56,6 +62,17 @@ PAIR_LANES = 8  # column pairs per vector of the 2x form (16 output floats)
 MIN_PAIRS = 8  # interior pairs a row needs for the 2x form
 ROW_BYTES = 16384  # resized input rows per block of the rows-first form (about, in bytes)
 MIN_TASKS = 16  # blocks of the rows-first form to share among threads (at least, when rows allow)
+# Outputs of at least this many bytes are stored non-temporally (None: never). Measured on the
+# Xeon that LLVM calls rocketlake (2 MB L2, one thread, thread CPU time): deeplab_head's 8x
+# bilinear resize to 21 x 256 x 256 (5.5 MB, the model's output) in graph order 0.85 -> 0.50-0.58
+# ms (alone, its data hot: 0.45-0.50 either way); the model, bench_model_switch, three A/B pairs
+# in one process: 16.39 / 16.18 / 16.15 -> 15.74 / 15.62 / 15.72 ms (ORT 16.13). A store loop
+# over 5.5 MB alone: 0.23 ms either way with cold or hot lines, 0.49 -> 0.26 ms after three
+# write passes over 16 MB (lines others reuse kept in the L3 over this one's). Read at once by
+# a 3x3 conv (whole graph, caches stirred between runs, three A/B pairs): 64 x 64^2 -> 128^2
+# (4 MB) 5.00 / 4.46 / 4.47 -> 4.81 / 4.48 / 4.57 ms, 32 x 64^2 -> 256^2 (8 MB) 7.66 / 7.83 /
+# 7.92 -> 7.94 / 7.43 / 7.35 ms: no loss beyond the noise. Not measured elsewhere: off there.
+NONTEMPORAL_MIN_BYTES = {"rocketlake": 4 << 20, "avx512": None, "avx2": None}
 
 
 def _static_shape(t) -> list[int] | None:
@@ -109,8 +126,20 @@ def raised_tag(t) -> tuple[str, dict]:
 def emit(ctx, t, out, bodies) -> S.Stmt:
     """Statements computing resize stage ``t`` (and its fused epilogue) into ``out``."""
     x = ctx.buf[id(t.op.attrs["operands"][0])]
-    return emit_with_epilogue(ctx, t, out, bodies, lambda buf, epi: _emit(ctx, t, buf, x, epi),
-                              _static_shape(t))
+    return emit_with_epilogue(
+        ctx, t, out, bodies,
+        lambda buf, epi: _emit(ctx, t, buf, x, epi, buf is out and _streamed(out)),
+        _static_shape(t))
+
+
+def _streamed(out) -> bool:
+    """Is ``out`` large enough for non-temporal stores here (``NONTEMPORAL_MIN_BYTES``)?"""
+    least = host_switch(NONTEMPORAL_MIN_BYTES)
+    shape = _static_shape(out)
+    if least is None or shape is None:
+        return False
+    return int(np.prod(shape)) * np.dtype(out.dtype).itemsize >= least
+
 
 
 # ---------------------------------------------------------------------------------- the 2x form
@@ -264,7 +293,7 @@ def _width_first(spec, shape, xshape):
     return k, a, block, nblocks, rows
 
 
-def _emit(ctx, t, out, x, epi) -> S.Stmt:
+def _emit(ctx, t, out, x, epi, stream: bool = False) -> S.Stmt:
     spec = t.op.attrs["resize"]
     shape, xshape = _static_shape(t), _static_shape(x)
     nd = len(shape)
@@ -305,6 +334,8 @@ def _emit(ctx, t, out, x, epi) -> S.Stmt:
     else:
         loops, view = _rows_last_resized(ctx, spec, shape, x, out, outer, tables, apply,
                                          len(xtaps))
+    if stream:
+        loops = S.AttrStmt(out.data, NONTEMPORAL_STORE, E.IntImm("int32", 1), loops)
     body = S.SeqStmt([fill, loops])
     if view is not None:
         body = S.DeclBuffer(view, body)

@@ -48,6 +48,14 @@ REDUCE_REASSOCIATE = "reduce_reassociate"
 # are those where ``cond`` holds (``llvm.masked.store``). The store's value is computed for every
 # lane: it may only load what is there for every lane (a register tile, a per-channel operand).
 MASKED_STORES = "masked_stores"
+# AttrStmt key (node: a buffer's data var): inside its body, the buffer's contiguous vector
+# stores of 16, 32 or 64 bytes are non-temporal (``!nontemporal``: written around the caches,
+# no read of the line first) where their address is a multiple of the vector's size at run time
+# (a test and branch a store; an ordinary store otherwise, so any address is right). The body
+# ends in an ``sfence`` (those stores ordered before what this thread does next), and so does
+# each chunk of a parallel loop inside it (before the worker's join).
+NONTEMPORAL_STORE = "nontemporal_store"
+NONTEMPORAL_VECTOR_BYTES = (16, 32, 64)
 
 
 def _const_int(e) -> int | None:
@@ -83,6 +91,8 @@ class StmtEmitter:
                 self.env[id(s.buffer_var)] = ptr
                 work.append(cleanup)
                 work.append(s.body)
+            elif t is S.AttrStmt and s.attr_key == NONTEMPORAL_STORE:
+                self._nontemporal_scope(s, work)
             elif t in (S.DeclBuffer, S.AttrStmt):
                 work.append(s.body)
             elif t is S.AssertStmt:
@@ -103,6 +113,44 @@ class StmtEmitter:
                 raise NotImplementedError(f"llvm codegen does not support {t.__name__}")
 
     # ---------------------------------------------------------------- stores and branches
+    def _nontemporal_scope(self, s: S.AttrStmt, work: list) -> None:
+        """``s``'s body with its buffer's vector stores non-temporal, then an ``sfence``."""
+        key = id(s.node)
+        scopes = self.__dict__.setdefault("_nontemporal", {})
+        scopes[key] = scopes.get(key, 0) + 1
+
+        def close():
+            self._fence_nontemporal()
+            scopes[key] -= 1
+            if not scopes[key]:
+                del scopes[key]
+
+        work.append(close)
+        work.append(s.body)
+
+    def _fence_nontemporal(self) -> None:
+        """An ``sfence`` where non-temporal stores may have been emitted (an open scope)."""
+        if self.__dict__.get("_nontemporal"):
+            self.builder.call(self._declare("llvm.x86.sse.sfence", T.VOID, []), [])
+
+    def _store_nontemporal(self, value, p, vbytes: int, align: int) -> None:
+        """Store vector ``value`` at ``p``: non-temporal where ``p`` is ``vbytes``-aligned."""
+        bld = self.builder
+        addr = bld.ptrtoint(p, T.I64)
+        ok = bld.icmp_unsigned("==", bld.and_(addr, ir.Constant(T.I64, vbytes - 1)),
+                               ir.Constant(T.I64, 0))
+        nt_bb = bld.append_basic_block("nt.store")
+        plain_bb = bld.append_basic_block("nt.plain")
+        end_bb = bld.append_basic_block("nt.end")
+        bld.cbranch(ok, nt_bb, plain_bb)
+        bld.position_at_end(nt_bb)
+        bld.store(value, p, align=vbytes, nontemporal=True)
+        bld.branch(end_bb)
+        bld.position_at_end(plain_bb)
+        bld.store(value, p, align=align)
+        bld.branch(end_bb)
+        bld.position_at_end(end_bb)
+
     def emit_store(self, s: S.BufferStore) -> None:
         memo: dict = {}
         value = self.emit(s.value, memo)
@@ -445,6 +493,7 @@ class StmtEmitter:
         try:
             self.serial_loop(s.loop_var, body_fn.args[-2], body_fn.args[-1],
                              lambda: self.emit_stmt(s.body))
+            self._fence_nontemporal()
             self.builder.ret_void()
             textir.IRBuilder(entry).branch(start_bb)
         finally:
@@ -591,7 +640,12 @@ class StmtEmitter:
                       align=align)
         elif isinstance(off, RampVal) and off.stride == 1:
             p = bld.gep(base_ptr, [off.base], inbounds=True, source_etype=et)
-            bld.store(value, p, align=align)
+            vbytes = lanes * T.element_bytes(buf.dtype)
+            if id(buf.data) in self.__dict__.get("_nontemporal", ()) and \
+                    vbytes in NONTEMPORAL_VECTOR_BYTES:
+                self._store_nontemporal(value, p, vbytes, align)
+            else:
+                bld.store(value, p, align=align)
         else:
             for k, p in enumerate(self._lane_ptrs(base_ptr, off, et)):
                 bld.store(bld.extract_element(value, T.I32(k)), p, align=align)

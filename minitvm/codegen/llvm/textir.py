@@ -586,12 +586,14 @@ class IRBuilder:
         tail = f", align {align}" if align is not None else ""
         return self._emit(typ, f"load {typ}, {ptr.type} {ref(ptr)}{tail}", name)
 
-    def store(self, value, ptr, align=None):
+    def store(self, value, ptr, align=None, nontemporal=False):
         if not isinstance(ptr.type, ir.PointerType):
             raise TypeError(f"cannot store to value of type {ptr.type}: not a pointer")
         if not ptr.type.is_opaque and ptr.type.pointee != value.type:
             raise TypeError(f"cannot store {value.type} to {ptr.type}: mismatching types")
         tail = f", align {align}" if align is not None else ""
+        if nontemporal:
+            tail += ", !nontemporal !{i32 1}"
         return self._emit(_VOID, f"store {_typed(value)}, {ptr.type} {ref(ptr)}{tail}")
 
     def gep(self, ptr, indices, inbounds=False, name="", source_etype=None):
