@@ -87,3 +87,98 @@ def test_conv1d_grouped_by_the_batch():
     _, vm = build_dynamic(model, torch.randn(2, 4, 10))
     check_batches(model, vm, lambda b: torch.randn(b, 4, 10), (1, 3), rtol=1e-4, atol=1e-5)
 
+
+
+class GatherTopRows(nn.Module):
+    """``x[arange(b)[:, None, None], arange(h)[None, :, None], top]``: three indexed axes, the
+    first the batch (Informer's ProbSparse attention picks its top queries this way)."""
+
+    def forward(self, x):
+        b, h = x.shape[0], x.shape[1]
+        top = x.sum(-1).topk(3, dim=-1).indices
+        bi = torch.arange(b)[:, None, None]
+        hi = torch.arange(h)[None, :, None]
+        return x[bi, hi, top] * 2.0
+
+
+def test_index_several_axes_with_the_batch():
+    """The linear index of several indexed axes takes the symbolic batch's size as a run-time
+    scalar (it failed: 'indexing several axes at once needs them static')."""
+    torch.manual_seed(0)
+    model = GatherTopRows()
+    _, vm = build_dynamic(model, torch.randn(2, 4, 7, 5))
+    check_batches(model, vm, lambda b: torch.randn(b, 4, 7, 5), (1, 3))
+
+
+class PoolUnpool(nn.Module):
+    """SegNet's encoder / decoder pair: max pooling's indices feed max_unpool2d."""
+
+    def __init__(self, k, stride, pad):
+        super().__init__()
+        self.k, self.stride, self.pad = k, stride, pad
+
+    def forward(self, x):
+        y, idx = F.max_pool2d(x, self.k, self.stride, self.pad, return_indices=True)
+        return F.max_unpool2d(y * 3.0, idx, self.k, self.stride, self.pad, x.shape[2:]), idx
+
+
+@pytest.mark.parametrize("k, stride, pad", [(2, 2, 0), (3, 2, 1)])
+def test_max_pool_indices_of_a_symbolic_batch(k, stride, pad):
+    """The indices count within each (N, C) plane, so only the spatial dims must be static
+    (it failed: 'max-pool indices need a batched input of static shape'); max_unpool2d of
+    them, from disjoint windows (gathers) or overlapping ones (an index_put over planes
+    counted at run time)."""
+    torch.manual_seed(0)
+    model = PoolUnpool(k, stride, pad)
+    mod, vm = build_dynamic(model, torch.randn(2, 3, 6, 8))
+    assert ("R.index_put" in mod.script()) == (k != stride)
+    check_batches(model, vm, lambda b: torch.randn(b, 3, 6, 8), (1, 3), outputs=2)
+
+
+class CumExtremes(nn.Module):
+    def forward(self, x):
+        hi = torch.cummax(x, dim=2)
+        lo = torch.cummin(x, dim=1)
+        return hi.values, hi.indices, lo.values, lo.indices
+
+
+def test_cummax_cummin_of_a_symbolic_batch():
+    """A static size along the scanned dim sets the log-step count; the batch stays symbolic
+    (it failed: 'needs a static input shape'). Ties (a later equal entry's index) and NaN
+    (it takes over and stays) as torch's."""
+    model = CumExtremes()
+    _, vm = build_dynamic(model, torch.randn(2, 5, 9))
+
+    def make(b):
+        x = torch.randint(0, 4, (b, 5, 9)).float()
+        x[0, 1, 4] = float("nan")
+        return x
+
+    check_batches(model, vm, make, (1, 3), outputs=4)
+
+
+class VoxelLookup(nn.Module):
+    """A learned (1, C, D, H, W) volume sampled at a batch of points (TensoRF's appearance
+    grid): the grid's output dims are the symbolic batch."""
+
+    def __init__(self, padding_mode):
+        super().__init__()
+        self.padding_mode = padding_mode
+        self.vol = nn.Parameter(torch.randn(1, 4, 5, 6, 7))
+
+    def forward(self, pts):
+        n = pts.shape[0]
+        out = F.grid_sample(self.vol, pts.view(1, n, 1, 1, 3), align_corners=True,
+                            padding_mode=self.padding_mode)
+        return out.view(4, n).t()
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflection"])
+def test_grid_sample_3d_at_a_batch_of_points(padding_mode):
+    """The native kernel's output dims may be symbolic; the image's must be static (it
+    failed: 'the image's and grid's spatial dims must be known')."""
+    torch.manual_seed(0)
+    model = VoxelLookup(padding_mode)
+    _, vm = build_dynamic(model, torch.rand(2, 3) * 2.4 - 1.2)
+    check_batches(model, vm, lambda b: torch.rand(b, 3) * 2.4 - 1.2, (1, 3, 7), rtol=1e-5,
+                  atol=1e-5)
