@@ -20,12 +20,12 @@ from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
 
 
-def build_dynamic(model, example):
+def build_dynamic(model, example, max_batch=64):
     """One Relax build of ``model`` exported with axis 0 of ``example`` a batch ``Dim``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ep = torch.export.export(model, (example,),
-                                 dynamic_shapes=({0: torch.export.Dim("batch", max=64)},))
+                                 dynamic_shapes=({0: torch.export.Dim("batch", max=max_batch)},))
     mod = from_exported_program(ep)
     return mod, relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
 
@@ -182,3 +182,24 @@ def test_grid_sample_3d_at_a_batch_of_points(padding_mode):
     _, vm = build_dynamic(model, torch.rand(2, 3) * 2.4 - 1.2)
     check_batches(model, vm, lambda b: torch.rand(b, 3) * 2.4 - 1.2, (1, 3, 7), rtol=1e-5,
                   atol=1e-5)
+
+
+class KernelRegression(nn.Module):
+    """Exact GP regression on a batch of training points (the dkl_gp pattern): the (b, b)
+    kernel matrix's Cholesky factor, cholesky_solve and a triangular solve."""
+
+    def forward(self, x):
+        k = torch.exp(-0.5 * torch.cdist(x, x).pow(2)) + 0.1 * torch.eye(x.shape[0])
+        chol = torch.linalg.cholesky(k)
+        alpha = torch.cholesky_solve(x[:, :1], chol)
+        v = torch.linalg.solve_triangular(chol, k, upper=False)
+        return torch.cat([alpha, v.sum(0, keepdim=True).t()], 1)
+
+
+def test_cholesky_of_a_batch_sized_kernel_matrix():
+    """The matrix order is the symbolic batch (it failed: 'cholesky: matrix shape (s, s) is
+    symbolic'): the loop kernels take the order at run time."""
+    torch.manual_seed(0)
+    model = KernelRegression()
+    _, vm = build_dynamic(model, torch.randn(4, 3), max_batch=25)  # (cdist's guard)
+    check_batches(model, vm, lambda b: torch.randn(b, 3), (1, 3, 7), rtol=1e-4, atol=1e-4)

@@ -1,17 +1,20 @@
 """The Relax torch importer's helpers on symbolic sizes, built with a BlockBuilder (no torch
 needed): the native grid-sample call with a grid whose batch and output dims are symbolic
 (``spatial.grid_sample_kernel``) and cummax / cummin over a static axis of a tensor with a
-symbolic batch (``frontend_common.torch_order.cumulative_extreme``); one build each, run at
-several sizes against numpy."""
+symbolic batch (``frontend_common.torch_order.cumulative_extreme``), and Cholesky with the
+triangular solves of a symbolic matrix order (``frontend_common.torch_linalg`` on
+``schedule.linalg``'s loop kernels); one build each, run at several sizes against numpy."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import minitvm as tvm
 from minitvm import relax, tir
-from minitvm.frontend_common import torch_order
+from minitvm.frontend_common import torch_linalg, torch_order
 from minitvm.relax.frontend.spatial import grid_sample_kernel
+from minitvm.relax.frontend.torch.aten_linalg_solve import _const, _Kernels
 from minitvm.relax.frontend.torch.aten_order import _RelaxOrder
 from minitvm.relax.frontend.torch.context import AtenContext
 from minitvm.topi.testing.image_nd import grid_sample_python
@@ -75,3 +78,50 @@ def test_cumulative_extreme_of_a_symbolic_batch():
         ref_val, ref_idx = _cum_reference(data, 2, False)
         np.testing.assert_array_equal(val, ref_val)
         np.testing.assert_array_equal(idx, ref_idx)
+
+
+def test_cholesky_and_triangular_solves_of_a_symbolic_order():
+    """``torch_linalg``'s Cholesky, cholesky_solve and solve_triangular on an (n, n) matrix of
+    symbolic order n (a GP's kernel matrix over a dynamic batch of points): the loop kernels
+    take the order at run time; one build at orders 1, 3 and 6 against numpy."""
+    n = tir.Var("n", "int64")
+    a = relax.Var("a", relax.TensorStructInfo([n, n], "float32"))
+    y = relax.Var("y", relax.TensorStructInfo([n, 2], "float32"))
+
+    def body(ctx):
+        kernels = _Kernels(ctx)
+        chol, info = (ctx.emit(v) for v in torch_linalg.cholesky(
+            relax.op, kernels, a, (n, n), "float32", _const, ctx.emit))
+        alpha = ctx.emit(torch_linalg.cholesky_solve(relax.op, kernels, y, chol, (n, 2),
+                                                     (n, n), "float32", _const, ctx.emit))
+        v = ctx.emit(torch_linalg.solve_triangular(relax.op, kernels, chol, y, (n, n), (n, 2),
+                                                   upper=False))
+        return chol, info, alpha, v
+
+    mod, vm = build([a, y], body)
+    assert str(mod["main"].ret_struct_info.fields[0].shape.values[0]) == "n"
+    rng = np.random.default_rng(0)
+    for order in (1, 3, 6):
+        m = rng.standard_normal((order, order))
+        spd = (m @ m.T + order * np.eye(order)).astype("float32")
+        rhs = rng.standard_normal((order, 2)).astype("float32")
+        chol, info, alpha, v = (t.numpy() for t in vm["main"](spd, rhs))
+        ref = np.linalg.cholesky(spd.astype("float64"))
+        np.testing.assert_allclose(chol, ref, rtol=1e-5, atol=1e-5)
+        assert int(info) == 0
+        np.testing.assert_allclose(alpha, np.linalg.solve(spd.astype("float64"), rhs),
+                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(v, np.linalg.solve(ref, rhs), rtol=1e-4, atol=1e-5)
+
+
+def test_symbolic_order_only_where_the_composition_takes_it():
+    """LU-based compositions (solve, inverse, determinants) keep refusing a symbolic shape by
+    name; a symbolic batch of matrices and non-square symbolic dims are refused too."""
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    with pytest.raises(torch_linalg.LinalgError, match="linalg_solve: matrix shape .* symbolic"):
+        torch_linalg.check_order("linalg_solve", (n, n), "float32")
+    assert torch_linalg.check_order("cholesky", (2, n, n), "float32", True) is n
+    with pytest.raises(torch_linalg.LinalgError, match="cholesky: the batch dims"):
+        torch_linalg.check_order("cholesky", (m, n, n), "float32", True)
+    with pytest.raises(torch_linalg.LinalgError, match="cholesky: expected square"):
+        torch_linalg.check_order("cholesky", (n, m), "float32", True)
