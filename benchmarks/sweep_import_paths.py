@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import sys
 import time
 import warnings
@@ -327,8 +328,9 @@ def path_onnx_dyn_relay(name, model, inputs, ref, tol):
 
 
 def path_ep_relax_dyn(name, model, inputs, ref, tol):
-    """torch.export with axis 0 of every input one ``Dim`` (exported at batch 2), one Relax
-    build, run at each batch size."""
+    """torch.export with axis 0 of every input one ``Dim`` (exported at batch 2; bounded by the
+    maximum torch suggests when the model limits the batch), one Relax build, run at each batch
+    size."""
     import torch
 
     from minitvm.relax.frontend.torch import from_exported_program
@@ -338,13 +340,25 @@ def path_ep_relax_dyn(name, model, inputs, ref, tol):
     except Exception as e:  # noqa: BLE001
         raise Skip(f"axis 0 is not the batch of every input (eager fails on them cycled to "
                    f"another size): {first_line(e)}") from e
-    batch = torch.export.Dim("batch")
     example = batched(inputs, 2)
-    try:
+
+    def export_dyn(batch):
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ep = torch.export.export(model, tuple(example.values()), dynamic_shapes=tuple(
+            return torch.export.export(model, tuple(example.values()), dynamic_shapes=tuple(
                 {0: batch} if v.dim() > 0 else None for v in example.values()))
+
+    try:
+        try:
+            ep = export_dyn(torch.export.Dim("batch"))
+        except Exception as e:  # noqa: BLE001
+            # the model bounds the batch (a guard such as batch <= 25): export within the
+            # range torch suggests ("Suggested fixes: batch = Dim('batch', max=25)") when it
+            # holds the batches run, as a user following that advice would
+            bound = re.search(r"Dim\('batch', max=(\d+)\)", str(e))
+            if bound is None or int(bound.group(1)) < max(DYN_BATCHES):
+                raise
+            ep = export_dyn(torch.export.Dim("batch", max=int(bound.group(1))))
     except Exception as e:  # noqa: BLE001
         raise Skip(f"torch.export (dynamic batch): {first_line(e)}") from e
     vm = relax_vm(from_exported_program(ep))

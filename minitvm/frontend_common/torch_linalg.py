@@ -19,7 +19,8 @@ solve or inverse of a singular matrix: the division by its zero pivot).
 ``ops`` is the dialect's operator namespace (``relay.op`` or ``relax.op``); ``kernels`` makes
 the three kernel calls (``Kernels``); ``const(array)`` makes a constant of a numpy array (its
 dtype kept); ``emit`` binds a value used more than once (Relax's ``ctx.emit``; the identity for
-Relay). Shapes are static tuples of ints.
+Relay). Shapes are tuples of ints, except that Relax's Cholesky and triangular solves take a
+symbolic matrix order (the batch dims stay static).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+
+from ..ir import structural_equal
 
 __all__ = ["Kernels", "LinalgError", "batch_shape", "check_order", "cholesky",
            "cholesky_solve", "det", "inverse", "lu_factor", "matrix_exp", "slogdet", "solve",
@@ -50,21 +53,35 @@ class LinalgError(ValueError):
     """A linear-algebra operand these compositions cannot take (order, dtype, shape)."""
 
 
-def check_order(op_name: str, shape: Sequence, dtype: str) -> int:
-    """The static order ``n`` of the square matrices in ``shape`` (``(..., n, n)``), refusing a
-    symbolic shape and a non-float dtype with a message naming ``op_name``."""
+def check_order(op_name: str, shape: Sequence, dtype: str, symbolic_order: bool = False):
+    """The order ``n`` of the square matrices in ``shape`` (``(..., n, n)``): an int or, with
+    ``symbolic_order`` (the compositions that only call the loop kernels: Cholesky and the
+    triangular solves), the symbolic size of both matrix dims (a kernel matrix over a dynamic
+    batch of points); the leading (batch) dims must be static. A symbolic shape otherwise and
+    a non-float dtype are refused with a message naming ``op_name``."""
     if len(shape) < 2:
         raise LinalgError(f"{op_name}: expected a (batch of) square matrices, got shape "
                           f"{tuple(shape)}")
     rows, cols = shape[-2], shape[-1]
-    if not all(isinstance(d, int | np.integer) for d in shape):
-        raise LinalgError(f"{op_name}: matrix shape {tuple(shape)} is symbolic; the "
-                          "factorization kernels take static shapes")
-    if rows != cols:
+    if not symbolic_order and not all(isinstance(d, int | np.integer) for d in shape):
+        raise LinalgError(f"{op_name}: matrix shape {tuple(shape)} is symbolic; this "
+                          "composition takes static shapes")
+    if not all(isinstance(d, int | np.integer) for d in shape[:-2]):
+        raise LinalgError(f"{op_name}: the batch dims of matrix shape {tuple(shape)} are "
+                          "symbolic; the factorization kernels take a static batch")
+    if not _same_size(rows, cols):
         raise LinalgError(f"{op_name}: expected square matrices, got {rows}x{cols}")
     if not dtype.startswith("float") or dtype == "float16":
         raise LinalgError(f"{op_name}: expected float32 or float64 matrices, got {dtype}")
-    return int(rows)
+    return int(rows) if isinstance(rows, int | np.integer) else rows
+
+
+def _same_size(a, b) -> bool:
+    """Two dims equal: equal ints, or structurally the same symbolic size."""
+    static = [isinstance(d, int | np.integer) for d in (a, b)]
+    if all(static):
+        return int(a) == int(b)
+    return not any(static) and structural_equal(a, b)
 
 
 def batch_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
@@ -95,9 +112,14 @@ def _count(batch: tuple[int, ...]) -> int:
     return int(np.prod(batch, dtype=np.int64))
 
 
-def _diagonal(ops: Any, m, n: int, dtype: str, const: Callable):
-    """The diagonal of ``m`` (``(B, n, n)``) as ``(B, n)``."""
-    on_diagonal = const(np.eye(n, dtype=bool)[None])
+def _diagonal(ops: Any, m, n, dtype: str, const: Callable):
+    """The diagonal of ``m`` (``(B, n, n)``) as ``(B, n)``; a symbolic ``n`` (Relax only)
+    compares ``arange(n)`` with itself."""
+    if isinstance(n, int | np.integer):
+        on_diagonal = const(np.eye(n, dtype=bool)[None])
+    else:
+        idx = ops.arange(0, n, 1, "int64")
+        on_diagonal = ops.equal(ops.expand_dims(idx, 1), ops.expand_dims(idx, 0))
     return ops.sum(ops.where(on_diagonal, m, const(np.array(0, dtype))), axis=2)
 
 
@@ -280,7 +302,7 @@ def solve_triangular(ops: Any, kernels: Kernels, a, b, a_shape: Sequence[int],
         raise LinalgError(f"solve_triangular: B must be a (batch of) matrices, got shape "
                           f"{b_shape}")
     n = a_shape[-1]
-    if b_shape[-2 if left else -1] != n:
+    if not _same_size(b_shape[-2 if left else -1], n):
         raise LinalgError(f"solve_triangular: A {a_shape} and B {b_shape} do not fit "
                           f"({'left' if left else 'right'} side)")
     batch = batch_shape(a_shape, b_shape)

@@ -42,9 +42,19 @@ def _fill(b: OrderBuilder, shape, axis: int, width: int, value, dtype: str):
     return b.const(np.full(block, value, dtype=dtype))
 
 
+def _static(shape) -> bool:
+    return all(isinstance(d, int | np.integer) for d in shape)
+
+
 def _shift(b: OrderBuilder, t, shape, axis: int, step: int, value, dtype: str):
-    """``t`` moved ``step`` places up along ``axis``, the first ``step`` entries ``value``."""
-    head = _fill(b, shape, axis, step, value, dtype)
+    """``t`` moved ``step`` places up along ``axis``, the first ``step`` entries ``value``: a
+    constant head for a static shape, else one filled like ``t``'s first ``step`` entries
+    (a symbolic size off ``axis``, e.g. a dynamic batch)."""
+    if _static(shape):
+        head = _fill(b, shape, axis, step, value, dtype)
+    else:
+        head = b.ops.full_like(b.slice_axis(t, axis, 0, step),
+                               b.const(np.array(value, dtype=dtype)))
     return b.emit(b.concat([head, b.slice_axis(t, axis, 0, shape[axis] - step)], axis))
 
 
@@ -58,13 +68,16 @@ def _lowest(dtype: str, largest: bool):
 def cumulative_extreme(b: OrderBuilder, x, shape, dtype: str, axis: int, largest: bool):
     """torch.cummax (``largest``) / cummin along ``axis``: the running extreme and the int64
     index where it was last reached (a later equal entry takes over, as torch's does); a NaN
-    takes over and then stays, its index moving on with each later NaN."""
+    takes over and then stays, its index moving on with each later NaN. ``shape[axis]`` must
+    be an int (it sets the number of steps); the other sizes may be symbolic."""
     ops = b.ops
     n = shape[axis]
     index_shape = [1] * len(shape)
     index_shape[axis] = n
-    idx = b.emit(ops.add(b.const(np.zeros(shape, "int64")),
-                         b.const(np.arange(n, dtype="int64").reshape(index_shape))))
+    positions = b.const(np.arange(n, dtype="int64").reshape(index_shape))
+    zeros = (b.const(np.zeros(shape, "int64")) if _static(shape) else
+             ops.full_like(b.cast(x, "int64"), b.const(np.array(0, "int64"))))
+    idx = b.emit(ops.add(zeros, positions))
     val = b.emit(x)
     floor = _lowest(dtype, largest)
     step = 1

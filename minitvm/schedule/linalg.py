@@ -24,22 +24,26 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..topi.broadcast import const_like
 from ..topi.linalg import LINALG_TAG
-from .common import allocated, const_int, imm, parallel_for
+from .common import allocated, dim, imm, parallel_for
 from .lower import Rule, register_rule
 
 
 def supported(t, options=None) -> bool:
-    """Is ``t`` a factorization stage with static shapes?"""
-    if not isinstance(t.op, ComputeOp) or t.op.tag != LINALG_TAG:
-        return False
-    return all(const_int(d) is not None for x in (t, *t.op.attrs["operands"]) for d in x.shape)
+    """Is ``t`` a factorization stage (static or symbolic matrix sizes)?"""
+    return isinstance(t.op, ComputeOp) and t.op.tag == LINALG_TAG
+
+
+def _e(d) -> E.PrimExpr:
+    """A dim as an int32 expression: a constant, or a symbolic size cast (the loops' type)."""
+    if isinstance(d, int):
+        return imm(d)
+    return d if d.dtype == "int32" else E.Cast("int32", d)
 
 
 def _for(ctx, start, stop, body_of, name: str = "i") -> S.Stmt:
     """``for v in [start, stop)`` (PrimExprs or ints), ``body_of(v)`` its body."""
     v = ctx.fresh(name)
-    start = imm(start) if isinstance(start, int) else start
-    stop = imm(stop) if isinstance(stop, int) else stop
+    start, stop = _e(start), _e(stop)
     return S.For(v, start, stop - start, S.ForKind.SERIAL, body_of(v))
 
 
@@ -52,11 +56,11 @@ class _Matrix:
 
     __slots__ = ("buf", "base", "ld")
 
-    def __init__(self, buf, base, ld: int):
-        self.buf, self.base, self.ld = buf, base, ld
+    def __init__(self, buf, base, ld):
+        self.buf, self.base, self.ld = buf, base, _e(ld)
 
     def at(self, i, j) -> E.PrimExpr:
-        return self.base + i * imm(self.ld) + j
+        return self.base + i * self.ld + j
 
     def load(self, i, j) -> E.PrimExpr:
         return E.BufferLoad(self.buf, [self.at(i, j)])
@@ -94,15 +98,15 @@ def _cholesky(ctx, a: _Matrix, o: _Matrix, n: int, dt: str) -> S.Stmt:
 
         def update(i):
             u = ctx.fresh("u", dt)
-            return S.LetStmt(u, o.load(j, i), _axpy(ctx, o, i, o, j, u, i, imm(n)))
+            return S.LetStmt(u, o.load(j, i), _axpy(ctx, o, i, o, j, u, i, _e(n)))
 
-        body = _seq(o.store(r, j, j), _scale_row(ctx, o, j, r, j + 1, imm(n)),
-                    _for(ctx, j + 1, imm(n), update))
+        body = _seq(o.store(r, j, j), _scale_row(ctx, o, j, r, j + 1, _e(n)),
+                    _for(ctx, j + 1, _e(n), update))
         value = E.Select(E.GT(d, zero), tir_op.sqrt(d), nan)
         return S.LetStmt(d, o.load(j, j), S.LetStmt(r, value, body))
 
     def mirror(i):
-        return _for(ctx, i + 1, imm(n), lambda j: _seq(o.store(o.load(i, j), j, i),
+        return _for(ctx, i + 1, _e(n), lambda j: _seq(o.store(o.load(i, j), j, i),
                                                        o.store(zero, i, j)), "j")
 
     return _seq(copy, _for(ctx, 0, n, step, "j"), _for(ctx, 0, n, mirror))
@@ -127,14 +131,14 @@ def _lu(ctx, a: _Matrix, o: _Matrix, n: int, dt: str) -> S.Stmt:
         def eliminate(i):
             m = ctx.fresh("m", dt)
             return S.LetStmt(m, o.load(i, k) / d, _seq(
-                o.store(m, i, k), _axpy(ctx, o, i, o, k, m, k + 1, imm(n))))
+                o.store(m, i, k), _axpy(ctx, o, i, o, k, m, k + 1, _e(n))))
 
         pivot = S.LetStmt(p, E.BufferLoad(where, [imm(0)]), _seq(
-            o.store(E.Cast(dt, p), k, imm(n)), _swap_rows(ctx, o, k, p, n, dt),
+            o.store(E.Cast(dt, p), k, _e(n)), _swap_rows(ctx, o, k, p, n, dt),
             S.LetStmt(d, o.load(k, k), S.IfThenElse(
-                E.NE(d, zero), _for(ctx, k + 1, imm(n), eliminate)))))
+                E.NE(d, zero), _for(ctx, k + 1, _e(n), eliminate)))))
         return _seq(S.BufferStore(best, const_like(-1, dt), [imm(0)]),
-                    S.BufferStore(where, k, [imm(0)]), _for(ctx, k, imm(n), scan), pivot)
+                    S.BufferStore(where, k, [imm(0)]), _for(ctx, k, _e(n), scan), pivot)
 
     return allocated(best, allocated(where, _seq(copy, _for(ctx, 0, n, step, "k"))))
 
@@ -149,7 +153,7 @@ def _solve(ctx, f: _Matrix, b: _Matrix, x: _Matrix, n: int, m: int, kind: str,
     parts = [copy]
     if kind == "lu":
         parts.append(_for(ctx, 0, n, lambda k: _swap_rows(
-            ctx, x, k, E.Cast("int32", f.load(k, imm(n))), m, dt), "k"))
+            ctx, x, k, E.Cast("int32", f.load(k, _e(n))), m, dt), "k"))
 
     def forward(i):
         eliminate = _for(ctx, 0, i, lambda k: _axpy(ctx, x, i, x, k, f.load(i, k), 0, m), "k")
@@ -162,11 +166,11 @@ def _solve(ctx, f: _Matrix, b: _Matrix, x: _Matrix, n: int, m: int, kind: str,
         # U[i, k] for LU and an upper A, L[k, i] (L^T) for Cholesky
         coefficient = (lambda k: f.load(k, i)) if kind == "cholesky" else \
             (lambda k: f.load(i, k))
-        eliminate = _for(ctx, i + 1, imm(n), lambda k: _axpy(ctx, x, i, x, k, coefficient(k),
+        eliminate = _for(ctx, i + 1, _e(n), lambda k: _axpy(ctx, x, i, x, k, coefficient(k),
                                                                 0, m), "k")
         if kind != "unit_upper":
             eliminate = _seq(eliminate, _scale_row(ctx, x, i, f.load(i, i), 0, m))
-        return S.LetStmt(i, imm(n - 1) - r, eliminate)
+        return S.LetStmt(i, _e(n) - imm(1) - r, eliminate)
 
     if kind in ("lu", "cholesky", "lower", "unit_lower"):
         parts.append(_for(ctx, 0, n, forward))
@@ -182,29 +186,43 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     bufs = [ctx.flat_view(ctx.buf[id(s)]) for s in operands]
     y = ctx.flat_view(out)
     dt = t.dtype
-    batch, n, cols = (const_int(d) for d in t.shape)
+    batch, n, cols = (dim(d) for d in t.shape)
     if kind == "lu":
         def body(v):
-            return _lu(ctx, _Matrix(bufs[0], v * imm(n * n), n),
-                       _Matrix(y, v * imm(n * (n + 1)), n + 1), n, dt)
-        work = n * n * n
+            return _lu(ctx, _Matrix(bufs[0], v * _e(n) * _e(n), n),
+                       _Matrix(y, v * _e(n) * (_e(n) + imm(1)), n + 1), n, dt)
+        work = _work(n, n, n)
     elif kind == "cholesky":
         def body(v):
-            return _cholesky(ctx, _Matrix(bufs[0], v * imm(n * n), n),
-                             _Matrix(y, v * imm(n * n), n), n, dt)
-        work = n * n * n // 3
+            return _cholesky(ctx, _Matrix(bufs[0], v * _e(n) * _e(n), n),
+                             _Matrix(y, v * _e(n) * _e(n), n), n, dt)
+        work = _work(n, n, n) // 3
     else:
-        ld = const_int(operands[0].shape[2])
+        ld = dim(operands[0].shape[2])
 
         def body(v):
-            return _solve(ctx, _Matrix(bufs[0], v * imm(n * ld), ld),
-                          _Matrix(bufs[1], v * imm(n * cols), cols),
-                          _Matrix(y, v * imm(n * cols), cols), n, cols, kind[len("solve_"):], dt)
-        work = n * n * cols
-    if batch * n == 0:
+            return _solve(ctx, _Matrix(bufs[0], v * _e(n) * _e(ld), ld),
+                          _Matrix(bufs[1], v * _e(n) * _e(cols), cols),
+                          _Matrix(y, v * _e(n) * _e(cols), cols), n, cols, kind[len("solve_"):],
+                          dt)
+        work = _work(n, n, cols)
+    if any(isinstance(d, int) and d == 0 for d in (batch, n)):
         return S.Evaluate(imm(0))
-    return parallel_for(ctx, imm(batch), max(work, 1), body)
+    return parallel_for(ctx, _e(batch), max(work, 1), body, "int32")
 
 
-RULE = Rule("dense factorizations: row loops", "linalg", supported, emit, materialize=True)
+def _work(*dims) -> int:
+    """Multiply-adds per matrix for the thread pool's decision; a symbolic size counts as
+    ``SYMBOLIC_ORDER_GUESS`` (an order-64 matrix's work is worth a thread)."""
+    work = 1
+    for d in dims:
+        work *= d if isinstance(d, int) else SYMBOLIC_ORDER_GUESS
+    return work
+
+
+SYMBOLIC_ORDER_GUESS = 64
+
+
+RULE = Rule("dense factorizations: row loops", "linalg", supported, emit, symbolic=True,
+            materialize=True)
 register_rule(LINALG_TAG, RULE)

@@ -1,6 +1,6 @@
 """Dense factorizations of batches of square matrices as loop kernels (tag ``linalg_loops``):
 Cholesky, LU with partial pivoting (LAPACK ``potrf`` / ``getrf``) and the triangular solves
-behind them (``potrs`` / ``getrs``), for matrices of any static order.
+behind them (``potrs`` / ``getrs``), for matrices of any order (static or a symbolic size: a batch of points' kernel matrix).
 
 Each stage's te body only names its inputs and its shape; ``schedule/linalg.py`` writes its
 loops (O(n^3) work, O(1) code in ``n``), for Relay's computes of ``linalg.cholesky_factor`` /
@@ -24,6 +24,7 @@ Layouts (``B`` matrices of order ``n``, row-major):
 from __future__ import annotations
 
 from .. import te
+from ..arith import Analyzer
 from ..tir import expr as E
 from .utils import compute
 
@@ -47,12 +48,21 @@ def _stage(shape, operands, kind: str, name: str):
                       attrs={"operands": tuple(operands), "kind": kind})
 
 
+def _same(a, b) -> bool:
+    """Are two extents equal: equal constants, or the same symbolic size?"""
+    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+        return a.value == b.value
+    if isinstance(a, E.IntImm) or isinstance(b, E.IntImm):
+        return False
+    return Analyzer().can_prove_equal(a, b)
+
+
 def _square(a, what: str):
-    if len(a.shape) != 3 or not all(isinstance(d, E.IntImm) for d in a.shape):
-        raise ValueError(f"{what}: expected a static (batch, n, n) tensor, got {list(a.shape)}")
-    if a.shape[1].value != a.shape[2].value:
+    if len(a.shape) != 3:
+        raise ValueError(f"{what}: expected a (batch, n, n) tensor, got {list(a.shape)}")
+    if not _same(a.shape[1], a.shape[2]):
         raise ValueError(f"{what}: expected square matrices, got {list(a.shape)}")
-    return a.shape[0].value, a.shape[1].value
+    return a.shape[0], a.shape[1]
 
 
 def cholesky_stage(a):
@@ -64,19 +74,22 @@ def cholesky_stage(a):
 def lu_stage(a):
     """The packed LU and row-exchange stage of ``a`` ``(B, n, n)`` (see the module)."""
     b, n = _square(a, "lu_stage")
-    return _stage([b, n, n + 1], [a], "lu", "T_lu")
+    return _stage([b, n, E.IntImm(n.dtype, n.value + 1) if isinstance(n, E.IntImm) else n + 1],
+                  [a], "lu", "T_lu")
 
 
 def factored_solve_stage(factor, rhs, kind: str):
     """``X`` with ``A X = rhs`` from ``A``'s factor (see the module)."""
     if kind not in SOLVE_KINDS:
         raise ValueError(f"factored_solve_stage: kind must be one of {SOLVE_KINDS}, got {kind!r}")
-    if len(rhs.shape) != 3 or not all(isinstance(d, E.IntImm) for d in (*rhs.shape,
-                                                                         *factor.shape)):
-        raise ValueError(f"factored_solve_stage: expected static 3-d operands, got "
+    if len(rhs.shape) != 3 or len(factor.shape) != 3:
+        raise ValueError(f"factored_solve_stage: expected 3-d operands, got "
                          f"{list(factor.shape)} and {list(rhs.shape)}")
-    b, n, cols = (d.value for d in factor.shape)
-    if cols != n + (kind == "lu") or tuple(d.value for d in rhs.shape[:2]) != (b, n):
+    b, n, cols = factor.shape
+    wide = n + 1 if kind == "lu" else n
+    if isinstance(n, E.IntImm) and kind == "lu":
+        wide = E.IntImm(n.dtype, n.value + 1)
+    if not (_same(cols, wide) and _same(rhs.shape[0], b) and _same(rhs.shape[1], n)):
         raise ValueError(f"factored_solve_stage: a {kind} factor {list(factor.shape)} does not "
                          f"fit right-hand sides {list(rhs.shape)}")
     return _stage(rhs.shape, [factor, rhs], "solve_" + kind, "T_factored_solve")

@@ -115,11 +115,12 @@ def grid_sample_2d(ctx, x, grid, linear: bool, padding: str, align: bool):
 def grid_sample_kernel(ctx, x, grid, method: str, padding: str, align: bool):
     """Grid sampling as one call_tir of the shared native kernel: ``method`` nearest, bilinear
     or bicubic (2-D only), ``padding`` zeros, border or reflection; ``grid`` (N, *out, nd)
-    holds (x, y[, z]). The output is (N, C, *out)."""
+    holds (x, y[, z]). The output is (N, C, *out); N and the output dims may be symbolic (a
+    dynamic batch of sample points), the image's spatial dims must be static."""
     xs, gs = ctx.shape(x), ctx.shape(grid)
-    if not all(isinstance(d, int) for d in xs[2:] + gs[1:]):
-        raise ctx.fail(f"grid_sample: the image's and grid's spatial dims must be known, got "
-                       f"{xs} and {gs}")
+    if not all(isinstance(d, int) for d in xs[2:] + gs[-1:]):  # (out and batch may be symbolic)
+        raise ctx.fail(f"grid_sample: the image's spatial dims and the grid's coordinate count "
+                       f"must be known, got {xs} and {gs}")
     out = [xs[0], xs[1], *gs[1:-1]]
     dt = ctx.dtype(x)
 

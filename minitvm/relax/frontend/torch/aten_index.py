@@ -51,9 +51,17 @@ def _wrap_negative(ctx: AtenContext, idx, size: int):
     return ctx.emit(_op.where(_op.less(idx, zero), _op.add(idx, n), idx))
 
 
+def _int64_scalar(ctx: AtenContext, v):
+    """An int64 scalar tensor of a size: a constant, or read from a symbolic size at run
+    time (a batch axis indexed by ``arange(batch)``)."""
+    return const(np.array(v, "int64")) if isinstance(v, int) else ctx.tensor(v)
+
+
 @register("index.Tensor", "_unsafe_index.Tensor")
 def _index(ctx: AtenContext, args):
-    """x[i0, i1, ...] with integer index tensors (None = a whole axis), numpy placement."""
+    """x[i0, i1, ...] with integer index tensors (None = a whole axis), numpy placement.
+    Several indexed axes become one take from their flattened block by the linear index;
+    symbolic axis sizes enter the index arithmetic as run-time scalars."""
     x, indices = args[0], list(args[1])
     n = ctx.ndim(x)
     pos = [i for i, t in enumerate(indices) if t is not None]
@@ -66,20 +74,22 @@ def _index(ctx: AtenContext, args):
         return ctx.emit(_op.take(x, indices[pos[0]], pos[0], mode="wrap"))
     shape = ctx.shape(x)
     sizes = [shape[i] for i in pos]
-    if not all(isinstance(s, int) for s in sizes):
-        raise ctx.fail("indexing several axes at once needs them static")
     rest = [d for d in range(n) if d not in pos]
     moved = x if pos == list(range(len(pos))) else _op.permute_dims(x, pos + rest)
-    flat = ctx.emit(_op.reshape(moved, ctx.shape_expr([int(np.prod(sizes))] +
+    count = 1
+    for size in sizes:
+        count = count * size
+    flat = ctx.emit(_op.reshape(moved, ctx.shape_expr([ctx.simplify(count)] +
                                                       [shape[d] for d in rest])))
     linear, stride = None, 1
     for i, size in reversed(list(zip(pos, sizes, strict=True))):
         t = indices[i]
         t = t if ctx.dtype(t) == "int64" else _op.astype(t, "int64")
-        t = _op.floor_mod(t, const(np.array(size, "int64")))  # negative indices wrap
-        t = t if stride == 1 else _op.multiply(t, const(np.array(stride, "int64")))
+        t = _op.floor_mod(t, _int64_scalar(ctx, size))  # negative indices wrap
+        t = t if isinstance(stride, int) and stride == 1 else _op.multiply(
+            t, _int64_scalar(ctx, stride))
         linear = t if linear is None else _op.add(linear, t)
-        stride *= size
+        stride = ctx.simplify(stride * size)
     linear = ctx.emit(linear)
     out = ctx.emit(_op.take(flat, linear, 0))
     adjacent = pos == list(range(pos[0], pos[0] + len(pos)))

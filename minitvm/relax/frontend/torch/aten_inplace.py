@@ -116,9 +116,13 @@ def _max_unpool(ctx: AtenContext, args):
     x, index, size = args[0], args[1], [int(d) for d in args[2]]
     s = ctx.shape(x)
     n = len(size)
-    if len(s) != n + 2 or ctx.shape(index) != s or not all(isinstance(d, int) for d in s):
-        raise ctx.fail(f"max_unpool: input {s} and indices {ctx.shape(index)} must be one "
-                       f"batched {n}-D static shape")
+    if (len(s) != n + 2 or len(ctx.shape(index)) != n + 2
+            or not all(isinstance(d, int) for d in s[2:])):
+        raise ctx.fail(f"max_unpool: input {s} and indices {ctx.shape(index)} must be "
+                       f"batched {n}-D with static spatial dims")
+    if not all(ctx.analyzer.can_prove_equal(a, b) for a, b in zip(s, ctx.shape(index),
+                                                                     strict=True)):
+        raise ctx.fail(f"max_unpool: input {s} and indices {ctx.shape(index)} differ")
     dt, idt = ctx.dtype(x), ctx.dtype(index)
     geometry = _pool_geometry(ctx, ctx.node.args[1])
     plan = plan_unpool(s[2:], size, *geometry) if geometry else None
@@ -133,9 +137,17 @@ def _max_unpool(ctx: AtenContext, args):
         return ctx.emit(_op.where(keep, gx, const(np.zeros((), dt))))
     nb, ch = s[0], s[1]
     plane_in, plane_out = int(np.prod(s[2:])), int(np.prod(size))
-    rows = const((np.arange(nb * ch, dtype=idt) * plane_out).reshape(nb, ch, 1))
+    planes = ctx.simplify(nb * ch)
+    if isinstance(planes, int):
+        rows = const((np.arange(planes, dtype=idt) * plane_out).reshape(nb, ch, 1))
+        zeros = const(np.zeros(planes * plane_out, dt))
+    else:  # a symbolic batch: the planes' offsets and the zeros sized at run time
+        rows = ctx.emit(_op.reshape(_op.multiply(_op.arange(0, planes, 1, idt),
+                                                 const(np.array(plane_out, idt))),
+                                    ctx.shape_expr([nb, ch, 1])))
+        zeros = ctx.emit(_op.zeros(ctx.shape_expr([ctx.simplify(planes * plane_out)]), dt))
     flat_idx = ctx.emit(_op.reshape(ctx.emit(_op.add(ctx.emit(_op.reshape(
-        index, [nb, ch, plane_in])), rows)), [nb * ch * plane_in]))
-    zeros = const(np.zeros(nb * ch * plane_out, dt))
+        index, ctx.shape_expr([nb, ch, plane_in]))), rows)),
+        ctx.shape_expr([ctx.simplify(planes * plane_in)])))
     y = ctx.emit(_op.index_put(zeros, [flat_idx], ctx.emit(_op.reshape(x, [-1]))))
-    return ctx.emit(_op.reshape(y, [nb, ch] + size))
+    return ctx.emit(_op.reshape(y, ctx.shape_expr([nb, ch] + size)))

@@ -4,7 +4,8 @@
 ``linalg_slogdet`` / ``_linalg_slogdet``, ``logdet``, ``linalg_det`` / ``_linalg_det``, composed
 by ``frontend_common.torch_linalg`` (shared with the Relay importer) on the loop kernels of
 ``topi.linalg`` (``call_tir`` of the PrimFuncs ``schedule.linalg`` writes): any static matrix
-order, batched over the leading dimensions.
+order (Cholesky and the triangular solves also a symbolic one), batched over the leading
+dimensions.
 
 Where torch raises at run time (a matrix that is not positive definite for ``cholesky``, a
 singular one for ``solve`` / ``inv``) these return NaN / inf values instead; the ``_ex`` forms
@@ -50,11 +51,12 @@ class _Kernels:
                           rhs, name=f"{kind}_solve")
 
 
-def _matrix(ctx: AtenContext, x, op_name: str):
-    """``x``'s static shape and dtype, refused unless a float batch of square matrices."""
+def _matrix(ctx: AtenContext, x, op_name: str, symbolic_order: bool = False):
+    """``x``'s shape and dtype, refused unless a float batch of square matrices of a static
+    shape (with ``symbolic_order``: of a static batch, the order may be symbolic)."""
     shape, dtype = tuple(ctx.shape(x)), ctx.dtype(x)
     try:
-        torch_linalg.check_order(op_name, shape, dtype)
+        torch_linalg.check_order(op_name, shape, dtype, symbolic_order)
     except torch_linalg.LinalgError as e:
         raise ctx.fail(str(e)) from None
     return shape, dtype
@@ -72,7 +74,7 @@ def _emit_all(ctx: AtenContext, parts):
 def _cholesky_ex(ctx: AtenContext, args):
     """``(L, info)``; a matrix that is not positive definite gets NaN from the failed column
     on (torch's ``linalg.cholesky`` raises) and ``info`` LAPACK's."""
-    shape, dtype = _matrix(ctx, args[0], "cholesky")
+    shape, dtype = _matrix(ctx, args[0], "cholesky", symbolic_order=True)
     return _emit_all(ctx, torch_linalg.cholesky(_op, _Kernels(ctx), args[0], shape, dtype,
                                                 _const, ctx.emit, upper=_flag(args, 1, False)))
 
@@ -87,7 +89,7 @@ def _cholesky(ctx: AtenContext, args):
 @register("cholesky_solve.default")
 def _cholesky_solve(ctx: AtenContext, args):
     b, factor = args[0], args[1]
-    f_shape, dtype = _matrix(ctx, factor, "cholesky_solve")
+    f_shape, dtype = _matrix(ctx, factor, "cholesky_solve", symbolic_order=True)
     return ctx.emit(torch_linalg.cholesky_solve(_op, _Kernels(ctx), b, factor,
                                                 tuple(ctx.shape(b)), f_shape, dtype, _const,
                                                 ctx.emit, upper=_flag(args, 2, False)))
@@ -97,7 +99,7 @@ def _cholesky_solve(ctx: AtenContext, args):
 def _solve_triangular(ctx: AtenContext, args):
     """``(A, B, upper, left, unitriangular)``: one substitution on ``A``'s triangle; a zero on
     its diagonal gives inf / NaN."""
-    shape, _ = _matrix(ctx, args[0], "linalg_solve_triangular")
+    shape, _ = _matrix(ctx, args[0], "linalg_solve_triangular", symbolic_order=True)
     try:
         x = torch_linalg.solve_triangular(_op, _Kernels(ctx), args[0], args[1], shape,
                                           tuple(ctx.shape(args[1])), _flag(args, 2, False),
@@ -120,7 +122,7 @@ def _triangular_solve(ctx: AtenContext, args):
     """The legacy ``(B, A, upper, transpose, unitriangular)`` -> ``(X, A)``: ``A^T X = B``
     when ``transpose``."""
     b, a = args[0], args[1]
-    shape, _ = _matrix(ctx, a, "triangular_solve")
+    shape, _ = _matrix(ctx, a, "triangular_solve", symbolic_order=True)
     upper, transpose = _flag(args, 2, True), _flag(args, 3, False)
     rank = len(shape)
     coefficient = ctx.emit(_op.permute_dims(a, list(range(rank - 2)) + [rank - 1, rank - 2])) \

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import op as _op
-from ...expr import TupleGetItem, const
+from ...expr import TupleGetItem, Var, const
+from .aten_conv_groups import conv_symbolic_groups
 from .aten_math import _promote
 from .context import AtenContext, register
 
@@ -120,7 +121,13 @@ def _convolution(ctx: AtenContext, args):
     n = ctx.ndim(x) - 2
     pads = [int(p) for p in padding] * 2
     stride, dilation = [int(s) for s in stride], [int(d) for d in dilation]
-    if transposed:
+    groups = ctx.sym(groups)
+    if not isinstance(groups, int):
+        if transposed:
+            raise ctx.fail(f"a transposed convolution with a run-time group count {groups} is "
+                           "not supported (the groups must be a static int)")
+        y = conv_symbolic_groups(ctx, x, w, stride, pads[:n], dilation, groups)
+    elif transposed:
         fns = {1: _op.nn.conv1d_transpose, 2: _op.nn.conv2d_transpose,
                3: _op.nn.conv3d_transpose}
         if n not in fns:
@@ -131,7 +138,8 @@ def _convolution(ctx: AtenContext, args):
         if n not in fns:
             raise ctx.fail(f"{n}-D convolution is not supported")
         y = fns[n](x, w, stride, pads, dilation, int(groups))
-    y = ctx.emit(y)
+    if not isinstance(y, Var):
+        y = ctx.emit(y)
     if bias is not None:
         b = _op.reshape(bias, ctx.shape_expr([1, -1] + [1] * n))
         y = ctx.emit(_op.add(y, b))

@@ -86,15 +86,18 @@ def _median(ctx: AtenContext, args):
 
 @register("cummax.default", "cummin.default")
 def _cumulative_extreme(ctx: AtenContext, args):
-    """cummax / cummin(input, dim) -> (values, int64 indices)."""
+    """cummax / cummin(input, dim) -> (values, int64 indices); a static size along ``dim``,
+    any other size may be symbolic."""
     x = args[0]
-    shape, dtype = _static_shape(ctx, x), ctx.dtype(x)
+    shape, dtype = ctx.shape(x), ctx.dtype(x)
     if dtype == "bool":
         raise ctx.fail("a bool input is not supported")
     if not shape:
         return x, const(np.array(0, "int64"))
-    return torch_order.cumulative_extreme(_RelaxOrder(ctx), x, shape, dtype,
-                                          int(args[1]) % len(shape),
+    axis = int(args[1]) % len(shape)
+    if not isinstance(shape[axis], int):  # (the other sizes may be symbolic: a batch)
+        raise ctx.fail(f"needs a static size along dim {axis} (the scan's steps), got {shape}")
+    return torch_order.cumulative_extreme(_RelaxOrder(ctx), x, shape, dtype, axis,
                                           largest=_op_name(ctx) == "cummax")
 
 

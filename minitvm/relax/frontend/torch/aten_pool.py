@@ -34,8 +34,9 @@ def _max_pool(ctx: AtenContext, args):
     if not any(u.target is operator.getitem and u.args[1] == 1 for u in ctx.node.users):
         return (y, None)
     shape = ctx.shape(x)
-    if len(shape) != n + 2 or not all(isinstance(d, int) for d in shape):
-        raise ctx.fail("max-pool indices need a batched input of static shape")
+    if len(shape) != n + 2 or not all(isinstance(d, int) for d in shape[2:]):
+        raise ctx.fail(f"max-pool indices need a batched input of static spatial dims, got "
+                       f"{shape}")  # (indices count within a plane: N and C may be symbolic)
     idx = maxpool_indices(ctx.emit, shape, ctx.dtype(x), x, ctx.shape(y)[2:], kernel, stride,
                           dil, pads, pads, per_plane=True)
     return (y, idx)
