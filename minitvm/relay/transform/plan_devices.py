@@ -378,11 +378,12 @@ class _Capturer:
         return new
 
     def call(self, call: Call):
-        props = on_device_props(call)
-        if props is not None:  # its job is done: the domains hold what it said
-            return self.rw[props[0]]
-        copy = device_copy_props(call)
-        if copy is not None:
+        # (the op's name read once: the three special calls are rare, plain calls are most)
+        name = call.op.name if isinstance(call.op, Op) else None
+        if name == "on_device":  # its job is done: the domains hold what it said
+            return self.rw[on_device_props(call)[0]]
+        if name == "device_copy":
+            copy = device_copy_props(call)
             canon = self.d.config.canonical_virtual_device
             src, dst = canon(copy[1]), canon(copy[2])
             if src == dst:
@@ -391,9 +392,11 @@ class _Capturer:
         d = self.d
         func = d.domain_for_callee(call)
         call_vd = self.vd_of(call)
-        lowered = call_lowered_parts(call)
+        lowered = call_lowered_parts(call) if name == "call_lowered" else None
         callee, old_args = lowered if lowered is not None else (call.op, call.args)
-        op = self.child(call_vd, call_vd, d.result_virtual_device(func), callee)
+        # an op or constructor stays as it is (``child`` returns it): no callee device to find
+        op = callee if isinstance(callee, Op | Constructor) else \
+            self.child(call_vd, call_vd, d.result_virtual_device(func), callee)
         args = []
         for i, a in enumerate(old_args):
             param_vd = d.result_virtual_device(d.param_domain(func, i))
