@@ -59,6 +59,19 @@ chain100k: Relay 12.85 -> 12.46, Relax 8.28 -> 7.49 (one round). The passes, who
 not change, moved by noise (+-1 s a build) in those rounds; a third, on a quieter machine, had
 them equal: ladder100k Relay 22.51 -> 20.76 s (codegen 5.97 -> 4.08), Relax 27.47 -> 25.79 s
 (codegen 3.15 -> 1.44).
+
+Stop 56 (h-bigbuild2; base and branch alternated in fresh processes, 2 rounds, build-thread CPU
+on a loaded machine; same IR text after PlanDevices, LabelOps and the Relax lowering passes,
+same graph JSON, VM text, kernel keys and outputs on ladder10k, chain10k, a ResNet-18, a BERT
+layer). Relay ladder100k 18.85/19.19 -> 18.24/17.02 s: PlanDevicesCore 1.84/1.82 -> 1.37/1.35
+(its three phases share one post-order walk; a device is not defaulted from itself, which made
+and compared 400,000 VirtualDevices), LabelOps 3.01/3.26 -> 2.79/2.41 (main is hashed with its
+fused functions as stand-ins, ``structural_hash(stand_ins=)``, not rebuilt around stubs);
+chain100k 9.73/9.85 -> 9.04/9.60 (PlanDevicesCore 1.55/1.60 -> 1.11/1.26). Relax ladder100k
+23.06/25.26 -> 20.17/21.86 s: VMShapeLower 1.94/2.12 -> 1.49/1.81, StaticPlanBlockMemory
+1.95/2.04 -> 1.48/1.61, CallTIRRewrite 1.70/1.89 -> 1.24/1.43 (the allocation's shape node is
+reused, not copied), KillAfterLastUse 1.52/1.75 -> 1.24/1.50, FuseTIR 2.80/3.14 -> 2.40/2.54
+(its DCE walks main's globals once); Relax chain100k (a few big fused kernels) is unchanged.
 """
 
 from __future__ import annotations

@@ -495,9 +495,22 @@ def _children(obj, kind: int) -> list:
     return keys + [obj[k] for k in keys]
 
 
+def _name_code(obj) -> int:
+    """The code the walk gives a node compared by its name (a GlobalVar)."""
+    t = type(obj)
+    if (_KINDS.get(t) or _kind_of(t)) != _NAME:
+        raise TypeError(f"a structural_hash stand-in must be a node compared by its name (a "
+                        f"GlobalVar), got {t.__name__}")
+    return hash((_TYPE_CODES[t], _str_code(str(_named_key(obj)))))
+
+
 @gc_paused
-def structural_hash(node, map_free_vars: bool = False) -> int:
+def structural_hash(node, map_free_vars: bool = False, *, stand_ins: dict | None = None) -> int:
     """A hash consistent with structural_equal (alpha-equivalent programs hash alike).
+
+    ``stand_ins`` (sub-node -> a GlobalVar) hashes each such sub-node as its stand-in, as if
+    it were replaced by it, without rebuilding the program around it: LabelOps hashes a
+    function with each nested function standing for its label.
 
     One iterative post-order walk: each node, sequence and dict is hashed once (its code kept
     by identity, so a shared subtree costs nothing the second time) from its children's
@@ -511,6 +524,10 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     var_count = 0
     var_numbers: dict[int, int] = {}  # id -> number of the annotated variables met so far
     keep = []  # memoized objects stay alive, so their ids stay unique
+    if stand_ins:
+        for sub, stub in stand_ins.items():
+            memo[id(sub)] = _name_code(stub)
+            keep.append(sub)
     kind = kinds.get(type(node))
     if kind is None:
         kind = _kind_of(type(node))

@@ -57,8 +57,9 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
                 if not isinstance(s, TensorStructInfo) or not isinstance(s.shape, ShapeExpr):
                     raise ValueError(f"CallTIRRewrite: output of {b.var.name_hint!r} needs a "
                                      f"tensor struct info with a known shape, got {s}")
-                a = normalized(alloc_tensor(ShapeExpr(s.shape.values), s.dtype, 0, "global"),
-                               mod)
+                # the output's own shape node (IR nodes may be shared): a copy of its
+                # dimensions and their struct info was an eighth of the pass
+                a = normalized(alloc_tensor(s.shape, s.dtype, 0, "global"), mod)
                 av = Var(namer.fresh("alloc"), a.struct_info)
                 out.append(VarBinding(av, a))
                 allocs.append(av)

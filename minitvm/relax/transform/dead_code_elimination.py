@@ -272,6 +272,11 @@ def dead_code_elimination(mod, entry_functions=()):
             n_bindings += n + m
             if new is not func:
                 mod.update_func(gv, new)
+                hit = known.get(gv)
+                if not n and hit is not None and hit[0] is func:
+                    # an elision moves a value to another variable and drops nothing: the
+                    # function refers to the same globals, which need no second walk
+                    known[gv] = (new, hit[1])
     mod, more = remove_unused_functions(mod, entries, known)
     return mod, (n_funcs + more, n_bindings)
 

@@ -45,8 +45,11 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         out = []
         for i, b in enumerate(bindings):
             out.append(b)
+            kills = after.get(i)
+            if not kills:
+                continue
             # tensors before their storage, as TVM orders them
-            for var in sorted(after.get(i, ()), key=lambda x: killable[x] is memory.kill_storage):
+            for var in sorted(kills, key=lambda x: killable[x] is memory.kill_storage):
                 k = normalized(killable[var](var), mod)
                 out.append(VarBinding(Var(namer.fresh("_"), k.struct_info), k))
                 count += 1

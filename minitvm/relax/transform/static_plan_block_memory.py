@@ -126,7 +126,7 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
     def rewrite(bindings, body, top):
         if not top:
             return bindings, body
-        alloc_at: dict[int, tuple] = {}  # binding index -> (shape values, dtype)
+        alloc_at: dict[int, tuple] = {}  # binding index -> (ShapeExpr, dtype)
         alias: dict[Var, set] = {}       # var -> allocation indices it may hold
         pinned: set[int] = set()         # allocations that must keep their own memory
         last_use: dict[int, int] = {}
@@ -134,16 +134,19 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
             v = b.value
             if isinstance(b, VarBinding) and _is_op(v, "relax.builtin.alloc_tensor") and \
                     isinstance(v.args[0], ShapeExpr) and isinstance(v.args[1], DataTypeImm):
-                alloc_at[i] = (v.args[0].values, v.args[1].value)
+                alloc_at[i] = (v.args[0], v.args[1].value)
                 alias[b.var] = {i}
                 last_use[i] = i
                 continue
-            used = vars_used(v)
-            held = set()
-            for u in used:
-                for a in alias.get(u, ()):
-                    last_use[a] = i
-                    held.add(a)
+            held = None
+            for u in vars_used(v):
+                found = alias.get(u)
+                if found:
+                    if held is None:
+                        held = set()
+                    for a in found:
+                        last_use[a] = i
+                        held.add(a)
             if not held:
                 continue
             if isinstance(v, Var | Tuple | TupleGetItem) or (
@@ -165,7 +168,7 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
         for i in range(len(bindings)):
             if i in alloc_at and i not in pinned:
                 shape, dtype = alloc_at[i]
-                size, static = _nbytes(shape, dtype, bounds)
+                size, static = _nbytes(shape.values, dtype, bounds)
                 scale = None if static else _scaled(size, canon)
                 tok = _take(free, dtype, size, static, scale)
                 if tok is None:
@@ -193,7 +196,9 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
                 tok.var = Var(namer.fresh("storage"), s.struct_info)
                 out.append(VarBinding(tok.var, s))
             shape, dtype = alloc_at[i]
-            t = normalized(memory.alloc_tensor(tok.var, 0, ShapeExpr(shape), dtype), mod)
+            # the allocation's own shape node: an IR node may be shared, and a copy of it (a
+            # tuple of its dimensions, their struct info) was a sixth of the pass
+            t = normalized(memory.alloc_tensor(tok.var, 0, shape, dtype), mod)
             out.append(VarBinding(b.var, t, b.span))
         return out, body
 

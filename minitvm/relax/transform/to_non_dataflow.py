@@ -3,13 +3,23 @@ into a Var (TVM's ``relax.transform.ToNonDataflow``)."""
 
 from __future__ import annotations
 
+from operator import is_
+
+from ...ir.expr import GlobalVar
+from ...ir.op import Op
 from ...transform.stats import record_stat
 from ..expr import (
     BindingBlock,
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
+    DataTypeImm,
+    ExternFunc,
     MatchCast,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
     Tuple,
     TupleGetItem,
     Var,
@@ -22,12 +32,19 @@ from .utils import register
 __all__ = ["ToNonDataflow", "to_non_dataflow"]
 
 _TREE = (Call, Tuple, TupleGetItem)
+# operands that are neither variables nor trees, and hold no blocks or functions
+_LEAVES = frozenset({Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, GlobalVar,
+                     ExternFunc, Op})
 
 
 def rename_vars(value, remap: dict):
     """``value`` (an operand tree) with variables replaced by same-struct-info variables from
     ``remap``; rebuilt nodes keep their struct info (nothing is re-inferred). None when the
     value holds something other than an operand tree."""
+    if type(value) is Call:  # the common case, a call of leaves: one loop, no worklist
+        flat = _rename_flat_call(value, remap)
+        if flat is not None:
+            return flat
     done: dict = {}
     stack = [(value, False)]
     while stack:
@@ -61,6 +78,34 @@ def rename_vars(value, remap: dict):
         r._checked_type = e._checked_type
         done[id(e)] = r
     return done[id(value)]
+
+
+def _rename_flat(e, remap: dict):
+    """``e`` renamed when it is a leaf (a variable or one of ``_LEAVES``), else None."""
+    t = type(e)
+    if t is Var or t is DataflowVar:
+        return remap.get(e, e)
+    return e if t in _LEAVES else None
+
+
+def _rename_flat_call(call: Call, remap: dict):
+    """``rename_vars`` of a call whose callee and arguments are all leaves (what the general
+    walk gives it: the same nodes, or one rebuilt call keeping its struct info); None for any
+    other call."""
+    op = _rename_flat(call.op, remap)
+    if op is None:
+        return None
+    args = []
+    for a in call.args:
+        n = _rename_flat(a, remap)
+        if n is None:
+            return None
+        args.append(n)
+    if op is call.op and all(map(is_, args, call.args)):
+        return call
+    r = Call(op, args, call.attrs, call.sinfo_args, call.span)
+    r._checked_type = call._checked_type
+    return r
 
 
 class _ToNonDataflow(NormalizingMutator):

@@ -28,6 +28,8 @@ from ...transform.stats import record_stat
 from ..expr import (
     BindingBlock,
     Call,
+    Constant,
+    DataflowVar,
     DataTypeImm,
     ExternFunc,
     Function,
@@ -85,6 +87,12 @@ def _packed(name: str, args, sinfo: StructInfo = _VOID) -> Call:
     return c
 
 
+# operand kinds that may hold a PrimExpr (what scan_composites walks into)
+_SCANNED = frozenset({ShapeExpr, PrimValue, Call, Tuple})
+# operands lower_operand returns unchanged, whatever they hold
+_AS_IS = frozenset({Var, DataflowVar, Constant, GlobalVar, ExternFunc, StringImm, DataTypeImm})
+
+
 def _tir_vars(e) -> list:
     return [n for n in post_order(e) if isinstance(n, T.Var)]
 
@@ -117,19 +125,25 @@ class _Lowerer:
     def scan_composites(self) -> None:
         from .utils import iter_bindings, sinfo_prim_fields
 
+        # Only operands that can hold a PrimExpr are pushed, and constant dimensions are left
+        # out as they are met: the walk meets the same non-constant values in the same order
+        # as one visiting every operand, without a step per variable and per constant of a
+        # 100,000-binding static graph.
         prims = []
+        scanned = _SCANNED
         for b in iter_bindings(self.func.body):
             stack = [b.value]
             while stack:
                 e = stack.pop()
-                if isinstance(e, ShapeExpr):
-                    prims.extend(e.values)
-                elif isinstance(e, PrimValue):
+                t = type(e)
+                if t is ShapeExpr:
+                    prims.extend(d for d in e.values if not isinstance(d, IntImm))
+                elif t is PrimValue:
                     prims.append(e.value)
-                elif isinstance(e, Call):
-                    stack.extend(e.args)
-                elif isinstance(e, Tuple):
-                    stack.extend(e.fields)
+                elif t is Call:
+                    stack.extend(a for a in e.args if type(a) in scanned)
+                elif t is Tuple:
+                    stack.extend(f for f in e.fields if type(f) in scanned)
             if isinstance(b, MatchCast):
                 prims.extend(sinfo_prim_fields(b.struct_info))
         for p in self.func.params:
@@ -285,8 +299,12 @@ class _Lowerer:
 
     def lower_value(self, v, out: list):
         if isinstance(v, Call):
-            args = [self.lower_operand(a, out) for a in v.args]
-            if all(a is b for a, b in zip(args, v.args, strict=True)):
+            old = v.args
+            # a variable or a constant is its own lowering (most operands of a static graph)
+            if all(type(a) in _AS_IS for a in old):
+                return v
+            args = [a if type(a) in _AS_IS else self.lower_operand(a, out) for a in old]
+            if all(a is b for a, b in zip(args, old, strict=True)):
                 return v
             c = Call(v.op, args, v.attrs, v.sinfo_args, v.span)
             c._checked_type = v._checked_type
@@ -413,7 +431,12 @@ class _Lowerer:
         function returning a data-dependent shape): check the result and bind them."""
         if not isinstance(b.value, Call):
             return
-        fresh = [v for e in sinfo_prim_fields(b.var._struct_info) if not isinstance(e, IntImm)
+        sinfo = b.var._struct_info
+        if type(sinfo) is TensorStructInfo and (
+                type(sinfo.shape) is not ShapeExpr or
+                all(isinstance(d, IntImm) for d in sinfo.shape.values)):
+            return  # a static (or unknown) shape names no variable: nothing to bind
+        fresh = [v for e in sinfo_prim_fields(sinfo) if not isinstance(e, IntImm)
                  for v in _tir_vars(e) if self.key(v) not in self.bound]
         if not fresh:
             return

@@ -37,10 +37,10 @@ class _Calls(ExprVisitor):
         self.nested = nested
         self.found: dict = {}
         self.arrays: list = []  # the constants' arrays, hashed before the function is
-        self.has_nested = False  # whether the walk met a nested function
+        self.functions: list = []  # the nested functions the walk met (not entered)
 
     def visit_function(self, fn):
-        self.has_nested = True
+        self.functions.append(fn)
         self.found.update(self.nested.get(fn, {}))
 
     def visit_constant(self, c):
@@ -55,31 +55,29 @@ class _Calls(ExprVisitor):
                     self.found[k] = attrs[k]
 
 
-def _own_layouts(body, nested: dict) -> tuple[dict, bool]:
+def _own_layouts(body, nested: dict) -> tuple[dict, list]:
     """Layout attributes of the calls in ``body``, the last in post order winning; a nested
     function contributes its recorded layouts (``nested``) where the walk meets it, without
     being walked again. The constants met on the way are hashed (on two threads where there
-    are several: ``main``'s weights) for the function's label. Also says whether ``body``
-    holds a nested function."""
+    are several: ``main``'s weights) for the function's label. Also the nested functions
+    ``body`` holds (outside other nested functions)."""
     calls = _Calls(nested)
     calls.visit(body)
     hash_contents(calls.arrays, 2 if (os.cpu_count() or 1) > 1 else 1)
-    return calls.found, calls.has_nested
+    return calls.found, calls.functions
 
 
-class _Stubs(ExprMutator):
-    """The function's own nodes with each nested function replaced by a global named after the
-    nested function's label."""
-
-    def visit_function(self, fn):
-        return GlobalVar(f"labelled_{fn.get_attr('hash') or structural_hash(fn):}")
-
-
-def _label_hash(fn, has_nested: bool) -> int:
-    if not has_nested:  # a fused primitive function: nothing to stub, no second walk
+def _label_hash(fn, nested_functions: list) -> int:
+    """The structural hash of ``fn`` with each nested function standing for a global named
+    after its label. The stand-ins are given to the hash, not built into a copy of the body:
+    rebuilding ``main`` around 100,000 stubs cost a third of its label."""
+    if not nested_functions:  # a fused primitive function: nothing stands in
         return structural_hash(fn)
-    return structural_hash(Function(fn.params, _Stubs().visit(fn.body), fn.ret_type,
-                                    fn.type_params, fn.attrs))
+    stand_ins = {f: GlobalVar(f"labelled_{f.get_attr('hash') or structural_hash(f):}")
+                 for f in nested_functions}
+    # (a fresh Function, as the copy with stubs was: its virtual device is not hashed)
+    return structural_hash(Function(fn.params, fn.body, fn.ret_type, fn.type_params,
+                                    fn.attrs), stand_ins=stand_ins)
 
 
 class _Labeler(ExprMutator):
@@ -103,11 +101,11 @@ class _Labeler(ExprMutator):
             hit = self.by_key.get(key)
             if hit is not None:  # equal keys: structurally equal, the same hash and layouts
                 return self._labelled(new, *hit)
-        layouts, has_nested = _own_layouts(new.body, self.layouts)
+        layouts, nested_functions = _own_layouts(new.body, self.layouts)
         if labelled:
             self.layouts[new] = layouts
             return new
-        label = f"{_label_hash(new, has_nested):016x}"
+        label = f"{_label_hash(new, nested_functions):016x}"
         if key is not None:
             self.by_key[key] = (label, layouts)
         return self._labelled(new, label, layouts)

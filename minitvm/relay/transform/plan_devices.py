@@ -141,16 +141,24 @@ def _prim_func_domain(d: DeviceDomains, gv, prim_func):
                               for s in scopes))
 
 
-def _analyze(mod: IRModule, domains: DeviceDomains, funcs: list) -> set:
-    """Unify the domains of every sub-expression; returns the parameters of Relay functions."""
-    params: set = set()
+def _post_orders(funcs: list) -> list:
+    """Each function's nodes not met in an earlier one, children first: the order every phase
+    walks in. The program does not change while it is planned, so the phases share one walk
+    (each made its own: three walks of a 100,000-node program)."""
     seen: set = set()
+    return [post_order([fn], seen) for _, fn in funcs]
+
+
+def _analyze(mod: IRModule, domains: DeviceDomains, funcs: list, orders: list) -> set:
+    """Unify the domains of every sub-expression; returns the parameters of Relay functions.
+    ``orders``: ``_post_orders(funcs)``."""
+    params: set = set()
     d = domains
     for gv, pf in _prim_funcs(mod):
         d.unify_exprs(gv, _prim_func_domain(d, gv, pf))
-    for gv, fn in funcs:
+    for (gv, fn), order in zip(funcs, orders, strict=True):
         d.unify_exprs(gv, fn)
-        for e in post_order([fn], seen):
+        for e in order:
             t = type(e)
             if t is Call:
                 _analyze_call(d, e)
@@ -229,12 +237,11 @@ def _analyze_function(d: DeviceDomains, fn: Function) -> None:
 
 
 # ------------------------------------------------------------------ phase 2
-def _default(domains: DeviceDomains, funcs: list) -> None:
+def _default(domains: DeviceDomains, funcs: list, orders: list) -> None:
     d = domains
     default = d.config.default_primitive_virtual_device
-    seen: set = set()
-    for _, fn in funcs:  # free on_device calls: let the body and context agree if they can
-        for e in post_order([fn], seen):
+    for order in orders:  # free on_device calls: let the body and context agree if they can
+        for e in order:
             props = on_device_props(e)
             if props is not None and not props[2] and not props[3]:
                 d.unify(d.domain_for(e), d.domain_for(props[0]))
@@ -303,9 +310,10 @@ class _Capturer:
         vd = self.vd_of(parent)
         return self.child(vd, vd, self.vd_of(child), child)
 
-    def run(self, fn: Function, seen: set) -> Function:
+    def run(self, fn: Function, order: list) -> Function:
+        """``fn`` rebuilt; ``order``: its nodes, children first (``_post_orders``)."""
         rw = self.rw
-        for e in post_order([fn], seen):
+        for e in order:
             new = rw[e] = self.rebuild(e)
             if new is not e and new._checked_type is None:
                 new._checked_type = e._checked_type  # the same value: planning keeps types
@@ -370,11 +378,12 @@ class _Capturer:
         return new
 
     def call(self, call: Call):
-        props = on_device_props(call)
-        if props is not None:  # its job is done: the domains hold what it said
-            return self.rw[props[0]]
-        copy = device_copy_props(call)
-        if copy is not None:
+        # (the op's name read once: the three special calls are rare, plain calls are most)
+        name = call.op.name if isinstance(call.op, Op) else None
+        if name == "on_device":  # its job is done: the domains hold what it said
+            return self.rw[on_device_props(call)[0]]
+        if name == "device_copy":
+            copy = device_copy_props(call)
             canon = self.d.config.canonical_virtual_device
             src, dst = canon(copy[1]), canon(copy[2])
             if src == dst:
@@ -383,9 +392,11 @@ class _Capturer:
         d = self.d
         func = d.domain_for_callee(call)
         call_vd = self.vd_of(call)
-        lowered = call_lowered_parts(call)
+        lowered = call_lowered_parts(call) if name == "call_lowered" else None
         callee, old_args = lowered if lowered is not None else (call.op, call.args)
-        op = self.child(call_vd, call_vd, d.result_virtual_device(func), callee)
+        # an op or constructor stays as it is (``child`` returns it): no callee device to find
+        op = callee if isinstance(callee, Op | Constructor) else \
+            self.child(call_vd, call_vd, d.result_virtual_device(func), callee)
         args = []
         for i, a in enumerate(old_args):
             param_vd = d.result_virtual_device(d.param_domain(func, i))
@@ -480,8 +491,9 @@ def recover_virtual_device_map(mod: IRModule, expr, config=None) -> dict:
     config = _config_for(config, PassContext.current())
     funcs = [(gv, f) for gv, f in mod.functions.items() if is_optimizable(f)]
     domains = DeviceDomains(config, mod)
-    _analyze(mod, domains, funcs)
-    _default(domains, funcs)
+    orders = _post_orders(funcs)
+    _analyze(mod, domains, funcs, orders)
+    _default(domains, funcs, orders)
     out = {}
     for e in post_order([expr], set()):
         if not isinstance(e, Op | Constructor):
@@ -561,14 +573,14 @@ def plan_devices(mod: IRModule, config) -> IRModule:
     if not funcs:
         return mod
     domains = DeviceDomains(config, mod)
-    params = _analyze(mod, domains, funcs)
-    _default(domains, funcs)
+    orders = _post_orders(funcs)
+    params = _analyze(mod, domains, funcs, orders)
+    _default(domains, funcs, orders)
     cap = _Capturer(domains, params)
     out = mod.shallow_copy()
-    seen: set = set()
     changed = 0
-    for gv, fn in funcs:
-        new = cap.run(fn, seen)
+    for (gv, fn), order in zip(funcs, orders, strict=True):
+        new = cap.run(fn, order)
         if new is not fn:
             out.update_func(gv, new)
             changed += 1

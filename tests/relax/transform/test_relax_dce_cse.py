@@ -103,6 +103,34 @@ def test_call_removed_in_a_function_makes_callee_dead():
     assert len(after["main"].body.blocks[0].bindings) == 1
 
 
+def test_an_elided_output_keeps_its_callee_and_the_unused_function_goes():
+    """``lv = helper(z); gv = lv`` becomes ``gv = helper(z)`` (nothing removed: the walk of
+    main's globals from before the elision is reused), helper stays, unused goes; same
+    results."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", T(2))
+    _build([x], lambda b: b.emit(R.exp(x)), "helper", bb, private=True)
+    y = relax.Var("y", T(2))
+    _build([y], lambda b: b.emit(R.add(y, y)), "unused", bb, private=True)
+    helper = bb.get().get_global_var("helper")
+    z = relax.Var("z", T(2))
+
+    def main(b):
+        with b.dataflow():
+            lv = b.emit(relax.Call(helper, [z]))
+            gv = b.emit_output(lv)
+        return gv
+
+    _build([z], main, "main", bb)
+    before = bb.get()
+    after = rt.DeadCodeElimination()(before)
+    assert sorted(g.name_hint for g in after.functions) == ["helper", "main"]
+    (binding,) = after["main"].body.blocks[0].bindings
+    assert isinstance(binding.value, relax.Call) and binding.value.op.name_hint == "helper"
+    assert not isinstance(binding.var, relax.DataflowVar)
+    assert_same_results(before, after, "main", np.array([0.5, -1.0], "float32"))
+
+
 def test_reference_to_unknown_global_keeps_every_function():
     bb = relax.BlockBuilder()
     z = relax.Var("z", T(2))

@@ -125,3 +125,27 @@ def _calls(fn):
     from minitvm.relay.analysis.properties import walk
 
     return [e for e in walk(fn) if isinstance(e, relay.Call)]
+
+
+def test_an_enclosing_label_hashes_its_nested_functions_as_globals_named_by_their_labels():
+    """main's label is the hash of main with each fused function replaced by a global named
+    after that function's label (its own hash stays out of main's): what the pass computes
+    from stand-ins, without rebuilding main, is that hash."""
+    from minitvm.ir.structural import structural_hash
+
+    x = relay.var("x", shape=(1, 4, 5, 5))
+    y = x
+    for k in range(3):
+        a = relay.var("a", shape=(1, 4, 5, 5))
+        op = relay.negative if k != 1 else relay.abs
+        y = relay.Call(relay.Function([a], op(a)).with_attr("Primitive", 1), [y])
+    got = _label(relay.Function([x], y))
+    chain, e = [], got.body
+    while isinstance(e, relay.Call):  # the outermost call first
+        chain.append(e.op)
+        e = e.args[0]
+    z = got.params[0]
+    for fn in reversed(chain):
+        z = relay.Call(tvm.ir.GlobalVar(f"labelled_{fn.get_attr('hash')}"), [z])
+    want = structural_hash(relay.Function(got.params, z, got.ret_type, got.type_params))
+    assert got.get_attr("hash") == f"{want:016x}"
