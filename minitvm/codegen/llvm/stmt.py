@@ -48,6 +48,10 @@ REDUCE_REASSOCIATE = "reduce_reassociate"
 # are those where ``cond`` holds (``llvm.masked.store``). The store's value is computed for every
 # lane: it may only load what is there for every lane (a register tile, a per-channel operand).
 MASKED_STORES = "masked_stores"
+# Block or For annotation: float arithmetic inside carries no fast-math flag, not even
+# ``contract``: each add / multiply rounds on its own (no fused multiply-add), as a reference
+# computed op by op in numpy does (the box NMS kernels' overlaps decide which box survives)
+EXACT_FLOAT = "exact_float"
 
 
 def _const_int(e) -> int | None:
@@ -165,12 +169,17 @@ class StmtEmitter:
 
     # ---------------------------------------------------------------- blocks
     def _reassociating(self, annotations, fn) -> None:
-        """Run ``fn()`` with reassociation allowed when ``annotations`` ask for it."""
-        if not annotations or not annotations.get(REDUCE_REASSOCIATE):
+        """Run ``fn()`` with reassociation allowed when ``annotations`` ask for it, or with no
+        fast-math flag at all (``EXACT_FLOAT``)."""
+        if not annotations or not (annotations.get(REDUCE_REASSOCIATE) or
+                                   annotations.get(EXACT_FLOAT)):
             return fn()
         saved = self.fmf
-        self.fmf = tuple(dict.fromkeys((*saved, "reassoc", "nsz", "contract"))) \
-            if "fast" not in saved else saved
+        if annotations.get(EXACT_FLOAT):
+            self.fmf = ()
+        else:
+            self.fmf = tuple(dict.fromkeys((*saved, "reassoc", "nsz", "contract"))) \
+                if "fast" not in saved else saved
         try:
             return fn()
         finally:
