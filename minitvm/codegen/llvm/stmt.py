@@ -85,6 +85,9 @@ class StmtEmitter:
                 shape = list(s.extents)
                 ptr, cleanup = self.allocate(s.dtype, shape, s.buffer_var.name)
                 self.env[id(s.buffer_var)] = ptr
+                # (out of scope after: a parallel loop later would capture a pointer its
+                # block does not dominate, e.g. a row's run-time-sized buffer inside a loop)
+                work.append(lambda v=s.buffer_var: self.env.pop(id(v), None))
                 work.append(cleanup)
                 work.append(s.body)
             elif t in (S.DeclBuffer, S.AttrStmt):

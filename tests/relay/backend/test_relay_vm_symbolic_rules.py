@@ -280,16 +280,84 @@ def test_empty_batch_scans_write_nothing():
             np.testing.assert_allclose(g, r, rtol=1e-6)
 
 
-def test_selection_along_the_dynamic_axis_is_specialized():
-    """The selection schedule needs its axis static: a sort along the dynamic axis is
-    specialized per shape (and still right)."""
+def _dynamic_axis_sorts():
+    """Sorts of a whole dynamic axis (rows of a run-time length): argsort down the batch,
+    sort descending along a dynamic last axis, every element's top-k of 64-bit values in rows
+    of two dynamic dims, and argsort of int8 with a dynamic middle axis."""
+    cases = []
     x = relay.var("x", shape=(A(), 4), dtype="float32")
-    mod = tvm.IRModule.from_expr(relay.Function([x], relay.argsort(x, axis=0)))
+    cases.append(([x], relay.argsort(x, axis=0, is_ascend=False, dtype="int64"),
+                  lambda n: [(_rng(n).integers(-3, 4, (n, 4)) / 2).astype("float32")]))
+    y = relay.var("y", shape=(3, A()), dtype="float32")
+    cases.append(([y], relay.sort(y, axis=1, is_ascend=False),
+                  lambda n: [_rng(n).standard_normal((3, n)).astype("float32")]))
+    z = relay.var("z", shape=(A(), A()), dtype="float64")
+    top = relay.topk(z, k=0, axis=1, ret_type="both")
+    cases.append(([z], relay.Tuple([top[0], top[1]]),
+                  lambda n: [_rng(n).integers(-2, 3, (2, n)).astype("float64")]))
+    w = relay.var("w", shape=(2, A(), 3), dtype="int8")
+    cases.append(([w], relay.argsort(w, axis=1),
+                  lambda n: [_rng(n).integers(-5, 5, (2, n, 3)).astype("int8")]))
+    return cases
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_sorts_along_the_dynamic_axis_are_one_symbolic_kernel(case):
+    """A sort of the whole dynamic axis is one symbolic kernel (a merge sort of rows of a
+    run-time length): at 0, 1, 5 and 37 elements the static kernel's bits (ties by position,
+    NaN last), and numpy's stable order where the values are distinct or integers."""
+    params, body, args_of = _dynamic_axis_sorts()[case]
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(params, body)), target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    for n in (0, 1, 5, 37):
+        args = args_of(n)
+        got = _outputs(vm.run(*args))
+        if n:
+            static = relay.vm.compile(_static_module(params, body, args), target="llvm")
+            want = _outputs(VirtualMachine(static, tvm.cpu()).run(*args))
+        else:
+            want = _outputs(relay.create_executor("debug", mod=tvm.IRModule.from_expr(
+                relay.Function(params, body))).evaluate()(*args))
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
+        if case == 3 and n:  # integers: numpy's stable argsort exactly
+            np.testing.assert_array_equal(got[0], np.argsort(args[0], axis=1, kind="stable"))
+    assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
+
+
+def test_topk_of_a_fixed_k_along_the_dynamic_axis_is_specialized():
+    """A top-k of a fixed ``k`` along the dynamic axis (typed ``k`` rows, while a shorter axis
+    gives fewer) is specialized per shape, and still right."""
+    x = relay.var("x", shape=(A(), 4), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.topk(x, k=2, axis=0,
+                                                                ret_type="indices")))
     exe = relay.vm.compile(mod, target="llvm")
     assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 0, "specialized": 1}
     xv = _rng(0).standard_normal((6, 4)).astype("float32")
     got = VirtualMachine(exe, tvm.cpu()).run(xv).numpy()
-    np.testing.assert_array_equal(got, np.argsort(xv, axis=0, kind="stable"))
+    np.testing.assert_array_equal(got, np.argsort(-xv, axis=0, kind="stable")[:2])
+
+
+def test_cumsum_of_a_dynamic_input_flattened_is_one_symbolic_kernel():
+    """``cumsum`` with no axis over a dynamic input types as ``(?,)`` (it failed to type) and is
+    one symbolic kernel over ``n * 4`` elements: numpy's bits, empty at batch 0."""
+    x = relay.var("x", shape=(A(), 4), dtype="float32")
+    y = relay.var("y", shape=(A(), 3), dtype="int32")
+    body = relay.Tuple([relay.cumsum(x), relay.cumprod(y, exclusive=True, dtype="int64")])
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, y], body)))
+    assert "Tensor[(?), float32]" in mod.astext()
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 2, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    for b in (0, 1, 6):
+        xv = _rng(b).standard_normal((b, 4)).astype("float32")
+        yv = _rng(b).integers(-3, 4, (b, 3)).astype("int32")
+        got = _outputs(vm.run(xv, yv))
+        want = [np.cumsum(xv.ravel()),
+                np.cumprod(np.concatenate([[1], yv.ravel()[:-1]])).astype("int64")[:b * 3]]
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
 
 
 @pytest.fixture
