@@ -8,6 +8,8 @@ align, a plain te reduction since its compute takes a symbolic box count, is sym
 
 ``--model boxes``: TVM's box-row NMS instead (``vision.get_valid_counts``, then
 ``vision.non_max_suppression`` twice: indices, and the boxes at their ranks), 64 boxes a batch.
+``--model sorts``: sorts along the dynamic axis (argsort down the batch of rows, a sort of
+each row's scores along its dynamic length) and a running sum of the whole input flattened.
 
 Both paths run interleaved in one process, each round with an empty disk cache of its own and
 nothing kept in process; the columns are medians over the rounds, in milliseconds: the compile,
@@ -80,8 +82,22 @@ def _box_inputs(b: int) -> list:
     return [x]
 
 
-MODELS = {"detection": (lambda: _model(), lambda b: _inputs(b)),
-          "boxes": (lambda: _box_model(), lambda b: _box_inputs(b))}
+def _sort_model():
+    """Scores [batch, 16] and rows [4, length] of a dynamic batch / length -> argsort down the
+    batch, each row sorted descending along its length, cumsum of the scores flattened."""
+    import minitvm as tvm
+    from minitvm import relay
+
+    x = relay.var("x", shape=(relay.Any(), 16), dtype="float32")
+    y = relay.var("y", shape=(4, relay.Any()), dtype="float32")
+    outs = [relay.argsort(x, axis=0), relay.sort(y, axis=1, is_ascend=False), relay.cumsum(x)]
+    return tvm.IRModule.from_expr(relay.Function([x, y], relay.Tuple(outs)))
+
+
+def _sort_inputs(b: int) -> list:
+    r = np.random.default_rng(b)
+    return [r.standard_normal((b * 64, 16)).astype("float32"),
+            r.standard_normal((4, b * 256)).astype("float32")]
 
 
 def _inputs(b: int) -> list:
@@ -94,6 +110,10 @@ def _inputs(b: int) -> list:
     rois[:, 3:] = rois[:, 1:3] + 1 + r.random((3 * b, 2)) * 6
     return [bx, r.random((b, 4, 32)).astype("float32"),
             r.standard_normal((b, 8, 16, 16)).astype("float32"), rois]
+
+
+MODELS = {"detection": (_model, _inputs), "boxes": (_box_model, _box_inputs),
+          "sorts": (_sort_model, _sort_inputs)}
 
 
 def _forget() -> None:

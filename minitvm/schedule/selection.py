@@ -47,7 +47,7 @@ from .lower import Rule, register_rule
 def supported(t, options=None) -> bool:
     """Is ``t`` a top-k selection stage with static shapes but for the dimensions before its
     axis (a dynamic batch: the rows loop over them at run time), or a sort of a whole axis
-    with symbolic extents (``_sort_rows_symbolic``)?"""
+    with symbolic extents (``selection_symbolic``)?"""
     if not isinstance(t.op, ComputeOp) or t.op.tag != TOPK_TAG:
         return False
     (x,) = t.op.attrs["operands"]
@@ -64,7 +64,9 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     x, y = ctx.flat_view(ctx.buf[id(src)]), ctx.flat_view(out)
     axis, k, largest = a["axis"], a["k"], a["largest"]
     if any(const_int(d) is None for d in src.shape[axis:]):
-        return _sort_rows_symbolic(ctx, x, y, src, axis, largest)
+        from .selection_symbolic import sort_rows_symbolic  # (it builds on this module's forms)
+
+        return sort_rows_symbolic(ctx, x, y, src, axis, largest)
     dims = [const_int(d) for d in src.shape[axis:]]
     n = dims[0]
     outer, inner = prod_dims(src.shape[:axis]), 1
@@ -507,94 +509,6 @@ def _merge_rows(ctx, form, x, y, outer, n, inner, largest) -> S.Stmt:
 
     work = n * max(n.bit_length(), 1) * 4
     return _outer_loops(ctx, [outer, inner], _parallel(outer, inner, work), row, work)
-
-
-def _i32(d) -> E.PrimExpr:
-    c = const_int(d)
-    if c is not None:
-        return imm(c)
-    return d if d.dtype == "int32" else E.Cast("int32", d)
-
-
-SYMBOLIC_LEVELS = 31  # merge passes of a symbolic axis (each a no-op once a run spans it)
-
-
-def _sort_rows_symbolic(ctx, x, y, src, axis: int, largest: bool) -> S.Stmt:
-    """Whole rows of a symbolic length (a dynamic axis, or static but for the dims after it)
-    sorted as items of ``_Keyed`` / ``_Pairs`` (all distinct: the position decides ties, so
-    the positions are those of the static kernels): a bottom-up merge sort, each pass from the
-    items into a scratch row and copied back, ``SYMBOLIC_LEVELS`` passes guarded by the run
-    width (rows below 2**31 elements)."""
-    dt = src.dtype
-    n, inner = _i32(src.shape[axis]), _i32(prod_dims(src.shape[axis + 1:], "int64"))
-    outer = prod_dims(src.shape[:axis], "int64")
-    inner_dim = prod_dims(src.shape[axis + 1:], "int64")
-    form = _Keyed if _bits(dt) <= 32 else _Pairs
-
-    def row(idx):
-        o, i = idx
-        items = form(dt, n, largest)
-        tmp = form.scratch(n, "merge_tmp")
-        st = decl_buffer((4,), "int32", "merge_at", scope="local")
-        WIDTH, LEFT, RIGHT = 0, 1, 2  # noqa: N806 - the state's slots
-
-        def get(slot):
-            return E.BufferLoad(st, [imm(slot)])
-
-        def put(slot, v):
-            return S.BufferStore(st, v, [imm(slot)])
-
-        def load(bufs, j):
-            return tuple(E.BufferLoad(b, [j]) for b in bufs)
-
-        def store(bufs, item, j):
-            return [S.BufferStore(b, v, [j]) for b, v in zip(bufs, item, strict=True)]
-
-        base = o * (n * inner) + i
-        j = ctx.fresh("j")
-        fill = S.For(j, imm(0), n, S.ForKind.SERIAL, S.SeqStmt(store(
-            items.bufs, items.item(E.BufferLoad(x, [base + j * inner]), j), j)))
-        # one pass: runs of ``width`` merged pairwise into ``tmp`` (branch-free steps)
-        q, kk, t = ctx.fresh("q"), ctx.fresh("kk"), ctx.fresh("t")
-        w = get(WIDTH)
-        lo = q * w * imm(2)
-        mid, hi = E.Min(lo + w, n), E.Min(lo + w * imm(2), n)
-        ia, ib = get(LEFT), get(RIGHT)
-        lv, rv = load(items.bufs, E.Min(ia, mid - imm(1))), load(items.bufs, E.Min(ib, hi - imm(1)))
-        left = tuple(ctx.fresh("ml", e.dtype) for e in lv)
-        right = tuple(ctx.fresh("mr", e.dtype) for e in rv)
-        take = ctx.fresh("take", "bool")
-        step = S.SeqStmt([
-            *store(tmp, tuple(E.Select(take, r, lf) for r, lf in zip(right, left, strict=True)),
-                   lo + kk),
-            put(LEFT, ia + E.Select(take, imm(0), imm(1))),
-            put(RIGHT, ib + E.Select(take, imm(1), imm(0)))])
-        step = S.LetStmt(take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), form.before(right, left))),
-                         step)
-        for v, e in reversed(list(zip((*left, *right), (*lv, *rv), strict=True))):
-            step = S.LetStmt(v, e, step)
-        merge = S.SeqStmt([put(LEFT, lo), put(RIGHT, mid),
-                           S.For(kk, imm(0), hi - lo, S.ForKind.SERIAL, step)])
-        level = S.IfThenElse(E.LT(w, n), S.SeqStmt([
-            S.For(q, imm(0), E.FloorDiv(n + w * imm(2) - imm(1), w * imm(2)), S.ForKind.SERIAL,
-                  merge),
-            S.For(t, imm(0), n, S.ForKind.SERIAL, S.SeqStmt(store(items.bufs, load(tmp, t), t))),
-            put(WIDTH, w * imm(2))]))
-        s = ctx.fresh("s")
-        pos = form.position(load(items.bufs, s))
-        write = S.For(s, imm(0), n, S.ForKind.SERIAL, S.BufferStore(
-            y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
-            [o * (n * inner) + s * inner + i]))
-        stmt = S.SeqStmt([fill, put(WIDTH, imm(1)),
-                          S.For(ctx.fresh("lv"), imm(0), imm(SYMBOLIC_LEVELS), S.ForKind.SERIAL,
-                                level), write])
-        for buf in [st, *items.bufs, *tmp]:
-            stmt = allocated(buf, stmt)
-        return stmt
-
-    # (rows one after another: the code generator cannot allocate a buffer of a run-time size
-    # inside a parallel loop's body)
-    return _outer_loops(ctx, [outer, inner_dim], False, row)
 
 
 # the scan past the first k elements compares each with the heap root's value (kept in a
