@@ -13,7 +13,7 @@ from minitvm.backend import parallel_compile
 from minitvm.backend.kernel_cache import clear_cache
 from minitvm.codegen.build import clear_cache as clear_codegen_cache
 from minitvm.relay.backend import build_cache
-from minitvm.relay.backend.vm import saved, symbolic
+from minitvm.relay.backend.vm import exe_cache, saved, symbolic
 from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
 from minitvm.relay.backend.vm.symbolic import SymbolicKernel, clear_symbolic_cache
 from minitvm.relay.expr import bind
@@ -370,7 +370,9 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: "ops")
     _forget()
-    with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1}):
+    # (the kernels' records are what these tests check: whole executables not cached)
+    with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1,
+                                                        exe_cache.CONFIG_KEY: False}):
         yield
     _forget()
 
