@@ -14,8 +14,9 @@ Two forms state the same positions:
   counting the elements ordered before it). No generic schedule lowers it:
   ``minitvm.schedule.selection`` computes it in one pass per row. Relay's computes build it;
   they refuse a symbolic extent from the axis on (the dimensions before it may be symbolic: a
-  dynamic batch, one Relay VM kernel for every size) and dtypes the schedule does not take
-  (the numpy reference runs those).
+  dynamic batch, one Relay VM kernel for every size), except for a selection of the whole axis
+  (argsort, sort, topk of every element: ``schedule.selection_symbolic`` sorts rows of a
+  run-time length), and dtypes the schedule does not take (the numpy reference runs those).
 - ``ranked_indices``: the same result as two plain reduction stages (``T_topk_rank``, the rank
   of every element; ``T_topk_indices``, the position whose rank is ``j``), which
   ``te.create_prim_func`` writes as blocks and any loop nest computes (quadratic work, symbolic

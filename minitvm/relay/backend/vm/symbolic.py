@@ -12,8 +12,9 @@ input dimension against them (a size that the typing took equal to another and i
 dynamic axis broadcast at size 1, runs the per-shape specialization instead) and allocates the
 outputs. A function whose output shape depends on values, or with an op not lowered
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
-Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort, unique,
-all-class NMS, valid counts and box NMS, RoI pools) go through their rule when it takes symbolic extents
+Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort along a
+static axis or of a whole dynamic one, unique, all-class NMS, valid counts and box NMS, RoI
+pools) go through their rule when it takes symbolic extents
 (``SYMBOLIC_RULE_TAGS``).
 """
 
