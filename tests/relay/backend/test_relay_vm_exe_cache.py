@@ -1,7 +1,8 @@
 """The whole-executable cache of ``relay.vm.compile`` (``vm.exe_cache``): a compile seen before
 loads the executable it saved (nothing scheduled, the same outputs); everything that decides the
 executable changes or disables the key: the module, the parameters, the PassContext, the symbolic
-rule tags, the environment, pass instruments, op attributes from outside minitvm; a compile
+rule tags, the environment, pass instruments, op attributes and schedule rules from outside
+minitvm; a compile
 whose kernel fell back to numpy after a failed native lowering is not stored."""
 
 import numpy as np
@@ -102,6 +103,16 @@ def test_no_key_where_the_compile_must_run(fresh_cache, monkeypatch):
     monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: None)
     assert _key(mod, params) is None  # an op attribute from outside minitvm
     monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: "ops")
+    from minitvm.schedule import RULES, Rule
+
+    def outside(t, options=None):  # (a rule whose code is not minitvm's)
+        return False
+
+    outside.__module__ = "user_rules"
+    monkeypatch.setitem(RULES, "user_tag", [Rule("user", "user", outside, outside)])
+    assert _key(mod, params) is None  # a schedule rule from outside minitvm
+    monkeypatch.delitem(RULES, "user_tag")
+    assert _key(mod, params) is not None
     monkeypatch.setenv("MINITVM_DISABLE_BUILD_CACHE", "1")
     assert _key(mod, params) is None
 

@@ -10,8 +10,10 @@ target "relay.vm", plus what only the VM's compile reads: the executable format 
 tags the symbolic kernels lower through their rules (``symbolic.SYMBOLIC_RULE_TAGS``). So it
 is off with ``relay.vm.use_exe_cache`` false and where ``build_cache`` is off (no disk cache, ``relay.backend.use_build_cache`` false,
 ``MINITVM_DISABLE_BUILD_CACHE=1``, pass instruments, a tracing knob table) and where the key
-cannot see everything (an op attribute registered from outside minitvm, a module holding
-code or a handle).
+cannot see everything (an op attribute or a schedule rule registered from outside minitvm,
+a module holding code or a handle). Module constants changed at run time (a schedule's switch
+a test monkeypatches) are not seen either: such code turns the cache off, as the test suite
+does (``MINITVM_DISABLE_BUILD_CACHE``).
 
 An entry is ``Executable.save()``'s bytecode and its kernels' exported library; a hit is
 ``Executable.load_exec`` of them (the symbolic kernels read back from their records). A compile
@@ -57,13 +59,33 @@ def exe_key(mod, params, target=None, ctx: PassContext | None = None) -> tuple |
     cache = build_cache.enabled(ctx)
     if cache is None:
         return None
+    rules = schedule_rules_digest()
+    if rules is None:
+        return None
     kind = "relay.vm " + ("llvm" if target is None else str(target))
     key = build_cache.build_key(mod, params, kind, lowering_options(ctx), ctx)
     if key is None:
         return None
-    extra = json.dumps({"format": FORMAT, "exe": Executable.__module__,
+    extra = json.dumps({"format": FORMAT, "exe": Executable.__module__, "rules": rules,
                         "symbolic_rules": sorted(symbolic.SYMBOLIC_RULE_TAGS)}, sort_keys=True)
     return cache, "relay.vm|" + hashlib.sha256((key + "\0" + extra).encode()).hexdigest()
+
+
+def schedule_rules_digest() -> str | None:
+    """A digest of the schedule rule table (``schedule.RULES``: each tag's rules in order, by
+    their code's names); None when a rule comes from outside minitvm (its code no digest can
+    see: a user's ``register_rule``)."""
+    from ....schedule import RULES
+
+    h = hashlib.sha256()
+    for tag in sorted(RULES):
+        for rule in RULES[tag]:
+            parts = [build_cache._attr_text(f) for f in (rule.supported, rule.emit)]
+            if None in parts:
+                return None
+            h.update(f"{tag}|{rule.name}|{rule.kind}|{rule.symbolic}|{rule.epilogue}|"
+                     f"{rule.materialize}|{'|'.join(parts)}\n".encode())
+    return h.hexdigest()
 
 
 def load(cache, key: str) -> Executable | None:
