@@ -228,6 +228,10 @@ def test_box_nms_gives_the_reference_bits_at_every_size():
         for g, w in zip(_outputs(vm.run(x)), want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
     assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
+    # the overlaps round op by op (``EXACT_FLOAT``): no multiply-add contraction anywhere
+    irs = [k.run.kernel.ir for k in exe.kernels if isinstance(k.run, SymbolicKernel)]
+    assert irs and all("fmul" not in ir or "contract" not in ir for ir in irs)
+    assert any("fmul" in ir for ir in irs)
 
 
 def test_box_nms_native_in_a_static_build_float64_too():
