@@ -4,7 +4,12 @@ unique): one symbolic kernel each (``vm.symbolic.SYMBOLIC_RULE_TAGS``) against t
 path they took before (a kernel compiled at each new size: the tags off, in this process; RoI
 align, a plain te reduction since its compute takes a symbolic box count, is symbolic in both).
 
-    python benchmarks/bench_relay_vm_new_sizes.py [--sizes 1,3,7,12] [--rounds 3]
+    python benchmarks/bench_relay_vm_new_sizes.py [--sizes 1,3,7,12] [--rounds 3] [--model boxes]
+
+``--model boxes``: TVM's box-row NMS instead (``vision.get_valid_counts``, then
+``vision.non_max_suppression`` twice: indices, and the boxes at their ranks), 64 boxes a batch.
+``--model sorts``: sorts along the dynamic axis (argsort down the batch of rows, a sort of
+each row's scores along its dynamic length) and a running sum of the whole input flattened.
 
 Both paths run interleaved in one process, each round with an empty disk cache of its own and
 nothing kept in process; the columns are medians over the rounds, in milliseconds: the compile,
@@ -52,6 +57,49 @@ def _model():
                                                  relay.Tuple(outs)))
 
 
+def _box_model():
+    """Rows (id, score, x1, y1, x2, y2) of a dynamic batch -> valid counts -> NMS (indices and
+    counts; the boxes at their ranks, across ids, top 20)."""
+    import minitvm as tvm
+    from minitvm import relay
+
+    d = relay.var("d", shape=(relay.Any(), 64, 6), dtype="float32")
+    gv = relay.vision.get_valid_counts(d, 0.1)
+    nms = relay.vision.non_max_suppression(gv[1], gv[0], gv[2], relay.const(16, "int32"), 0.5)
+    ranked = relay.vision.non_max_suppression(gv[1], gv[0], gv[2], relay.const(-1, "int32"),
+                                              0.4, force_suppress=True, top_k=20,
+                                              return_indices=False)
+    return tvm.IRModule.from_expr(relay.Function([d], relay.Tuple([nms[0], nms[1], ranked])))
+
+
+def _box_inputs(b: int) -> list:
+    r = np.random.default_rng(b)
+    x = np.zeros((b, 64, 6), "float32")
+    x[..., 0] = r.integers(0, 3, (b, 64))
+    x[..., 1] = r.random((b, 64))
+    x[..., 2:4] = r.random((b, 64, 2)) * 20
+    x[..., 4:6] = x[..., 2:4] + 2 + r.random((b, 64, 2)) * 8
+    return [x]
+
+
+def _sort_model():
+    """Scores [batch, 16] and rows [4, length] of a dynamic batch / length -> argsort down the
+    batch, each row sorted descending along its length, cumsum of the scores flattened."""
+    import minitvm as tvm
+    from minitvm import relay
+
+    x = relay.var("x", shape=(relay.Any(), 16), dtype="float32")
+    y = relay.var("y", shape=(4, relay.Any()), dtype="float32")
+    outs = [relay.argsort(x, axis=0), relay.sort(y, axis=1, is_ascend=False), relay.cumsum(x)]
+    return tvm.IRModule.from_expr(relay.Function([x, y], relay.Tuple(outs)))
+
+
+def _sort_inputs(b: int) -> list:
+    r = np.random.default_rng(b)
+    return [r.standard_normal((b * 64, 16)).astype("float32"),
+            r.standard_normal((4, b * 256)).astype("float32")]
+
+
 def _inputs(b: int) -> list:
     r = np.random.default_rng(b)
     bx = r.random((b, 32, 4)).astype("float32") * 10
@@ -64,6 +112,10 @@ def _inputs(b: int) -> list:
             r.standard_normal((b, 8, 16, 16)).astype("float32"), rois]
 
 
+MODELS = {"detection": (_model, _inputs), "boxes": (_box_model, _box_inputs),
+          "sorts": (_sort_model, _sort_inputs)}
+
+
 def _forget() -> None:
     from minitvm.backend.kernel_cache import clear_cache
     from minitvm.codegen.build import clear_cache as clear_codegen_cache
@@ -74,7 +126,7 @@ def _forget() -> None:
     clear_symbolic_cache()
 
 
-def _one(symbolic_rules: bool, sizes: list[int]) -> dict:
+def _one(symbolic_rules: bool, sizes: list[int], model: str = "detection") -> dict:
     """Compile the model on an empty cache and time the first call at each size."""
     import minitvm as tvm
     from minitvm import relay
@@ -91,11 +143,12 @@ def _one(symbolic_rules: bool, sizes: list[int]) -> dict:
             os.environ["MINITVM_CACHE_DIR"] = cache
             _forget()
             t0 = time.perf_counter()
-            exe = relay.vm.compile(_model(), target="llvm")
+            make, inputs = MODELS[model]
+            exe = relay.vm.compile(make(), target="llvm")
             out = {"compile": time.perf_counter() - t0}
             vm = VirtualMachine(exe, tvm.cpu())
             for b in sizes:
-                args = _inputs(b)
+                args = inputs(b)
                 t0 = time.perf_counter()
                 vm.run(*args)
                 out[f"b{b}"] = time.perf_counter() - t0
@@ -120,12 +173,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1,3,7,12")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--model", choices=sorted(MODELS), default="detection")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     runs: dict[str, list] = {"per-shape": [], "symbolic": []}
     for _ in range(args.rounds):  # (interleaved: the machine's load hits both alike)
-        runs["per-shape"].append(_one(False, sizes))
-        runs["symbolic"].append(_one(True, sizes))
+        runs["per-shape"].append(_one(False, sizes, args.model))
+        runs["symbolic"].append(_one(True, sizes, args.model))
     cols = ["compile", *(f"b{b}" for b in sizes), "steady"]
     print(f"{'path':10s} " + " ".join(f"{c:>8s}" for c in cols) + "  kernels (symbolic/per-shape)")
     med = {}

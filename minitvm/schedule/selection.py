@@ -25,6 +25,9 @@ branch-free steps, equal runs merged from both ends at once; whole rows (``k = n
 heap. (64-bit keys took the heapsort until they had an order key: argsort of 10**6 int64 ran
 650 ms against 76 ms now, ONNX Runtime's TopK 206 ms.)
 
+Rows of a run-time length (a whole dynamic axis sorted: argsort, sort, topk of every element)
+are ``selection_symbolic``'s, on the same items.
+
 The insertion chains' and the networks' loops carry ``NO_SLP_VECTORIZE``: LLVM's SLP vectorizer
 found nothing to vectorize in them and took most of the build (float32 top 64 of 24552: 4.7 ->
 0.6 CPU s without it, benchmarks/bench_selection_compile.py).
@@ -46,12 +49,15 @@ from .lower import Rule, register_rule
 
 def supported(t, options=None) -> bool:
     """Is ``t`` a top-k selection stage with static shapes but for the dimensions before its
-    axis (a dynamic batch: the rows loop over them at run time)?"""
+    axis (a dynamic batch: the rows loop over them at run time), or a sort of a whole axis
+    with symbolic extents (``selection_symbolic``)?"""
     if not isinstance(t.op, ComputeOp) or t.op.tag != TOPK_TAG:
         return False
     (x,) = t.op.attrs["operands"]
     axis = t.op.attrs["axis"]
-    return all(const_int(d) is not None for d in (*t.shape[axis:], *x.shape[axis:]))
+    if all(const_int(d) is not None for d in (*t.shape[axis:], *x.shape[axis:])):
+        return True
+    return t.op.attrs["k"] is x.shape[axis]  # (``topi.selection.topk_indices``: the whole axis)
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
@@ -60,6 +66,10 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     (src,) = a["operands"]
     x, y = ctx.flat_view(ctx.buf[id(src)]), ctx.flat_view(out)
     axis, k, largest = a["axis"], a["k"], a["largest"]
+    if any(const_int(d) is None for d in src.shape[axis:]):
+        from .selection_symbolic import sort_rows_symbolic  # (it builds on this module's forms)
+
+        return sort_rows_symbolic(ctx, x, y, src, axis, largest)
     dims = [const_int(d) for d in src.shape[axis:]]
     n = dims[0]
     outer, inner = prod_dims(src.shape[:axis]), 1

@@ -27,6 +27,7 @@ from . import grid_sample  # noqa: F401,E402  (image.affine_grid, image.grid_sam
 from . import roi_align  # noqa: F401,E402  (vision.roi_align)
 from . import multiclass_nms  # noqa: F401,E402  (vision.multiclass_nms)
 from . import all_class_nms  # noqa: F401,E402  (vision.all_class_non_max_suppression)
+from . import box_nms  # noqa: F401,E402  (vision.get_valid_counts, vision.non_max_suppression)
 from . import space_batch  # noqa: F401,E402  (nn.space_to_batch_nd, nn.batch_to_space_nd)
 from . import index_ops  # noqa: F401,E402  (one_hot, scatter_nd, trilu, sequence_mask...)
 from . import linalg  # noqa: F401,E402  (the Cholesky / LU loop kernels)

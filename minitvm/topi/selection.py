@@ -14,8 +14,9 @@ Two forms state the same positions:
   counting the elements ordered before it). No generic schedule lowers it:
   ``minitvm.schedule.selection`` computes it in one pass per row. Relay's computes build it;
   they refuse a symbolic extent from the axis on (the dimensions before it may be symbolic: a
-  dynamic batch, one Relay VM kernel for every size) and dtypes the schedule does not take
-  (the numpy reference runs those).
+  dynamic batch, one Relay VM kernel for every size), except for a selection of the whole axis
+  (argsort, sort, topk of every element: ``schedule.selection_symbolic`` sorts rows of a
+  run-time length), and dtypes the schedule does not take (the numpy reference runs those).
 - ``ranked_indices``: the same result as two plain reduction stages (``T_topk_rank``, the rank
   of every element; ``T_topk_indices``, the position whose rank is ``j``), which
   ``te.create_prim_func`` writes as blocks and any loop nest computes (quadratic work, symbolic
@@ -78,19 +79,31 @@ def _out_shape(x, axis: int, k):
             (k if d == axis else x.shape[d]) for d in range(len(x.shape))]
 
 
-def topk_indices(x, k: int, axis: int, largest: bool = True, dtype: str = "int32"):
+def _whole_axis(x, axis: int, k) -> bool:
+    """Is the selection the whole of a symbolic axis (``k`` is that extent, from
+    ``axis`` on some dimension symbolic)?"""
+    return k is x.shape[axis] and not all(isinstance(d, E.IntImm) for d in x.shape[axis:])
+
+
+def topk_indices(x, k, axis: int, largest: bool = True, dtype: str = "int32"):
     """Positions along ``axis`` of the ``k`` best elements of ``x``, best first (a stage for
-    ``schedule.selection``; ``x`` has a static shape from ``axis`` on, the dimensions before it
-    may be symbolic (a dynamic batch), and ``1 <= k <= x.shape[axis]``)."""
+    ``schedule.selection``): ``x`` static from ``axis`` on, the dimensions before it possibly
+    symbolic (a dynamic batch), and ``1 <= k <= x.shape[axis]``; or ``k`` the axis' own
+    extent, any dimension symbolic (a sort of the whole axis, of any length: Relay VM kernels
+    sorting along the dynamic axis)."""
     axis %= len(x.shape)
-    n = _static(x.shape[axis:], "topk")[0]
-    if not 1 <= k <= n:
-        raise ValueError(f"topk: k={k} must be in [1, {n}]")
     ity = x.shape[axis].dtype
+    if _whole_axis(x, axis, k):
+        n = x.shape[axis]
+    else:
+        n = _static(x.shape[axis:], "topk")[0]
+        if not isinstance(k, int) or not 1 <= k <= n:
+            raise ValueError(f"topk: k={k} must be in [1, {n}]")
+    extent = n if isinstance(n, E.PrimExpr) else E.IntImm(ity, n)
 
     def body(*i):
-        p = te.reduce_axis((E.IntImm(ity, 0), E.IntImm(ity, n)), name="p")
-        q = te.reduce_axis((E.IntImm(ity, 0), E.IntImm(ity, n)), name="q")
+        p = te.reduce_axis((E.IntImm(ity, 0), extent), name="p")
+        q = te.reduce_axis((E.IntImm(ity, 0), extent), name="q")
         cond = before(_at(x, i, axis, q.var), _at(x, i, axis, p.var), q.var, p.var, largest)
         rank = te.sum(E.Select(cond, E.IntImm(ity, 1), E.IntImm(ity, 0)), axis=q)
         pos = p.var if dtype == ity else E.Cast(dtype, p.var)
@@ -152,16 +165,19 @@ def gather(x, idx, axis: int, name: str = "T_topk_values", reverse: bool = False
 
 
 # ---------------------------------------------------------------------------- Relay computes
-def _checked(x, attrs, what: str) -> tuple[int, int]:
+def _checked(x, attrs, what: str, whole: bool = False) -> tuple:
     """(axis, axis length) of a selection over ``x``; ValueError where the kernel does not
     apply (the numpy reference runs such calls). The dimensions before the axis may be
     symbolic (a dynamic batch: ``schedule.selection`` loops over the rows at run time); the
-    axis and those after it must be static."""
+    axis and those after it must be static, unless the selection takes the ``whole`` axis
+    (argsort, sort, topk of every element: the length then the axis' own extent)."""
     if x.dtype not in DTYPES:
         raise ValueError(f"{what}: the selection kernel does not take {x.dtype}")
     if not x.shape:
         raise ValueError(f"{what}: the selection kernel needs a non-empty axis")
     axis = int(attrs.axis) % len(x.shape)
+    if whole and not all(isinstance(d, E.IntImm) for d in x.shape[axis:]):
+        return axis, x.shape[axis]
     dims = _static(x.shape[axis:], what)
     if dims[0] == 0:
         raise ValueError(f"{what}: the selection kernel needs a non-empty axis")
@@ -171,7 +187,7 @@ def _checked(x, attrs, what: str) -> tuple[int, int]:
 @compute("topk")
 def _topk(attrs, inputs, out_type):
     x = inputs[0]
-    axis, n = _checked(x, attrs, "topk")
+    axis, n = _checked(x, attrs, "topk", whole=int(attrs.k) < 1)
     k = n if int(attrs.k) < 1 else min(int(attrs.k), n)
     idx = topk_indices(x, k, axis, not attrs.is_ascend, attrs.dtype)
     vals = gather(x, idx, axis)
@@ -181,13 +197,13 @@ def _topk(attrs, inputs, out_type):
 @compute("argsort")
 def _argsort(attrs, inputs, out_type):
     x = inputs[0]
-    axis, n = _checked(x, attrs, "argsort")
+    axis, n = _checked(x, attrs, "argsort", whole=True)
     return [topk_indices(x, n, axis, not attrs.is_ascend, attrs.dtype)]
 
 
 @compute("sort")
 def _sort(attrs, inputs, out_type):
     x = inputs[0]
-    axis, n = _checked(x, attrs, "sort")
+    axis, n = _checked(x, attrs, "sort", whole=True)
     idx = topk_indices(x, n, axis, False, "int32")  # ascending; descending reads it back
     return [gather(x, idx, axis, "T_sort", reverse=not attrs.is_ascend)]

@@ -56,6 +56,10 @@ MASKED_STORES = "masked_stores"
 # each chunk of a parallel loop inside it (before the worker's join).
 NONTEMPORAL_STORE = "nontemporal_store"
 NONTEMPORAL_VECTOR_BYTES = (16, 32, 64)
+# Block or For annotation: float arithmetic inside carries no fast-math flag, not even
+# ``contract``: each add / multiply rounds on its own (no fused multiply-add), as a reference
+# computed op by op in numpy does (the box NMS kernels' overlaps decide which box survives)
+EXACT_FLOAT = "exact_float"
 
 
 def _const_int(e) -> int | None:
@@ -89,6 +93,9 @@ class StmtEmitter:
                 shape = list(s.extents)
                 ptr, cleanup = self.allocate(s.dtype, shape, s.buffer_var.name)
                 self.env[id(s.buffer_var)] = ptr
+                # (out of scope after: a parallel loop later would capture a pointer its
+                # block does not dominate, e.g. a row's run-time-sized buffer inside a loop)
+                work.append(lambda v=s.buffer_var: self.env.pop(id(v), None))
                 work.append(cleanup)
                 work.append(s.body)
             elif t is S.AttrStmt and s.attr_key == NONTEMPORAL_STORE:
@@ -213,12 +220,17 @@ class StmtEmitter:
 
     # ---------------------------------------------------------------- blocks
     def _reassociating(self, annotations, fn) -> None:
-        """Run ``fn()`` with reassociation allowed when ``annotations`` ask for it."""
-        if not annotations or not annotations.get(REDUCE_REASSOCIATE):
+        """Run ``fn()`` with reassociation allowed when ``annotations`` ask for it, or with no
+        fast-math flag at all (``EXACT_FLOAT``)."""
+        if not annotations or not (annotations.get(REDUCE_REASSOCIATE) or
+                                   annotations.get(EXACT_FLOAT)):
             return fn()
         saved = self.fmf
-        self.fmf = tuple(dict.fromkeys((*saved, "reassoc", "nsz", "contract"))) \
-            if "fast" not in saved else saved
+        if annotations.get(EXACT_FLOAT):
+            self.fmf = ()
+        else:
+            self.fmf = tuple(dict.fromkeys((*saved, "reassoc", "nsz", "contract"))) \
+                if "fast" not in saved else saved
         try:
             return fn()
         finally:

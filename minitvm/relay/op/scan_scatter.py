@@ -10,7 +10,7 @@ from ...ir.structural import structural_equal
 from ...ir.type import TensorType
 from ..expr import Call
 from .op import define_op
-from .type_relations import check_num_args, normalize_axis, tensor_arg, type_str
+from .type_relations import check_num_args, dims_product, normalize_axis, tensor_arg, type_str
 
 __all__ = ["cumsum", "cumprod", "scatter_elements", "scatter_nd"]
 
@@ -38,11 +38,8 @@ def _scan_rel(name):
         check_num_args(name, arg_types, 1)
         x = tensor_arg(arg_types, 0, name)
         dtype = attrs.dtype or x.dtype
-        if attrs.axis is None:
-            n = 1
-            for d in x.shape:
-                n *= int(d)
-            return TensorType((n,), dtype)
+        if attrs.axis is None:  # the input flattened: (?,) from a relay.Any(), n * 4 symbolic
+            return TensorType((dims_product(x.shape),), dtype)
         normalize_axis(attrs.axis, len(x.shape), name)
         return TensorType(x.shape, dtype)
 

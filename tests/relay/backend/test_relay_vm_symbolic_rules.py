@@ -1,6 +1,6 @@
 """Relay VM symbolic kernels of the ops a lowering rule writes (``vm.symbolic``'s
-``SYMBOLIC_RULE_TAGS``): scans, top-k / sort / argsort, unique, all-class NMS and RoI pools /
-aligns compile ONE kernel for every batch (or box count); at each size it gives the bits of the
+``SYMBOLIC_RULE_TAGS``): scans, top-k / sort / argsort, unique, all-class NMS, valid counts and
+box NMS, and RoI pools / aligns compile ONE kernel for every batch (or box count); at each size it gives the bits of the
 static kernel that the per-shape path compiles for that size, and the interpreter's values. Their
 records in the disk cache serve a warm compile without lowering anything again."""
 
@@ -13,11 +13,12 @@ from minitvm.backend import parallel_compile
 from minitvm.backend.kernel_cache import clear_cache
 from minitvm.codegen.build import clear_cache as clear_codegen_cache
 from minitvm.relay.backend import build_cache
-from minitvm.relay.backend.vm import saved, symbolic
+from minitvm.relay.backend.vm import exe_cache, saved, symbolic
 from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
 from minitvm.relay.backend.vm.symbolic import SymbolicKernel, clear_symbolic_cache
 from minitvm.relay.expr import bind
 from minitvm.runtime.vm import VirtualMachine
+from minitvm.topi.reference.vision import get_valid_counts_np, non_max_suppression_np
 
 A = relay.Any
 
@@ -86,6 +87,34 @@ def _all_class_nms():
     return [boxes, scores], relay.Tuple([out[0], out[1]]), args, None
 
 
+def _boxes(b: int, n: int, seed: int = 0) -> np.ndarray:
+    """[b, n, 6] rows (id, score, x1, y1, x2, y2): ids -1..2, scores in quarters (ties), some
+    corners given the other way round, and two identical boxes."""
+    r = _rng(seed * 1000 + b * 100 + n)
+    x = np.zeros((b, n, 6), "float32")
+    x[..., 0] = r.integers(-1, 3, (b, n))
+    x[..., 1] = np.round(r.random((b, n)) * 4) / 4
+    x[..., 2:4] = r.random((b, n, 2)) * 4
+    x[..., 4:6] = x[..., 2:4] + (r.random((b, n, 2)) - 0.2) * 3
+    if n > 3:
+        x[0, 2, 2:] = x[0, 1, 2:]
+    return x
+
+
+def _box_nms():
+    """get_valid_counts, then NMS of its rows (indices and counts), rows and boxes of dynamic
+    counts: the numpy references' exact values."""
+    d = relay.var("d", shape=(A(), A(), 6), dtype="float32")
+    gv = relay.vision.get_valid_counts(d, 0.3)
+    nms = relay.vision.non_max_suppression(gv[1], gv[0], gv[2], relay.const(4, "int32"), 0.45)
+
+    def want(x):
+        c, o, i = get_valid_counts_np(x, float(np.float32(0.3)))  # (the op's float32 consts)
+        return [c, *non_max_suppression_np(o, c, i, 4, float(np.float32(0.45)))]
+
+    return [d], relay.Tuple([gv[0], nms[0], nms[1]]), lambda b: [_boxes(b, 3 * b + 2)], want
+
+
 def _roi(op):
     """RoI pool (a rule's stage) or RoI align (a plain te reduction over the boxes), images and
     boxes both of a dynamic count."""
@@ -107,7 +136,7 @@ def _roi(op):
 
 # family -> (the model, its symbolic kernels)
 FAMILIES = {"scan": (_scan, 2), "selection": (_selection, 1), "unique": (_unique, 1),
-            "all_class_nms": (_all_class_nms, 1), "roi_pool": (lambda: _roi("pool"), 1),
+            "all_class_nms": (_all_class_nms, 1), "box_nms": (_box_nms, 2), "roi_pool": (lambda: _roi("pool"), 1),
             "roi_align": (lambda: _roi("align"), 1)}
 
 
@@ -161,6 +190,80 @@ def test_symbolic_kernel_gives_the_per_shape_kernels_bits(family):
         assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
 
 
+def _box_nms_cases():
+    """(batch, boxes) sizes and data: no boxes, one, random rows with ties, every row the same
+    box (all but the first suppressed), every score under the threshold."""
+    same = np.tile(np.array([[[1, 0.9, 0, 0, 2, 2]]], "float32"), (2, 7, 1))
+    same[:, :, 1] = [0.9, 0.5, 0.9, 0.7, 0.9, 0.4, 0.8]
+    low = _boxes(2, 6)
+    low[..., 1] = 0.1
+    return [_boxes(1, 0), _boxes(1, 1), _boxes(2, 5), _boxes(3, 17), _boxes(1, 40), same, low]
+
+
+def test_box_nms_gives_the_reference_bits_at_every_size():
+    """One compile of get_valid_counts and two NMS (indices; each candidate's row at its rank,
+    across ids and cut to top_k): the numpy references' values and dtypes exactly, at every
+    case of ``_box_nms_cases``, on the symbolic kernels (none specialized)."""
+    d = relay.var("d", shape=(A(), A(), 6), dtype="float32")
+    gv = relay.vision.get_valid_counts(d, 0.3)
+    by_id = relay.vision.non_max_suppression(gv[1], gv[0], gv[2], relay.const(-1, "int32"), 0.45)
+    ranked = relay.vision.non_max_suppression(gv[1], gv[0], gv[2], relay.const(3, "int32"), 0.3,
+                                              force_suppress=True, top_k=4,
+                                              return_indices=False)
+    packed = relay.vision.non_max_suppression(gv[1], gv[0], gv[2], relay.const(0, "int32"), 0.3,
+                                              return_indices=False, invalid_to_bottom=True)
+    mod = tvm.IRModule.from_expr(relay.Function(
+        [d], relay.Tuple([gv[0], gv[1], gv[2], by_id[0], by_id[1], ranked, packed])))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 4, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    f32 = float(np.float32(0.3)), float(np.float32(0.45))
+    for x in _box_nms_cases():
+        c, o, i = get_valid_counts_np(x, f32[0])
+        want = [c, o, i, *non_max_suppression_np(o, c, i, -1, f32[1]),
+                non_max_suppression_np(o, c, i, 3, f32[0], force_suppress=True, top_k=4,
+                                       return_indices=False),
+                non_max_suppression_np(o, c, i, 0, f32[0], return_indices=False,
+                                       invalid_to_bottom=True)]
+        for g, w in zip(_outputs(vm.run(x)), want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
+    # the overlaps round op by op (``EXACT_FLOAT``): no multiply-add contraction anywhere
+    irs = [k.run.kernel.ir for k in exe.kernels if isinstance(k.run, SymbolicKernel)]
+    assert irs and all("fmul" not in ir or "contract" not in ir for ir in irs)
+    assert any("fmul" in ir for ir in irs)
+
+
+def test_box_nms_native_in_a_static_build_float64_too():
+    """relay.build of a static float64 NMS runs a native kernel (no numpy fallback, no
+    warning) and gives the reference's bits; float16 boxes have none and say so."""
+    import warnings
+
+    from minitvm.backend.fallback import NativeFallbackError, NativeFallbackWarning
+
+    x = _boxes(2, 9).astype("float64")
+    vc = np.array([9, 5], "int32")
+    idx = np.tile(np.arange(9, dtype="int32"), (2, 1))
+    d = relay.var("d", shape=x.shape, dtype="float64")
+    v = relay.var("v", shape=(2,), dtype="int32")
+    i = relay.var("i", shape=(2, 9), dtype="int32")
+    nms = relay.vision.non_max_suppression(d, v, i, relay.const(-1, "int32"), 0.25)
+    mod = tvm.IRModule.from_expr(relay.Function([d, v, i], nms.astuple()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NativeFallbackWarning)
+        exe = relay.vm.compile(mod, target="llvm")
+    got = _outputs(VirtualMachine(exe, tvm.cpu()).run(x, vc, idx))
+    want = non_max_suppression_np(x, vc, idx, -1, 0.25)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+    half = relay.var("h", shape=(1, 4, 6), dtype="float16")
+    mod16 = tvm.IRModule.from_expr(relay.Function(
+        [half], relay.vision.get_valid_counts(half, 0.5).astuple()))
+    with pytest.raises(NativeFallbackError, match="get_valid_counts of float16 boxes has no "
+                                                  "native kernel"):
+        relay.build(mod16, "llvm")  # (the tests' builds are strict: a fallback raises)
+
+
 def test_empty_batch_scans_write_nothing():
     """A scan over zero rows (or a zero-length axis) runs the symbolic kernel and returns an
     empty result (its first store per row would be out of bounds); the interpreter's exclusive
@@ -181,16 +284,86 @@ def test_empty_batch_scans_write_nothing():
             np.testing.assert_allclose(g, r, rtol=1e-6)
 
 
-def test_selection_along_the_dynamic_axis_is_specialized():
-    """The selection schedule needs its axis static: a sort along the dynamic axis is
-    specialized per shape (and still right)."""
+def _dynamic_axis_sorts():
+    """Sorts of a whole dynamic axis (rows of a run-time length): argsort down the batch,
+    sort descending along a dynamic last axis, every element's top-k of 64-bit values in rows
+    of two dynamic dims, and argsort of int8 with a dynamic middle axis."""
+    cases = []
     x = relay.var("x", shape=(A(), 4), dtype="float32")
-    mod = tvm.IRModule.from_expr(relay.Function([x], relay.argsort(x, axis=0)))
+    cases.append(([x], relay.argsort(x, axis=0, is_ascend=False, dtype="int64"),
+                  lambda n: [(_rng(n).integers(-3, 4, (n, 4)) / 2).astype("float32")]))
+    y = relay.var("y", shape=(3, A()), dtype="float32")
+    cases.append(([y], relay.sort(y, axis=1, is_ascend=False),
+                  lambda n: [_rng(n).standard_normal((3, n)).astype("float32")]))
+    z = relay.var("z", shape=(A(), A()), dtype="float64")
+    top = relay.topk(z, k=0, axis=1, ret_type="both")
+    cases.append(([z], relay.Tuple([top[0], top[1]]),
+                  lambda n: [_rng(n).integers(-2, 3, (2, n)).astype("float64")]))
+    w = relay.var("w", shape=(2, A(), 3), dtype="int8")
+    cases.append(([w], relay.argsort(w, axis=1),
+                  lambda n: [_rng(n).integers(-5, 5, (2, n, 3)).astype("int8")]))
+    return cases
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_sorts_along_the_dynamic_axis_are_one_symbolic_kernel(case):
+    """A sort of the whole dynamic axis is one symbolic kernel (a merge sort of rows of a
+    run-time length): at 0, 5, 12 and 70 elements (a lone network run, or one merge pass
+    copied back, or merge turns with a shorter last run: runs of 8 keys, 4 key pairs) the
+    static kernel's bits (ties by position, NaN last), and numpy's stable order for
+    integers."""
+    params, body, args_of = _dynamic_axis_sorts()[case]
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(params, body)), target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    for n in (0, 5, 12, 70):
+        args = args_of(n)
+        got = _outputs(vm.run(*args))
+        if n:
+            static = relay.vm.compile(_static_module(params, body, args), target="llvm")
+            want = _outputs(VirtualMachine(static, tvm.cpu()).run(*args))
+        else:
+            want = _outputs(relay.create_executor("debug", mod=tvm.IRModule.from_expr(
+                relay.Function(params, body))).evaluate()(*args))
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
+        if case == 3 and n:  # integers: numpy's stable argsort exactly
+            np.testing.assert_array_equal(got[0], np.argsort(args[0], axis=1, kind="stable"))
+    assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
+
+
+def test_topk_of_a_fixed_k_along_the_dynamic_axis_is_specialized():
+    """A top-k of a fixed ``k`` along the dynamic axis (typed ``k`` rows, while a shorter axis
+    gives fewer) is specialized per shape, and still right."""
+    x = relay.var("x", shape=(A(), 4), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.topk(x, k=2, axis=0,
+                                                                ret_type="indices")))
     exe = relay.vm.compile(mod, target="llvm")
     assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 0, "specialized": 1}
     xv = _rng(0).standard_normal((6, 4)).astype("float32")
     got = VirtualMachine(exe, tvm.cpu()).run(xv).numpy()
-    np.testing.assert_array_equal(got, np.argsort(xv, axis=0, kind="stable"))
+    np.testing.assert_array_equal(got, np.argsort(-xv, axis=0, kind="stable")[:2])
+
+
+def test_cumsum_of_a_dynamic_input_flattened_is_one_symbolic_kernel():
+    """``cumsum`` with no axis over a dynamic input types as ``(?,)`` (it failed to type) and is
+    one symbolic kernel over ``n * 4`` elements: numpy's bits, empty at batch 0."""
+    x = relay.var("x", shape=(A(), 4), dtype="float32")
+    y = relay.var("y", shape=(A(), 3), dtype="int32")
+    body = relay.Tuple([relay.cumsum(x), relay.cumprod(y, exclusive=True, dtype="int64")])
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, y], body)))
+    assert "Tensor[(?), float32]" in mod.astext()
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 2, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    for b in (0, 1, 6):
+        xv = _rng(b).standard_normal((b, 4)).astype("float32")
+        yv = _rng(b).integers(-3, 4, (b, 3)).astype("int32")
+        got = _outputs(vm.run(xv, yv))
+        want = [np.cumsum(xv.ravel()),
+                np.cumprod(np.concatenate([[1], yv.ravel()[:-1]])).astype("int64")[:b * 3]]
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
 
 
 @pytest.fixture
@@ -201,7 +374,9 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: "ops")
     _forget()
-    with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1}):
+    # (the kernels' records are what these tests check: whole executables not cached)
+    with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1,
+                                                        exe_cache.CONFIG_KEY: False}):
         yield
     _forget()
 
@@ -245,9 +420,24 @@ def _onnx_roi_align():
     return [d, r, i], relay.vision.onnx_roi_align(d, r, i, 2, 2, 0, 0.5, True), args
 
 
-@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align"])
+def _box_nms_operands():
+    """NMS of rows, valid counts and indices, each with its own ``relay.Any()`` sizes."""
+    d = relay.var("d", shape=(A(), A(), 6), dtype="float32")
+    v = relay.var("v", shape=(A(),), dtype="int32")
+    i = relay.var("i", shape=(A(), A()), dtype="int32")
+    nms = relay.vision.non_max_suppression(d, v, i, relay.const(-1, "int32"), 0.45)
+
+    def args(b):
+        x = _boxes(b, 6)
+        return [x, np.full((b,), 6, "int32"), np.tile(np.arange(6, dtype="int32"), (b, 1))]
+
+    return [d, v, i], nms.astuple(), args
+
+
+@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align", "box_nms"])
 def test_operands_read_as_one_extent_are_checked_at_each_call(op):
-    """NMS's boxes and scores (batch and box counts) and RoiAlign's boxes and image indices,
+    """NMS's boxes and scores (batch and box counts), RoiAlign's boxes and image indices, box
+    NMS's rows, valid counts and indices,
     typed with distinct ``relay.Any()`` sizes: the kernel reads them as one extent, so the
     symbolic typing makes them one size, checked at each call; a call where they differ is
     rejected by the typing of its specialization (the kernel read past the smaller one)."""
@@ -257,6 +447,12 @@ def test_operands_read_as_one_extent_are_checked_at_each_call(op):
 
         def bad(a):
             return [a[0][:1], a[1]]
+    elif op == "box_nms":
+        params, body, args_of = _box_nms_operands()
+        match = "valid_count .* must be \\(batch=3,\\)"
+
+        def bad(a):
+            return [a[0], a[1][:2], a[2]]
     else:
         params, body, args_of = _onnx_roi_align()
         match = "one index per box"

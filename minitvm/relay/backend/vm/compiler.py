@@ -151,9 +151,20 @@ def compile(mod, target=None, target_host=None, params=None) -> Executable:  # n
     Executable
         Run it with ``tvm.runtime.vm.VirtualMachine(exe, device)``.
     """
+    from . import exe_cache
+
+    _check_target(target)
+    cached = exe_cache.exe_key(mod, params, target)  # (None: not cached, see exe_cache)
+    if cached is not None:
+        exe = exe_cache.load(*cached)
+        if exe is not None:
+            return exe
     compiler = VMCompiler()
     if params:
         compiler.set_params(params)
     compiler.lower(mod, target, target_host)
     compiler.codegen()
-    return compiler.get_exec()
+    exe = compiler.get_exec()
+    if cached is not None:
+        exe_cache.store(*cached, exe)
+    return exe

@@ -12,8 +12,9 @@ input dimension against them (a size that the typing took equal to another and i
 dynamic axis broadcast at size 1, runs the per-shape specialization instead) and allocates the
 outputs. A function whose output shape depends on values, or with an op not lowered
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
-Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort, unique,
-all-class NMS, RoI pools) go through their rule when it takes symbolic extents
+Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort along a
+static axis or of a whole dynamic one, unique, all-class NMS, valid counts and box NMS, RoI
+pools) go through their rule when it takes symbolic extents
 (``SYMBOLIC_RULE_TAGS``).
 """
 
@@ -39,6 +40,7 @@ from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
 from ....topi import nn_te
 from ....topi.all_class_nms import NMS_TABLE_TAG
+from ....topi.box_nms import BOX_NMS_TAG, VALID_COUNTS_TAG
 from ....topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG
 from ....topi.scan import SCAN_TAG
 from ....topi.scatter_linear import SCATTER_LINEAR_TAG
@@ -103,10 +105,11 @@ _ALIGNED_OPS = frozenset({"nn.batch_matmul"})
 _PAIRED_OPS = frozenset({"scatter_elements", "scatter_nd", "vision.all_class_non_max_suppression",
                          "vision.onnx_roi_align"})
 # (operand, axis, operand, axis) a kernel reads as one extent: NMS's boxes and scores (batch,
-# boxes), RoiAlign's boxes and their image indices
+# boxes), RoiAlign's boxes and their image indices, box NMS's rows, valid counts and indices
 _OPERAND_AXES = {
     "vision.all_class_non_max_suppression": ((0, 0, 1, 0), (0, 1, 1, 2)),
     "vision.onnx_roi_align": ((1, 0, 2, 0),),
+    "vision.non_max_suppression": ((0, 0, 1, 0), (0, 0, 2, 0), (0, 1, 2, 1)),
 }
 
 
@@ -334,9 +337,11 @@ def _schedule_with_rules(inputs, consts, outputs, stages: list, options: Lowerin
 
 # tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
 # each checked at several sizes against the per-shape kernels and the interpreter: the one-pass
-# scatters, scans, top-k / sort / argsort, unique, all-class NMS, RoI pooling / ONNX RoiAlign
+# scatters, scans, top-k / sort / argsort, unique, all-class NMS, RoI pooling / ONNX RoiAlign,
+# valid counts and box NMS
 SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG, SCAN_TAG, TOPK_TAG, UNIQUE_TABLE_TAG,
-                                NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG})
+                                NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG,
+                                VALID_COUNTS_TAG, BOX_NMS_TAG})
 
 
 class _Scheduled:

@@ -8,8 +8,9 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
 from ....topi.all_class_nms import all_class_nms_onnx, all_class_nms_tensorflow
+from ....topi.box_nms import box_nms, valid_counts
 from ...expr import Call, Expr, TupleWrapper, const
-from ..op import define_op, register_compute, register_numpy_only
+from ..op import define_op, register_compute
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
 
 __all__ = ["get_valid_counts", "non_max_suppression", "all_class_non_max_suppression"]
@@ -77,6 +78,11 @@ def _nms_rel(arg_types, attrs):
     if len(vc.shape) != 1 or len(idx.shape) != 2:
         raise TypeError(f"{op_name}: valid_count must be (batch,) and indices (batch, "
                         f"num_boxes), got {type_str(vc)} and {type_str(idx)}")
+    for got, want in ((vc.shape[0], b), (idx.shape[0], b), (idx.shape[1], n)):
+        if is_static_dim(got) and is_static_dim(want) and got != want:
+            raise TypeError(f"{op_name}: valid_count {type_str(vc)} and indices "
+                            f"{type_str(idx)} must be (batch={b},) and (batch={b}, "
+                            f"num_boxes={n})")
     _scalar(arg_types, 3, op_name, "max_output_size")
     _scalar(arg_types, 4, op_name, "iou_threshold")
     if is_static_dim(k) and int(attrs.coord_start) + 4 > k:
@@ -168,9 +174,23 @@ def all_class_non_max_suppression(boxes: Expr, scores: Expr, max_output_boxes_pe
                                                    rules=str(rules)))
     return TupleWrapper(call, 2 if output_format == "onnx" else 3)
 
-# numpy-only on purpose (not a failed native lowering; see backend.fallback)
-register_numpy_only("vision.non_max_suppression", "suppression is greedy and sequential over data-dependent candidates")
-register_numpy_only("vision.get_valid_counts", "suppression is greedy and sequential over data-dependent candidates")
+
+def _valid_counts_compute(attrs, inputs, out_type):
+    """One native stage (``topi.box_nms``: ``schedule.box_nms``) and gathers of it."""
+    return valid_counts(*inputs, id_index=int(attrs.id_index),
+                        score_index=int(attrs.score_index))
+
+
+def _nms_compute(attrs, inputs, out_type):
+    """One native stage (``topi.box_nms``: ``schedule.box_nms``) and gathers of it."""
+    return box_nms(*inputs, force_suppress=bool(attrs.force_suppress), top_k=int(attrs.top_k),
+                   coord_start=int(attrs.coord_start), score_index=int(attrs.score_index),
+                   id_index=int(attrs.id_index), return_indices=bool(attrs.return_indices),
+                   invalid_to_bottom=bool(attrs.invalid_to_bottom))
+
+
+register_compute("vision.get_valid_counts", _valid_counts_compute)
+register_compute("vision.non_max_suppression", _nms_compute)
 
 
 def _all_class_nms_compute(attrs, inputs, out_type):

@@ -1,0 +1,165 @@
+"""Sorts of whole rows of a run-time length (tag ``topk`` with ``k`` the axis' symbolic
+extent: argsort, sort, topk of every element along a dynamic axis; ``topi.selection``), for
+Relay VM kernels that serve every size.
+
+Each row's elements become the items of ``selection._Keyed`` / ``_Pairs`` (an order key and
+the position: all distinct, ties by position, NaN last), so the positions are those of the
+static kernels (``selection._merge_rows``). Runs of ``RUN`` items are sorted by the static
+kernels' sorting network (branch-free compare-exchanges in registers; the last run padded with
+items above all), then bottom-up merge passes of branch-free steps go back and forth between
+the items and a scratch row, two passes a turn (a last lone pass is copied back), each a no-op
+once a run spans the row: rows below 2**31 elements. Rows run one after another (the code
+generator cannot allocate a buffer of a run-time size inside a parallel loop's body).
+"""
+
+from __future__ import annotations
+
+from ..codegen.build import NO_SLP_VECTORIZE
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from .common import allocated, const_int, imm, prod_dims
+from .selection import _bits, _Keyed, _outer_loops, _Pairs, network
+
+__all__ = ["sort_rows_symbolic"]
+
+# items a sorting network orders before the merges, by form: LLVM's passes take most of the
+# build on the network (float64 argsort: 16 items 2.5 s, 4 items 0.44 s; float32: 16 items
+# 0.70 s, 8 items 0.47 s), and the merges do the rest at little cost
+RUN = {"_Keyed": 8, "_Pairs": 4}
+TURNS = 16  # merge turns (two passes each): runs of 4 * 4**16 items span any int32 row
+
+
+def _i32(d) -> E.PrimExpr:
+    c = const_int(d)
+    if c is not None:
+        return imm(c)
+    return d if d.dtype == "int32" else E.Cast("int32", d)
+
+
+def sort_rows_symbolic(ctx, x, y, src, axis: int, largest: bool) -> S.Stmt:
+    """Statements writing into ``y`` the positions of each row of ``src`` along ``axis`` in
+    the selection order (``x`` / ``y`` flat views; see the module)."""
+    dt = src.dtype
+    inner_dim = prod_dims(src.shape[axis + 1:], "int64")
+    n, inner = _i32(src.shape[axis]), _i32(inner_dim)
+    outer = prod_dims(src.shape[:axis], "int64")
+    form = _Keyed if _bits(dt) <= 32 else _Pairs
+
+    def row(idx):
+        o, i = idx
+        items = form(dt, n, largest)
+        tmp = form.scratch(n, "merge_tmp")
+        run = RUN[form.__name__]
+        net = form.scratch(run, "merge_net")
+        st = decl_buffer((4,), "int32", "merge_at", scope="local")
+        base = o * (n * inner) + i
+        parts = [_runs(ctx, form(dt, run, largest), items.bufs, net, n, run,
+                       lambda j: E.BufferLoad(x, [base + j * inner]))]
+        parts += _merges(ctx, form, items.bufs, tmp, st, n, run)
+        s = ctx.fresh("s")
+        pos = form.position(tuple(E.BufferLoad(b, [s]) for b in items.bufs))
+        parts.append(S.For(s, imm(0), n, S.ForKind.SERIAL, S.BufferStore(
+            y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
+            [o * (n * inner) + s * inner + i])))
+        stmt = S.SeqStmt(parts)
+        for buf in [st, *net, *items.bufs, *tmp]:
+            stmt = allocated(buf, stmt)
+        return stmt
+
+    return _outer_loops(ctx, [outer, inner_dim], False, row)
+
+
+def _runs(ctx, maker, bufs, net, n, run: int, value_at) -> S.Stmt:
+    """Each run of ``run`` items of the row (``maker.item(value_at(j), j)``) sorted into
+    ``bufs`` by the sorting network in ``net``; the last run's missing items are above all."""
+    t, j = ctx.fresh("t"), ctx.fresh("j")
+    lo = t * imm(run)
+    top = tuple(E.IntImm(b.dtype, v) for b, v in zip(net, maker.TOP, strict=True))
+
+    def slot(k):
+        return tuple(E.BufferLoad(b, [imm(k)]) for b in net)
+
+    def stores(lanes, item, at):
+        return [S.BufferStore(b, v, [at]) for b, v in zip(lanes, item, strict=True)]
+
+    here = lo + j
+    item = maker.item(value_at(E.Min(here, n - imm(1))), here)
+    load = S.For(j, imm(0), imm(run), S.ForKind.SERIAL, S.SeqStmt(stores(
+        net, tuple(E.Select(E.LT(here, n), v, c) for v, c in zip(item, top, strict=True)),
+        j)))
+    st = [load]
+    for a, b in network(run):
+        if len(net) == 1:  # one key: min and max
+            va, vb = ctx.fresh("net_a", "int64"), ctx.fresh("net_b", "int64")
+            st.append(S.LetStmt(va, slot(a)[0], S.LetStmt(vb, slot(b)[0], S.SeqStmt([
+                S.BufferStore(net[0], E.Min(va, vb), [imm(a)]),
+                S.BufferStore(net[0], E.Max(va, vb), [imm(b)])]))))
+            continue
+        va = tuple(ctx.fresh("net_a", e.dtype) for e in slot(a))
+        vb = tuple(ctx.fresh("net_b", e.dtype) for e in slot(b))
+        swap = ctx.fresh("swap", "bool")
+        lo_item = tuple(E.Select(swap, q, p) for p, q in zip(va, vb, strict=True))
+        hi_item = tuple(E.Select(swap, p, q) for p, q in zip(va, vb, strict=True))
+        body = S.LetStmt(swap, maker.before(vb, va), S.SeqStmt(
+            stores(net, lo_item, imm(a)) + stores(net, hi_item, imm(b))))
+        for v, e in reversed(list(zip((*va, *vb), (*slot(a), *slot(b)), strict=True))):
+            body = S.LetStmt(v, e, body)
+        st.append(body)
+    k = ctx.fresh("k")
+    st.append(S.For(k, imm(0), imm(run), S.ForKind.SERIAL, S.IfThenElse(
+        E.LT(lo + k, n), S.SeqStmt(stores(bufs, slot_at(net, k), lo + k)))))
+    return S.For(t, imm(0), E.FloorDiv(n + imm(run - 1), imm(run)), S.ForKind.SERIAL,
+                 S.SeqStmt(st), annotations={NO_SLP_VECTORIZE: True})
+
+
+def slot_at(net, k) -> tuple:
+    return tuple(E.BufferLoad(b, [k]) for b in net)
+
+
+def _merge_pass(ctx, form, src, dst, st, n) -> S.Stmt:
+    """Runs of the state's width in ``src`` merged pairwise into ``dst`` (branch-free steps)."""
+    width, left_at, right_at = 0, 1, 2
+    q, kk = ctx.fresh("q"), ctx.fresh("kk")
+    w, lo, mid, hi = ctx.fresh("w"), ctx.fresh("lo"), ctx.fresh("mid"), ctx.fresh("hi")
+    ia, ib = E.BufferLoad(st, [imm(left_at)]), E.BufferLoad(st, [imm(right_at)])
+    lv, rv = slot_at(src, E.Min(ia, mid - imm(1))), slot_at(src, E.Min(ib, hi - imm(1)))
+    left = tuple(ctx.fresh("ml", e.dtype) for e in lv)
+    right = tuple(ctx.fresh("mr", e.dtype) for e in rv)
+    take = ctx.fresh("take", "bool")
+    step = S.SeqStmt([
+        *(S.BufferStore(b, E.Select(take, r, lf), [lo + kk])
+          for b, r, lf in zip(dst, right, left, strict=True)),
+        S.BufferStore(st, ia + E.Select(take, imm(0), imm(1)), [imm(left_at)]),
+        S.BufferStore(st, ib + E.Select(take, imm(1), imm(0)), [imm(right_at)])])
+    step = S.LetStmt(take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), form.before(right, left))),
+                     step)
+    for v, e in reversed(list(zip((*left, *right), (*lv, *rv), strict=True))):
+        step = S.LetStmt(v, e, step)
+    merge = S.SeqStmt([S.BufferStore(st, lo, [imm(left_at)]),
+                       S.BufferStore(st, mid, [imm(right_at)]),
+                       S.For(kk, imm(0), hi - lo, S.ForKind.SERIAL, step)])
+    # (the run bounds bound once per merge, the width once per pass)
+    merge = S.LetStmt(lo, q * w * imm(2), S.LetStmt(mid, E.Min(lo + w, n), S.LetStmt(
+        hi, E.Min(lo + w * imm(2), n), merge)))
+    return S.LetStmt(w, E.BufferLoad(st, [imm(width)]), S.For(
+        q, imm(0), E.FloorDiv(n + w * imm(2) - imm(1), w * imm(2)), S.ForKind.SERIAL, merge))
+
+
+def _merges(ctx, form, items, tmp, st, n, run: int) -> list:
+    """The merge turns: ``items`` -> ``tmp`` at the width, then back at twice it (or, when one
+    run already spans the row, copied back), while the width is below the row's length."""
+    w = E.BufferLoad(st, [imm(0)])
+
+    def doubled():
+        return S.BufferStore(st, w * imm(2), [imm(0)])
+
+    t = ctx.fresh("t")
+    back = S.IfThenElse(E.LT(w, n), _merge_pass(ctx, form, tmp, items, st, n), S.For(
+        t, imm(0), n, S.ForKind.SERIAL, S.SeqStmt([
+            S.BufferStore(b, E.BufferLoad(c, [t]), [t]) for b, c in zip(items, tmp,
+                                                                       strict=True)])))
+    turn = S.IfThenElse(E.LT(w, n), S.SeqStmt([
+        _merge_pass(ctx, form, items, tmp, st, n), doubled(), back, doubled()]))
+    return [S.BufferStore(st, imm(run), [imm(0)]),
+            S.For(ctx.fresh("turn"), imm(0), imm(TURNS), S.ForKind.SERIAL, turn)]
