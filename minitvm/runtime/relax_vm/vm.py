@@ -175,6 +175,8 @@ class VirtualMachine:
         self.device = device
         self._storage_cache: dict = {}
         self._storage_offset: dict = {}
+        self._storage_spare: dict = {}  # each site's buffer before its last (alloc_storage)
+        self._storage_spare_offset: dict = {}
         self._inputs: dict = {}
         self._outputs: dict = {}
         self._saved: dict = {}  # save_function's closures by name
