@@ -39,7 +39,7 @@ class BoundCall:
     weight's identity)."""
 
     __slots__ = ("shapes", "dtypes", "packs", "consts", "outs", "fast", "entry", "kvars",
-                 "address", "tramp", "kept")
+                 "address", "tramp", "kept", "matches")
 
     def __init__(self, inputs: list, packs: list, consts: tuple, outs: list, fast=None,
                  address: int | None = None, kvars=None):
@@ -58,6 +58,7 @@ class BoundCall:
             GIL_RELEASE_ELEMS
         self.tramp = call_trampoline()[big] if fast is None and LAYOUT_OK else None
         self.kept: list | None = None  # per output, its last two arrays (keep_outputs)
+        self.matches = _matcher(self.shapes, self.dtypes, self.packs)
 
     def keep_outputs(self) -> None:
         """Reuse outputs across calls once they are dead (a call site in a loop)."""
@@ -80,16 +81,10 @@ class BoundCall:
         return outs
 
     def __call__(self, inputs: list) -> list | None:
-        if len(inputs) != len(self.shapes):
+        if len(inputs) != len(self.shapes) or not self.matches(*inputs):
             return None
-        for a, s, d in zip(inputs, self.shapes, self.dtypes):
-            if type(a) is not np.ndarray or a.shape != s or a.dtype != d or \
-                    not a.flags.c_contiguous:
-                return None
         arrays = list(inputs)
-        for pos, src, packed in self.packs:
-            if arrays[pos] is not src:
-                return None
+        for pos, _, packed in self.packs:
             arrays[pos] = packed
         outs = self._outputs()
         nthreads = threadpool.get_num_threads()
@@ -104,3 +99,19 @@ class BoundCall:
             ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
             self.entry(ptrs, self.kvars, nthreads)
         return outs
+
+
+def _matcher(shapes: tuple, dtypes: tuple, packs: tuple):
+    """A function of the inputs: whether they are contiguous arrays of these shapes and dtypes,
+    the packed weights' sources the same arrays (one generated expression, no loop)."""
+    env: dict = {"ND": np.ndarray}
+    conds = []
+    for k, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+        env[f"s{k}"], env[f"d{k}"] = shape, dtype
+        conds.append(f"type(a{k}) is ND and a{k}.shape == s{k} and a{k}.dtype == d{k} and "
+                     f"a{k}.flags.c_contiguous")
+    for pos, src, _ in packs:
+        env[f"p{pos}"] = src
+        conds.append(f"a{pos} is p{pos}")
+    names = ", ".join(f"a{k}" for k in range(len(shapes)))
+    return eval(f"lambda {names}: {' and '.join(conds) or 'True'}", env)  # noqa: S307
