@@ -242,10 +242,13 @@ def test_alloc_storage_keeps_two_buffers_a_site():
 def test_kill_counts_walk_a_hundred_thousand_nested_branches():
     x = relax.Var("x", relax.TensorStructInfo([2], "float32"))
     cond = relax.Var("c", relax.TensorStructInfo([], "bool"))
-    body = relax.SeqExpr([], x)
-    for k in range(100_000):
-        v = relax.Var(f"v{k}", relax.TensorStructInfo([2], "float32"))
+    v = relax.Var("v")  # (no struct info: the chain is built without deducing any)
+    kill = relax.VarBinding(relax.Var("k"), relax.Call(tvm.ir.Op.get("relax.vm.kill_object"),
+                                                       [x]))
+    other = relax.SeqExpr([relax.BindingBlock([kill])], v)
+    body = relax.SeqExpr([], v)
+    for _ in range(100_000):
         body = relax.SeqExpr([relax.BindingBlock([relax.VarBinding(
-            v, relax.If(cond, body, relax.SeqExpr([], x)))])], v)
+            v, relax.If(cond, body, other))])], v)
     func = relax.Function([x, cond], body, relax.TensorStructInfo([2], "float32"))
-    assert _kill_counts(func) == {}
+    assert _kill_counts(func) == {x: 100_000}  # (the else branch, shared, at every level)
