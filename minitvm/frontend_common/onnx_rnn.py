@@ -348,6 +348,16 @@ def direction_weight(ops: RecurrentOps, w, d: int):
     return w[d] if isinstance(w, list) else ops.take(w, d, 0)
 
 
+def weights_input_size(ops: RecurrentOps, w) -> int | None:
+    """The input size a recurrent layer's ``W`` fixes (``[dirs, G*H, input]``: its last axis;
+    a ``DynamicQuantWeight``'s rows), or None when that is not static either: the input's
+    last axis when the importer knows it at run time only."""
+    if isinstance(w, list):
+        return int(w[0].plan.weight.shape[0])
+    size = ops.shape(w)[-1]
+    return size if type(size) is int else None
+
+
 def direction_params(spec: RNNSpec, ops: RecurrentOps, d: int, w, r, b=None, p=None) -> tuple:
     """Direction ``d``'s ``(w, r, wb, rb, p)``: its input and recurrent weights
     (``direction_weight``), its two biases (halves of ``b[d]``; None without ``b``) and its

@@ -31,7 +31,7 @@ from ...transform.context import PassContext
 from ..expr import Function
 from ..transform.legalize_ops.manipulate import CONCAT_AXIS_ATTR
 from ..transform.lower_utils import no_gc
-from .codegen import codegen
+from .codegen import TAIL_CALL_LOOPS, codegen
 from .const_prepack import apply_packs, compact_constants, constant_params, kernels_as_values
 from .const_scalars import inline_scalars, scalar_params
 
@@ -213,7 +213,8 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
                 mod = lowering_pipeline()(pipeline(mod))
             else:
                 mod = lowering_pipeline()(mod)
-            funcs, table, consts, prims = codegen(mod)
+            loops = bool(PassContext.current().config.get(TAIL_CALL_LOOPS, True))
+            funcs, table, consts, prims = codegen(mod, loops)
             freeze_new()
         with use_knobs(schedule_knobs) if schedule_knobs is not None else nullcontext():
             options = lowering_options(PassContext.current())

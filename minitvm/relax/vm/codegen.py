@@ -4,7 +4,16 @@ instruction lists, constant pool and function table (``runtime.relax_vm``).
 Every variable gets a register (parameters first); a binding becomes one instruction — a call of
 a kernel (a PrimFunc of the module), of another Relax function, of a packed function or builtin
 by name, a register move, or a kill; ``If`` becomes a conditional jump over the true branch and a
-jump over the false one. Nested branches are generated from an explicit stack of generators."""
+jump over the false one. Nested branches are generated from an explicit stack of generators.
+
+Two rewrites make a loop written as recursion (an RNN over a run-time length) cheap a step:
+
+- a call of the function itself in tail position (its result is the function's result) moves
+  its arguments into the parameter registers and jumps back instead of pushing a frame; past
+  the parameter checks (``VMShapeLower``'s prologue) when every argument's struct info is the
+  parameter's own, so the checks would pass and the shape heap would get the values it holds;
+- a move ``y = x`` right before ``x``'s kill (``KillAfterLastUse`` after a kernel's output
+  tensor) gives ``y`` the register of ``x``: no move, no kill."""
 
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ import numpy as np
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
 from ...ir.prim_expr import FloatImm, IntImm
+from ...ir.structural import structural_equal
 from ...runtime.relax_vm.builtins import ShapeTuple
 from ...runtime.relax_vm.executable import (
     ARG_CONST,
@@ -31,6 +41,7 @@ from ...runtime.relax_vm.executable import (
     VMFunction,
 )
 from ...tir.function import PrimFunc
+from ...transform.config import register_pass_config
 from ..expr import (
     Call,
     Constant,
@@ -47,7 +58,13 @@ from ..expr import (
     Var,
 )
 
-__all__ = ["VMCodeGenError", "codegen"]
+__all__ = ["TAIL_CALL_LOOPS", "VMCodeGenError", "codegen"]
+
+TAIL_CALL_LOOPS = "relax.vm.tail_call_loops"
+register_pass_config(TAIL_CALL_LOOPS, bool, True,
+                     "a Relax function's call of itself in tail position runs as a jump back "
+                     "(no frame), past its parameter checks when the arguments' struct info is "
+                     "the parameters'")
 
 
 class VMCodeGenError(ValueError):
@@ -134,23 +151,35 @@ class _Tables:
         raise VMCodeGenError(f"call of @{gv.name_hint}, which the module does not define")
 
 
+_PROLOGUE_CHECKS = frozenset({
+    "vm.builtin.check_tensor_info", "vm.builtin.check_shape_info",
+    "vm.builtin.check_prim_value_info", "vm.builtin.check_tuple_info",
+    "vm.builtin.match_shape", "vm.builtin.match_prim_value"})
+
+
 class _FuncGen:
-    def __init__(self, name: str, func: Function, tables: _Tables):
-        self.name, self.func, self.t = name, func, tables
+    def __init__(self, name: str, func: Function, tables: _Tables, gv: GlobalVar | None = None):
+        """``gv``: the function's GlobalVar, when its tail calls of itself become loops."""
+        self.name, self.func, self.t, self.gv = name, func, tables, gv
         self.regs: dict[Var, int] = {}
+        self.nregs = 0
         self.code: list = []
+        self.params = set(func.params)
         for p in func.params:
             self.new_reg(p)
+        self.kills = _kill_counts(func)
+        # the pc after the parameter checks (the prologue); None while they are emitted
+        self.prologue_end: int | None = None
+        self.heap: Var | None = None
+        self.aliased = False
 
     def new_reg(self, var=None) -> int:
-        r = len(self.regs) if var is not None else None
-        if var is not None:
-            self.regs[var] = r
-            return r
-        k = self._tmp = getattr(self, "_tmp", 0) + 1
-        key = Var(f"%tmp{k}")
-        self.regs[key] = len(self.regs)
-        return self.regs[key]
+        r = self.nregs
+        self.nregs += 1
+        if var is None:
+            var = Var(f"%tmp{r}")
+        self.regs[var] = r
+        return r
 
     # ------------------------------------------------------------------ operands
     def operand(self, e) -> list:
@@ -268,52 +297,166 @@ class _FuncGen:
                                  f"{_why_not_lowered(v)}")
 
     # ------------------------------------------------------------------ sequences
-    def seq(self, s, dst):
-        """Generator: emit a sequence; yields (nested seq, dst) to have branches emitted."""
+    def seq(self, s, dst, tail: bool = False):
+        """Generator: emit a sequence; yields (nested seq, dst, tail) to have branches emitted.
+        ``tail``: the sequence's value is the function's result."""
         if not isinstance(s, SeqExpr):
-            self.value(s, dst)
+            if not (tail and self.tail_call(s)):
+                self.value(s, dst)
             return
-        for block in s.blocks:
-            for b in block.bindings:
-                r = self.regs.get(b.var)
-                if r is None:
-                    r = self.new_reg(b.var)
-                v = b.value
-                if isinstance(v, If):
-                    cond = self.operand(v.cond)
-                    if cond[0] != ARG_REG:
-                        cr = self.new_reg()
-                        self.code.append([MOVE, cr, cond])
-                        cond = [ARG_REG, cr]
-                    jif = len(self.code)
-                    self.code.append([IF, cond[1], 0])
-                    yield (v.true_branch, r)
-                    jgoto = len(self.code)
-                    self.code.append([GOTO, 0])
-                    self.code[jif][2] = len(self.code) - jif
-                    yield (v.false_branch, r)
-                    self.code[jgoto][1] = len(self.code) - jgoto
-                else:
-                    self.value(v, r)
+        flat = [b for block in s.blocks for b in block.bindings]
+        last = len(flat) - 1
+        skip = -1
+        for i, b in enumerate(flat):
+            if i == skip:
+                continue
+            if self.prologue_end is None and not self.in_prologue(b):
+                self.prologue_end = len(self.code)  # (the first binding of the body)
+            v = b.value
+            if i < last and self.coalesce(b, flat[i + 1]):
+                skip = i + 1
+                continue
+            if self.aliased:  # (y = x, x never killed: y names x's register)
+                self.aliased = False
+                continue
+            if tail and i == last and s.body is b.var and isinstance(v, Call) and \
+                    self.tail_call(v):
+                return
+            r = self.regs.get(b.var)
+            if r is None:
+                r = self.new_reg(b.var)
+            if isinstance(v, If):
+                cond = self.operand(v.cond)
+                if cond[0] != ARG_REG:
+                    cr = self.new_reg()
+                    self.code.append([MOVE, cr, cond])
+                    cond = [ARG_REG, cr]
+                jif = len(self.code)
+                self.code.append([IF, cond[1], 0])
+                # (an If whose value the sequence, in tail position, returns: its branches too)
+                branch_tail = tail and i == last and s.body is b.var
+                yield (v.true_branch, r, branch_tail)
+                jgoto = len(self.code)
+                self.code.append([GOTO, 0])
+                self.code[jif][2] = len(self.code) - jif
+                yield (v.false_branch, r, branch_tail)
+                self.code[jgoto][1] = len(self.code) - jgoto
+            else:
+                self.value(v, r)
         self.value(s.body, dst)
+
+    # ------------------------------------------------------------------ loops
+    def in_prologue(self, b) -> bool:
+        """Is binding ``b`` (while the prologue lasts) one of ``VMShapeLower``'s parameter
+        checks: the shape heap's allocation, a check or match of a parameter, or a shape
+        function of the heap? They read nothing but the parameters and the heap."""
+        v = b.value
+        if not isinstance(v, Call):
+            return False
+        op, args = v.op, v.args
+        if isinstance(op, Op) and op.name == "relax.call_builtin_with_ctx" and \
+                isinstance(args[0], ExternFunc) and \
+                args[0].global_symbol == "vm.builtin.alloc_shape_heap" and self.heap is None:
+            self.heap = b.var
+            return True
+        if isinstance(op, ExternFunc) and op.global_symbol in _PROLOGUE_CHECKS:
+            reads = [a for a in args if isinstance(a, Var)]
+            return bool(reads) and reads[0] in self.params and \
+                all(a in self.params or a is self.heap for a in reads)
+        if isinstance(op, GlobalVar) and self.heap is not None and len(args) == 1 and \
+                args[0] is self.heap:
+            f = self.t.mod.functions.get(op) if op in self.t.mod.functions else None
+            return isinstance(f, PrimFunc) and bool(f.attrs and f.attrs.get("tir.is_host_func"))
+        return False
+
+    def coalesce(self, b, nxt) -> bool:
+        """A move ``y = x`` that ``y`` can take ``x``'s register for (True: nothing emitted, and
+        ``nxt`` skipped too when it is ``x``'s kill): right before ``x``'s only kill (the move
+        is its last use), or when neither is ever killed (the register then holds one value
+        from ``x``'s binding on; a register is written once a pass of the function body)."""
+        x, y = b.value, b.var
+        if not (type(x) is Var and x in self.regs and x not in self.params and
+                y not in self.regs and self.kills.get(y, 0) == 0):
+            return False
+        k = nxt.value
+        if isinstance(k, Call) and isinstance(k.op, Op) and \
+                k.op.name == "relax.vm.kill_object" and k.args[0] is x and \
+                self.kills.get(x) == 1:
+            self.regs[y] = self.regs[x]
+            return True
+        if self.kills.get(x, 0) == 0:
+            self.regs[y] = self.regs[x]
+            self.aliased = True
+        return False
+
+    def tail_call(self, v) -> bool:
+        """Emit ``v``, a call of this function in tail position, as a loop: the arguments moved
+        into the parameter registers, a jump back (past the prologue when each argument's
+        struct info is its parameter's: same checks, same shape heap). False (nothing emitted)
+        for any other value."""
+        if not (isinstance(v, Call) and isinstance(v.op, GlobalVar) and self.gv is not None
+                and (v.op is self.gv or v.op.name_hint == self.gv.name_hint)):
+            return False
+        params = self.func.params
+        if len(v.args) != len(params):
+            return False
+        same = self.prologue_end is not None and all(
+            isinstance(a, Var) and a in self.regs and
+            structural_equal(a._struct_info, p._struct_info)
+            for a, p in zip(v.args, params, strict=True))
+        ops = [self.operand(a) for a in v.args]
+        preg = {self.regs[p]: k for k, p in enumerate(params)}
+        # a parallel move: an argument read from another parameter goes through a register
+        # of its own first, as that parameter may be overwritten before it is read
+        for k, op in enumerate(ops):
+            if op[0] == ARG_REG and op[1] in preg and op[1] != k:
+                r = self.new_reg()
+                self.code.append([MOVE, r, op])
+                ops[k] = [ARG_REG, r]
+        for k, op in enumerate(ops):
+            if op != [ARG_REG, k]:
+                self.code.append([MOVE, k, op])
+        target = self.prologue_end if same else 0
+        self.code.append([GOTO, target - len(self.code)])
+        return True
 
     def run(self) -> VMFunction:
         ret = self.new_reg()
-        stack = [self.seq(self.func.body, ret)]
+        stack = [self.seq(self.func.body, ret, True)]
         while stack:
             try:
-                sub, dst = next(stack[-1])
+                sub, dst, tail = next(stack[-1])
             except StopIteration:
                 stack.pop()
                 continue
-            stack.append(self.seq(sub, dst))
+            stack.append(self.seq(sub, dst, tail))
         self.code.append([RET, ret])
-        return VMFunction(self.name, [p.name_hint for p in self.func.params], len(self.regs),
+        return VMFunction(self.name, [p.name_hint for p in self.func.params], self.nregs,
                           self.code, [str(p._struct_info) for p in self.func.params])
 
 
-def codegen(mod) -> tuple[list, list, list, dict]:
-    """(VM functions, function table, constants, {kernel name: PrimFunc}) of a lowered module."""
+def _kill_counts(func: Function) -> dict:
+    """{variable: how many ``relax.vm.kill_object`` of it} in ``func`` (branches included)."""
+    counts: dict = {}
+    stack = [func.body]
+    while stack:
+        s = stack.pop()
+        if not isinstance(s, SeqExpr):
+            continue
+        for block in s.blocks:
+            for b in block.bindings:
+                v = b.value
+                if isinstance(v, If):
+                    stack += [v.true_branch, v.false_branch]
+                elif isinstance(v, Call) and isinstance(v.op, Op) and \
+                        v.op.name == "relax.vm.kill_object" and isinstance(v.args[0], Var):
+                    counts[v.args[0]] = counts.get(v.args[0], 0) + 1
+    return counts
+
+
+def codegen(mod, tail_call_loops: bool = True) -> tuple[list, list, list, dict]:
+    """(VM functions, function table, constants, {kernel name: PrimFunc}) of a lowered module;
+    ``tail_call_loops``: a function's calls of itself in tail position become jumps."""
     t = _Tables(mod)
     funcs = []
     for gv, f in mod.functions.items():
@@ -322,6 +465,6 @@ def codegen(mod) -> tuple[list, list, list, dict]:
                 continue
             name = f.attrs.get("global_symbol") if f.attrs else None
             name = str(getattr(name, "value", name)) if name is not None else gv.name_hint
-            funcs.append(_FuncGen(name, f, t).run())
+            funcs.append(_FuncGen(name, f, t, gv if tail_call_loops else None).run())
             t.func("vm", name)
     return funcs, t.func_table, t.constants, t.kernels

@@ -11,6 +11,7 @@ from ...frontend_common.onnx_rnn import (
     direction_params,
     gate_width,
     unary_op,
+    weights_input_size,
 )
 from ...ir.prim_expr import Any
 from ...ir.type import TensorType
@@ -184,13 +185,18 @@ def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=
     result are loop variables, not values the body reads from outside (a body's expression is
     computed at each call: the projection of every step, each step). For the Relay VM
     (``relay.vm.compile``) or the interpreter. The batch may be a ``relay.Any()`` too; the
-    input size must be static. Arguments and results as ``onnx_rnn.unroll``'s."""
+    input size must be static (a ``relay.Any()`` one is refused, naming the size ``W`` fixes:
+    no Relay op checks an input against it at run time, and a reshape to it reads a wrong one
+    silently). Arguments and results as ``onnx_rnn.unroll``'s."""
     shape = ops.shape(x)
+    if isinstance(shape[2], RunTimeSize):
+        width = weights_input_size(ops, w)
+        fix = f"; its weights W fix it at {width}: pass it in shape=" if width is not None \
+            else ""
+        raise ImportError_(f"a {spec.kind} over a run-time sequence length needs a static "
+                           f"input size, got ?{fix}")
     seq_first = shape if not spec.layout else (shape[1], shape[0], shape[2])
     _, batch, width = seq_first
-    if isinstance(width, RunTimeSize):
-        raise ImportError_(f"a {spec.kind} over a run-time sequence length needs a static "
-                           "input size, got ?")
     if spec.layout:
         x = _op.transpose(x, (1, 0, 2))
     hid, gates = spec.hidden, gate_width(spec)

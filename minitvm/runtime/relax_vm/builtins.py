@@ -70,19 +70,29 @@ def _dt(dtype) -> np.dtype:
 
 
 def alloc_storage(vm, size, device_index, dtype, site):
-    """A storage of ``size[0]`` bytes. Each allocation site keeps its last buffer and reuses it
-    once nothing else refers to it (no storage, tensor or view of it is alive: numpy views all
-    point at the owning array), so repeated calls do not touch fresh pages."""
+    """A storage of ``size[0]`` bytes. Each allocation site keeps its last two buffers and
+    reuses one once nothing else refers to it (no storage, tensor or view of it is alive: numpy
+    views all point at the owning array), so repeated calls do not touch fresh pages. Two: in a
+    loop (a tail call's jump back) a step's output is the next step's input, alive while the
+    next step allocates its own at the same site; the one of the step before is free by then."""
     nbytes = max(int(size[0]), 1)
     cache = vm._storage_cache
     owner = cache.get(site)
     # references to a free owner: the cache entry, ``owner`` here, getrefcount's argument
-    if owner is None or owner.nbytes < nbytes + ALIGN or sys.getrefcount(owner) > 3:
-        owner = np.empty(nbytes + ALIGN, np.uint8)
-        cache[site] = owner
-        vm._storage_offset[site] = (-owner.ctypes.data) % ALIGN
-    off = vm._storage_offset[site]
-    return Storage(owner[off:off + nbytes], nbytes)
+    if owner is not None and owner.nbytes >= nbytes + ALIGN and sys.getrefcount(owner) <= 3:
+        off = vm._storage_offset[site]
+        return Storage(owner[off:off + nbytes], nbytes)
+    spares = vm._storage_spare
+    spare = spares.get(site)
+    if spare is not None and spare.nbytes >= nbytes + ALIGN and sys.getrefcount(spare) <= 3:
+        new, off = spare, vm._storage_spare_offset[site]
+    else:
+        new = np.empty(nbytes + ALIGN, np.uint8)
+        off = (-new.ctypes.data) % ALIGN
+    if owner is not None:  # (the last buffer becomes the spare, free or not)
+        spares[site], vm._storage_spare_offset[site] = owner, vm._storage_offset[site]
+    cache[site], vm._storage_offset[site] = new, off
+    return Storage(new[off:off + nbytes], nbytes)
 
 
 def alloc_tensor_from_storage(storage, offset, shape, dtype):

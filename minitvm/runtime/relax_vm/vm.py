@@ -28,7 +28,6 @@ from .executable import (
     RET,
     Executable,
     VMFunction,
-    call_argv,
 )
 from .liveness import dead_at_vm_calls
 from .native_entry import MISS, RECORD, native_function
@@ -175,6 +174,8 @@ class VirtualMachine:
         self.device = device
         self._storage_cache: dict = {}
         self._storage_offset: dict = {}
+        self._storage_spare: dict = {}  # each site's buffer before its last (alloc_storage)
+        self._storage_spare_offset: dict = {}
         self._inputs: dict = {}
         self._outputs: dict = {}
         self._saved: dict = {}  # save_function's closures by name
@@ -339,7 +340,12 @@ class VirtualMachine:
             op = ins[0]
             if op == CALL:
                 _, dst, kind, target, tname, tmpl, slots, regs_only = ins
-                argv = call_argv(tmpl, slots, regs_only, regs)
+                if regs_only is not None:  # (call_argv, inlined: a call a step less)
+                    argv = [regs[r] for r in regs_only]
+                else:
+                    argv = tmpl.copy()
+                    for k, r in slots:
+                        argv[k] = regs[r]
                 if kind == _VM:
                     if len(argv) != len(target.params):
                         raise TypeError(f"{target.name}() takes {len(target.params)} "

@@ -365,6 +365,8 @@ class VirtualMachine:
                 return outs
             if all(type(a) is np.ndarray for a in args):
                 bound = site[0] = self.exe.kernels[ins[1]].run.bind(args)
+                if bound is not None and site[1]:
+                    bound.keep_outputs()
             outs = bound(args) if bound is not None else None
             if outs is not None:
                 return outs
@@ -397,6 +399,10 @@ class VirtualMachine:
         prepared = []
         for f in self.exe.functions:
             code = []
+            # a loop (a tail call became a jump back): its dynamic kernels' call sites reuse
+            # their outputs of two steps before (BoundCall.keep_outputs)
+            loop = any((ins[0] == B.GOTO and ins[1] <= 0) or
+                       (ins[0] == B.IF and min(ins[3], ins[4]) <= 0) for ins in f.instructions)
             kills = kill_points(f.instructions) if KILL_DEAD_REGISTERS else None
             # a function that branches: registers dropped at its calls of VM functions instead
             dead = dead_at_calls(f.instructions, f.register_file_size) \
@@ -410,7 +416,8 @@ class VirtualMachine:
                     k = self.exe.kernels[idx]
                     fast = self._fast[idx] if not k.ws_bytes else None
                     # a dynamic-shape kernel's call site keeps its last binding (``_bind``)
-                    site = [None] if dyn and callable(getattr(k.run, "bind", None)) else None
+                    site = [None, loop] if dyn and callable(getattr(k.run, "bind", None)) \
+                        else None
                     code.append((op, idx, tuple(args[:arity - nout]), tuple(args[arity - nout:]),
                                  bool(dyn), fast, tuple(k.consts), site))
                 elif op == B.ALLOC_TENSOR:

@@ -3,7 +3,8 @@ relax.frontend.onnx.from_onnx: a private recursive Relax function a direction, o
 writing its output row in place (``recurrent_loop``); one ``relax.build`` run at several lengths
 and batch sizes against onnxruntime (layout 1, which onnxruntime refuses, against the
 static-length import); forward, reverse and bidirectional, initial states, ``sequence_lens`` a
-run-time input; the error for a symbolic input size."""
+run-time input; a symbolic input size that the weights fix (match-cast to it), and the error
+when the weights are run-time inputs too."""
 
 from __future__ import annotations
 
@@ -95,6 +96,31 @@ def test_layout_1_against_the_static_length_import():
         np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
 
 
+def test_a_symbolic_input_size_the_weights_fix_runs():
+    # (this was refused, "needs a static input size": W [dirs, G*H, 3] fixes it at 3)
+    model = _model("GRU", "bidirectional", lens=True, width="W")
+    mod = from_onnx(model)
+    assert "_loop(" in mod.script()
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(2)
+    for seq, b in ((4, 2), (7, 3)):
+        feed = {"x": rng.standard_normal((seq, b, _INPUT)).astype("float32"),
+                "lens": rng.integers(1, seq + 1, b).astype("int32")}
+        for g, r in zip(_run(vm, mod, feed), session.run(None, feed), strict=True):
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
+    # an input of another size: the match-cast's check names it
+    bad = {"x": np.zeros((4, 2, _INPUT + 1), "float32"), "lens": np.array([4, 4], "int32")}
+    with pytest.raises(ValueError, match="match_cast"):
+        _run(vm, mod, bad)
+
+
 def test_a_symbolic_input_size_is_a_clear_error():
+    # the weights a run-time input too: nothing fixes the size
+    model = _model("GRU", "forward", width="W")
+    w = [i for i in model.graph.initializer if i.name == "W"][0]
+    model.graph.initializer.remove(w)
+    model.graph.input.append(helper.make_tensor_value_info("W", F, [1, 3 * _HIDDEN, "W"]))
     with pytest.raises(ONNXImportError, match="needs a static input size"):
-        from_onnx(_model("GRU", "forward", width="W"))
+        from_onnx(model)

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_rnn import RowStep, direction_cell, direction_params, gate_width
+from ....frontend_common.onnx_rnn import (
+    RowStep,
+    direction_cell,
+    direction_params,
+    gate_width,
+    weights_input_size,
+)
 from ....ir.module import GlobalVar
 from ....tir import Var as TirVar
 from ... import op as _op
@@ -53,15 +59,22 @@ def recurrent_loop(ctx: Context, spec, ops, x, w, r, b=None, lens=None, h0=None,
                    p=None) -> tuple:
     """``(Y, Y_h, Y_c)`` of an ONNX RNN / GRU / LSTM node whose sequence length is symbolic.
     ``ops`` is the importer's ``RelaxRecurrentOps``; arguments and results as
-    ``onnx_rnn.unroll``'s. The input size must be static; the batch may be symbolic."""
+    ``onnx_rnn.unroll``'s. The batch may be symbolic; so may the input size when ``W`` fixes
+    it (``x`` is then match-cast to it: an input of another size fails at run time, naming
+    it)."""
     emit = ctx.emit
     x = ctx.expr(x)
     if spec.layout:
         x = emit(_op.permute_dims(x, [1, 0, 2]))
     seq, batch, width = ctx.shape(x)
     if not isinstance(width, int):
-        raise ctx.fail(f"a {spec.kind} over a run-time sequence length needs a static input "
-                       f"size, got {ctx.shape(x)}")
+        fixed = weights_input_size(ops, w)
+        if fixed is None:
+            raise ctx.fail(f"a {spec.kind} over a run-time sequence length needs a static "
+                           f"input size (of the input or of its weights W), got "
+                           f"{ctx.shape(x)}")
+        x = ctx.bb.match_cast(x, TensorStructInfo([seq, batch, fixed], ops.dtype))
+        width = fixed
     hid, gates, dtype = spec.hidden, gate_width(spec), ops.dtype
     lstm = spec.kind == "LSTM"
     state_axis = 1 if spec.layout else 0

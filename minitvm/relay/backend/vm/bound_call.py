@@ -8,15 +8,25 @@ the VM keeps the result of that lookup per call site: ``kernel.bind(inputs)`` re
 ``BoundCall`` that reruns exactly the same native call (same kernel, same size variables, same
 packed weights, fresh outputs) while the inputs keep their shapes, dtypes and identities of the
 packed weights, and returns None otherwise (the VM then binds again).
+
+A symbolic kernel (size variables, no tuple-reading entry of its own) is called through the
+tuple trampoline (``relax_vm.kernel.call_trampoline``: the data pointers read in native code),
+not through a ctypes pointer array built from ``ndarray.ctypes.data`` per array. In a loop
+(``keep_outputs``: a call site of a function that jumps back) each output keeps its last two
+arrays and writes one again once nothing else refers to it (the step before's, dead by then),
+instead of a fresh array a step.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 
 import numpy as np
 
 from ....runtime import threadpool
+from ....runtime.py_layout import LAYOUT_OK
+from ....runtime.relax_vm.kernel import GIL_RELEASE_ELEMS, call_trampoline
 
 __all__ = ["BoundCall"]
 
@@ -28,7 +38,8 @@ class BoundCall:
     was bound to; None when ``inputs`` differ from them (shape, dtype, layout, or a packed
     weight's identity)."""
 
-    __slots__ = ("shapes", "dtypes", "packs", "consts", "outs", "fast", "entry", "kvars")
+    __slots__ = ("shapes", "dtypes", "packs", "consts", "outs", "fast", "entry", "kvars",
+                 "address", "tramp", "kept", "matches")
 
     def __init__(self, inputs: list, packs: list, consts: tuple, outs: list, fast=None,
                  address: int | None = None, kvars=None):
@@ -41,26 +52,66 @@ class BoundCall:
         self.fast = fast  # the kernel's tuple-reading entry, when it has one
         self.entry = _ENTRY(address) if fast is None else None
         self.kvars = kvars  # the kernel's int64 size arguments (a symbolic kernel's)
+        self.address = address
+        # (the GIL released around a large call, as the ctypes entry did)
+        big = sum(a.size for a in inputs) + sum(int(np.prod(s)) for s, _ in outs) > \
+            GIL_RELEASE_ELEMS
+        self.tramp = call_trampoline()[big] if fast is None and LAYOUT_OK else None
+        self.kept: list | None = None  # per output, its last two arrays (keep_outputs)
+        self.matches = _matcher(self.shapes, self.dtypes, self.packs)
+
+    def keep_outputs(self) -> None:
+        """Reuse outputs across calls once they are dead (a call site in a loop)."""
+        self.kept = [[None, None] for _ in self.outs]
+
+    def _outputs(self) -> list:
+        kept = self.kept
+        if kept is None:
+            return [np.empty(s, dtype=d) for s, d in self.outs]
+        outs = []
+        for pair, (s, d) in zip(kept, self.outs):
+            # an array nothing else refers to: the pair's reference and getrefcount's argument
+            if pair[1] is not None and sys.getrefcount(pair[1]) == 2:
+                a = pair[1]
+            else:
+                a = np.empty(s, dtype=d)
+            pair[1] = pair[0]
+            pair[0] = a
+            outs.append(a)
+        return outs
 
     def __call__(self, inputs: list) -> list | None:
-        if len(inputs) != len(self.shapes):
+        if len(inputs) != len(self.shapes) or not self.matches(*inputs):
             return None
-        for a, s, d in zip(inputs, self.shapes, self.dtypes):
-            if type(a) is not np.ndarray or a.shape != s or a.dtype != d or \
-                    not a.flags.c_contiguous:
-                return None
         arrays = list(inputs)
-        for pos, src, packed in self.packs:
-            if arrays[pos] is not src:
-                return None
+        for pos, _, packed in self.packs:
             arrays[pos] = packed
-        outs = [np.empty(s, dtype=d) for s, d in self.outs]
+        outs = self._outputs()
         nthreads = threadpool.get_num_threads()
         if self.fast is not None:
             self.fast((*arrays, *self.consts, *outs), nthreads)
+        elif self.tramp is not None:
+            every = (*arrays, *self.consts, *outs)
+            self.tramp(every, len(every), self.address, self.kvars, nthreads)
         else:
             arrays += self.consts
             arrays += outs
             ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
             self.entry(ptrs, self.kvars, nthreads)
         return outs
+
+
+def _matcher(shapes: tuple, dtypes: tuple, packs: tuple):
+    """A function of the inputs: whether they are contiguous arrays of these shapes and dtypes,
+    the packed weights' sources the same arrays (one generated expression, no loop)."""
+    env: dict = {"ND": np.ndarray}
+    conds = []
+    for k, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+        env[f"s{k}"], env[f"d{k}"] = shape, dtype
+        conds.append(f"type(a{k}) is ND and a{k}.shape == s{k} and a{k}.dtype == d{k} and "
+                     f"a{k}.flags.c_contiguous")
+    for pos, src, _ in packs:
+        env[f"p{pos}"] = src
+        conds.append(f"a{pos} is p{pos}")
+    names = ", ".join(f"a{k}" for k in range(len(shapes)))
+    return eval(f"lambda {names}: {' and '.join(conds) or 'True'}", env)  # noqa: S307

@@ -8,7 +8,10 @@ a call of a ``Closure=1`` global (LambdaLift's closure constructor) ``AllocClosu
 callee ``InvokeClosure``. ``If`` and ``Match`` compile to ``If``/``Goto`` with patched offsets;
 a match tests tags with ``GetTag``/``LoadConsti``/``If`` and reads fields with ``GetField``.
 Within a block a sub-expression shared in the graph is computed once (the memo is scoped to the
-branch that computed it).
+branch that computed it). A call of the function itself in tail position (its value is the
+function's: through lets and both branches of ifs) moves its arguments into the parameter
+registers and jumps back to the start, no frame pushed (a loop written as recursion: an RNN over
+a run-time length), unless ``tail_call_loops`` is off (``relay.vm.tail_call_loops``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ....ir.op import Op
 from ....ir.type import TensorType, TupleType
 from ....runtime.vm import bytecode as B
 from ....runtime.vm.bytecode import VMFunction
+from ....transform.config import register_pass_config
 from ...adt import Constructor, Match, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
 from ...expr import (
     Call,
@@ -38,7 +42,12 @@ from ..graph_executor_codegen import _is_primitive, _wrap_op_call
 from ..te_compiler import tensor_types
 from .kernels import KernelTable, is_static_type
 
-__all__ = ["VMCodegenError", "FunctionCompiler", "type_record"]
+__all__ = ["TAIL_CALL_LOOPS", "VMCodegenError", "FunctionCompiler", "type_record"]
+
+TAIL_CALL_LOOPS = "relay.vm.tail_call_loops"
+register_pass_config(TAIL_CALL_LOOPS, bool, True,
+                     "a Relay VM function's call of itself in tail position runs as a jump back "
+                     "to its start (arguments moved into the parameters), no frame")
 
 
 _VM_OPS = frozenset({"vm.shape_of", "vm.reshape_tensor", "vm.update_row"})
@@ -77,8 +86,10 @@ class FunctionCompiler:
     """Compile one global function; ``globals_index`` maps global names to function indices."""
 
     def __init__(self, mod, globals_index: dict[str, int], kernels: KernelTable,
-                 constants: list):
+                 constants: list, tail_call_loops: bool = True):
         self.mod = mod
+        self.tail_call_loops = tail_call_loops
+        self.tail_calls: set[int] = set()  # ids of the body's calls of itself in tail position
         self.globals_index = globals_index
         self.kernels = kernels
         self.constants = constants
@@ -127,6 +138,8 @@ class FunctionCompiler:
             body = body.body
         for p in params:
             self.var_reg[id(p)] = self.reg()
+        if self.tail_call_loops and not _is_closure_global(func):
+            self.tail_calls = _tail_self_calls(body, name)
         result = self.expr(body)
         self.emit(B.RET, result)
         types = [type_record(p.checked_type if p._checked_type is not None
@@ -347,6 +360,8 @@ class FunctionCompiler:
             if _is_closure_global(target):
                 return self._simple(e, args, lambda a, r: self.emit(B.ALLOC_CLOSURE, k,
                                                                      tuple(a), r), work)
+            if id(e) in self.tail_calls:
+                return self._simple(e, args, lambda a, r: self._tail_call(a), work)
             return self._simple(e, args, lambda a, r: self.emit(B.INVOKE, k, tuple(a), r), work)
         if isinstance(op, Constructor):
             return self._simple(e, args, lambda a, r: self.emit(B.ALLOC_ADT, op.tag, tuple(a),
@@ -355,6 +370,23 @@ class FunctionCompiler:
             raise VMCodegenError("a call of a local function remained after LambdaLift")
         return self._simple(e, [op] + args,
                             lambda a, r: self.emit(B.INVOKE_CLOSURE, a[0], tuple(a[1:]), r), work)
+
+    def _tail_call(self, args: list[int]) -> None:
+        """The arguments (registers) moved into the parameters ``0..n-1``, then a jump to the
+        start. A parallel move: an argument that is another parameter is copied first, as that
+        parameter may be overwritten before it is read. (The call's result register, which the
+        code after it moves on, is never written: that code is not reached.)"""
+        n = len(args)
+        moves = list(args)
+        for k, src in enumerate(moves):
+            if src < n and src != k:
+                t = self.reg()
+                self.emit(B.MOVE, src, t)
+                moves[k] = t
+        for k, src in enumerate(moves):
+            if src != k:
+                self.emit(B.MOVE, src, k)
+        self.emit(B.GOTO, -len(self.code))
 
     def _simple(self, e, operands, emit_fn, work) -> None:
         n = len(operands)
@@ -452,3 +484,19 @@ class FunctionCompiler:
             self.emit(B.ALLOC_ADT, 0, fields, r)
             return r
         return build(t)
+
+
+def _tail_self_calls(body, name: str) -> set[int]:
+    """The ids of the calls of global ``@name`` whose value is ``body``'s: ``body`` itself, a
+    let's body, an if's branches (an explicit stack: nesting is the program's depth)."""
+    out: set[int] = set()
+    stack = [body]
+    while stack:
+        e = stack.pop()
+        if type(e) is Let:
+            stack.append(e.body)
+        elif isinstance(e, If):
+            stack += [e.true_branch, e.false_branch]
+        elif isinstance(e, Call) and isinstance(e.op, GlobalVar) and e.op.name_hint == name:
+            out.add(id(e))
+    return out

@@ -20,7 +20,7 @@ from ....target import Target
 from ....target.host_only import check_host_target
 from ....transform.context import PassContext
 from ...expr import Function
-from .codegen import FunctionCompiler
+from .codegen import TAIL_CALL_LOOPS, FunctionCompiler
 from .kernels import KernelTable
 from .prefetch import prefetch_vm_kernels
 from .saved import RecordStore
@@ -120,9 +120,10 @@ class VMCompiler:
                         if isinstance(f, Function)), key=lambda n: (n != "main", n))
         index = {n: k for k, n in enumerate(names)}
         funcs = []
+        loops = bool(PassContext.current().config.get(TAIL_CALL_LOOPS, True))
         for n in names:
             func = opt[n]
-            funcs.append(FunctionCompiler(opt, index, kernels, constants).compile(n, func))
+            funcs.append(FunctionCompiler(opt, index, kernels, constants, loops).compile(n, func))
         self._exec = Executable(funcs, constants, kernels.kernels)
 
     def codegen(self) -> None:
