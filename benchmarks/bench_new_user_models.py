@@ -25,6 +25,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentieth  # (..._twentieth)
     python benchmarks/bench_new_user_models.py --group twentyfirst  # (..._twentyfirst)
     python benchmarks/bench_new_user_models.py --group twentysecond  # (..._twentysecond)
+    python benchmarks/bench_new_user_models.py --group twentythird  # (..._twentythird)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -64,6 +65,7 @@ from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
+from new_user_models_twentythird import twentythird_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
@@ -1922,7 +1924,7 @@ def main() -> int:
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
                                         "twentieth", "twentyfirst", "twentysecond",
-                                        "all"),
+                                        "twentythird", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2004,7 +2006,12 @@ def main() -> int:
                     "an expRNN by matrix_exp, deep-kernel GP regression by Cholesky solves, "
                     "an adaptive-softmax LSTM LM, ESIM, MMoE / ESMM by tensordot, FiBiNET, an "
                     "Octave-conv ResNet, BoTNet relative logits, a YOLACT mask head, LSTNet, "
-                    "an end-to-end memory network); all")
+                    "an end-to-end memory network); twentythird: the 12 of the twenty-third "
+                    "(SKNet selective kernels, an SRU LM, AutoInt, a hierarchical attention "
+                    "network, QuartzNet with masks, DeepSpeech2, a PWC-Net cost volume and "
+                    "grid_sample warp, APPNP by index_add, a prototypical few-shot head, a "
+                    "backprop Kalman filter by linalg.inv / slogdet, SiamFC grouped-conv "
+                    "correlation, a neural additive model); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -2020,10 +2027,11 @@ def main() -> int:
     seventeenth, eighteenth = seventeenth_models(), eighteenth_models()
     nineteenth, twentieth = nineteenth_models(), twentieth_models()
     twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
+    twentythird = twentythird_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
-             **twentyfirst, **twentysecond}
+             **twentyfirst, **twentysecond, **twentythird}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2031,6 +2039,7 @@ def main() -> int:
              "sixteenth": sixteenth, "seventeenth": seventeenth,
              "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
              "twentyfirst": twentyfirst, "twentysecond": twentysecond,
+             "twentythird": twentythird,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

@@ -73,6 +73,7 @@ from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
+from new_user_models_twentythird import twentythird_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax, relay  # noqa: E402
@@ -100,7 +101,8 @@ def groups() -> dict:
               "fifteenth": fifteenth_models(), "sixteenth": sixteenth_models(),
               "seventeenth": seventeenth_models(), "eighteenth": eighteenth_models(),
               "nineteenth": nineteenth_models(), "twentieth": twentieth_models(),
-              "twentyfirst": twentyfirst_models(), "twentysecond": twentysecond_models()}
+              "twentyfirst": twentyfirst_models(), "twentysecond": twentysecond_models(),
+              "twentythird": twentythird_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -478,7 +480,7 @@ def main() -> int:
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
-                             "twentysecond",
+                             "twentysecond", "twentythird",
                              "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),

@@ -70,3 +70,56 @@ def test_a_body_without_chains_is_returned_as_is():
     t = te.compute((4, 8), lambda i, j: a[i, j // 2] * 2.0, name="t")
     body = t.op.body[0] if isinstance(t.op.body, (list, tuple)) else t.op.body
     assert simplify_index_chains(t, body) is body
+
+
+def _stacked_pairs(a, b, steps: int, width: int):
+    """A bidirectional RNN's outputs as unrolled: step t's two directions concatenated along
+    features, the steps stacked on axis 1, the features split back per direction."""
+    rows = [relay.concatenate([relay.squeeze(relay.strided_slice(v, [t], [t + 1]), [0])
+                               for v in (a, b)], 1) for t in range(steps)]
+    return relay.reshape(relay.stack(rows, 1), (2, steps, 2, width))
+
+
+def _chained_piece_tests(func) -> int:
+    """Piece-tree tests (``if_then_else`` conditions) in innermost loops that divide an
+    expression of that loop's variable: a per-lane test where a per-row one would do."""
+    inner = [s for s in walk_stmts(func.body) if isinstance(s, S.For) and
+             not any(isinstance(x, S.For) for x in walk_stmts(s.body))]
+    found = 0
+    for loop in inner:
+        nodes = []
+        post_order_visit(loop.body, nodes.append)
+        conds = [e.args[0] for e in nodes
+                 if isinstance(e, E.Call) and e.op_name == "tir.if_then_else"]
+        found += sum(1 for c in conds for e in post_order(c)
+                     if isinstance(e, (E.FloorDiv, E.FloorMod)) and
+                     any(v is loop.loop_var for v in post_order(e.a)))
+    return found
+
+
+def test_a_stack_of_concatenates_tests_its_step_once_per_row():
+    """70 steps (more than split_planes gives a nest each): the stack's tree tests ``t``, not
+    a chain through the vector lanes; the kernel matches numpy."""
+    from minitvm import codegen
+
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((70, 2, 8)).astype("float32") for _ in range(2))
+    x, y = relay.var("a", shape=a.shape), relay.var("b", shape=b.shape)
+    func = _lowered(relay.Function([x, y], _stacked_pairs(x, y, 70, 8)))
+    assert _chained_piece_tests(func) == 0
+    got = np.full((2, 70, 2, 8), np.nan, np.float32)
+    codegen.build(func)["k"](a, b, got)
+    ref = np.stack([np.concatenate([a[t], b[t]], 1) for t in range(70)], 1)
+    np.testing.assert_array_equal(got, ref.reshape(2, 70, 2, 8))
+
+
+def test_a_comparison_of_a_chain_is_simplified():
+    from minitvm import te
+    from minitvm.tir import op as tir_op
+
+    a = te.placeholder((4, 8), "float32", "a")
+    t = te.compute((4, 3, 8), lambda i, h, k: tir_op.if_then_else(
+        ((i * 3 + h) * 8 + k) // 8 % 3 < 2, a[i, k], a[i, 7 - k]), name="t")
+    body = t.op.body[0] if isinstance(t.op.body, (list, tuple)) else t.op.body
+    cond = simplify_index_chains(t, body).args[0]
+    assert isinstance(cond, E.LT) and cond.a is t.op.axis[1].var

@@ -1,8 +1,8 @@
 """ATen shape and layout ops onto Relay: views and reshapes, ``flatten`` / ``unflatten``,
 transposes and permutes, (un)squeeze, ``expand``, ``cat`` / ``stack``, ``slice`` (a sorted
 prefix as a ``topk``), ``select``, ``split`` / ``chunk`` / ``unbind`` / ``narrow``, copies and casts
-(``to``), ``tril`` / ``triu``, ``repeat``, ``flip`` / ``rot90`` / ``roll``, ``pixel_shuffle`` and
-``diagonal``."""
+(``to``), ``tril`` / ``triu``, ``repeat``, ``flip`` / ``rot90`` / ``roll``, ``pixel_shuffle``,
+``diagonal`` and its inverses ``diag_embed`` / ``diag``."""
 
 from __future__ import annotations
 
@@ -253,6 +253,54 @@ def _diagonal(ctx, args):
     flat_idx = (rows * n2 + rows + off).astype("int64")
     flat = _op.reshape(moved, tuple(s[d] for d in rest) + (n1 * n2,))
     return _op.take(flat, _expr.const(flat_idx), axis=len(rest))
+
+
+def _embed_last(x, s, off: int, dtype: str):
+    """(..., n) -> (..., m, m), m = n + |off|: x on the ``off``-th diagonal of the last two
+    axes, zeros elsewhere (a ``where`` with a constant mask, so inf / NaN stay off it)."""
+    n = s[-1]
+    m = n + abs(off)
+    pad = [(0, 0)] * (len(s) - 1) + [(0, abs(off))]
+    xp = _nn.pad(x, pad) if off else x
+    # off >= 0: row i holds x[i] at column i + off; off < 0: column j holds x[j] at row j - off.
+    xp = _op.expand_dims(xp, len(s)) if off >= 0 else _op.expand_dims(xp, len(s) - 1)
+    mask = np.eye(m, m, off, dtype=bool)
+    return _op.where(_expr.const(mask), xp, _expr.const(np.zeros((), dtype), dtype))
+
+
+@register("diag_embed")
+def _diag_embed(ctx, args):
+    """``torch.diag_embed(x, offset=0, dim1=-2, dim2=-1)``: the last axis of x becomes the
+    ``offset``-th diagonal of a new pair of axes placed at ``dim1`` (rows) and ``dim2``."""
+    x = args[0]
+    s = list(ctx.shape(x))
+    off = int(args[1]) if len(args) > 1 and args[1] is not None else 0
+    nd = len(s) + 1
+    d1 = _norm_dim(args[2] if len(args) > 2 and args[2] is not None else -2, nd)
+    d2 = _norm_dim(args[3] if len(args) > 3 and args[3] is not None else -1, nd)
+    if d1 == d2:
+        raise ctx.fail(f"diag_embed: dim1 and dim2 are both {d1}")
+    out = _embed_last(x, s, off, ctx.dtype(x))
+    if (d1, d2) == (nd - 2, nd - 1):
+        return out
+    # output axis d1 takes the built row axis (nd - 2), d2 the column axis, the rest in order.
+    batch = iter(range(nd - 2))
+    perm = [nd - 2 if a == d1 else nd - 1 if a == d2 else next(batch) for a in range(nd)]
+    return _op.transpose(out, perm)
+
+
+@register("diag")
+def _diag(ctx, args):
+    """``torch.diag(x, diagonal=0)``: a 1-D x becomes that diagonal of a square matrix; a 2-D
+    x gives its diagonal as a 1-D tensor."""
+    x = args[0]
+    off = int(args[1]) if len(args) > 1 and args[1] is not None else 0
+    s = list(ctx.shape(x))
+    if len(s) == 1:
+        return _embed_last(x, s, off, ctx.dtype(x))
+    if len(s) == 2:
+        return _diagonal(ctx, [x, off, 0, 1])
+    raise ctx.fail(f"diag takes a 1-D or 2-D tensor, got {len(s)}-D")
 
 
 @register("unflatten")
