@@ -119,9 +119,6 @@ def _trilinear(ctx: AtenContext, args):
 def _convolution(ctx: AtenContext, args):
     x, w, bias, stride, padding, dilation, transposed, out_pad, groups = args
     n = ctx.ndim(x) - 2
-    if not isinstance(groups, int):  # (a SiamFC correlation: groups=batch, the batch dynamic)
-        raise ctx.fail(f"a convolution's groups must be a static int, got {groups} (a "
-                       "symbolic group count: export with a static batch)")
     pads = [int(p) for p in padding] * 2
     stride, dilation = [int(s) for s in stride], [int(d) for d in dilation]
     groups = ctx.sym(groups)
