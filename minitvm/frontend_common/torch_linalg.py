@@ -53,27 +53,33 @@ class LinalgError(ValueError):
     """A linear-algebra operand these compositions cannot take (order, dtype, shape)."""
 
 
-def check_order(op_name: str, shape: Sequence, dtype: str, symbolic_order: bool = False):
+def check_order(op_name: str, shape: Sequence, dtype: str, symbolic_order: bool = False,
+                symbolic_batch: bool = False):
     """The order ``n`` of the square matrices in ``shape`` (``(..., n, n)``): an int or, with
     ``symbolic_order`` (the compositions that only call the loop kernels: Cholesky and the
     triangular solves), the symbolic size of both matrix dims (a kernel matrix over a dynamic
-    batch of points); the leading (batch) dims must be static. A symbolic shape otherwise and
-    a non-float dtype are refused with a message naming ``op_name``."""
+    batch of points). The leading (batch) dims must be static unless ``symbolic_batch`` (Relax:
+    the loop kernels run over a run-time count of matrices). A symbolic shape otherwise and a
+    non-float dtype are refused with a message naming ``op_name``."""
     if len(shape) < 2:
         raise LinalgError(f"{op_name}: expected a (batch of) square matrices, got shape "
                           f"{tuple(shape)}")
     rows, cols = shape[-2], shape[-1]
-    if not symbolic_order and not all(isinstance(d, int | np.integer) for d in shape):
+    if not symbolic_order and not all(_is_int(d) for d in shape[-2:]):
         raise LinalgError(f"{op_name}: matrix shape {tuple(shape)} is symbolic; this "
-                          "composition takes static shapes")
-    if not all(isinstance(d, int | np.integer) for d in shape[:-2]):
+                          "composition takes a static matrix order")
+    if not symbolic_batch and not all(_is_int(d) for d in shape[:-2]):
         raise LinalgError(f"{op_name}: the batch dims of matrix shape {tuple(shape)} are "
                           "symbolic; the factorization kernels take a static batch")
     if not _same_size(rows, cols):
         raise LinalgError(f"{op_name}: expected square matrices, got {rows}x{cols}")
     if not dtype.startswith("float") or dtype == "float16":
         raise LinalgError(f"{op_name}: expected float32 or float64 matrices, got {dtype}")
-    return int(rows) if isinstance(rows, int | np.integer) else rows
+    return int(rows) if _is_int(rows) else rows
+
+
+def _is_int(d) -> bool:
+    return isinstance(d, int | np.integer)
 
 
 def _same_size(a, b) -> bool:
@@ -85,8 +91,21 @@ def _same_size(a, b) -> bool:
 
 
 def batch_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """The broadcast leading (batch) dimensions of operands shaped ``(..., r, c)``."""
-    return tuple(int(d) for d in np.broadcast_shapes(*(tuple(s[:-2]) for s in shapes)))
+    """The broadcast leading (batch) dimensions of operands shaped ``(..., r, c)``. Symbolic
+    batch dims (Relax) broadcast only with themselves or a static 1."""
+    batches = [tuple(s[:-2]) for s in shapes]
+    if all(_is_int(d) for b in batches for d in b):
+        return tuple(int(d) for d in np.broadcast_shapes(*batches))
+    rank = max(len(b) for b in batches)
+    out = []
+    for k in range(rank):
+        dims = [b[len(b) - rank + k] for b in batches if len(b) - rank + k >= 0]
+        dims = [d for d in dims if not (_is_int(d) and int(d) == 1)] or [1]
+        if not all(_same_size(d, dims[0]) for d in dims[1:]):
+            raise LinalgError(f"batch dims {batches} do not broadcast (a symbolic dim "
+                              "broadcasts only with itself or 1)")
+        out.append(int(dims[0]) if _is_int(dims[0]) else dims[0])
+    return tuple(out)
 
 
 def _transpose(ops: Any, x):
@@ -102,14 +121,23 @@ def _cast(ops: Any, x, dtype: str):
 def _flat(ops: Any, x, shape: Sequence[int], batch: tuple[int, ...]):
     """``x`` broadcast to ``batch`` leading dimensions and reshaped to ``(B, rows, cols)``."""
     shape = tuple(shape)
-    if shape[:-2] != batch:
+    if not _same_batch(shape[:-2], batch):
         x = ops.broadcast_to(x, batch + shape[-2:])
     return ops.reshape(x, (_count(batch),) + shape[-2:])
 
 
+def _same_batch(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(_same_size(x, y) for x, y in zip(a, b, strict=True))
+
+
 def _count(batch: tuple[int, ...]) -> int:
-    """The number of matrices in a batch."""
-    return int(np.prod(batch, dtype=np.int64))
+    """The number of matrices in a batch (a symbolic product where a dim is symbolic)."""
+    if all(_is_int(d) for d in batch):
+        return int(np.prod(batch, dtype=np.int64))
+    count = 1
+    for d in batch:
+        count = d if (_is_int(count) and int(count) == 1) else count * d
+    return count
 
 
 def _diagonal(ops: Any, m, n, dtype: str, const: Callable):
@@ -184,7 +212,7 @@ def solve(ops: Any, kernels: Kernels, a, b, a_shape: Sequence[int], b_shape: Seq
     used = own if left else lu_factor(ops, kernels, emit(_transpose(ops, a3)), n, dtype,
                                       const, emit)
     packed = used.packed
-    if a_batch != batch:  # one factorization per A, shared by the B it broadcasts over
+    if not _same_batch(a_batch, batch):  # one factorization per A, shared by the B it broadcasts over
         packed = ops.reshape(ops.broadcast_to(ops.reshape(packed, a_batch + (n, n + 1)),
                                               batch + (n, n + 1)),
                              (_count(batch), n, n + 1))

@@ -125,3 +125,49 @@ def test_symbolic_order_only_where_the_composition_takes_it():
         torch_linalg.check_order("cholesky", (m, n, n), "float32", True)
     with pytest.raises(torch_linalg.LinalgError, match="cholesky: expected square"):
         torch_linalg.check_order("cholesky", (n, m), "float32", True)
+
+
+def test_lu_compositions_over_a_symbolic_batch():
+    """``torch_linalg``'s inverse, slogdet, det and solve on a (b, 3, 3) batch of a symbolic
+    count b (a Kalman filter's covariances over a dynamic batch): the LU kernel runs over a
+    run-time count of matrices; one build at b = 1, 2 and 5 against numpy."""
+    b = tir.Var("b", "int64")
+    a = relax.Var("a", relax.TensorStructInfo([b, 3, 3], "float32"))
+    y = relax.Var("y", relax.TensorStructInfo([b, 3, 2], "float32"))
+    shape = (b, 3, 3)
+
+    def body(ctx):
+        kernels = _Kernels(ctx)
+        inv = ctx.emit(torch_linalg.inverse(relax.op, kernels, a, shape, "float32", _const,
+                                            ctx.emit))
+        sign, log_abs = (ctx.emit(v) for v in torch_linalg.slogdet(
+            relax.op, kernels, a, shape, "float32", _const, ctx.emit)[:2])
+        det = ctx.emit(torch_linalg.det(relax.op, kernels, a, shape, "float32", _const,
+                                        ctx.emit)[0])
+        x = ctx.emit(torch_linalg.solve(relax.op, kernels, a, y, shape, (b, 3, 2), "float32",
+                                        _const, ctx.emit))
+        return inv, sign, log_abs, det, x
+
+    _, vm = build([a, y], body)
+    rng = np.random.default_rng(1)
+    for count in (1, 2, 5):
+        m = (rng.standard_normal((count, 3, 3)) + 3 * np.eye(3)).astype("float32")
+        rhs = rng.standard_normal((count, 3, 2)).astype("float32")
+        inv, sign, log_abs, det, x = (t.numpy() for t in vm["main"](m, rhs))
+        m64 = m.astype("float64")
+        ref_sign, ref_log = np.linalg.slogdet(m64)
+        np.testing.assert_allclose(inv, np.linalg.inv(m64), rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(sign, ref_sign)
+        np.testing.assert_allclose(log_abs, ref_log, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(det, np.linalg.det(m64), rtol=1e-4)
+        np.testing.assert_allclose(x, np.linalg.solve(m64, rhs), rtol=1e-4, atol=1e-5)
+
+
+def test_symbolic_batch_dims_broadcast_only_with_themselves_or_one():
+    b, c = tir.Var("b", "int64"), tir.Var("c", "int64")
+    assert torch_linalg.check_order("linalg_inv", (b, 3, 3), "float32",
+                                    symbolic_batch=True) == 3
+    assert torch_linalg.batch_shape((b, 3, 3), (1, 3, 2)) == (b,)
+    assert torch_linalg.batch_shape((b, 3, 3), (3, 2)) == (b,)
+    with pytest.raises(torch_linalg.LinalgError, match="do not broadcast"):
+        torch_linalg.batch_shape((b, 3, 3), (c, 3, 2))

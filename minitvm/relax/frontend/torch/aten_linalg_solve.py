@@ -53,10 +53,10 @@ class _Kernels:
 
 def _matrix(ctx: AtenContext, x, op_name: str, symbolic_order: bool = False):
     """``x``'s shape and dtype, refused unless a float batch of square matrices of a static
-    shape (with ``symbolic_order``: of a static batch, the order may be symbolic)."""
+    order (with ``symbolic_order``: the order may be symbolic); the batch may be symbolic."""
     shape, dtype = tuple(ctx.shape(x)), ctx.dtype(x)
     try:
-        torch_linalg.check_order(op_name, shape, dtype, symbolic_order)
+        torch_linalg.check_order(op_name, shape, dtype, symbolic_order, symbolic_batch=True)
     except torch_linalg.LinalgError as e:
         raise ctx.fail(str(e)) from None
     return shape, dtype
