@@ -8,8 +8,8 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
 from .op_context import _axis, _ints, _out_dtype, register
+from .tensor_data import infer_shape
 
 
 def _reduce(fn):

@@ -9,8 +9,8 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from ..common import infer_shape
 from .op_context import _activation, _ints, register
+from .tensor_data import infer_shape
 
 
 def _same_pads(in_size, k, stride, dilation):

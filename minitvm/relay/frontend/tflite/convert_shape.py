@@ -8,8 +8,8 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
 from .op_context import _activation, _axis, _ints, register
+from .tensor_data import infer_shape
 
 
 @register("RESHAPE")

@@ -21,6 +21,7 @@ import collections
 import numpy as np
 
 from ....ir.module import IRModule
+from ....tir.expr import Any
 from ... import expr as _expr
 from ...analysis import free_vars
 from ...transform.infer_type import InferType
@@ -55,6 +56,42 @@ from .tensor_data import (  # noqa: F401
     dequantize_array,
     quant_params,
 )
+
+
+def shape_signature(t) -> tuple[int, ...] | None:
+    """A tensor's ``shape_signature`` (-1 where the converter left a dimension dynamic, e.g. the
+    batch), or None where the file has none."""
+    if not hasattr(t, "ShapeSignatureLength") or not t.ShapeSignatureLength():
+        return None
+    return tuple(int(d) for d in t.ShapeSignatureAsNumpy())
+
+
+def input_shape(name: str, t, given) -> tuple:
+    """The shape of input ``name`` (tensor ``t``): the user's (``given``; -1, None or
+    ``relay.Any()`` marks a dimension dynamic: it becomes ``Any``), else the stored shape.
+    The stored ``shape_signature`` is not applied on its own: a model whose batch is -1 there
+    still imports at its stored batch, as before (``from_tflite`` documents how to ask)."""
+    stored = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+    if given is None:
+        return stored
+    given = tuple(given)
+    if len(given) != len(stored):
+        raise ImportError_(f"shape_dict[{name!r}] = {given} has rank {len(given)}; the model's "
+                           f"input has shape {stored} (rank {len(stored)})")
+    out = []
+    for k, d in enumerate(given):
+        if d is None or isinstance(d, Any) or (isinstance(d, int | np.integer) and int(d) == -1):
+            out.append(Any())
+            continue
+        try:
+            d = int(d)
+        except TypeError as e:
+            raise ImportError_(f"shape_dict[{name!r}] = {given}: dimension {k} is {d!r}, not an "
+                               "int, -1 or relay.Any()") from e
+        if d < 1:
+            raise ImportError_(f"shape_dict[{name!r}] = {given}: dimension {k} is {d}")
+        out.append(d)
+    return tuple(out)
 
 
 class TFLiteImporter:
@@ -111,9 +148,9 @@ class TFLiteImporter:
         for idx in sg.InputsAsNumpy():
             t = sg.Tensors(int(idx))
             name = (t.Name() or b"").decode()
-            shape = self.shape_dict.get(name, tuple(int(d) for d in t.ShapeAsNumpy()))
+            shape = input_shape(name, t, self.shape_dict.get(name))
             dtype = self.dtype_dict.get(name, _TENSOR_TYPES.get(t.Type(), "float32"))
-            v = _expr.var(name, shape=tuple(int(d) for d in shape), dtype=dtype)
+            v = _expr.var(name, shape=shape, dtype=dtype)
             self.exprs[int(idx)] = v
             params.append(v)
         for i in range(sg.OperatorsLength()):

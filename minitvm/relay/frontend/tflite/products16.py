@@ -24,7 +24,7 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
+from .tensor_data import infer_shape
 
 # one op where ``sums_dtype`` allows (False: always the byte split; the benchmark's baseline)
 ONE_PASS = True

@@ -8,13 +8,13 @@ import numpy as np
 from ....frontend_common.onnx_quant import QRANGE
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
 from . import (
     exact_binary,
     exact_div,
     fixed_point,
 )
 from .quantized_tensor import EIGHT_BIT, _fused_bounds, _in_q, _out_q, clamp_range, qtensor
+from .tensor_data import infer_shape
 
 
 def _prelu(ctx):

@@ -9,7 +9,7 @@ import numpy as np
 from ....frontend_common.onnx_quant import QRANGE
 from ... import expr as _expr
 from ... import op as _op
-from ..common import ImportError_, const_value, infer_dtype, infer_shape
+from ..common import ImportError_, const_value, infer_dtype
 from ..onnx.ops_extra import int_conv, int_matmul
 from . import (
     products16,
@@ -21,6 +21,7 @@ from .importer import (
 )
 from .quantized_requantize import _requantize_acc, _wide_requantize, fixed_point_multiply
 from .quantized_tensor import EIGHT_BIT, QTensor, _clamp_fused, _in_q, _out_q, qtensor
+from .tensor_data import infer_shape
 
 
 # ------------------------------------------------------------------ integer products
