@@ -313,3 +313,18 @@ def test_reshape_targets_with_a_dynamic_batch():
         relay.frontend.from_tflite(_reshape_model([4, 6], (4, 6)), shape_dict=dyn)
     with pytest.raises(ImportError_, match="rank 2"):
         relay.frontend.from_tflite(_reshape_model([4, 6], (4, 6)), shape_dict={"x": (-1, 24)})
+
+
+def test_an_operator_needing_the_batch_size_names_the_dynamic_input():
+    """SPLIT along the batch needs its size: a clear error naming the dynamic shape."""
+    b = ModelBuilder()
+    x = b.input("x", (2, 3))
+    ys = [b.tensor(f"y{k}", (1, 3)) for k in range(2)]
+    b.operator("SPLIT", [b.constant("axis", np.array(0, "int32")), x], ys, "SplitOptions",
+               NumSplits=2)
+    for y in ys:
+        b.output(y)
+    blob = b.finish()
+    assert len(relay.frontend.from_tflite(blob)[0]["main"].ret_type.fields) == 2
+    with pytest.raises(ImportError_, match=r"SPLIT \(operator 0\).*dynamic shape \(\?, 3\)"):
+        relay.frontend.from_tflite(blob, shape_dict={"x": (relay.Any(), 3)})

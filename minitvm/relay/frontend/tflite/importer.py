@@ -94,6 +94,22 @@ def input_shape(name: str, t, given) -> tuple:
     return tuple(out)
 
 
+def _dynamic_hint(ctx) -> str:
+    """Where an operator's input has a dynamic dim: say so (its converter needs that size)."""
+    from .tensor_data import infer_shape
+
+    for e in ctx.inputs:
+        try:
+            shape = infer_shape(e) if e is not None else ()
+        except ImportError_:
+            continue
+        if None in shape:
+            dims = ", ".join("?" if d is None else str(d) for d in shape)
+            return (f" (an input has the dynamic shape ({dims}); this operator needs the size "
+                    "of that dim: import it with a static shape_dict)")
+    return ""
+
+
 class TFLiteImporter:
     def __init__(self, model, shape_dict, dtype_dict):
         self.model = model
@@ -163,7 +179,7 @@ class TFLiteImporter:
                 raise
             except Exception as e:  # noqa: BLE001 - name the operator in any failure
                 raise ImportError_(f"{name} (operator {i}): cannot convert: "
-                                   f"{type(e).__name__}: {e}") from e
+                                   f"{type(e).__name__}: {e}{_dynamic_hint(ctx)}") from e
             outs = out if isinstance(out, list) else [out]
             for idx, e in zip(op.OutputsAsNumpy(), outs):
                 self.exprs[int(idx)] = self.fold(e)
