@@ -328,3 +328,34 @@ def test_an_operator_needing_the_batch_size_names_the_dynamic_input():
     assert len(relay.frontend.from_tflite(blob)[0]["main"].ret_type.fields) == 2
     with pytest.raises(ImportError_, match=r"SPLIT \(operator 0\).*dynamic shape \(\?, 3\)"):
         relay.frontend.from_tflite(blob, shape_dict={"x": (relay.Any(), 3)})
+
+
+def test_converter_dynamic_reshape_and_depth_space_any_batch():
+    """The pattern TF's converter writes for a dynamic batch: SHAPE -> STRIDED_SLICE (shrink)
+    -> PACK [batch, 144] -> RESHAPE without a new_shape attribute (a dyn.reshape), after
+    SPACE_TO_DEPTH / DEPTH_TO_SPACE of a dynamic batch."""
+    rng = np.random.default_rng(8)
+    b = ModelBuilder()
+    x = b.input("x", (1, 6, 6, 4), signature=(-1, 6, 6, 4))
+
+    def op(name, ins, shape, options=None, dtype="float32", **fields):
+        y = b.tensor(f"t{len(b.tensors)}", shape, dtype)
+        b.operator(name, ins, [y], options, **fields)
+        return y
+
+    s2d = op("SPACE_TO_DEPTH", [x], (1, 3, 3, 16), "SpaceToDepthOptions", BlockSize=2)
+    d2s = op("DEPTH_TO_SPACE", [s2d], (1, 6, 6, 4), "DepthToSpaceOptions", BlockSize=2)
+    shape = op("SHAPE", [x], (4,), "ShapeOptions", "int32", OutType=2)
+    i32 = [b.constant(f"k{k}", np.array(v, "int32")) for k, v in enumerate(([0], [1], [1]))]
+    batch = op("STRIDED_SLICE", [shape, *i32], (), "StridedSliceOptions", "int32", BeginMask=0,
+               EndMask=0, EllipsisMask=0, NewAxisMask=0, ShrinkAxisMask=1)
+    dims = op("PACK", [batch, b.constant("rest", np.array(144, "int32"))], (2,),
+              "PackOptions", "int32", ValuesCount=2, Axis=0)
+    flat = op("RESHAPE", [d2s, dims], (1, 144))
+    y = op("FULLY_CONNECTED", [flat, b.constant("w", rng.standard_normal((3, 144)).astype(
+        "float32"))], (1, 3), "FullyConnectedOptions", FusedActivationFunction=0,
+        KeepNumDims=False)
+    b.output(y)
+    xv = rng.standard_normal((1, 6, 6, 4)).astype("float32")
+    mod, _ = check_batches(b.finish(), {"x": xv})
+    assert str(mod["main"].params[0].type_annotation.shape[0]) == "?"

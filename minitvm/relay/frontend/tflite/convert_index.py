@@ -64,6 +64,8 @@ register("ARG_MIN")(_arg(_op.argmin))
 @register("SHAPE")
 def _shape(ctx):
     shape = infer_shape(ctx.inputs[0])
+    if None in shape:  # a dynamic batch: computed when the model runs
+        return _op.shape_of(ctx.inputs[0], _out_dtype(ctx))
     return _expr.const(np.array(shape, _out_dtype(ctx)))
 
 

@@ -23,6 +23,10 @@ def _reshape(ctx):
         shape = [int(v) for v in shape_in.data.numpy().reshape(-1)]
     elif has_attr:  # the attribute is the fallback when the shape input is computed
         shape = [int(v) for v in opt.NewShapeAsNumpy()]
+    elif shape_in is not None and None in infer_shape(x):
+        # computed from the dynamic batch (SHAPE -> STRIDED_SLICE -> PACK, as the converter
+        # writes it): a dyn.reshape, its size known when the model runs
+        return _op.reshape(x, _op.cast(shape_in, "int64"))
     elif shape_in is not None:
         raise ctx.fail("the new shape must be a constant tensor (or the new_shape attribute)")
     else:  # neither: the output tensor's declared shape
