@@ -58,14 +58,6 @@ from .tensor_data import (  # noqa: F401
 )
 
 
-def shape_signature(t) -> tuple[int, ...] | None:
-    """A tensor's ``shape_signature`` (-1 where the converter left a dimension dynamic, e.g. the
-    batch), or None where the file has none."""
-    if not hasattr(t, "ShapeSignatureLength") or not t.ShapeSignatureLength():
-        return None
-    return tuple(int(d) for d in t.ShapeSignatureAsNumpy())
-
-
 def input_shape(name: str, t, given) -> tuple:
     """The shape of input ``name`` (tensor ``t``): the user's (``given``; -1, None or
     ``relay.Any()`` marks a dimension dynamic: it becomes ``Any``), else the stored shape.
