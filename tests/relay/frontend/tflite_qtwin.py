@@ -580,10 +580,13 @@ FULL_BLOCKS = BLOCKS + [(6, 32, 1), (6, 64, 2), (6, 64, 1), (6, 64, 1), (6, 64, 
                         (6, 320, 1)]
 
 
-def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1, full=False):
+def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1, full=False,
+                 lead=1):
     """MobileNetV2's inverted residual blocks, fully quantized (as TFLite's converter writes);
     ``mult`` widens every block; ``full``: all 17 blocks and the 1280-channel head (with
-    ``width=32``, ``mult=1``: MobileNetV2 1.0), else the first 5 and a 64-channel head."""
+    ``width=32``, ``mult=1``: MobileNetV2 1.0), else the first 5 and a 64-channel head.
+    ``lead``: the batch its RESHAPE target writes (1, the stored batch; -1: any batch, as the
+    converter writes a dynamic batch)."""
     t = QTwin(dtype, seed)
     x = t.input("input", (1, size, size, 3), scale=1 / 128)
     y = t.conv(x, width * mult, 3, 2, "relu6")
@@ -597,7 +600,7 @@ def mobilenet_v2(dtype="uint8", size=32, width=16, classes=10, seed=1, mult=1, f
         cin = cout
     head = (1280 if full else 64) * mult
     y = t.conv(y, head, 1, 1, "relu6")
-    y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (1, head))
+    y = t.reshape(t.pool("avg", y, t.val[y].shape[1], 1), (lead, head))
     logits = t.fully_connected(y, classes)
     return t, t.finish([logits, t.unary("SOFTMAX", logits)])
 
@@ -613,11 +616,13 @@ def _erf_gelu(v):
     return 0.5 * v * (1 + np.vectorize(erf)(v / np.sqrt(2)))
 
 
-def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, layers=2, seed=3):
+def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, layers=2, seed=3,
+                        lead=1):
     """A BERT-like encoder as TFLite's converter writes it, fully quantized: FULLY_CONNECTED
     (keep_num_dims) projections, RESHAPE / TRANSPOSE into heads, BATCH_MATMUL of two
     activations, SOFTMAX (the 1/sqrt(d) scale as its beta), GELU, residual ADDs and LayerNorm
-    decomposed into MEAN / SQUARED_DIFFERENCE / ADD / RSQRT / SUB / MUL."""
+    decomposed into MEAN / SQUARED_DIFFERENCE / ADD / RSQRT / SUB / MUL. ``lead``: the batch
+    its RESHAPE targets write (1, the stored batch; -1: any batch)."""
     t = QTwin(dtype, seed)
     dh = dim // heads
     x = t.input("input", (1, tokens, dim), scale=0.05)
@@ -626,7 +631,7 @@ def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, laye
     soft_q = (1 / 256, -128 if dtype == "int8" else 0)
 
     def heads_of(h):  # (1, T, D) -> (1, H, T, dh)
-        return t.transpose(t.reshape(h, (1, tokens, heads, dh)), (0, 2, 1, 3))
+        return t.transpose(t.reshape(h, (lead, tokens, heads, dh)), (0, 2, 1, 3))
 
     def mean(v):
         return t.mean(v, [-1], True)
@@ -645,7 +650,7 @@ def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, laye
         p = t.op("SOFTMAX", [s], lambda a: _softmax(a, beta), "SoftmaxOptions", params=soft_q,
                  Beta=beta)
         a = t.batch_matmul(p, v)  # (1, H, T, dh)
-        a = t.reshape(t.transpose(a, (0, 2, 1, 3)), (1, tokens, dim))
+        a = t.reshape(t.transpose(a, (0, 2, 1, 3)), (lead, tokens, dim))
         x = layer_norm(t.binary("ADD", x, t.fully_connected(a, dim, keep_num_dims=True)))
         h = t.op("GELU", [t.fully_connected(x, ffn, keep_num_dims=True)], _erf_gelu,
                  "GeluOptions", Approximate=False)

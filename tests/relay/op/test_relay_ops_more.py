@@ -181,3 +181,19 @@ def test_errors_name_the_problem(build, shapes, msg):
                     "float32") for i, s in enumerate(shapes)]
     with pytest.raises(Exception, match=msg):
         relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(vs, build(*vs))))
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_depth_space_rearranges_type_a_dynamic_batch(layout):
+    """A dynamic batch (``Any``) passes through depth_to_space / space_to_depth's types (a
+    TFLite model imported for any batch); the other dims stay checked."""
+    from minitvm.relay.transform import InferType
+
+    x = relay.var("x", shape=(relay.Any(), 4, 4, 8), dtype="float32")
+    for f, want in ((relay.nn.space_to_depth, {"NHWC": "(?, 2, 2, 32)", "NCHW": "(?, 16, 2, 4)"}),
+                    (relay.nn.depth_to_space, {"NHWC": "(?, 8, 8, 2)", "NCHW": "(?, 1, 8, 16)"})):
+        mod = InferType()(tvm.IRModule.from_expr(relay.Function([x], f(x, 2, layout=layout))))
+        assert str(mod["main"].ret_type) == f"Tensor[{want[layout]}, float32]"
+    with pytest.raises(Exception, match="divisible"):
+        InferType()(tvm.IRModule.from_expr(relay.Function(
+            [x], relay.nn.space_to_depth(x, 3, layout=layout))))

@@ -17,7 +17,16 @@ def from_tflite(model, shape_dict=None, dtype_dict=None, op_converter=None):
     model : tflite.Model, bytes or str
         The parsed model (``tflite.Model.GetRootAsModel(buf, 0)``), its bytes, or a path.
     shape_dict : dict of str to tuple, optional
-        Input shapes (default: the shapes stored in the model).
+        Input shapes (default: the shapes stored in the model). A dimension given as -1, None
+        or ``relay.Any()`` is dynamic: ``{"x": (relay.Any(), 224, 224, 3)}`` imports the model
+        for any batch, and ``relay.vm.compile`` builds it once for all of them. A file whose
+        converter left the batch dynamic stores it as -1 in the tensor's ``shape_signature``
+        (and 1 in its shape); without a ``shape_dict`` such a model still imports at its
+        stored shape (batch 1): ask for the dynamic batch as above. Operators that depend on
+        the batch's size are then converted for any batch: a RESHAPE target with -1 keeps it,
+        and a stored target that starts with the stored batch (``[1, ...]`` of a model saved
+        at batch 1) and holds the rest of the input carries the batch through; a target that
+        folds the batch into other dims, or a second dynamic dimension, is a clear error.
     dtype_dict : dict of str to str, optional
         Input dtypes (default: the types stored in the model).
 

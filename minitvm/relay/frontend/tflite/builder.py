@@ -10,6 +10,10 @@ a dependency). Uses the ``tflite`` package's generated builder functions.
     b.output(y)
     data = b.finish()                                # bytes of a .tflite file
 
+A dynamic batch is written as TFLite's converter writes it: the stored shape at batch 1 and
+``signature=(-1, ...)`` (the tensor's ``shape_signature``), e.g. ``b.input("x", (1, 8),
+signature=(-1, 8))``.
+
 A custom operator is named ``"CUSTOM:<code>"`` and takes its flexbuffer options as
 ``custom_options`` (bytes).
 """
@@ -30,6 +34,7 @@ class ModelBuilder:
     def __init__(self):
         self.tensors: list[tuple] = []  # (name, shape, dtype, buffer index)
         self.quant: dict[int, tuple] = {}  # tensor -> (scales, zero points, quantized dim)
+        self.signatures: dict[int, tuple] = {}  # tensor -> shape_signature (-1: dynamic)
         self.buffers: list[bytes] = [b""]  # buffer 0 is the empty buffer, by convention
         # (opcode index, inputs, outputs, options name, fields, custom options)
         self.ops: list[tuple] = []
@@ -38,8 +43,10 @@ class ModelBuilder:
         self.outputs: list[int] = []
         self.children: list[ModelBuilder] = []  # further subgraphs (control-flow bodies)
 
-    def tensor(self, name: str, shape, dtype: str = "float32", data=None, quant=None) -> int:
-        """A tensor; ``quant=(scale(s), zero point(s)[, axis])`` marks it quantized."""
+    def tensor(self, name: str, shape, dtype: str = "float32", data=None, quant=None,
+               signature=None) -> int:
+        """A tensor; ``quant=(scale(s), zero point(s)[, axis])`` marks it quantized;
+        ``signature``: its ``shape_signature`` (the shape, -1 for a dynamic dim)."""
         buf = 0
         if data is not None:
             arr = np.ascontiguousarray(np.asarray(data, dtype=dtype))
@@ -50,14 +57,22 @@ class ModelBuilder:
             self.quant[len(self.tensors) - 1] = (np.atleast_1d(quant[0]).astype("float32"),
                                                  np.atleast_1d(quant[1]).astype("int64"),
                                                  int(quant[2]) if len(quant) > 2 else 0)
+        if signature is not None:
+            signature = tuple(int(d) for d in signature)
+            if len(signature) != len(shape) or any(
+                    g not in (-1, d) for g, d in zip(signature, self.tensors[-1][1])):
+                raise ValueError(f"tensor {name!r}: signature {signature} does not match its "
+                                 f"shape {tuple(shape)} (each dim the same or -1)")
+            self.signatures[len(self.tensors) - 1] = signature
         return len(self.tensors) - 1
 
     def constant(self, name: str, data, dtype: str | None = None, quant=None) -> int:
         arr = np.asarray(data, dtype=dtype or np.asarray(data).dtype)
         return self.tensor(name, arr.shape, str(arr.dtype), arr, quant=quant)
 
-    def input(self, name: str, shape, dtype: str = "float32", quant=None) -> int:
-        t = self.tensor(name, shape, dtype, quant=quant)
+    def input(self, name: str, shape, dtype: str = "float32", quant=None,
+              signature=None) -> int:
+        t = self.tensor(name, shape, dtype, quant=quant, signature=signature)
         self.inputs.append(t)
         return t
 
@@ -115,7 +130,10 @@ class ModelBuilder:
                     tflite.QuantizationParametersAddQuantizedDimension(b, dim)
                     q = tflite.QuantizationParametersEnd(b)
                 nm, sh = b.CreateString(name), ivec(shape)
+                sig = ivec(sg.signatures[t]) if t in sg.signatures else None
                 tflite.TensorStart(b)
+                if sig is not None:
+                    tflite.TensorAddShapeSignature(b, sig)
                 if q is not None:
                     tflite.TensorAddQuantization(b, q)
                 tflite.TensorAddShape(b, sh)

@@ -8,8 +8,8 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
 from .op_context import _axis, _ints, _out_dtype, register
+from .tensor_data import infer_shape
 
 
 def _reduce(fn):
@@ -64,6 +64,8 @@ register("ARG_MIN")(_arg(_op.argmin))
 @register("SHAPE")
 def _shape(ctx):
     shape = infer_shape(ctx.inputs[0])
+    if None in shape:  # a dynamic batch: computed when the model runs
+        return _op.shape_of(ctx.inputs[0], _out_dtype(ctx))
     return _expr.const(np.array(shape, _out_dtype(ctx)))
 
 

@@ -9,8 +9,8 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from ..common import infer_shape
-from .op_context import _activation, _ints, register
+from .op_context import _activation, _dims, _ints, register
+from .tensor_data import infer_shape
 
 
 def _same_pads(in_size, k, stride, dilation):
@@ -80,7 +80,7 @@ def _fully_connected(ctx):
     if b is not None:
         out = _nn.bias_add(out, b, axis=-1)
     if opt is not None and opt.KeepNumDims() and len(xs) != 2:
-        out = _op.reshape(out, xs[:-1] + (units,))
+        out = _op.reshape(out, _dims(ctx, xs[:-1] + (units,)))
     return _activation(ctx, out, opt.FusedActivationFunction() if opt is not None else 0)
 
 
@@ -135,17 +135,24 @@ def _batch_matmul(ctx):
         a = _op.transpose(a, list(range(len(sa) - 2)) + [len(sa) - 1, len(sa) - 2])
         sa = sa[:-2] + (sa[-1], sa[-2])
     tb = bool(opt is not None and opt.AdjY())
-    batch = tuple(int(d) for d in np.broadcast_shapes(sa[:-2], sb[:-2]))
+    if None in sa[-2:] or None in sb[-2:]:
+        raise ctx.fail(f"the matrix dims of {sa} x {sb} must be static")
+    if None in sa[:-2] or None in sb[:-2]:  # a dynamic batch: both operands carry it
+        if len(sa) != len(sb) or any(p != q for p, q in zip(sa[:-2], sb[:-2])):
+            raise ctx.fail(f"the batch dims of {sa} x {sb} broadcast over a dynamic batch")
+        batch = sa[:-2]
+    else:
+        batch = tuple(int(d) for d in np.broadcast_shapes(sa[:-2], sb[:-2]))
     if sa[:-2] != batch:  # batch dims broadcast (e.g. a rank-2 constant right operand)
         a = _op.broadcast_to(a, batch + sa[-2:])
     if sb[:-2] != batch:
         b = _op.broadcast_to(b, batch + sb[-2:])
-    nb = int(np.prod(batch)) if batch else 1
+    nb = -1 if None in batch else int(np.prod(batch)) if batch else 1
     a3 = _op.reshape(a, (nb,) + sa[-2:])
     b3 = _op.reshape(b, (nb,) + sb[-2:])
     out = _nn.batch_matmul(a3, b3, transpose_b=tb)
     n = sb[-2] if tb else sb[-1]
-    return _op.reshape(out, batch + (sa[-2], n))
+    return _op.reshape(out, _dims(ctx, batch + (sa[-2], n)))
 
 
 @register("TRANSPOSE_CONV")

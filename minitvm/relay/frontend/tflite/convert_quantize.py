@@ -7,9 +7,9 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_dtype, infer_shape
+from ..common import infer_dtype
 from .op_context import _fconst, _out_dtype, register
-from .tensor_data import _per_axis, quant_params
+from .tensor_data import _per_axis, infer_shape, quant_params
 
 
 @register("DEQUANTIZE")

@@ -8,8 +8,8 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
-from .op_context import _activation, _axis, _ints, register
+from .op_context import _activation, _axis, _dims, _ints, register
+from .tensor_data import infer_shape
 
 
 @register("RESHAPE")
@@ -23,16 +23,43 @@ def _reshape(ctx):
         shape = [int(v) for v in shape_in.data.numpy().reshape(-1)]
     elif has_attr:  # the attribute is the fallback when the shape input is computed
         shape = [int(v) for v in opt.NewShapeAsNumpy()]
+    elif shape_in is not None and None in infer_shape(x):
+        # computed from the dynamic batch (SHAPE -> STRIDED_SLICE -> PACK, as the converter
+        # writes it): a dyn.reshape, its size known when the model runs
+        return _op.reshape(x, _op.cast(shape_in, "int64"))
     elif shape_in is not None:
         raise ctx.fail("the new shape must be a constant tensor (or the new_shape attribute)")
     else:  # neither: the output tensor's declared shape
         t = ctx.importer.subgraph.Tensors(int(ctx.op.Outputs(0)))
         shape = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
-    total = int(np.prod(infer_shape(x)))
+    xs = infer_shape(x)
+    if None in xs:
+        return _op.reshape(x, _dynamic_target(ctx, xs, shape))
+    total = int(np.prod(xs))
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
         shape[shape.index(-1)] = total // known
     return _op.reshape(x, shape)
+
+
+def _dynamic_target(ctx, xs, shape: list[int]) -> list[int]:
+    """RESHAPE of an input with a dynamic batch (``xs[0]`` None): a target with -1 keeps it
+    (Relay infers that dim); a static target whose first dim is the batch the file stores for
+    the input (a model saved at batch 1 writes ``[1, ...]``) and whose other dims hold the
+    rest of the input carries the batch through (that dim becomes -1); any other static
+    target would fold the batch into other dims, which no batch but the stored one allows."""
+    if xs.count(None) > 1 or xs[0] is not None:
+        raise ctx.fail(f"input shape {xs}: only a dynamic batch (the first dim) is supported")
+    if -1 in shape:
+        return shape
+    t = ctx.importer.subgraph.Tensors(ctx.input_ids[0])
+    stored = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+    rest = int(np.prod(xs[1:]))
+    if shape and stored and shape[0] == stored[0] and int(np.prod(shape[1:])) == rest:
+        return [-1, *shape[1:]]
+    raise ctx.fail(f"the new shape {shape} folds the dynamic batch of the input "
+                   "(" + ", ".join("?" if d is None else str(d) for d in xs) + ") into "
+                   "other dims (the model reshapes for its stored batch only)")
 
 
 @register("CONCATENATION")
@@ -160,7 +187,13 @@ def _strided_slice(ctx):
         if dim >= ndim:
             raise ctx.fail(f"the slice spec indexes {dim + 1} dims of a rank-{ndim} input")
         d = shape[dim]
-        if (sm >> i) & 1:
+        if d is None:  # a dynamic dim (the batch): only spans that need not know its size
+            r, size = _dynamic_range(ctx, dim, begin[i], end[i], strides[i],
+                                     (bm >> i) & 1, (em >> i) & 1, (sm >> i) & 1)
+            ranges.append(r)
+            if not (sm >> i) & 1:
+                out_shape.append(size)
+        elif (sm >> i) & 1:
             b = begin[i] + d if begin[i] < 0 else begin[i]
             if not 0 <= b < d:
                 raise ctx.fail(f"index {begin[i]} is out of range for axis {dim} of size {d}")
@@ -180,11 +213,33 @@ def _strided_slice(ctx):
     out = x
     if any(r != (0, shape[k], 1) for k, r in enumerate(pos)):
         out = _op.strided_slice(out, [max(r[0], 0) for r in pos],
-                                [max(r[1], r[0], 0) for r in pos], [r[2] for r in pos])
+                                [r[1] if r[1] is None else max(r[1], r[0], 0) for r in pos],
+                                [r[2] for r in pos])
     for k, r in enumerate(ranges):
         if r[2] < 0:
             out = _op.take(out, _expr.const(np.array(list(range(*r)), "int32")), axis=k)
-    return _op.reshape(out, out_shape)
+    return _op.reshape(out, _dims(ctx, out_shape))
+
+
+def _dynamic_range(ctx, dim: int, begin: int, end: int, stride: int, bm: int, em: int,
+                   sm: int):
+    """(start, stop or None: to the end, step) and the output size (None: dynamic) of
+    STRIDED_SLICE on a dim of unknown size: the whole dim, a prefix / suffix from a
+    non-negative start, or one non-negative index (shrink); a negative index or stride needs
+    the size, a clear error."""
+    if sm:
+        if begin < 0:
+            raise ctx.fail(f"index {begin} of the dynamic axis {dim} counts from its end")
+        return (begin, begin + 1, 1), 1
+    start = 0 if bm else begin
+    stop = None if em else end
+    if stride <= 0 or start < 0 or (stop is not None and stop < 0):
+        raise ctx.fail(f"the slice {begin}:{end}:{stride} of the dynamic axis {dim} needs "
+                       "its size (a negative index or stride)")
+    if stop is None:
+        return (start, None, stride), None
+    # (at most len(range(start, stop, stride)); fewer where the batch is smaller)
+    return (start, stop, stride), None
 
 
 @register("TILE")

@@ -27,8 +27,8 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
 from .importer import register
+from .tensor_data import infer_shape
 
 _NAME = "CUSTOM:TFLite_Detection_PostProcess"
 _REQUIRED = ("max_detections", "nms_score_threshold", "nms_iou_threshold", "num_classes",

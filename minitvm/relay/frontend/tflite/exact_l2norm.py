@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
+from .tensor_data import infer_shape
 
 I32 = (-(2**31), 2**31 - 1)
 HALF_SQRT2_Q31 = 1518500250  # round(sqrt(2) / 2 * 2**31)

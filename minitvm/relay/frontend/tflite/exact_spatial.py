@@ -27,8 +27,8 @@ from ....frontend_common.onnx_quant import QRANGE
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from ..common import infer_shape
 from . import fixed_point as fp
+from .tensor_data import infer_shape
 
 FLOAT32_WINDOW = 2048  # the largest pool window whose float32 average still rounds exactly
 

@@ -21,6 +21,7 @@ import collections
 import numpy as np
 
 from ....ir.module import IRModule
+from ....tir.expr import Any
 from ... import expr as _expr
 from ...analysis import free_vars
 from ...transform.infer_type import InferType
@@ -55,6 +56,50 @@ from .tensor_data import (  # noqa: F401
     dequantize_array,
     quant_params,
 )
+
+
+def input_shape(name: str, t, given) -> tuple:
+    """The shape of input ``name`` (tensor ``t``): the user's (``given``; -1, None or
+    ``relay.Any()`` marks a dimension dynamic: it becomes ``Any``), else the stored shape.
+    The stored ``shape_signature`` is not applied on its own: a model whose batch is -1 there
+    still imports at its stored batch, as before (``from_tflite`` documents how to ask)."""
+    stored = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+    if given is None:
+        return stored
+    given = tuple(given)
+    if len(given) != len(stored):
+        raise ImportError_(f"shape_dict[{name!r}] = {given} has rank {len(given)}; the model's "
+                           f"input has shape {stored} (rank {len(stored)})")
+    out = []
+    for k, d in enumerate(given):
+        if d is None or isinstance(d, Any) or (isinstance(d, int | np.integer) and int(d) == -1):
+            out.append(Any())
+            continue
+        try:
+            d = int(d)
+        except TypeError as e:
+            raise ImportError_(f"shape_dict[{name!r}] = {given}: dimension {k} is {d!r}, not an "
+                               "int, -1 or relay.Any()") from e
+        if d < 1:
+            raise ImportError_(f"shape_dict[{name!r}] = {given}: dimension {k} is {d}")
+        out.append(d)
+    return tuple(out)
+
+
+def _dynamic_hint(ctx) -> str:
+    """Where an operator's input has a dynamic dim: say so (its converter needs that size)."""
+    from .tensor_data import infer_shape
+
+    for e in ctx.inputs:
+        try:
+            shape = infer_shape(e) if e is not None else ()
+        except ImportError_:
+            continue
+        if None in shape:
+            dims = ", ".join("?" if d is None else str(d) for d in shape)
+            return (f" (an input has the dynamic shape ({dims}); this operator needs the size "
+                    "of that dim: import it with a static shape_dict)")
+    return ""
 
 
 class TFLiteImporter:
@@ -111,9 +156,9 @@ class TFLiteImporter:
         for idx in sg.InputsAsNumpy():
             t = sg.Tensors(int(idx))
             name = (t.Name() or b"").decode()
-            shape = self.shape_dict.get(name, tuple(int(d) for d in t.ShapeAsNumpy()))
+            shape = input_shape(name, t, self.shape_dict.get(name))
             dtype = self.dtype_dict.get(name, _TENSOR_TYPES.get(t.Type(), "float32"))
-            v = _expr.var(name, shape=tuple(int(d) for d in shape), dtype=dtype)
+            v = _expr.var(name, shape=shape, dtype=dtype)
             self.exprs[int(idx)] = v
             params.append(v)
         for i in range(sg.OperatorsLength()):
@@ -126,7 +171,7 @@ class TFLiteImporter:
                 raise
             except Exception as e:  # noqa: BLE001 - name the operator in any failure
                 raise ImportError_(f"{name} (operator {i}): cannot convert: "
-                                   f"{type(e).__name__}: {e}") from e
+                                   f"{type(e).__name__}: {e}{_dynamic_hint(ctx)}") from e
             outs = out if isinstance(out, list) else [out]
             for idx, e in zip(op.OutputsAsNumpy(), outs):
                 self.exprs[int(idx)] = self.fold(e)

@@ -17,8 +17,8 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op.op import Op
-from ..common import infer_shape
 from .importer import quant_params
+from .tensor_data import infer_shape
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)

@@ -120,3 +120,14 @@ def _ints(ctx, k: int, what: str) -> list[int]:
 
 def _axis(a: int, ndim: int) -> int:
     return a + ndim if a < 0 else a
+
+
+def _dims(ctx, shape, what: str = "the output shape") -> list[int]:
+    """A shape from ``infer_shape`` (None: a dynamic dim, the batch) as a reshape target: its
+    one None as -1; more than one cannot be told apart, a clear error."""
+    shape = list(shape)
+    if shape.count(None) > 1:
+        dims = ", ".join("?" if d is None else str(d) for d in shape)
+        raise ctx.fail(f"{what} ({dims}) has more than one dynamic dimension; only one (the "
+                       "batch) is supported")
+    return [-1 if d is None else int(d) for d in shape]

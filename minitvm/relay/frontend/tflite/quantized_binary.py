@@ -8,13 +8,13 @@ import numpy as np
 from ....frontend_common.onnx_quant import QRANGE
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_shape
 from . import (
     exact_binary,
     exact_div,
     fixed_point,
 )
 from .quantized_tensor import EIGHT_BIT, _fused_bounds, _in_q, _out_q, clamp_range, qtensor
+from .tensor_data import infer_shape
 
 
 def _prelu(ctx):
@@ -93,11 +93,10 @@ def _int16_add(ctx):
 
 
 def _same_extended_shape(x1, x2) -> bool:
-    """Whether LiteRT runs a binary op elementwise, not broadcast: both static shapes equal
-    once the shorter is padded with leading ones."""
+    """Whether LiteRT runs a binary op elementwise, not broadcast: both shapes equal once the
+    shorter is padded with leading ones (a dynamic dim, None, equal to one in the same place:
+    both carry the batch)."""
     s1, s2 = (list(infer_shape(x)) for x in (x1, x2))
-    if not all(isinstance(d, int) for d in s1 + s2):
-        return False
     n = max(len(s1), len(s2))
     return [1] * (n - len(s1)) + s1 == [1] * (n - len(s2)) + s2
 

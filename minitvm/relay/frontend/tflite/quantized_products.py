@@ -9,7 +9,7 @@ import numpy as np
 from ....frontend_common.onnx_quant import QRANGE
 from ... import expr as _expr
 from ... import op as _op
-from ..common import ImportError_, const_value, infer_dtype, infer_shape
+from ..common import ImportError_, const_value, infer_dtype
 from ..onnx.ops_extra import int_conv, int_matmul
 from . import (
     products16,
@@ -19,8 +19,10 @@ from .importer import (
     _conv_pads,
     transpose_conv_window,
 )
+from .op_context import _dims
 from .quantized_requantize import _requantize_acc, _wide_requantize, fixed_point_multiply
 from .quantized_tensor import EIGHT_BIT, QTensor, _clamp_fused, _in_q, _out_q, qtensor
+from .tensor_data import infer_shape
 
 
 # ------------------------------------------------------------------ integer products
@@ -154,7 +156,7 @@ def _fully_connected(ctx):
         out = _requantize_acc(ctx, acc, acc_dt, _bias(ctx, 2), mult, 1, qo)
     opt = ctx.options()
     if opt is not None and opt.KeepNumDims() and len(xs) != 2:
-        out = _op.reshape(out, xs[:-1] + (units,))
+        out = _op.reshape(out, _dims(ctx, xs[:-1] + (units,)))
     return out
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
-from ..common import infer_dtype, infer_shape
+from ..common import infer_dtype
 from ..onnx.ops_extra import add_to_product
 from . import (
     fixed_point,
@@ -18,6 +18,7 @@ from .importer import (
     _per_axis,
 )
 from .quantized_tensor import QTensor, _activation_bounds, _clamp_fused, _saturate
+from .tensor_data import infer_shape
 
 
 def quantize_multiplier(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..common import const_value, infer_shape
+from ..common import const_value
 from . import (
     exact_l2norm,
     exact_spatial,
@@ -23,6 +23,7 @@ from .quantized_tensor import (
     clamp_range,
     qtensor,
 )
+from .tensor_data import infer_shape
 
 
 # ------------------------------------------------------------------ pools, reductions, resize

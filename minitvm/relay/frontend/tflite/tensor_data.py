@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir.type import TensorType
+from ....tir.expr import IntImm
 from ... import expr as _expr
+from ..common import ImportError_, infer_type
 
 _TENSOR_TYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 6: "bool",
                  7: "int16", 9: "int8", 10: "float64"}
@@ -39,3 +42,14 @@ def _per_axis(v, dim: int, ndim: int, dtype: str):
     shape = [1] * ndim
     shape[dim] = v.size
     return _expr.const(v.astype(dtype).reshape(shape), dtype)
+
+
+def infer_shape(expr) -> tuple:
+    """The shape of a tensor expression, None for a dimension that is not static (the batch of
+    a model imported with ``shape_dict={"x": (relay.Any(), ...)}``): the converters read the
+    static dims they need (channels, spatial sizes) and handle a None batch where they use it,
+    so a model types with ``Any`` and ``relay.vm.compile`` builds it once for every batch."""
+    t = infer_type(expr)
+    if not isinstance(t, TensorType):
+        raise ImportError_(f"expected a tensor, got a value of type {t}")
+    return tuple(int(d) if isinstance(d, int | np.integer | IntImm) else None for d in t.shape)

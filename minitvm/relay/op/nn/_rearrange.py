@@ -6,6 +6,7 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
+from ....tir.expr import Any
 from ...expr import Call
 from ..op import define_op
 from ..type_relations import check_num_args, tensor_arg, type_str
@@ -33,7 +34,8 @@ def _nchw(x, layout, name):
         raise TypeError(f"{name}: expects 4-D NCHW or NHWC data, got {type_str(x)}")
     n, c, h, w = (x.shape if layout == "NCHW" else (x.shape[0], x.shape[3], x.shape[1],
                                                    x.shape[2]))
-    return int(n), int(c), int(h), int(w)
+    # (the batch may be dynamic, ``Any``: it passes through; the other dims are static)
+    return (n if isinstance(n, Any) else int(n)), int(c), int(h), int(w)
 
 
 def _out(layout, n, c, h, w):
