@@ -194,3 +194,36 @@ def test_packed_weight_is_g_w_gt_per_channel_tile():
             np.testing.assert_allclose(
                 got[:, o0 * 16:(o0 + rows) * 16].reshape(36, 16, rows),
                 u[:, o0:o0 + rows].transpose(0, 2, 1), rtol=1e-6, atol=1e-6)
+
+
+def _column_loops(lib) -> set:
+    """The kinds of the conv kernel's loops whose body is one test (a ragged row's columns)."""
+    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return {s.kind for s in walk_stmts(k.prim_func.body)
+            if isinstance(s, S.For) and s.loop_var.name.startswith("q") and
+            isinstance(s.body, S.IfThenElse)}
+
+
+@pytest.mark.parametrize("shape,o,pad,epi,m", [
+    ((1, 16, 55, 55), 32, 1, "bias_relu", 4),      # SqueezeNet's 55: 14 blocks, 3 columns over
+    ((1, 16, 27, 27), 24, 1, "residual_relu", 4),  # 27: 7 blocks, 1 column over
+    ((2, 16, 17, 17), 16, 1, "residual_relu", 2),  # 17: 9 blocks of 2, batch 2
+    ((1, 16, 23, 25), 16, 0, "residual_relu", 4),  # no padding, 23 columns, 21 rows
+])
+def test_ragged_rows_store_whole_tiles_as_vectors(shape, o, pad, epi, m, monkeypatch):
+    """A ragged row's last chunk (``RAGGED_TAIL_VECTOR``): its whole tiles one vector store, the
+    last tile's columns each tested; no column loop tests every column. The outputs match the
+    reference and the per-column build's bit for bit."""
+    mod, params, inputs, want = _conv(shape, o, pad, epi, seed=4)
+    table = _winograd_table(mod, params, m)
+    outs = {}
+    for on in (True, False):
+        monkeypatch.setattr(conv_winograd, "RAGGED_TAIL_VECTOR", on)
+        lib = _build(mod, params, table)
+        assert _uses_winograd(lib)
+        assert _column_loops(lib) == (set() if on else {S.ForKind.SERIAL})
+        _check(lib, inputs, want, rtol=1e-5 if m == 2 else 5e-5)
+        g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        g.run(**inputs)
+        outs[on] = g.get_output(0).numpy()
+    np.testing.assert_array_equal(outs[True], outs[False])
