@@ -144,7 +144,13 @@ PAD_MATRICES = {"avx512": True, "avx2": False}
 MIN_BLOCKS = 4
 # a ragged row's last chunk (``ow`` no multiple of ``m``: SqueezeNet's 55-, 27- and 13-wide
 # planes) stores its whole tiles as one vector and only the last tile's columns one by one
-# (``_row_store``), where every column of it was a scalar store under a test in a loop
+# (``_row_store``), where every column of it was a scalar store under a test in a loop.
+# Measured on the Intel Xeon LLVM calls "rocketlake", one thread, thread CPU time, interleaved
+# rounds, ms, per column -> vector (ONNX Runtime): alone (``bench_conv_ort.py --against``)
+# 16->64 at 55x55 0.423 -> 0.350 (0.454), 32->128 at 27x27 0.300 -> 0.282 (0.367), 64->64 at
+# 35x35 0.442 -> 0.421 (0.584), 64->96 at 71x71 2.085 -> 2.017 (3.457); SqueezeNet in one
+# process (``bench_model_switch.py``) 4.48 / 4.39 -> 4.28 / 4.21 and 4.29 / 4.25 -> 4.12 /
+# 4.08 (4.29, 4.25), outputs bit-identical; inception_v3_mini the same (0.965 / 0.962).
 RAGGED_TAIL_VECTOR = True
 # a row's last block may reach this share of the row past it (Inception v3's 71- and 147-wide
 # planes at m = 4, 35 at 4 or 2, 17 at 2; not 7x7 planes, 1/7 at m = 2). Inception v3 at one
