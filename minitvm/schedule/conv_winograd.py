@@ -142,6 +142,16 @@ MIN_CHUNK_CHANNELS = 16  # a chunk's output channels at least (its register tile
 # the same. AVX2 unpadded (not measured)
 PAD_MATRICES = {"avx512": True, "avx2": False}
 MIN_BLOCKS = 4
+# a ragged row's last chunk (``ow`` no multiple of ``m``: SqueezeNet's 55-, 27- and 13-wide
+# planes) stores its whole tiles as one vector and only the last tile's columns one by one
+# (``_row_store``), where every column of it was a scalar store under a test in a loop.
+# Measured on the Intel Xeon LLVM calls "rocketlake", one thread, thread CPU time, interleaved
+# rounds, ms, per column -> vector (ONNX Runtime): alone (``bench_conv_ort.py --against``)
+# 16->64 at 55x55 0.423 -> 0.350 (0.454), 32->128 at 27x27 0.300 -> 0.282 (0.367), 64->64 at
+# 35x35 0.442 -> 0.421 (0.584), 64->96 at 71x71 2.085 -> 2.017 (3.457); SqueezeNet in one
+# process (``bench_model_switch.py``) 4.48 / 4.39 -> 4.28 / 4.21 and 4.29 / 4.25 -> 4.12 /
+# 4.08 (4.29, 4.25), outputs bit-identical; inception_v3_mini the same (0.965 / 0.962).
+RAGGED_TAIL_VECTOR = True
 # a row's last block may reach this share of the row past it (Inception v3's 71- and 147-wide
 # planes at m = 4, 35 at 4 or 2, 17 at 2; not 7x7 planes, 1/7 at m = 2). Inception v3 at one
 # thread, side by side on a Zen 4: 121.2 ms with whole blocks only, 102.9 ms so (ORT 107.4)
@@ -813,15 +823,23 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi=None, ch=None) -> S.
 
 def _row_store(ctx, g, tx0, lx: int, put) -> S.Stmt:
     """``put(q)`` for the ``m * lx`` columns of a chunk's row from column ``tx0 * m``: one vector
-    store, but for a chunk reaching past a ragged row's end (``ow`` no multiple of ``m``) one
-    column at a time, up to the edge."""
-    width = g["m"] * lx
+    store, but for a chunk reaching past a ragged row's end (``ow`` no multiple of ``m``) the
+    columns up to the edge. A chunk reaching past the end holds the row's last tile (the last
+    chunk ends there), and only that tile's columns can pass ``ow``: with ``RAGGED_TAIL_VECTOR``
+    the tiles before it are one vector store and its ``m`` columns each a store under its own
+    test, at constant places in the interleaved row (else every column is tested in a loop)."""
+    m, width = g["m"], g["m"] * lx
     vec = _loop(ctx, "q", width, S.ForKind.VECTORIZED, put)
-    if g["tw"] * g["m"] == g["ow"]:
+    if g["tw"] * m == g["ow"]:
         return vec
-    edge = _loop(ctx, "q", width, S.ForKind.SERIAL, lambda q: S.IfThenElse(
-        E.LT(tx0 * g["m"] + q, _i(g["ow"])), put(q), None))
-    return S.IfThenElse(E.LE(tx0 * g["m"] + width, _i(g["ow"])), vec, edge)
+    if RAGGED_TAIL_VECTOR and lx > 1:
+        last = [S.IfThenElse(E.LT(tx0 * m + _i(q), _i(g["ow"])), put(_i(q)), None)
+                for q in range(width - m, width)]
+        edge = _seq([_loop(ctx, "q", width - m, S.ForKind.VECTORIZED, put), *last])
+    else:
+        edge = _loop(ctx, "q", width, S.ForKind.SERIAL, lambda q: S.IfThenElse(
+            E.LT(tx0 * m + q, _i(g["ow"])), put(q), None))
+    return S.IfThenElse(E.LE(tx0 * m + width, _i(g["ow"])), vec, edge)
 
 
 def _store(ctx, g, out, epi, nv, o, oy, ox, value) -> S.Stmt:

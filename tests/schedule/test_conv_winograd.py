@@ -194,3 +194,46 @@ def test_packed_weight_is_g_w_gt_per_channel_tile():
             np.testing.assert_allclose(
                 got[:, o0 * 16:(o0 + rows) * 16].reshape(36, 16, rows),
                 u[:, o0:o0 + rows].transpose(0, 2, 1), rtol=1e-6, atol=1e-6)
+
+
+def _column_loops(lib) -> set:
+    """The kinds of the conv kernel's loops whose body is one test (a ragged row's columns)."""
+    (k,) = [k for name, k in lib.get_lib().kernels.items() if "conv2d" in name]
+    return {s.kind for s in walk_stmts(k.prim_func.body)
+            if isinstance(s, S.For) and s.loop_var.name.startswith("q") and
+            isinstance(s.body, S.IfThenElse)}
+
+
+RAGGED = [  # (input shape, output channels, padding, epilogue, block size)
+    ((1, 16, 27, 27), 16, 1, "bias_relu", 4),      # SqueezeNet's 27: 7 blocks, 1 column over
+    ((1, 16, 23, 25), 16, 0, "residual_relu", 4),  # no padding, 23 columns, 21 rows
+]
+
+
+@pytest.mark.parametrize("shape,o,pad,epi,m", RAGGED)
+def test_ragged_rows_store_whole_tiles_as_vectors(shape, o, pad, epi, m):
+    """A ragged row's last chunk (``RAGGED_TAIL_VECTOR``): its whole tiles one vector store, the
+    last tile's columns each tested; no column loop tests every column. (``CASES``' ragged
+    rows, 71, 35 and 17 wide, check it at both block sizes and two threads.)"""
+    mod, params, inputs, want = _conv(shape, o, pad, epi, seed=4)
+    lib = _build(mod, params, _winograd_table(mod, params, m))
+    assert _uses_winograd(lib) and _column_loops(lib) == set()
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    g.run(**inputs)
+    scale = np.max(np.abs(want))  # (as ``_check``: F(4x4)'s error is relative to the largest)
+    np.testing.assert_allclose(g.get_output(0).numpy() / scale, want / scale, rtol=0, atol=5e-5)
+
+
+def test_ragged_rows_per_column_store_gives_the_same_bits(monkeypatch):
+    """Without ``RAGGED_TAIL_VECTOR`` each column of the chunk is tested in a loop; the outputs
+    are the same bit for bit."""
+    mod, params, inputs, _ = _conv(*RAGGED[0][:4], seed=4)
+    outs = []
+    for on in (True, False):
+        monkeypatch.setattr(conv_winograd, "RAGGED_TAIL_VECTOR", on)
+        lib = _build(mod, params, _winograd_table(mod, params, RAGGED[0][4]))
+        assert _column_loops(lib) == (set() if on else {S.ForKind.SERIAL})
+        g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        g.run(**inputs)
+        outs.append(g.get_output(0).numpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
