@@ -1,0 +1,109 @@
+"""Wrong results and crashes the dynamic-shape fuzzer (``dynamic_differential``: one
+``relay.vm.compile`` run at a schedule of batch sizes against the interpreter) found, minimized."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.contrib import graph_executor
+from minitvm.runtime import vm as runtime_vm
+
+
+def _vm(mod, opt_level=3):
+    with tvm.transform.PassContext(opt_level=opt_level):
+        exe = relay.vm.compile(mod, target="llvm")
+    return runtime_vm.VirtualMachine(exe, tvm.cpu())
+
+
+def _interpret(mod, *args):
+    return relay.create_executor("debug", mod=mod).evaluate()(*args)
+
+
+def test_empty_stack_of_gathers_lowers():
+    """Seed 260: ``stack([take(x, i), take(x, i)])`` of zero-length gathers is a static (2, 0)
+    stage; the plane splitter made a loop over its empty last axis with no statement in it
+    (IndexError) in relay.build and in the VM's per-shape kernel at batch 0."""
+    x = relay.var("x", shape=(0,), dtype="float32")
+    i = relay.var("i", shape=(0,), dtype="int32")
+    t = relay.take(x, i, axis=0)
+    mod = tvm.IRModule.from_expr(relay.Function([x, i], relay.stack([t, t], 0)))
+    lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.run(x=np.zeros(0, "float32"), i=np.zeros(0, "int32"))
+    assert m.get_output(0).numpy().shape == (2, 0)
+    xd = relay.var("x", shape=(relay.Any(),), dtype="float32")
+    order = relay.argsort(xd)
+    td = relay.take(xd, order, axis=0)
+    dmod = tvm.IRModule.from_expr(relay.Function([xd], relay.stack([td, td], 0)))
+    vm = _vm(dmod)
+    for n in (1, 1, 0, 3, 0):
+        xv = np.random.default_rng(n).standard_normal(n).astype("float32")
+        got = vm.run(xv).numpy()
+        np.testing.assert_array_equal(got, np.stack([np.sort(xv)] * 2))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_interpreter_softmax_over_an_empty_axis_is_empty(op):
+    """Seeds 122, 163, 172: the interpreter's softmax took the max of an empty axis (a numpy
+    error) where the VM's kernel gives the empty result."""
+    x = relay.var("x", shape=(relay.Any(), 3), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], getattr(relay.nn, op)(x, axis=0)))
+    vm = _vm(mod)
+    for n in (2, 0):
+        xv = np.linspace(-1, 1, n * 3).astype("float32").reshape(n, 3)
+        want = _interpret(mod, xv).numpy()
+        assert want.shape == (n, 3)
+        np.testing.assert_allclose(vm.run(xv).numpy(), want, rtol=1e-6)
+    if n == 0:
+        assert want.size == 0
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_interpreter_arg_reduction_with_an_empty_kept_axis(op):
+    """Seeds 294, 306: argmin over axis 1 of a (0, 3, 2) tensor (kept axis 0 long): the
+    interpreter reshaped to ``(0, -1)``, which numpy cannot infer."""
+    x = relay.var("x", shape=(relay.Any(), 3, 2), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function(
+        [x], getattr(relay, op)(x, axis=[1], keepdims=True)))
+    vm = _vm(mod)
+    for n in (2, 0, 1):
+        xv = np.random.default_rng(n).standard_normal((n, 3, 2)).astype("float32")
+        want = _interpret(mod, xv).numpy()
+        ref = getattr(np, op)(xv, axis=1)[:, None, :].astype("int32")
+        np.testing.assert_array_equal(want, ref)
+        np.testing.assert_array_equal(vm.run(xv).numpy(), ref)
+
+
+def test_interpreter_batch_flatten_of_zero_rows():
+    """Seed 325: ``batch_flatten`` of a (0, 4, 1, 2) slice: the interpreter reshaped to
+    ``(0, -1)`` (a numpy error); the result is (0, 8)."""
+    x = relay.var("x", shape=(relay.Any(), 4, 1, 2), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.batch_flatten(x)))
+    vm = _vm(mod)
+    for n in (0, 2):
+        xv = np.ones((n, 4, 1, 2), "float32")
+        want = _interpret(mod, xv).numpy()
+        assert want.shape == (n, 8)
+        np.testing.assert_array_equal(vm.run(xv).numpy(), want)
+
+
+@pytest.mark.parametrize("op", ["sort", "argsort", "topk"])
+def test_selection_along_an_axis_empty_at_run_time_is_native(op):
+    """The batch-0 specialization of a sort / argsort / top-k along the batch axis: the
+    selection kernel refused an empty axis (numpy ran it; a strict build failed). Now an
+    empty result, from the same compile as the other sizes."""
+    x = relay.var("x", shape=(relay.Any(), 2), dtype="float32")
+    if op == "topk":
+        y = relay.topk(x, k=0, axis=0, ret_type="indices")  # (k < 1: all of them)
+    else:
+        y = getattr(relay, op)(x, axis=0)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([y, relay.exp(x)])))
+    vm = _vm(mod)
+    for n in (3, 0, 2, 0):
+        xv = np.random.default_rng(n).standard_normal((n, 2)).astype("float32")
+        got = vm.run(xv)
+        want = _interpret(mod, xv)
+        for g, w in zip(got, want, strict=True):
+            assert g.numpy().shape == w.numpy().shape
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
