@@ -273,7 +273,13 @@ def _run_generated(args, report: Report, key: str, tag: str, seeds: list, genera
                   flush=True)
             continue
         features.update(getattr(prog, "features", ()))
-        found = check(prog)
+        try:
+            found = check(prog)
+        except Exception as err:  # noqa: BLE001 - the checker (its oracle) failed: a finding
+            from minitvm.testing.fuzz.differential import Finding
+
+            found = [Finding("checker-error", key, seed, f"{type(err).__name__}: {err}",
+                             "")]
         stats.update(count=i + 1, last_seed=seed, seconds=round(time.time() - t0, 1))
         for f in found:
             findings.append(f)
