@@ -235,8 +235,10 @@ def run_dynamic_programs(args, report: Report) -> list:
     k, n = args.shard
     seeds = ([args.seed + i for i in range(args.dyn_programs)] if not args.dyn_seeds
              else parse_seeds(args.dyn_seeds))[k::n]
+    foci = [None, "loops", "shape-values", "selection"]  # by seed, in turn
     return _run_generated(args, report, "dyn_programs", "dyn:", seeds,
-                          generate_dynamic_program, check_dynamic)
+                          lambda s: generate_dynamic_program(s, focus=foci[s % 4]),
+                          check_dynamic)
 
 
 def run_relax_size_programs(args, report: Report) -> list:

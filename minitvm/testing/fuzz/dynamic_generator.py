@@ -199,6 +199,14 @@ FEATURES = {
 }
 
 
+#: ``focus``: families drawn more often (a factor on their weight), to reach one feature more.
+FOCI = {
+    "loops": {"loop": 6, "if": 2},
+    "shape-values": {"shape_valued": 6, "unique": 2, "vision": 2},
+    "selection": {"scan": 4, "unique": 3, "argwhere": 2, "vision": 3},
+}
+
+
 class _V:
     __slots__ = ("expr", "dims", "dtype")
 
@@ -221,11 +229,16 @@ def _f(v: _V) -> bool:
 class DynamicProgramGenerator:
     """``DynamicProgramGenerator(seed).generate()`` -> DynamicProgram; deterministic per seed.
 
-    ``zero=True`` lets the batch be 0 at run time (so no reduction of a batch axis by max /
-    min / argmax, whose empty case is an error); ``loops`` mixes in while loops."""
+    A seeded draw lets the batch be 0 at run time (then no reduction of a possibly empty axis
+    by max / min / argmax, whose empty case has no value); ``loops`` mixes in while loops,
+    ``shape_values`` shape-valued inputs, ``vision`` RoI pools and NMS; ``focus`` (a key of
+    ``FOCI``) draws some families more often."""
 
     def __init__(self, seed: int, max_ops: int = 10, loops: bool = True,
-                 shape_values: bool = True, vision: bool = True):
+                 shape_values: bool = True, vision: bool = True, focus: str | None = None):
+        if focus is not None and focus not in FOCI:
+            raise ValueError(f"focus must be one of {sorted(FOCI)}, got {focus!r}")
+        self.focus = focus
         self.seed = seed
         self.rng = random.Random(seed)
         self.max_ops = max_ops
@@ -823,8 +836,9 @@ class DynamicProgramGenerator:
                     (self._shape, 5), (self._nn, 2), (self._scan, 2), (self._unique, 1),
                     (self._argwhere, 1), (self._shape_valued, 1), (self._vision, 1),
                     (self._if, 1), (self._loop, 1)]
+        boost = FOCI.get(self.focus, {})
         fns = [f for f, _ in families]
-        weights = [w for _, w in families]
+        weights = [w * boost.get(f.__name__.strip("_"), 1) for f, w in families]
         n_ops = self.rng.randint(2, self.max_ops)
         made = tries = 0
         while made < n_ops and tries < n_ops * 8:
