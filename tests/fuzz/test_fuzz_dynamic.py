@@ -97,3 +97,18 @@ def test_relax_build_at_a_schedule_of_symbolic_sizes():
     prog = generate_relax_program(3, symbolic=True, max_ops=4)
     assert prog.symbolic
     assert check_relax_sizes(prog, [2, 2, 0, 5, 2]) == []
+
+
+def test_relax_oracle_keeps_a_symbolic_unit_axis_in_squeeze():
+    """``R.squeeze(x, axis=None)`` of an ``(n, 2, 3, 1)`` tensor types as ``(n, 2, 3)`` and the
+    VM keeps the batch axis at n = 1; the oracle removed it (numpy's squeeze of every unit
+    axis) and failed its own struct-info check once sizes included 1 (Relax seed 20029)."""
+    from minitvm.testing.fuzz.relax_differential import check_relax_sizes
+    from minitvm.testing.fuzz.relax_generator import generate_relax_program
+    from minitvm.testing.fuzz.relax_reference import evaluate
+
+    prog = generate_relax_program(20029, symbolic=True, max_ops=3)
+    assert "R.squeeze(lv1, axis=None)" in prog.script()
+    out = evaluate(prog.mod, prog.inputs(1))
+    assert np.asarray(out.numpy() if hasattr(out, "numpy") else out).shape == (1, 2, 3)
+    assert check_relax_sizes(prog, [1, 2]) == []
