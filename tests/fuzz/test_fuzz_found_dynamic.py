@@ -131,3 +131,87 @@ def test_unique_of_int64_with_zero_before_negatives_is_sorted(shape):
         np.testing.assert_array_equal(got[0][:k], want)
         np.testing.assert_array_equal(got[1], inverse)
         np.testing.assert_array_equal(got[3][:k], counts)
+
+
+def _row_loop(scale: float):
+    """``while_loop`` writing ``tanh(src[i] * scale)`` into row i of ``buf`` (vm.update_row):
+    call it with (0, rows, src, buf); field 3 of the result is the buffer."""
+    i = relay.var("i", shape=(), dtype="int64")
+    cnt = relay.var("count", shape=(), dtype="int64")
+    src = relay.var("x", shape=(relay.Any(), 3), dtype="float32")
+    buf = relay.var("buf", shape=(relay.Any(), 3), dtype="float32")
+
+    def body(i, cnt, src, buf):
+        row = relay.tanh(relay.take(src, i, axis=0) * relay.const(scale))
+        return [i + relay.const(1, "int64"), cnt, src, relay.op.vm.update_row(buf, row, i)]
+
+    return relay.loops.while_loop(lambda i, cnt, *_: relay.less(i, cnt), [i, cnt, src, buf],
+                                  body)
+
+
+def _rows(x):
+    return relay.take(relay.shape_of(x, "int64"), relay.const(0, "int64"))
+
+
+def _check_sizes(mod, sizes=(3, 3, 1, 4, 0, 3)):
+    vm = _vm(mod)
+    for n in sizes:
+        xv = np.random.default_rng(n).standard_normal((n, 3)).astype("float32")
+        got, want = vm.run(xv), _interpret(mod, xv)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_update_row_into_a_copy_that_cse_shared_with_an_output():
+    """Seed 30153: the loop's buffer ``copy(p0)`` and an output ``copy(p0)`` are one value after
+    EliminateCommonSubexpr (a pure IR: two equal copies are one), and the VM's in-place
+    UpdateRow wrote the loop's rows into the returned copy."""
+    p0 = relay.var("p0", shape=(relay.Any(), 3), dtype="float32")
+    res = relay.TupleGetItem(relay.Call(_row_loop(-1.0), [relay.const(0, "int64"), _rows(p0),
+                                                          p0, relay.copy(p0)]), 3)
+    mod = tvm.IRModule.from_expr(relay.Function([p0], relay.Tuple([res, relay.copy(p0)])))
+    _check_sizes(mod)
+
+
+def test_two_loops_whose_zeros_buffers_cse_made_one():
+    """Seed 30361: two loops each write into ``zeros_like(p0)``; EliminateCommonSubexpr makes
+    the two zeros one tensor, and the second loop's in-place rows overwrote the first loop's
+    result."""
+    p0 = relay.var("p0", shape=(relay.Any(), 3), dtype="float32")
+    outs = [relay.TupleGetItem(relay.Call(_row_loop(scale), [
+        relay.const(0, "int64"), _rows(p0), p0, relay.zeros_like(p0)]), 3)
+        for scale in (-1.0, 2.0)]
+    _check_sizes(tvm.IRModule.from_expr(relay.Function([p0], relay.Tuple(outs))))
+
+
+def test_update_row_buffer_that_is_the_source_and_an_output():
+    """The buffer is the tensor the loop reads its rows from and main returns (by hand, next to
+    the two above): rows written in place changed both."""
+    p0 = relay.var("p0", shape=(relay.Any(), 3), dtype="float32")
+    x = relay.exp(p0)
+    res = relay.TupleGetItem(relay.Call(_row_loop(0.5), [relay.const(0, "int64"), _rows(p0), x,
+                                                         x]), 3)
+    _check_sizes(tvm.IRModule.from_expr(relay.Function([p0], relay.Tuple([res, x]))))
+
+
+def test_update_row_copies_once_per_loop_then_writes_in_place(monkeypatch):
+    """The loop-carried buffer is still written in place: the first step copies the initial
+    buffer, every later step writes into the array the step before returned."""
+    p0 = relay.var("p0", shape=(relay.Any(), 3), dtype="float32")
+    res = relay.TupleGetItem(relay.Call(_row_loop(1.0), [relay.const(0, "int64"), _rows(p0), p0,
+                                                         relay.zeros_like(p0)]), 3)
+    vm = _vm(tvm.IRModule.from_expr(relay.Function([p0], res)))
+    calls = []
+    real = runtime_vm.VirtualMachine._update_row
+
+    def spy(self, data, *args):
+        out = real(self, data, *args)
+        calls.append(out is data)
+        return out
+
+    monkeypatch.setattr(runtime_vm.VirtualMachine, "_update_row", spy)
+    xv = np.ones((50, 3), "float32")
+    for _ in range(2):
+        calls.clear()
+        np.testing.assert_allclose(vm.run(xv).numpy(), np.tanh(xv), rtol=1e-6)
+        assert calls == [False] + [True] * 49
