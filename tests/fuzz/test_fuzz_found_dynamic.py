@@ -215,3 +215,32 @@ def test_update_row_copies_once_per_loop_then_writes_in_place(monkeypatch):
         calls.clear()
         np.testing.assert_allclose(vm.run(xv).numpy(), np.tanh(xv), rtol=1e-6)
         assert calls == [False] + [True] * 49
+
+
+def test_relax_native_entry_returns_a_folded_constant_at_every_call():
+    """Relax seeds 20710, 20613 (one relax.build, the same size twice): an output that folds to
+    a 0-d constant came back right from the first call and uninitialized (1, 2**62...) from
+    the native entry's plan after: the constant is a view, and the plan looked its root up
+    among the constants' own ids, took it for memory the call fills and allocated it empty."""
+    from minitvm import relax
+    from minitvm.relax import BlockBuilder, const
+    from minitvm.relax import op as R
+    from minitvm.relax.struct_info import TensorStructInfo
+    from minitvm.tir import Var as TirVar
+
+    n = TirVar("n", "int64")
+    x = relax.Var("x", TensorStructInfo([n, 3], "float32"))
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit(R.abs(const(np.array(-2, "int64"))))
+            b = bb.emit(R.add(a, const(np.array(1, "int64"))))
+            y = bb.emit(R.sum(x, axis=[0], keepdims=False))
+            g = bb.emit_output(relax.Tuple([b, y]))
+        bb.emit_func_output(g)
+    vm = relax.VirtualMachine(relax.build(bb.get(), target="llvm"), tvm.cpu())
+    for rows in (2, 2, 2, 5, 2):
+        xv = np.full((rows, 3), 0.5, "float32")
+        got = vm["main"](xv)
+        assert got[0].numpy().tolist() == 3
+        np.testing.assert_allclose(got[1].numpy(), xv.sum(0))
