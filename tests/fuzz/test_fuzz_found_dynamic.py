@@ -244,3 +244,32 @@ def test_relax_native_entry_returns_a_folded_constant_at_every_call():
         got = vm["main"](xv)
         assert got[0].numpy().tolist() == 3
         np.testing.assert_allclose(got[1].numpy(), xv.sum(0))
+
+
+@pytest.mark.parametrize("unbiased", [False, True])
+def test_variance_and_layer_norm_over_an_any_axis(unbiased):
+    """Seed 41447: layer_norm of a slice by begin / end inputs (shape (?, ?)): the variance over
+    the Any last axis divided by 1 (Python's ``max`` of the symbolic count and 1 picked 1), so
+    the normalized values were off by sqrt(n) -- no error, at every size."""
+    x = relay.var("x", shape=(3, relay.Any()), dtype="float32")
+    g = np.array([1.5, 0.5, 2.0, 1.0], "float32")
+    outs = [relay.variance(x, axis=[1], keepdims=True, unbiased=unbiased),
+            relay.std(x, axis=[1], unbiased=unbiased)]
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple(outs)))
+    vm = _vm(mod)
+    rng = np.random.default_rng(0)
+    ddof = 1 if unbiased else 0
+    for n in (2, 4, 2, 3):
+        xv = rng.standard_normal((3, n)).astype("float32")
+        got = vm.run(xv)
+        np.testing.assert_allclose(got[0].numpy(), xv.var(1, ddof=ddof, keepdims=True),
+                                   rtol=1e-5)
+        np.testing.assert_allclose(got[1].numpy(), xv.std(1, ddof=ddof), rtol=1e-5)
+    y = relay.var("y", shape=(relay.Any(), relay.Any()), dtype="float32")
+    ln = tvm.IRModule.from_expr(relay.Function([y], relay.nn.layer_norm(
+        y, relay.const(g[:2]), relay.const(np.zeros(2, "float32")))))
+    vm = _vm(ln)
+    for rows in (4, 1, 4):
+        yv = rng.standard_normal((rows, 2)).astype("float32")
+        want = (yv - yv.mean(1, keepdims=True)) / np.sqrt(yv.var(1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(vm.run(yv).numpy(), want * g[:2], rtol=1e-4, atol=1e-5)
