@@ -14,6 +14,14 @@ Relax (the same report; shards split these too):
     python scripts/fuzz_long.py --programs 0 --parser 0 --library 0 --relax-programs 1000 \
         --relax-parser 5000 --relax-library 100 --out relax.json
 
+Relay programs with ``relay.Any()`` dimensions, each compiled ONCE by relay.vm.compile and run
+at a schedule of batch sizes against the interpreter (symbolic kernels, shape-valued inputs,
+while loops, vm.update_row; ``dynamic_differential``); Relax programs with a symbolic batch
+likewise at several sizes:
+
+    python scripts/fuzz_long.py --programs 0 --parser 0 --library 0 --dyn-programs 5000 \
+        --relax-sizes-programs 500 --seed 0 --out dyn.json
+
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
 end while the first pair works from its start -- ``--merge`` counts each seed once).
@@ -218,6 +226,83 @@ def run_relax_programs(args, report: Report) -> list:
     return findings
 
 
+def run_dynamic_programs(args, report: Report) -> list:
+    """Relay programs with Any dimensions: one relay.vm.compile, several batch sizes."""
+    from minitvm.testing.fuzz.dynamic_differential import check_dynamic
+    from minitvm.testing.fuzz.dynamic_generator import generate_dynamic_program
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")  # random kernels: no reuse
+    k, n = args.shard
+    seeds = ([args.seed + i for i in range(args.dyn_programs)] if not args.dyn_seeds
+             else parse_seeds(args.dyn_seeds))[k::n]
+    foci = [None, "loops", "shape-values", "selection"]  # by seed, in turn
+    return _run_generated(args, report, "dyn_programs", "dyn:", seeds,
+                          lambda s: generate_dynamic_program(s, focus=foci[s % 4]),
+                          check_dynamic)
+
+
+def run_relax_size_programs(args, report: Report) -> list:
+    """Relax programs with a symbolic batch: one relax.build, a schedule of sizes."""
+    from minitvm.testing.fuzz.relax_differential import check_relax_sizes
+    from minitvm.testing.fuzz.relax_generator import generate_relax_program
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+    k, n = args.shard
+    seeds = [args.seed + i for i in range(args.relax_sizes_programs)][k::n]
+    return _run_generated(args, report, "relax_size_programs", "relax-sizes:", seeds,
+                          lambda s: generate_relax_program(s, symbolic=True),
+                          check_relax_sizes)
+
+
+def _run_generated(args, report: Report, key: str, tag: str, seeds: list, generate,
+                   check) -> list:
+    """Generate and check the program of each seed; counts (and features) under ``key``."""
+    stats = report.data[key] = {"count": 0, "planned": len(seeds), "seconds": 0.0,
+                                "last_seed": None, "findings": {}, "features": {},
+                                "generator_errors": 0}
+    findings, counts = [], collections.Counter()
+    features: collections.Counter = collections.Counter()
+    t0 = time.time()
+    for i, seed in enumerate(seeds):
+        if args.time_budget and time.time() - t0 > args.time_budget:
+            print(f"  time budget reached after {i} programs ({key})", flush=True)
+            break
+        try:
+            prog = generate(seed)
+        except Exception as err:  # noqa: BLE001 - a generator bug: counted, and shown
+            stats["generator_errors"] += 1
+            print(f"  {key}: generator failed on seed {seed}: {type(err).__name__}: {err}",
+                  flush=True)
+            continue
+        features.update(getattr(prog, "features", ()))
+        try:
+            found = check(prog)
+        except Exception as err:  # noqa: BLE001 - the checker (its oracle) failed: a finding
+            from minitvm.testing.fuzz.differential import Finding
+
+            found = [Finding("checker-error", key, seed, f"{type(err).__name__}: {err}",
+                             "")]
+        stats.update(count=i + 1, last_seed=seed, seconds=round(time.time() - t0, 1))
+        for f in found:
+            findings.append(f)
+            counts[(f.kind, f.pass_name)] += 1
+            if len(report.data["program_findings"]) < MAX_FINDINGS:
+                report.data["program_findings"].append(
+                    {"kind": f.kind, "pass": tag + f.pass_name, "seed": f.seed,
+                     "detail": f.detail[:500], "program": f.program[:4000]})
+            print(f"  {tag} finding: [{f.kind}] {f.pass_name} seed {f.seed}: "
+                  f"{f.detail[:300]}", flush=True)
+        stats["findings"] = {f"{a} / {b}": v for (a, b), v in counts.items()}
+        stats["features"] = dict(features)
+        if found or (i + 1) % 25 == 0:
+            report.write()
+        if (i + 1) % 100 == 0:
+            print(f"  {i + 1}/{len(seeds)} {key}, {time.time() - t0:.0f} s, findings "
+                  f"{len(findings)}", flush=True)
+    report.write()
+    return findings
+
+
 def run_relax_fuzzers(args, report: Report) -> bool:
     """The Relax TVMScript parser and executable-file fuzzers; True when any failed."""
     failed = False
@@ -375,6 +460,14 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--relax-sample", type=int, default=3,
                     help="determinism and round-trip checks of each Relax pass on one "
                          "program in K (every other check on every program)")
+    ap.add_argument("--dyn-programs", type=int, default=0,
+                    help="random Relay programs with Any dimensions: one relay.vm.compile, "
+                         "run at a schedule of batch sizes against the interpreter")
+    ap.add_argument("--dyn-seeds", default="",
+                    help="comma-separated seeds (ranges a:b) of those programs to run instead")
+    ap.add_argument("--relax-sizes-programs", type=int, default=0,
+                    help="random Relax programs with a symbolic batch: one relax.build, run "
+                         "at a schedule of sizes against the numpy reference")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")
@@ -423,6 +516,10 @@ def main(argv=None) -> int:
                          if f.kind not in TOLERATED]
         failed |= bool(relax_unknown)
     failed |= run_relax_fuzzers(args, report)
+    for wanted, run in ((args.dyn_programs or args.dyn_seeds, run_dynamic_programs),
+                        (args.relax_sizes_programs, run_relax_size_programs)):
+        if wanted:
+            failed |= any(f.kind not in TOLERATED for f in run(args, report))
     report.data["status"] = "done"
     report.write()
     if "relax_programs" in report.data:
@@ -440,6 +537,13 @@ def main(argv=None) -> int:
         for key, v in sorted(p["findings"].items(), key=lambda kv: -kv[1]):
             print(f"  {v:6d}  {key}")
         print(f"  unexpected (not --known, not {'/'.join(sorted(TOLERATED))}): {len(unknown)}")
+    for key in ("dyn_programs", "relax_size_programs"):
+        if key in report.data:
+            p = report.data[key]
+            print(f"{p['count']} {key} ({p['generator_errors']} generator errors), "
+                  f"{p['seconds']} s, features {p['features']}")
+            for k, v in sorted(p["findings"].items(), key=lambda kv: -kv[1]):
+                print(f"  {v:6d}  {k}")
     print(f"report written to {args.out}")
     return 1 if failed else 0
 

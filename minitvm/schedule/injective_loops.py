@@ -58,6 +58,8 @@ def _sub_axes(body, axis, idx):
 def injective_nest(ctx, t, buf, body):
     """The loop nest storing the inlined ``body`` of tensor ``t`` into ``buf``; with a static
     shape, its lane-by-lane gathers of consecutive elements become contiguous vector loads."""
+    if _is_static(_shape(t)) and _prod(_shape(t)) == 0:  # (an empty tensor: nothing to store)
+        return S.SeqStmt([])
     if _is_static(_shape(t)) and byte_table.applies():
         table = byte_table.match(t, buf, body)
         if table is not None:  # an 8-bit function of one byte: a table and byte shuffles

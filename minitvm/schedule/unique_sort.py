@@ -113,10 +113,16 @@ def emit_unique(ctx, data, table, is_sorted: bool, equal_nan: bool = True) -> S.
 
     bits = 64 if data.dtype == "int64" else 32
     c = ctx.fresh("c")
-    check = S.SeqStmt([put(ORDERED, imm(1)), S.For(c, imm(1), E.Max(n - imm(1), imm(0)), S.ForKind.SERIAL,
-                                                   S.IfThenElse(E.LT(E.BufferLoad(ka, [c]),
-                                                                     E.BufferLoad(ka, [c - imm(1)])),
-                                                                put(ORDERED, imm(0))))])
+    # the radix passes order the keys as unsigned 64-bit numbers; a signed comparison of them
+    # with the sign bit flipped is that order (an int64 key of 0 is 2**63, of -2 is 2**63 - 2:
+    # compared signed they read ascending, and [0, -2] was left unsorted)
+    def unsigned_lt(a, b):
+        return E.LT(bitwise_xor(a, _i64(-(1 << 63))), bitwise_xor(b, _i64(-(1 << 63))))
+
+    check = S.SeqStmt([put(ORDERED, imm(1)), S.For(
+        c, imm(1), E.Max(n - imm(1), imm(0)), S.ForKind.SERIAL,
+        S.IfThenElse(unsigned_lt(E.BufferLoad(ka, [c]), E.BufferLoad(ka, [c - imm(1)])),
+                     put(ORDERED, imm(0))))])
     passes = [check, S.IfThenElse(E.EQ(get(ORDERED), imm(0)),
                                   S.SeqStmt([one_pass(s) for s in range(0, bits, 8)]))]
     back = S.IfThenElse(E.EQ(get(SRC), imm(1)), S.For(

@@ -107,10 +107,13 @@ def _variance(attrs, inputs, out_type):
         return te.sum(diff * diff, axis=rvars)
 
     sq = te.compute(shape, body, name="variance_sq")
-    denom = max(count - 1 if attrs.unbiased else count, 1)
-    return [te.compute(shape, lambda *i: (sq[i] if i else sq[()]) / E.FloatImm(t.dtype,
-                                                                               float(denom)),
-                       name="variance")]
+    if isinstance(count, int):
+        scale = E.FloatImm(t.dtype, float(max(count - 1 if attrs.unbiased else count, 1)))
+    else:  # a symbolic axis (a symbolic kernel): the count at run time (Python's max of a
+        # PrimExpr and 1 picked 1, and a variance over an Any axis divided by 1)
+        n = count - E.IntImm(count.dtype, 1) if attrs.unbiased else count
+        scale = E.Cast(t.dtype, E.Max(n, E.IntImm(count.dtype, 1)))
+    return [te.compute(shape, lambda *i: (sq[i] if i else sq[()]) / scale, name="variance")]
 
 
 def _arg_reduction(kind: str):

@@ -170,7 +170,9 @@ def _checked(x, attrs, what: str, whole: bool = False) -> tuple:
     apply (the numpy reference runs such calls). The dimensions before the axis may be
     symbolic (a dynamic batch: ``schedule.selection`` loops over the rows at run time); the
     axis and those after it must be static, unless the selection takes the ``whole`` axis
-    (argsort, sort, topk of every element: the length then the axis' own extent)."""
+    (argsort, sort, topk of every element: the length then the axis' own extent). A static
+    axis of length 0 gives 0: the callers make empty results (a per-shape kernel of a dynamic
+    batch at batch 0)."""
     if x.dtype not in DTYPES:
         raise ValueError(f"{what}: the selection kernel does not take {x.dtype}")
     if not x.shape:
@@ -179,9 +181,16 @@ def _checked(x, attrs, what: str, whole: bool = False) -> tuple:
     if whole and not all(isinstance(d, E.IntImm) for d in x.shape[axis:]):
         return axis, x.shape[axis]
     dims = _static(x.shape[axis:], what)
-    if dims[0] == 0:
-        raise ValueError(f"{what}: the selection kernel needs a non-empty axis")
     return axis, dims[0]
+
+
+def _empty(x, axis: int, k: int, dtype: str, name: str):
+    """The empty result of a selection of ``k`` along an axis of ``x`` that is empty (or
+    selects nothing): a stage with no element, of ``x``'s shape with ``k`` at ``axis``."""
+    shape = list(x.shape)
+    shape[axis] = E.IntImm(shape[axis].dtype, k)
+    return te.compute(shape, lambda *i: E.IntImm(dtype, 0) if dtype.startswith("int")
+                      else E.FloatImm(dtype, 0.0), name=name)
 
 
 @compute("topk")
@@ -189,6 +198,10 @@ def _topk(attrs, inputs, out_type):
     x = inputs[0]
     axis, n = _checked(x, attrs, "topk", whole=int(attrs.k) < 1)
     k = n if int(attrs.k) < 1 else min(int(attrs.k), n)
+    if isinstance(k, int) and k == 0:
+        vals, idx = _empty(x, axis, 0, x.dtype, "T_topk_v"), \
+            _empty(x, axis, 0, attrs.dtype, "T_topk_i")
+        return {"both": [vals, idx], "values": [vals], "indices": [idx]}[attrs.ret_type]
     idx = topk_indices(x, k, axis, not attrs.is_ascend, attrs.dtype)
     vals = gather(x, idx, axis)
     return {"both": [vals, idx], "values": [vals], "indices": [idx]}[attrs.ret_type]
@@ -198,6 +211,8 @@ def _topk(attrs, inputs, out_type):
 def _argsort(attrs, inputs, out_type):
     x = inputs[0]
     axis, n = _checked(x, attrs, "argsort", whole=True)
+    if isinstance(n, int) and n == 0:
+        return [_empty(x, axis, 0, attrs.dtype, "T_argsort")]
     return [topk_indices(x, n, axis, not attrs.is_ascend, attrs.dtype)]
 
 
@@ -205,5 +220,7 @@ def _argsort(attrs, inputs, out_type):
 def _sort(attrs, inputs, out_type):
     x = inputs[0]
     axis, n = _checked(x, attrs, "sort", whole=True)
+    if isinstance(n, int) and n == 0:
+        return [_empty(x, axis, 0, x.dtype, "T_sort")]
     idx = topk_indices(x, n, axis, False, "int32")  # ascending; descending reads it back
     return [gather(x, idx, axis, "T_sort", reverse=not attrs.is_ascend)]

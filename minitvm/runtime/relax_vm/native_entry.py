@@ -151,7 +151,11 @@ class NativeFunction:
         self.func = func
         self.code = code  # the VM's linked instructions
         self.consts = consts
-        self.const_ids = {id(c) for c in consts if isinstance(c, np.ndarray)}
+        # the constants and the arrays they are views of (a 0-d constant is a view: a result
+        # leaf is recognized as a constant by its root, which was missed, and the plan
+        # returned an uninitialized output in place of the constant)
+        self.const_ids = {id(c) for c in consts if isinstance(c, np.ndarray)} | \
+            {id(_root(c)) for c in consts if isinstance(c, np.ndarray)}
         self.plans: dict = {}
         self.used: dict = {}  # call shape -> tick of its last call (least recent goes first)
         self._tick = itertools.count()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import weakref
 
 import numpy as np
 
@@ -208,6 +209,9 @@ class VirtualMachine:
         self._fast = [getattr(getattr(k, "kernel", None), "_fast_call", None)
                       if k.kind == "native" else None for k in exe.kernels]
         self._workspaces: dict[int, np.ndarray] = {}
+        # id(array) -> (weak reference to it, the UpdateRow instruction that made it): the
+        # buffers an UpdateRow may write in place (see _update_row)
+        self._row_owned: dict[int, tuple] = {}
         # arrays a result must not alias (it is copied instead): the constants and what they
         # are views of
         self._const_ids = _leaves(exe.constants, set())
@@ -335,20 +339,27 @@ class VirtualMachine:
             np.copyto(o, r, casting="unsafe")
         return outputs
 
-    def _update_row(self, data: np.ndarray, row: np.ndarray, index, args: list) -> np.ndarray:
-        """``UpdateRow``: ``data[index] = row`` in place (the program does not use ``data``
-        after, ``vm.update_row``'s contract), except into memory the VM does not own (a
-        constant, an argument of the call, a view of another array): that is copied first."""
+    def _update_row(self, data: np.ndarray, row: np.ndarray, index, args: list,
+                    site: tuple | None = None) -> np.ndarray:
+        """``UpdateRow``: ``data[index] = row``, in place into a buffer this instruction (``site``)
+        made: its first write into a buffer copies it. ``vm.update_row``'s contract (``data`` is
+        not used after) holds for the program as written, but passes of a pure IR may make the
+        initial buffer a value that is also used elsewhere (EliminateCommonSubexpr merging two
+        ``copy(x)``, a ``copy`` removed, a loop's result fed to the next loop's buffer and read
+        as its source): a loop then wrote into a live tensor. So only the loop-carried buffer,
+        which the same instruction wrote in the step before, is written in place: one copy per
+        loop run, O(row) per step after. Memory the VM does not own is never written."""
         k = int(index)
         if not 0 <= k < data.shape[0]:
             raise RuntimeError(f"Relay VM: update_row writes row {k} of a tensor of "
                                f"{data.shape[0]} rows")
-        base = data.base
-        owned = base is None or (type(base) is np.ndarray and base.base is None and
-                                 base.dtype == np.uint8 and base.ndim == 1)  # (a Storage's)
-        if not owned or not data.flags.writeable or id(data) in self._const_ids or \
-                any(a is data or a is base for a in args):
+        owner = self._row_owned.get(id(data))
+        if owner is None or owner[0]() is not data or owner[1] is not site or \
+                not data.flags.writeable or any(a is data for a in args):
             data = data.copy()
+            owned = self._row_owned
+            key = id(data)
+            owned[key] = (weakref.ref(data, lambda _, key=key: owned.pop(key, None)), site)
         data[k] = row
         return data
 
@@ -537,7 +548,8 @@ class VirtualMachine:
                 regs[ins[3]] = np.reshape(regs[ins[1]], shape)
                 pc += 1
             elif op == B.UPDATE_ROW:
-                regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args)
+                regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args,
+                                                ins)
                 pc += 1
             elif op == B.ALLOC_TENSOR_REG:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[3]]).reshape(-1))

@@ -5,7 +5,11 @@ strategies; ``differential``: the checks every registered pass must pass on them
 ``parser_fuzz`` and ``library_fuzz``: "clear error or correct result" fuzzers. The Relax side:
 ``relax_generator`` (+ ``relax_strategies``), ``relax_reference`` (the numpy oracle),
 ``relax_differential`` (every Relax pass, the build pipeline, relax.build + VM at two symbolic
-sizes), ``relax_parser_fuzz``, ``relax_library_fuzz`` and ``relax_executor_fuzz``.
+sizes, or at a schedule of sizes: ``check_relax_sizes``), ``relax_parser_fuzz``,
+``relax_library_fuzz`` and ``relax_executor_fuzz``. Dynamic shapes on the Relay VM:
+``dynamic_generator`` (programs with ``Any`` dimensions, while loops, ``vm.update_row``,
+shape-valued inputs) and ``dynamic_differential`` (one ``relay.vm.compile``, a schedule of batch
+sizes, against the interpreter).
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array

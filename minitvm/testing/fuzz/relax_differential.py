@@ -256,8 +256,9 @@ def _run_vm(vm, inputs):
 
 
 def check_relax_build(prog: RelaxProgram, text: str | None = None,
-                      special: bool = False) -> list[Finding]:
-    """``relax.build`` once, then the VM at each value of ``n`` against the reference."""
+                      special: bool = False, sizes: list[int] | None = None) -> list[Finding]:
+    """``relax.build`` once, then the VM at each value of ``n`` (``sizes``, by default
+    ``SYM_VALUES``) against the reference; the k-th run of a schedule gets its own inputs."""
     import minitvm as tvm
     from minitvm import relax
 
@@ -269,22 +270,44 @@ def check_relax_build(prog: RelaxProgram, text: str | None = None,
     except Exception as err:  # noqa: BLE001
         return [Finding("exception", where, prog.seed, f"{type(err).__name__}: "
                         f"{str(err)[:500]}", text)]
-    for n in (SYM_VALUES if prog.symbolic else SYM_VALUES[:1]):
-        inputs = prog.inputs(n, special=special)
+    schedule = sizes if sizes is not None else \
+        SYM_VALUES if prog.symbolic else SYM_VALUES[:1]
+    for k, n in enumerate(schedule):
+        inputs = prog.inputs(n, special=special, seed=None if sizes is None else
+                             prog.seed * 1000 + k)
         ref = _reference_on(prog, inputs)
+        at = f"n={n}" if sizes is None else f"run {k} (n={n}, sizes {list(sizes[:k + 1])})"
         try:
             with np.errstate(all="ignore"):
                 got = _run_vm(vm, inputs)
         except Exception as err:  # noqa: BLE001
-            return [Finding("exception", where, prog.seed, f"VM at n={n}: "
+            return [Finding("exception", where, prog.seed, f"VM at {at}: "
                             f"{type(err).__name__}: {str(err)[:400]}", text)]
         diff = _compare(ref, got, _floor(prog))
         if diff:
             kind = "mismatch"
             if special and _order_dependent(prog, vm, inputs):
                 kind = "order-dependent"
-            return [Finding(kind, where, prog.seed, f"n={n}: {diff}", text)]
+            return [Finding(kind, where, prog.seed, f"{at}: {diff}", text)]
     return []
+
+
+def check_relax_sizes(prog: RelaxProgram, sizes: list[int] | None = None) -> list[Finding]:
+    """One ``relax.build`` run at a schedule of symbolic sizes (repeats, changes back and
+    forth, 1 and 0; by default drawn from the seed): the VM's per-shape state (plans, liveness,
+    kernels specialized per size) must give the reference's values at each."""
+    import random
+
+    from .dynamic_generator import size_schedule
+
+    if sizes is None:
+        # n = 0 only without max / min / argmax / argmin: over an axis that is empty at run
+        # time they have no value, which the compiled code does not check (see the report)
+        text = _script(prog.mod)
+        empty_ok = not any(f"R.{op}(" in text for op in ("max", "min", "argmax", "argmin"))
+        sizes = size_schedule(random.Random(prog.seed), 0 if empty_ok else 1) \
+            if prog.symbolic else [2, 2, 2]
+    return check_relax_build(prog, sizes=sizes)
 
 
 def _reference_on(prog: RelaxProgram, inputs: list):

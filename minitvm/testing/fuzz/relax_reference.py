@@ -48,6 +48,19 @@ class StructInfoMismatch(AssertionError):
     """A value's shape or dtype disagrees with its struct info."""
 
 
+def _squeezed_axes(call) -> tuple | None:
+    """The axes ``relax.squeeze`` removes: the given ones, or with ``axis=None`` the ones whose
+    length the argument's struct info says is 1 (a symbolic length is never squeezed, even
+    when it is 1 at run time: the result's struct info keeps it, see ``_infer_squeeze``)."""
+    if call.attrs.axis is not None:
+        return tuple(int(i) for i in call.attrs.axis)
+    shape = getattr(call.args[0].struct_info, "shape", None)
+    values = getattr(shape, "values", None)
+    if values is None:
+        return None
+    return tuple(i for i, d in enumerate(values) if isinstance(d, IntImm) and d.value == 1)
+
+
 def _int(e, sym: dict) -> int:
     """The value of a PrimExpr (IntImm or an expression over known symbolic vars)."""
     if isinstance(e, IntImm):
@@ -241,8 +254,7 @@ _DIRECT = {
     "broadcast_to": lambda c, a, s: np.broadcast_to(a[0], _shape_arg(c, s)).copy(),
     "concat": lambda c, a, s: np.concatenate(a, axis=int(c.attrs.axis)),
     "expand_dims": lambda c, a, s: _expand(a[0], c.attrs.axis),
-    "squeeze": lambda c, a, s: np.squeeze(a[0], axis=None if c.attrs.axis is None
-                                          else tuple(int(i) for i in c.attrs.axis)),
+    "squeeze": lambda c, a, s: np.squeeze(a[0], axis=_squeezed_axes(c)),
     "flatten": lambda c, a, s: a[0].reshape(-1),
     "permute_dims": lambda c, a, s: np.transpose(a[0], c.attrs.axes),
     "nn.layer_norm": _layer_norm, "nn.rms_norm": _rms_norm, "nn.gelu": _gelu,

@@ -61,6 +61,8 @@ def _dropout(attrs, args, out_type):
 def _softmax(attrs, args, out_type):
     x = args[0]
     axis = normalize_axis(attrs.axis, x.ndim)
+    if x.shape[axis] == 0:  # nothing to normalize (and max over an empty axis is an error)
+        return x.copy()
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)
 
@@ -69,6 +71,8 @@ def _softmax(attrs, args, out_type):
 def _log_softmax(attrs, args, out_type):
     x = args[0]
     axis = normalize_axis(attrs.axis, x.ndim)
+    if x.shape[axis] == 0:
+        return x.copy()
     shifted = x - x.max(axis=axis, keepdims=True)
     return (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(x.dtype)
 
@@ -447,7 +451,7 @@ def _pad(attrs, args, out_type):
 @reference("nn.batch_flatten")
 def _batch_flatten(attrs, args, out_type):
     x = args[0]
-    return x.reshape(x.shape[0], -1)
+    return x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64)))  # (0 rows too)
 
 
 def _source_coords(n_out, n_in, align_corners):

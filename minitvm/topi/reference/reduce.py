@@ -48,7 +48,9 @@ def _arg_reducer(np_fn, name):
         keep = [i for i in range(x.ndim) if i not in axes]
         # Move reduced axes last and flatten them, so one numpy arg-reduction covers them all.
         moved = np.transpose(x, keep + list(axes))
-        flat = moved.reshape(tuple(x.shape[i] for i in keep) + (-1,))
+        # (the reduced size written out: numpy cannot infer -1 when a kept axis is 0)
+        size = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        flat = moved.reshape(tuple(x.shape[i] for i in keep) + (size,))
         if attrs.select_last_index:
             idx = flat.shape[-1] - 1 - np_fn(flat[..., ::-1], axis=-1)
         else:

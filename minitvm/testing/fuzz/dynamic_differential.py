@@ -1,0 +1,94 @@
+"""The Relay VM against the interpreter on programs with ``Any`` dimensions.
+
+A program is compiled ONCE by ``relay.vm.compile`` and one ``VirtualMachine`` runs it at a
+schedule of batch sizes (repeats, so call shapes get planned and call sites bound; changes back
+and forth; 1; 0 where legal), each run with fresh inputs and shape-valued inputs drawn anew (so
+a kernel sees the same shapes with other shape values). Every run must give the interpreter's
+values (``differential.compare_values``: same shapes and dtypes, NaN-aware, close). Where the
+interpreter refuses an input (an error), the VM must refuse it too.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from .differential import Finding, compare_values, flatten, precision_floor
+from .dynamic_generator import DynamicProgram, generate_dynamic_program, size_schedule
+
+__all__ = ["check_dynamic", "shrink_dynamic"]
+
+
+def _text(mod) -> str:
+    try:
+        return mod.astext()
+    except Exception as err:  # noqa: BLE001 - part of a finding
+        return f"<cannot print: {type(err).__name__}: {err}>"
+
+
+def check_dynamic(prog: DynamicProgram, sizes: list[int] | None = None,
+                  opt_level: int | None = None) -> list[Finding]:
+    """Compile ``prog`` once for the VM and run it at each batch of ``sizes`` (by default a
+    schedule drawn from the seed) against the interpreter."""
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.runtime import vm as runtime_vm
+
+    rng = random.Random(prog.seed)
+    if sizes is None:
+        sizes = size_schedule(rng, prog.min_size)
+    if opt_level is None:
+        opt_level = rng.choice([3, 3, 2, 0])
+    where = f"relay.vm O{opt_level}"
+    text = _text(prog.mod)
+    try:
+        with tvm.transform.PassContext(opt_level=opt_level):
+            exe = relay.vm.compile(prog.mod, target="llvm")
+        vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+        ref_fn = relay.create_executor("debug", mod=prog.mod).evaluate()
+    except Exception as err:  # noqa: BLE001 - what the fuzzer looks for
+        return [Finding("exception", where, prog.seed, f"compile: {type(err).__name__}: "
+                        f"{str(err)[:500]}", text)]
+    floor = precision_floor(prog.mod)
+    for k, n in enumerate(sizes):
+        inputs = prog.inputs(n, seed=k)
+        shapes = [a.shape for a in inputs]
+        try:
+            with np.errstate(all="ignore"):
+                ref = flatten(ref_fn(*inputs))
+        except Exception as err:  # noqa: BLE001 - the interpreter refuses: so must the VM
+            try:
+                got = flatten(vm.run(*inputs))
+            except Exception:  # noqa: BLE001
+                continue
+            return [Finding("accepted", where, prog.seed,
+                            f"run {k} (n={n}, sizes {sizes[:k + 1]}, shapes {shapes}): the "
+                            f"interpreter raised {type(err).__name__}: {str(err)[:200]}, the VM "
+                            "returned values", text)]
+        try:
+            with np.errstate(all="ignore"):
+                got = flatten(vm.run(*inputs))
+        except Exception as err:  # noqa: BLE001
+            return [Finding("exception", where, prog.seed,
+                            f"run {k} (n={n}, sizes {sizes[:k + 1]}, shapes {shapes}): "
+                            f"{type(err).__name__}: {str(err)[:400]}", text)]
+        diff = compare_values(ref, got, floor=floor)
+        if diff:
+            return [Finding("mismatch", where, prog.seed,
+                            f"run {k} (n={n}, sizes {sizes[:k + 1]}, shapes {shapes}): {diff}",
+                            text)]
+    return []
+
+
+def shrink_dynamic(seed: int, fails, max_ops: int = 10, **options) -> DynamicProgram | None:
+    """The smallest program (fewest operator steps) of ``seed`` for which ``fails(prog)``."""
+    best = None
+    for ops in range(max_ops, 0, -1):
+        try:
+            prog = generate_dynamic_program(seed, max_ops=ops, **options)
+        except Exception:  # noqa: BLE001 - a generator failure is not this finding
+            continue
+        if fails(prog):
+            best = prog
+    return best
