@@ -3,6 +3,10 @@ that compiles a Relay module at opt_level 3 and runs it (shared by the importer 
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+
 import numpy as np
 
 import minitvm as tvm
@@ -134,6 +138,38 @@ def seeded_ints(high: int, *shape, seed: int = 0):
     import torch
 
     return torch.from_numpy(np.random.default_rng(seed).integers(0, high, shape))
+
+
+class NewUserRound:
+    """Small instances of one round of ``benchmarks/new_user_models_<ordinal>.py`` for the
+    importer tests: ``model(name, **small)`` builds the benchmark's own constructor after
+    ``torch.manual_seed(1)`` (eval mode); ``rand`` gives image-like values in [0, 1], ``ints``
+    token ids."""
+
+    BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks")
+
+    def __init__(self, ordinal: str):
+        if self.BENCHMARKS not in sys.path:
+            sys.path.insert(0, self.BENCHMARKS)
+        module = importlib.import_module(f"new_user_models_{ordinal}")
+        self.models = getattr(module, f"{ordinal}_models")
+
+    def model(self, name: str, **small):
+        import torch
+
+        torch.manual_seed(1)
+        return self.models()[name][0](**small).eval()
+
+    @staticmethod
+    def rand(*shape, seed: int = 0):
+        return (seeded_randn(*shape, seed=seed) * 0.3 + 0.5).clamp(0, 1)
+
+    @staticmethod
+    def ints(high: int, *shape, seed: int = 0, low: int = 0):
+        """Integers in ``[low, high)`` from torch's generator ``seed``."""
+        import torch
+
+        return torch.randint(low, high, shape, generator=torch.Generator().manual_seed(seed))
 
 
 def seeded_module(cls, *args):

@@ -12,29 +12,18 @@ at opt_level 3 and checked against eager PyTorch with every kernel native. Plus 
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+from frontend_models import NewUserRound  # noqa: E402
 from frontend_models import check_both_importers as _check_both  # noqa: E402
 from frontend_models import check_traced_native as _run  # noqa: E402
 from frontend_models import seeded_ints as _ints  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks"))
-from new_user_models_eighteenth import eighteenth_models  # noqa: E402
-
-
-def _model(name, **small):
-    torch.manual_seed(1)
-    return eighteenth_models()[name][0](**small).eval()
-
-
-def _rand(*shape, seed=0):
-    return (_randn(*shape, seed=seed) * 0.3 + 0.5).clamp(0, 1)
+_round = NewUserRound("eighteenth")
+_model, _rand = _round.model, _round.rand
 
 
 def test_alexnet_local_response_norm():

@@ -4,31 +4,16 @@ built at opt_level 3 and checked against eager PyTorch with every kernel native.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
+from frontend_models import NewUserRound  # noqa: E402
 from frontend_models import check_traced_native as _run  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks"))
-from new_user_models_twentieth import twentieth_models  # noqa: E402
-
-
-def _model(name, **small):
-    torch.manual_seed(1)
-    return twentieth_models()[name][0](**small).eval()
-
-
-def _rand(*shape, seed=0):
-    return (_randn(*shape, seed=seed) * 0.3 + 0.5).clamp(0, 1)
-
-
-def _ints(high, *shape, seed=0, low=0):
-    return torch.randint(low, high, shape, generator=torch.Generator().manual_seed(seed))
+_round = NewUserRound("twentieth")
+_model, _rand, _ints = _round.model, _round.rand, _round.ints
 
 
 def test_vnet3d_conv_transpose3d_instance_norm():
