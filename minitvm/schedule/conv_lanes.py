@@ -97,15 +97,15 @@ WIDE_STRIDED_MAX_PIXELS = 64
 # filter taps: an RGB or grayscale stem) takes 16-lane tiles of ``NARROW_PIXELS`` pixels
 # (``few_taps``): with so few FMAs a tile its time is the epilogue and the stores, one output
 # channel per lane, and 12 pixels a channel store longer row pieces than 6. Intel Xeon (LLVM's
-# "rocketlake"), one thread, conv + bias + relu, A/B in one process, 7 interleaved rounds, ms,
-# default tile (32, 48 or 64 wide) -> 16 (ONNX Runtime): 3 -> 32 3x3 at 28x28 batch 75 1.234 ->
-# 1.043 (1.452), batch 25 0.470 -> 0.395 (0.522), 3 -> 64 at 28x28 n8 0.318 -> 0.277 (0.345),
-# 3 -> 32 at 56x56 n4 0.309 -> 0.244 (0.351), 1 -> 32 at 28x28 n16 0.235 -> 0.148 (0.233),
-# 3 -> 48 at 27x27 n8 0.199 -> 0.161 (0.219), 4 -> 32 (36 taps) n16 0.364 -> 0.307 (0.417); more
-# taps gain nothing or lose: 8 -> 32 (72) 0.498 -> 0.510, 16 -> 32 0.471 -> 0.464, 3 -> 32 5x5
-# (75) 0.501 -> 0.479, 3 -> 32 7x7 / 2 at 127x127 n2 0.513 -> 0.557. AVX2 (16 lanes already the
-# only width) not concerned: 0
-FEW_TAPS_MAX = {"avx512": 36, "avx2": 0}
+# "rocketlake"), one thread, conv + bias + relu, A/B in one process, 7 interleaved rounds of
+# median-of-10, ms, the wider default tile -> 16 lanes (ONNX Runtime): 3 -> 32 3x3 at 28x28
+# batch 75 (ProtoNet's stem) 1.271 -> 1.113 and 1.336 -> 1.166 (1.46-1.52), batch 25 0.434 ->
+# 0.390 (0.524), batch 1 0.019 -> 0.015 (0.024), 3 -> 32 at 56x56 n4 0.252 -> 0.207 (0.283),
+# 1 -> 32 at 28x28 n16 0.199 -> 0.117 (0.171), 3 -> 64 (64 wide) n8 0.276 -> 0.248 (0.276),
+# 3 -> 48 at 27x27 (48 wide) n8 0.194 -> 0.170 (0.294). More taps gain nothing or lose: 4 -> 32
+# (36 taps) n16 0.314 -> 0.313, 8 -> 32 (72) 0.505 -> 0.525; 3 -> 32 5x5 (75) 0.522 -> 0.489
+# but not taken. Strided and grouped convs not measured. AVX2 (16 lanes its only width): 0
+FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
 # ... and on these hosts (``common.host_switch``) a strided groups-1 conv of at most 9 taps a
 # filter takes them on a plane of any size (``wide_strided``), in the "channels" order, in one
 # pass where the weights allow (else in blocks of channels), rather than 16-lane tiles in rows

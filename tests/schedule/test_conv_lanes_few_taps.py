@@ -26,7 +26,8 @@ def _geometry(c, o, hw, s=1, k=3, p=1, groups=1):
 @pytest.mark.parametrize("geometry, few, width_else", [
     (dict(c=3, o=32, hw=28), True, 32),          # 27 taps: the ProtoNet stem
     (dict(c=1, o=32, hw=28), True, 32),          # 9 taps: grayscale
-    (dict(c=4, o=32, hw=28), True, 32),          # 36 taps: the limit
+    (dict(c=4, o=32, hw=28), False, 32),         # 36 taps: past the limit (32)
+    (dict(c=1, o=32, hw=28, k=5, p=2), True, 32),  # 25 taps
     (dict(c=3, o=64, hw=28), True, 64),          # WIDE by default otherwise
     (dict(c=3, o=48, hw=27), True, 48),          # ODD_WIDTH otherwise
     (dict(c=8, o=32, hw=28), False, 32),         # 72 taps
