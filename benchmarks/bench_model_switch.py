@@ -117,6 +117,12 @@ def main() -> int:
     threadpool.set_num_threads(1)
     warnings.filterwarnings("ignore")
     table = {**models(), **new_models(), **third_models(), **fourth_models(), **fifth_models()}
+    if any(name not in table for name in args.models.split(",")):
+        import bench_new_user_models as bnm  # the later rounds' models (every *_models table)
+
+        for attr in dir(bnm):
+            if attr.endswith("_models") and callable(getattr(bnm, attr)):
+                table = {**getattr(bnm, attr)(), **table}
     values = args.values.split(",")
     # a repeated value is an A/A control: each build gets its own column
     labels = [v if values.count(v) == 1 else f"{v}#{i}" for i, v in enumerate(values)]

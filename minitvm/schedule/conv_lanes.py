@@ -93,6 +93,19 @@ WIDE_MAX_TILE_WEIGHT_BYTES = 640 * 1024
 # (ORT): 128 -> 256 0.075 -> 0.066 (0.066), 96 -> 192 0.044 -> 0.040 (0.038), 256 -> 512 0.355
 # -> 0.324 (0.366)
 WIDE_STRIDED_MAX_PIXELS = 64
+# ... but a stride-1 conv (groups 1) of at most FEW_TAPS_MAX taps an output (input channels x
+# filter taps: an RGB or grayscale stem) takes 16-lane tiles of ``NARROW_PIXELS`` pixels
+# (``few_taps``): with so few FMAs a tile its time is the epilogue and the stores, one output
+# channel per lane, and 12 pixels a channel store longer row pieces than 6. Intel Xeon (LLVM's
+# "rocketlake"), one thread, conv + bias + relu, A/B in one process, 7 interleaved rounds of
+# median-of-10, ms, the wider default tile -> 16 lanes (ONNX Runtime): 3 -> 32 3x3 at 28x28
+# batch 75 (ProtoNet's stem) 1.271 -> 1.113 and 1.336 -> 1.166 (1.46-1.52), batch 25 0.434 ->
+# 0.390 (0.524), batch 1 0.019 -> 0.015 (0.024), 3 -> 32 at 56x56 n4 0.252 -> 0.207 (0.283),
+# 1 -> 32 at 28x28 n16 0.199 -> 0.117 (0.171), 3 -> 64 (64 wide) n8 0.276 -> 0.248 (0.276),
+# 3 -> 48 at 27x27 (48 wide) n8 0.194 -> 0.170 (0.294). More taps gain nothing or lose: 4 -> 32
+# (36 taps) n16 0.314 -> 0.313, 8 -> 32 (72) 0.505 -> 0.525; 3 -> 32 5x5 (75) 0.522 -> 0.489
+# but not taken. Strided and grouped convs not measured. AVX2 (16 lanes its only width): 0
+FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
 # ... and on these hosts (``common.host_switch``) a strided groups-1 conv of at most 9 taps a
 # filter takes them on a plane of any size (``wide_strided``), in the "channels" order, in one
 # pass where the weights allow (else in blocks of channels), rather than 16-lane tiles in rows
@@ -319,6 +332,8 @@ def default_knobs(g) -> dict:
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
             and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):
         knobs.update(lanes_width=wide, lanes_cblock=0)  # (one pass over the channels)
+    if few_taps(g):
+        knobs["lanes_width"] = LANES  # (few FMAs a tile: store-bound, FEW_TAPS_MAX)
     if "ow" in g and row_segments(g) is not None:
         knobs["lanes_cblock"] = ROW_TILES_CHANNEL_BLOCK_BYTES
         knobs["lanes_unroll_kx"] = knobs["lanes_unroll_kx"] and host_switch(ROW_TILES_UNROLL_KX)
@@ -339,6 +354,15 @@ def default_knobs(g) -> dict:
             >= BANDS_MIN:
         knobs["lanes_order"] = "bands"
     return knobs
+
+
+def few_taps(g) -> bool:
+    """Does conv geometry ``g`` take 16-lane tiles for its few taps an output (``FEW_TAPS_MAX``,
+    by ISA; an int: every ISA's, as an A/B sets it): groups 1, stride 1, at most that many input
+    channels x filter taps, 16 a width it runs?"""
+    limit = FEW_TAPS_MAX if isinstance(FEW_TAPS_MAX, int) else FEW_TAPS_MAX[vector_isa()]
+    return g.get("groups", 1) == 1 and g.get("sh", 1) * g.get("sw", 1) == 1 and \
+        g["c"] * g["kh"] * g["kw"] <= limit and LANES in widths(g)
 
 
 def wide_strided_tiles(g) -> bool:
