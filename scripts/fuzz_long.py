@@ -58,12 +58,17 @@ class Report:
         self.counts: collections.Counter = collections.Counter()
 
     def add_finding(self, f) -> None:
-        self.counts[(f.kind, f.pass_name)] += 1
+        self.keep(f, "", self.counts)
+        self.write()
+
+    def keep(self, f, tag: str, counts: collections.Counter) -> None:
+        """Count finding ``f`` in ``counts`` and keep it (its pass named after ``tag``) in the
+        report's list, up to ``MAX_FINDINGS``."""
+        counts[(f.kind, f.pass_name)] += 1
         if len(self.data["program_findings"]) < MAX_FINDINGS:
             self.data["program_findings"].append(
-                {"kind": f.kind, "pass": f.pass_name, "seed": f.seed, "detail": f.detail[:500],
-                 "program": f.program[:4000]})
-        self.write()
+                {"kind": f.kind, "pass": tag + f.pass_name, "seed": f.seed,
+                 "detail": f.detail[:500], "program": f.program[:4000]})
 
     def write(self) -> None:
         if "programs" in self.data:
@@ -208,11 +213,7 @@ def run_relax_programs(args, report: Report) -> list:
                      seconds=round(time.time() - t0, 1))
         for f in found:
             findings.append(f)
-            counts[(f.kind, f.pass_name)] += 1
-            if len(report.data["program_findings"]) < MAX_FINDINGS:
-                report.data["program_findings"].append(
-                    {"kind": f.kind, "pass": "relax:" + f.pass_name, "seed": f.seed,
-                     "detail": f.detail[:500], "program": f.program[:4000]})
+            report.keep(f, "relax:", counts)
             print(f"  relax finding: [{f.kind}] {f.pass_name} seed {f.seed}: "
                   f"{f.detail[:200]}", flush=True)
         stats["findings"] = {f"{a} / {b}": v for (a, b), v in counts.items()}
@@ -285,11 +286,7 @@ def _run_generated(args, report: Report, key: str, tag: str, seeds: list, genera
         stats.update(count=i + 1, last_seed=seed, seconds=round(time.time() - t0, 1))
         for f in found:
             findings.append(f)
-            counts[(f.kind, f.pass_name)] += 1
-            if len(report.data["program_findings"]) < MAX_FINDINGS:
-                report.data["program_findings"].append(
-                    {"kind": f.kind, "pass": tag + f.pass_name, "seed": f.seed,
-                     "detail": f.detail[:500], "program": f.program[:4000]})
+            report.keep(f, tag, counts)
             print(f"  {tag} finding: [{f.kind}] {f.pass_name} seed {f.seed}: "
                   f"{f.detail[:300]}", flush=True)
         stats["findings"] = {f"{a} / {b}": v for (a, b), v in counts.items()}
