@@ -64,6 +64,7 @@ class CodeGenLLVM(ExprEmitter, StmtEmitter):
         self.lanes = 1
         self.parallel_depth = 0
         self.par_count = 0
+        self.nontemporal: dict = {}  # id(buffer data var) -> open NONTEMPORAL_STORE scopes
         self.noalias = False
         self._int_consts: dict = {}  # (dtype, type, value) -> shared ir.Constant
         self.signature = KernelSignature(func, symbol)

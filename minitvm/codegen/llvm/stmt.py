@@ -123,7 +123,7 @@ class StmtEmitter:
     def _nontemporal_scope(self, s: S.AttrStmt, work: list) -> None:
         """``s``'s body with its buffer's vector stores non-temporal, then an ``sfence``."""
         key = id(s.node)
-        scopes = self.__dict__.setdefault("_nontemporal", {})
+        scopes = self.nontemporal
         scopes[key] = scopes.get(key, 0) + 1
 
         def close():
@@ -137,7 +137,7 @@ class StmtEmitter:
 
     def _fence_nontemporal(self) -> None:
         """An ``sfence`` where non-temporal stores may have been emitted (an open scope)."""
-        if self.__dict__.get("_nontemporal"):
+        if self.nontemporal:
             self.builder.call(self._declare("llvm.x86.sse.sfence", T.VOID, []), [])
 
     def _store_nontemporal(self, value, p, vbytes: int, align: int) -> None:
@@ -653,7 +653,7 @@ class StmtEmitter:
         elif isinstance(off, RampVal) and off.stride == 1:
             p = bld.gep(base_ptr, [off.base], inbounds=True, source_etype=et)
             vbytes = lanes * T.element_bytes(buf.dtype)
-            if id(buf.data) in self.__dict__.get("_nontemporal", ()) and \
+            if id(buf.data) in self.nontemporal and \
                     vbytes in NONTEMPORAL_VECTOR_BYTES:
                 self._store_nontemporal(value, p, vbytes, align)
             else:
