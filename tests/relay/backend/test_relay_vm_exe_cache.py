@@ -7,35 +7,22 @@ whose kernel fell back to numpy after a failed native lowering is not stored."""
 
 import numpy as np
 import pytest
+from vm_disk_cache import forget_compiled as _forget
+from vm_disk_cache import own_disk_cache
 
 import minitvm as tvm
 from minitvm import relay
-from minitvm.backend.kernel_cache import clear_cache
-from minitvm.codegen.build import clear_cache as clear_codegen_cache
 from minitvm.instrument import PassInstrument
 from minitvm.relay.backend import build_cache
 from minitvm.relay.backend.vm import exe_cache, symbolic
 from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
-from minitvm.relay.backend.vm.symbolic import clear_symbolic_cache
 from minitvm.runtime.vm import VirtualMachine
-
-
-def _forget():
-    clear_cache()
-    clear_codegen_cache()
-    clear_symbolic_cache()
 
 
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     """An empty disk cache of its own with whole builds on, nothing kept in process."""
-    monkeypatch.delenv("MINITVM_DISABLE_DISK_CACHE", raising=False)
-    monkeypatch.delenv("MINITVM_DISABLE_BUILD_CACHE", raising=False)
-    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
-    # (other tests register op attributes of their own, which would turn the cache off)
-    monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: "ops")
-    _forget()
-    yield tmp_path / "cache"
+    yield own_disk_cache(tmp_path, monkeypatch)
     _forget()
 
 

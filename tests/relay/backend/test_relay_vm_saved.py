@@ -6,18 +6,18 @@ import json
 
 import numpy as np
 import pytest
+from vm_disk_cache import forget_compiled as _forget
+from vm_disk_cache import own_disk_cache
 
 import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import compile as backend_compile
 from minitvm.backend import parallel_compile
-from minitvm.backend.kernel_cache import clear_cache
-from minitvm.codegen.build import clear_cache as clear_codegen_cache
 from minitvm.relay.backend import build_cache
 from minitvm.relay.backend.vm import exe_cache, saved, symbolic
 from minitvm.relay.backend.vm.kernels import ShapeSpecializer, dynamic_kernel_counts
 from minitvm.relay.backend.vm.saved import SavedFunction
-from minitvm.relay.backend.vm.symbolic import SymbolicKernel, clear_symbolic_cache
+from minitvm.relay.backend.vm.symbolic import SymbolicKernel
 from minitvm.runtime import module as runtime_module
 from minitvm.runtime.module import load_module
 from minitvm.runtime.vm import Executable, VirtualMachine
@@ -56,26 +56,14 @@ def _sort_dynamic_axis():
         [x], relay.topk(relay.exp(x), k=2, axis=0, ret_type="values", is_ascend=True)))
 
 
-def _forget():
-    clear_cache()
-    clear_codegen_cache()
-    clear_symbolic_cache()
-
-
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     """An empty disk cache of its own, nothing kept in process; sequential compiles."""
-    monkeypatch.delenv("MINITVM_DISABLE_DISK_CACHE", raising=False)
-    monkeypatch.delenv("MINITVM_DISABLE_BUILD_CACHE", raising=False)
-    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
-    # (an op attribute an earlier test in this worker registered from outside minitvm would
-    # turn the records off: the key cannot see its code)
-    monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: "ops")
-    _forget()
+    cache = own_disk_cache(tmp_path, monkeypatch)
     # (the kernels' records are what these tests check: whole executables not cached)
     with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1,
                                                         exe_cache.CONFIG_KEY: False}):
-        yield tmp_path / "cache"
+        yield cache
     _forget()
 
 

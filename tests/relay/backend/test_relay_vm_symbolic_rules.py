@@ -6,16 +6,15 @@ records in the disk cache serve a warm compile without lowering anything again."
 
 import numpy as np
 import pytest
+from vm_disk_cache import forget_compiled as _forget
+from vm_disk_cache import own_disk_cache
 
 import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import parallel_compile
-from minitvm.backend.kernel_cache import clear_cache
-from minitvm.codegen.build import clear_cache as clear_codegen_cache
-from minitvm.relay.backend import build_cache
 from minitvm.relay.backend.vm import exe_cache, saved, symbolic
 from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
-from minitvm.relay.backend.vm.symbolic import SymbolicKernel, clear_symbolic_cache
+from minitvm.relay.backend.vm.symbolic import SymbolicKernel
 from minitvm.relay.expr import bind
 from minitvm.runtime.vm import VirtualMachine
 from minitvm.topi.reference.vision import get_valid_counts_np, non_max_suppression_np
@@ -369,22 +368,12 @@ def test_cumsum_of_a_dynamic_input_flattened_is_one_symbolic_kernel():
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     """An empty disk cache of its own, nothing kept in process; sequential compiles."""
-    monkeypatch.delenv("MINITVM_DISABLE_DISK_CACHE", raising=False)
-    monkeypatch.delenv("MINITVM_DISABLE_BUILD_CACHE", raising=False)
-    monkeypatch.setenv("MINITVM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(build_cache, "_op_registry_digest", lambda: "ops")
-    _forget()
+    own_disk_cache(tmp_path, monkeypatch)
     # (the kernels' records are what these tests check: whole executables not cached)
     with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1,
                                                         exe_cache.CONFIG_KEY: False}):
         yield
     _forget()
-
-
-def _forget():
-    clear_cache()
-    clear_codegen_cache()
-    clear_symbolic_cache()
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
