@@ -6,6 +6,7 @@ from ..ir.prim_expr import Any
 from ..ir.type import TensorType
 from ..tir.expr import FloorDiv, IntImm, Mul
 from .layout import parse_layout
+from .shape_conditions import assume_divisible, assume_equal
 from .utils import (
     arith,
     dims_equal,
@@ -51,11 +52,13 @@ def div_dim(num, den):
                 del rest[i]
                 break
         else:
+            assume_divisible(num, den)
             return FloorDiv(num if not is_static_dim(num) else IntImm("int32", num),
                             den if not is_static_dim(den) else IntImm("int32", den))
     if ds == 0 or ns % ds:
         if not rest and ds:
             raise ValueError(f"cannot split {num} elements evenly by {den}")
+        assume_divisible(num, den)
         return FloorDiv(dims_product([ns] + rest), ds)
     return dims_product([ns // ds] + rest)
 
@@ -149,6 +152,7 @@ def infer_reshape(shape, newshape, allowzero: bool = False) -> tuple:
         if is_static_dim(a) and is_static_dim(b) and a != b:
             raise ValueError(f"reshape: cannot reshape {shape_str(shape)} ({a} elements) into "
                              f"{shape_str(oshape)} ({b} elements)")
+        assume_equal(a, b)
     return tuple(oshape)
 
 
@@ -177,6 +181,7 @@ def reshape_like_type(data: TensorType, like: TensorType, attrs) -> TensorType:
     if is_static_dim(a) and is_static_dim(b) and a != b:
         raise TypeError(f"reshape_like: cannot reshape {type_str(data)} like {type_str(like)}: "
                         f"{a} vs {b} elements")
+    assume_equal(a, b)
     return TensorType(out, data.dtype)
 
 

@@ -81,7 +81,7 @@ def test_symbolic_typing_gives_each_any_its_own_variable():
     x = relay.var("x", shape=(a, b, 4))
     func = relay.Function([x], relay.reshape(relay.nn.relu(x), (-1, 4)))
     func = relay.transform.InferType()(tvm.IRModule.from_expr(func))["main"]
-    typed, variables = symbolic_function(func)
+    typed, variables, _ = symbolic_function(func)
     assert len(variables) == 2 and all(isinstance(v, E.Var) for v in variables)
     assert list(typed.params[0].checked_type.shape[:2]) == variables
     rows = typed.body.checked_type.shape[0]

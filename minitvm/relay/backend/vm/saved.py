@@ -58,7 +58,7 @@ __all__ = ["RecordStore", "STATS", "SavedFunction", "consts_from_text", "consts_
 
 LOG = logging.getLogger(__name__)
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # (2: the shape rules' conditions, ``conds``)
 _MISS = object()  # (``RecordStore``: a key looked up and not usable)
 # this process's record traffic (tests and benchmarks read it)
 STATS = {"hits": 0, "misses": 0, "writes": 0}
@@ -110,10 +110,11 @@ def _operand(d, variables: list):
 
 # ------------------------------------------------------------------------------ records
 def kernel_record(native, variables: list, in_shapes: list, out_shapes: list,
-                  kvars: list) -> dict:
+                  kvars: list, conditions: list = ()) -> dict:
     """The record of a symbolic kernel: its native ``Kernel``, size ``variables``, input shapes,
-    output (shape, dtype)s and the (input, axis) its entry reads each of its vars from;
-    ValueError when part of it cannot be written as data."""
+    output (shape, dtype)s, the (input, axis) its entry reads each of its vars from and the
+    conditions its shape rules assumed (``topi.shape_conditions``); ValueError when part of it
+    cannot be written as data."""
     unique = list({id(v): v for v in variables}.values())  # (an Any resolved to another's
     index = {id(v): k for k, v in enumerate(unique)}  # variable lists it twice)
     packs = [[int(pos), pack_record(fn)] for pos, fn in sorted(native.input_packs.items())]
@@ -123,12 +124,14 @@ def kernel_record(native, variables: list, in_shapes: list, out_shapes: list,
             "in": [[_dim_data(d, index) for d in s] for s in in_shapes],
             "out": [[[_dim_data(d, index) for d in s], str(dt)] for s, dt in out_shapes],
             "kvars": [[int(k), int(d)] for k, d in kvars],
+            "conds": [[str(kind), _dim_data(a, index), _dim_data(b, index)]
+                      for kind, a, b in conditions],
             "packs": packs}
 
 
 def restore(meta: dict) -> tuple:
-    """``(variables, input shapes, output (shape, dtype)s, kernel var places, input packs)``
-    of a record; ValueError when it is damaged or of another version."""
+    """``(variables, input shapes, output (shape, dtype)s, kernel var places, input packs,
+    shape conditions)`` of a record; ValueError when it is damaged or of another version."""
     if not isinstance(meta, dict) or meta.get("version") != RECORD_VERSION:
         raise ValueError(f"not a version {RECORD_VERSION} symbolic kernel record")
     try:
@@ -138,13 +141,21 @@ def restore(meta: dict) -> tuple:
                       for s, dt in meta["out"]]
         kvars = [(int(k), int(d)) for k, d in meta["kvars"]]
         packs = {int(pos): pack_from_record(rec) for pos, rec in meta["packs"]}
+        conditions = [(_condition_kind(kind), _dim_expr(a, variables), _dim_expr(b, variables))
+                      for kind, a, b in meta["conds"]]
     except (KeyError, TypeError) as err:
         raise ValueError(f"damaged symbolic kernel record: {type(err).__name__}: {err}") \
             from None
     for k, d in kvars:
         if not (0 <= k < len(in_shapes) and 0 <= d < len(in_shapes[k])):
             raise ValueError(f"symbolic kernel record: size place ({k}, {d}) is no input axis")
-    return variables, in_shapes, out_shapes, kvars, packs
+    return variables, in_shapes, out_shapes, kvars, packs, conditions
+
+
+def _condition_kind(kind) -> str:
+    if kind not in ("divisible", "equal"):
+        raise ValueError(f"symbolic kernel record: unknown shape condition {kind!r}")
+    return kind
 
 
 def consts_text(consts: list) -> str:
@@ -330,7 +341,7 @@ class RecordStore:
             return False
         try:
             meta = kernel_record(native, made.variables, made.in_shapes, made.out_shapes,
-                                 made.kvars)
+                                 made.kvars, made.conditions)
         except ValueError:
             return False
         from ..build_cache import _GLOBAL_DEFS
@@ -377,7 +388,7 @@ def saved_text(kernel: Kernel) -> str:
     if isinstance(run, symbolic.SymbolicKernel) and run.kernel.kind == "native" and run.kernel.ir:
         try:
             head["record"] = kernel_record(run.kernel, run.variables, run.in_shapes,
-                                           run.out_shapes, run._kvars)
+                                           run.out_shapes, run._kvars, run.conditions)
             head["consts"] = consts_text(run.kernel.consts)
             ir = run.kernel.ir
             head["ir_chars"] = len(ir)
@@ -425,7 +436,7 @@ def _read_native(meta: dict, ir: str, source: SavedFunction) -> symbolic.Symboli
 
     record = meta["record"]
     name = str(meta["name"])
-    variables, in_shapes, out_shapes, kvars, packs = restore(record)
+    variables, in_shapes, out_shapes, kvars, packs, conditions = restore(record)
     where = f"saved symbolic kernel {name!r}"
     pipeline = recorded_pipeline(record, where)
     compiled = None
@@ -441,7 +452,7 @@ def _read_native(meta: dict, ir: str, source: SavedFunction) -> symbolic.Symboli
     native = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir,
                     consts=consts, compiled=compiled, input_packs=packs)
     return symbolic.SymbolicKernel(native, variables, in_shapes, out_shapes, source, LoweringOptions(),
-                          frozenset(int(k) for k in meta["const_inputs"]), kvars)
+                          frozenset(int(k) for k in meta["const_inputs"]), kvars, conditions)
 
 
 def read_saved(text: str):

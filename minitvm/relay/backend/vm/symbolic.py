@@ -38,7 +38,7 @@ from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
 from ....tir import expr as E
-from ....topi import nn_te
+from ....topi import nn_te, shape_conditions
 from ....topi.all_class_nms import NMS_TABLE_TAG
 from ....topi.box_nms import BOX_NMS_TAG, VALID_COUNTS_TAG
 from ....topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG
@@ -186,9 +186,10 @@ def _aligned_resolved(typed: Function, kept: set) -> dict:
     return found
 
 
-def symbolic_function(func: Function) -> tuple[Function, list]:
-    """``func`` re-typed with a ``tir.Var`` for each distinct ``Any`` of its parameters, and
-    those variables; raises ``LoweringError`` when a result dimension stays unknown (an output
+def symbolic_function(func: Function) -> tuple[Function, list, list]:
+    """``func`` re-typed with a ``tir.Var`` for each distinct ``Any`` of its parameters, those
+    variables, and the conditions its shape rules assumed of them (``topi.shape_conditions``:
+    an exact division, two equal element counts), which each call must check; raises ``LoweringError`` when a result dimension stays unknown (an output
     whose size depends on values: arange, nonzero, a shape computed from data).
 
     Two Anys the program could not tell equal (a reshape's ``-1`` gives a fresh one for the same
@@ -220,11 +221,13 @@ def symbolic_function(func: Function) -> tuple[Function, list]:
             sizes, best = trial, len(resolved)  # (the first one resolving the most)
         if len(resolved) == len(later):
             break
-    typed = _typed(func, sizes)
+    with shape_conditions.collect() as found:
+        typed = _typed(func, sizes)
     for t in tensor_types(typed.body.checked_type):
         if any(_has_any(d) for d in t.shape):
             raise LoweringError(f"the result type {typed.body.checked_type} depends on values")
-    return typed, [v for _, v in sizes.values() if isinstance(v, E.Var)]
+    conditions = list({repr(c): c for c in found}.values())
+    return typed, [v for _, v in sizes.values() if isinstance(v, E.Var)], conditions
 
 
 def _conv2d(attrs, inputs, out_type):
@@ -267,10 +270,10 @@ def lower_symbolic(func: Function, name: str, options: LoweringOptions,
         raise LoweringError("partitioned for an external codegen")
     if user_strategies(func):  # (the static lowering of each shape honours them)
         raise LoweringError("an op carries a user strategy")
-    native, variables, in_shapes, out_shapes, kvars = _compiled(func, name, options,
-                                                                const_inputs, store)
+    native, variables, in_shapes, out_shapes, kvars, conditions = _compiled(
+        func, name, options, const_inputs, store)
     run = SymbolicKernel(native, variables, in_shapes, out_shapes, func, options, const_inputs,
-                         kvars)
+                         kvars, conditions)
     # (weights it takes in another layout are packed by ``run``, once per constant: an exported
     # executable keeps the function's own constants, for the numpy run it loads as)
     return Kernel(name, "fallback", reason=SYMBOLIC_REASON, source=func,
@@ -348,12 +351,12 @@ class _Scheduled:
     """A symbolic kernel scheduled (``schedule_symbolic``), its native code made on demand;
     ``key`` its on-disk record's (None: not recorded)."""
 
-    __slots__ = ("variables", "in_shapes", "out_shapes", "fast", "packs", "consts", "source",
-                 "native", "kvars", "key")
+    __slots__ = ("variables", "in_shapes", "out_shapes", "conditions", "fast", "packs",
+                 "consts", "source", "native", "kvars", "key")
 
     def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
         STATS["scheduled"] += 1
-        typed, self.variables = symbolic_function(func)
+        typed, self.variables, self.conditions = symbolic_function(func)
         inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
         stages = _rule_stages(outputs)
         if stages:
@@ -377,13 +380,14 @@ class _Restored:
     """A symbolic kernel read back from its on-disk record (``saved``): native code loaded,
     nothing scheduled."""
 
-    __slots__ = ("variables", "in_shapes", "out_shapes", "native", "kvars", "key")
+    __slots__ = ("variables", "in_shapes", "out_shapes", "conditions", "native", "kvars", "key")
 
     def __init__(self, func: Function, hit: tuple, key: str):
         from .saved import restore
 
         meta, consts, compiled, ir = hit
-        self.variables, self.in_shapes, self.out_shapes, self.kvars, packs = restore(meta)
+        (self.variables, self.in_shapes, self.out_shapes, self.kvars, packs,
+         self.conditions) = restore(meta)
         self.native = Kernel("restored", "native", symbol=compiled.symbol,
                              address=compiled.address, ir=ir, consts=consts,
                              compiled=compiled, input_packs=packs, source=func)
@@ -436,8 +440,8 @@ def schedule_symbolic(func: Function, options: LoweringOptions,
 
 def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset,
               store=None):
-    """``(native kernel, variables, input shapes, output (shape, dtype)s, kernel var places)``
-    of ``func``'s symbolic kernel (its object code through the disk cache; the record written
+    """``(native kernel, variables, input shapes, output (shape, dtype)s, kernel var places,
+    shape conditions)`` of ``func``'s symbolic kernel (its object code through the disk cache; the record written
     to ``store`` once made); raises its lowering error."""
     made = schedule_symbolic(func, options, const_inputs, store)
     if isinstance(made, Exception):
@@ -448,7 +452,7 @@ def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs:
         if made.key is not None and store is not None:
             store.store(made.key, made)
     return (made.native.renamed(name, made.native.source), made.variables, made.in_shapes,
-            made.out_shapes, made.kvars)
+            made.out_shapes, made.kvars, made.conditions)
 
 
 def clear_symbolic_cache() -> None:
@@ -486,17 +490,27 @@ def _eval_dim(e, env: dict) -> int:
     raise LoweringError(f"dimension expression {e} cannot be evaluated")
 
 
+def _holds(condition: tuple, env: dict) -> bool:
+    """Whether a shape rule's assumption (``shape_conditions``) holds at sizes ``env``."""
+    kind, a, b = condition
+    a, b = _eval_dim(a, env), _eval_dim(b, env)
+    if kind == "divisible":
+        return b != 0 and a % b == 0
+    return a == b
+
+
 class SymbolicKernel:
     """``run(args)`` of a primitive function with dynamic shapes through one symbolic kernel;
     ``native_call(args)`` gives the VM's native entry the call to record."""
 
     def __init__(self, kernel: Kernel, variables: list, in_shapes: list, out_shapes: list,
                  func: Function, options: LoweringOptions, const_inputs: frozenset,
-                 kvars: list | None = None):
+                 kvars: list | None = None, conditions: list = ()):
         self.kernel = kernel
         self.variables = variables
         self.in_shapes = in_shapes
         self.out_shapes = out_shapes
+        self.conditions = list(conditions)  # (``shape_conditions``: checked at each new shape)
         where = {}
         for k, shape in enumerate(in_shapes):
             for d, dim in enumerate(shape):
@@ -518,7 +532,8 @@ class SymbolicKernel:
 
     def _shapes_for(self, shapes: tuple):
         """(the kernel's int64 vars, the outputs' (shape, dtype)s) for input ``shapes``; None
-        when those shapes break an equality the symbolic typing assumed."""
+        when those shapes break an equality the symbolic typing assumed or a condition of its
+        shape rules (the per-shape specialization then types them, and raises its error)."""
         hit = self._calls.get(shapes)
         if hit is not None or shapes in self._calls:
             return hit
@@ -527,7 +542,8 @@ class SymbolicKernel:
         ok = len(shapes) == len(self.in_shapes) and all(
             len(s) == len(want) and all(_eval_dim(w, env) == g for w, g in
                                         zip(want, s, strict=True))
-            for s, want in zip(shapes, self.in_shapes, strict=True))
+            for s, want in zip(shapes, self.in_shapes, strict=True)) and all(
+            _holds(c, env) for c in self.conditions)
         got = None
         if ok:
             outs = [(tuple(_eval_dim(d, env) for d in s), dt) for s, dt in self.out_shapes]

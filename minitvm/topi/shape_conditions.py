@@ -1,0 +1,54 @@
+"""What a shape rule assumes of sizes it cannot see: an exact division (a reshape's ``-1``,
+equal sections of a split) or two element counts that must agree.
+
+With static shapes the rules check these themselves and raise. With symbolic sizes (one kernel
+for every batch) they cannot, so they state each assumption here; whoever types a function
+symbolically collects them (``collect``) and checks them against the sizes of each call, where a
+broken one must not run the kernel (it would read or write the wrong number of elements)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+from ..ir.prim_expr import Any
+from .utils import dims_equal, is_static_dim
+
+__all__ = ["collect", "assume_divisible", "assume_equal"]
+
+# the list the innermost ``collect`` fills, or None: nobody is collecting
+_ACTIVE: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "minitvm_shape_conditions", default=None)
+
+
+@contextlib.contextmanager
+def collect() -> Iterator[list]:
+    """Gather the conditions the shape rules state in this block: a list of
+    ``("divisible", num, den)`` (``num % den == 0``) and ``("equal", a, b)`` (``a == b``)."""
+    found: list = []
+    token = _ACTIVE.set(found)
+    try:
+        yield found
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _note(kind: str, a, b) -> None:
+    found = _ACTIVE.get()
+    if found is None or isinstance(a, Any) or isinstance(b, Any):
+        return  # (an unknown size cannot be checked: the caller sees it left unknown)
+    if is_static_dim(a) and is_static_dim(b):
+        return  # (the rule checked it)
+    found.append((kind, a, b))
+
+
+def assume_divisible(num, den) -> None:
+    """The rule divided ``num`` by ``den`` assuming no remainder."""
+    _note("divisible", num, den)
+
+
+def assume_equal(a, b) -> None:
+    """The rule took sizes ``a`` and ``b`` to be equal."""
+    if not dims_equal(a, b):
+        _note("equal", a, b)

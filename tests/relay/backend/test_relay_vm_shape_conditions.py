@@ -1,0 +1,92 @@
+"""A symbolic kernel checks, at each new shape, what its shape rules assumed of the sizes
+(``topi.shape_conditions``): a split into equal sections, a reshape's ``-1`` or a fixed target
+at a size that does not fit raises the shape's type error, where the kernel ran before and read
+or wrote the wrong number of elements. The conditions travel with the kernel's record into an
+exported executable."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.relay.backend.vm import saved, symbolic
+from minitvm.runtime.module import load_module
+from minitvm.runtime.vm import Executable, VirtualMachine
+
+_X = relay.var("x", shape=(relay.Any(), 3), dtype="float32")
+
+
+def _vm(body):
+    mod = tvm.IRModule.from_expr(relay.Function([_X], body))
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="llvm")
+    return exe, VirtualMachine(exe, tvm.cpu())
+
+
+def _run(vm, rows: int) -> list:
+    out = vm.run(np.arange(rows * 3, dtype="float32").reshape(rows, 3))
+    return [out.numpy()] if hasattr(out, "numpy") else [o.numpy() for o in out]
+
+
+def _kernels(exe) -> list:
+    return [k.run for k in exe.kernels if isinstance(k.run, symbolic.SymbolicKernel)]
+
+
+def test_split_into_equal_sections_checks_the_size():
+    _, vm = _vm(relay.split(_X, 2, axis=0).astuple())
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    for got, want in zip(_run(vm, 4), np.split(a, 2), strict=True):
+        np.testing.assert_array_equal(got, want)
+    for rows in (3, 1):  # (the kernel gave 1 + 1 and 0 + 0 rows)
+        with pytest.raises(ValueError, match=f"size {rows}.*cannot be split into 2 equal"):
+            _run(vm, rows)
+    assert [o.shape for o in _run(vm, 0)] == [(0, 3), (0, 3)]
+
+
+def test_reshape_minus_one_checks_the_division():
+    exe, vm = _vm(relay.reshape(_X * relay.const(2.0), (-1, 2)))
+    np.testing.assert_array_equal(_run(vm, 4)[0], (np.arange(12) * 2.0).reshape(6, 2))
+    with pytest.raises(ValueError, match=r"cannot reshape \(3, 3\) into \[-1, 2\]"):
+        _run(vm, 3)  # (the kernel wrote 8 of the 9 elements)
+    assert any(kind == "divisible" for k in _kernels(exe) for kind, _, _ in k.conditions)
+
+
+def test_a_condition_inside_the_kernel_is_checked_too():
+    """The reshape's division no longer shows in the output shape (a sum follows)."""
+    _, vm = _vm(relay.sum(relay.reshape(_X + relay.const(1.0), (-1, 2)), axis=0))
+    np.testing.assert_allclose(_run(vm, 6)[0], (np.arange(18.0) + 1).reshape(9, 2).sum(0))
+    with pytest.raises(ValueError, match="not divisible by 2"):
+        _run(vm, 3)
+
+
+def test_fixed_target_checks_the_element_count():
+    _, vm = _vm(relay.reshape(_X, (6, 2)))
+    np.testing.assert_array_equal(_run(vm, 4)[0], np.arange(12.0).reshape(6, 2))
+    for rows in (3, 6):  # (the kernel read past the 9 elements, or dropped 6 of 18)
+        with pytest.raises((ValueError, RuntimeError), match="cannot reshape"):
+            _run(vm, rows)
+
+
+def test_exported_kernel_keeps_its_conditions(tmp_path):
+    exe, _ = _vm(relay.reshape(_X * relay.const(3.0), (-1, 2)))
+    code, lib = exe.save()
+    lib.export_library(str(tmp_path / "kernels.so"))
+    loaded = Executable.load_exec(code, load_module(str(tmp_path / "kernels.so")))
+    assert any(k.conditions for k in _kernels(loaded))
+    vm = VirtualMachine(loaded, tvm.cpu())
+    np.testing.assert_array_equal(_run(vm, 2)[0], (np.arange(6) * 3.0).reshape(3, 2))
+    with pytest.raises(ValueError, match="not divisible by 2"):
+        _run(vm, 1)
+
+
+def test_record_round_trip_and_a_bad_condition_kind():
+    exe, _ = _vm(relay.reshape(_X * relay.const(3.0), (-1, 2)))
+    run = _kernels(exe)[0]
+    record = saved.kernel_record(run.kernel, run.variables, run.in_shapes, run.out_shapes,
+                                 run._kvars, run.conditions)
+    conditions = saved.restore(record)[5]
+    assert [(k, str(a), str(b)) for k, a, b in conditions] == \
+        [(k, str(a), str(b)) for k, a, b in run.conditions]
+    record["conds"] = [["sometimes", 1, ["var", 0]]]
+    with pytest.raises(ValueError, match="unknown shape condition 'sometimes'"):
+        saved.restore(record)
