@@ -1,5 +1,6 @@
 """What a shape rule assumes of sizes it cannot see: an exact division (a reshape's ``-1``,
-equal sections of a split) or two element counts that must agree.
+equal sections of a split), two sizes that must agree (element counts, a reduction dim) or a
+size that must be positive (a window's output).
 
 With static shapes the rules check these themselves and raise. With symbolic sizes (one kernel
 for every batch) they cannot, so they state each assumption here; whoever types a function
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from ..ir.prim_expr import Any
 from .utils import dims_equal, is_static_dim
 
-__all__ = ["collect", "assume_divisible", "assume_equal"]
+__all__ = ["collect", "assume_divisible", "assume_equal", "assume_positive", "agree", "divides"]
 
 # the list the innermost ``collect`` fills, or None: nobody is collecting
 _ACTIVE: contextvars.ContextVar[list | None] = contextvars.ContextVar(
@@ -25,7 +26,8 @@ _ACTIVE: contextvars.ContextVar[list | None] = contextvars.ContextVar(
 @contextlib.contextmanager
 def collect() -> Iterator[list]:
     """Gather the conditions the shape rules state in this block: a list of
-    ``("divisible", num, den)`` (``num % den == 0``) and ``("equal", a, b)`` (``a == b``)."""
+    ``("divisible", num, den)`` (``num % den == 0``), ``("equal", a, b)`` (``a == b``) and
+    ``("greater", a, b)`` (``a > b``)."""
     found: list = []
     token = _ACTIVE.set(found)
     try:
@@ -52,3 +54,26 @@ def assume_equal(a, b) -> None:
     """The rule took sizes ``a`` and ``b`` to be equal."""
     if not dims_equal(a, b):
         _note("equal", a, b)
+
+
+def assume_positive(size) -> None:
+    """The rule took ``size`` (a computed output extent) to be at least 1."""
+    _note("greater", size, 0)
+
+
+def agree(a, b) -> bool:
+    """False only when sizes ``a`` and ``b`` are static and differ; otherwise True, with their
+    equality stated where one is symbolic (the check a shape rule makes of two sizes)."""
+    if is_static_dim(a) and is_static_dim(b):
+        return a == b
+    assume_equal(a, b)
+    return True
+
+
+def divides(num, den) -> bool:
+    """False only when ``num`` and ``den`` are static and ``den`` does not divide ``num``;
+    otherwise True, with the division stated exact where one is symbolic."""
+    if is_static_dim(num) and is_static_dim(den):
+        return den != 0 and num % den == 0
+    assume_divisible(num, den)
+    return True

@@ -12,6 +12,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...tir.expr import Any
 from ...topi.shape import slice_like_axes
+from ...topi.shape_conditions import agree
 from ..expr import Call, Constant, Expr, const
 from .op import define_op
 from .type_relations import (
@@ -257,11 +258,18 @@ define_op("broadcast_to", _broadcast_to_rel, pattern=OpPattern.BROADCAST, num_in
           describe="Broadcast the data to a shape.")
 
 
+def _broadcasts_onto(op_name: str, small, big) -> None:
+    """Raise unless shape ``small`` broadcasts onto ``big`` (the result is ``big`` itself)."""
+    out = broadcast_shapes(small, big, op_name)
+    if len(out) != len(big) or not all([agree(o, b) for o, b in zip(out, big, strict=True)]):
+        raise TypeError(f"{op_name}: {shape_str(small)} does not broadcast to {shape_str(big)}")
+
+
 def _broadcast_to_like_rel(arg_types, attrs=None):
     check_num_args("broadcast_to_like", arg_types, 2)
     t = tensor_arg(arg_types, 0, "broadcast_to_like")
     like = tensor_arg(arg_types, 1, "broadcast_to_like")
-    broadcast_shapes(t.shape, like.shape, "broadcast_to_like")
+    _broadcasts_onto("broadcast_to_like", t.shape, like.shape)
     return TensorType(like.shape, t.dtype)
 
 
@@ -273,14 +281,14 @@ def _collapse_like_rel(arg_types, attrs=None):
     check_num_args("collapse_sum_like", arg_types, 2)
     t = tensor_arg(arg_types, 0, "collapse_sum_like")
     like = tensor_arg(arg_types, 1, "collapse_sum_like")
-    broadcast_shapes(t.shape, like.shape, "collapse_sum_like")
+    _broadcasts_onto("collapse_sum_like", like.shape, t.shape)
     return TensorType(like.shape, t.dtype)
 
 
 def _collapse_to_rel(arg_types, attrs):
     check_num_args("collapse_sum_to", arg_types, 1)
     t = tensor_arg(arg_types, 0, "collapse_sum_to")
-    broadcast_shapes(t.shape, tuple(attrs.shape), "collapse_sum_to")
+    _broadcasts_onto("collapse_sum_to", tuple(attrs.shape), t.shape)
     return TensorType(tuple(attrs.shape), t.dtype)
 
 

@@ -90,3 +90,35 @@ def test_record_round_trip_and_a_bad_condition_kind():
     record["conds"] = [["sometimes", 1, ["var", 0]]]
     with pytest.raises(ValueError, match="unknown shape condition 'sometimes'"):
         saved.restore(record)
+
+
+def _vm2(x, y, body):
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], body))
+    with tvm.transform.PassContext(opt_level=3):
+        return VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+
+
+def test_reduction_dims_of_a_product_are_checked():
+    """Dense of two all-dynamic operands: the kernel took the reduction dims equal (and read a
+    (2, 2) weight as (2, 3) before)."""
+    x = relay.var("x", shape=(relay.Any(), relay.Any()), dtype="float32")
+    w = relay.var("w", shape=(relay.Any(), relay.Any()), dtype="float32")
+    vm = _vm2(x, w, relay.nn.dense(x, w))
+    a, b = np.ones((4, 3), "float32"), np.full((5, 3), 2.0, "float32")
+    np.testing.assert_array_equal(vm.run(a, b).numpy(), a @ b.T)
+    with pytest.raises(ValueError, match=r"reduction dim of the data \(4, 3\) \(3\) does not "
+                                         r"match the weight \(2, 2\)"):
+        vm.run(a, np.ones((2, 2), "float32"))
+
+
+def test_conv_channels_and_window_are_checked():
+    x = relay.var("x", shape=[relay.Any()] * 4, dtype="float32")
+    w = relay.var("w", shape=[relay.Any()] * 4, dtype="float32")
+    vm = _vm2(x, w, relay.nn.conv2d(x, w))
+    rng = np.random.default_rng(1)
+    xv = rng.standard_normal((1, 3, 5, 5)).astype("float32")
+    assert vm.run(xv, rng.standard_normal((4, 3, 3, 3)).astype("float32")).shape == (1, 4, 3, 3)
+    with pytest.raises(ValueError, match="input channels 3 .* do not match weight in-channels 2"):
+        vm.run(xv, np.ones((4, 2, 3, 3), "float32"))
+    with pytest.raises(ValueError, match="output height is 0, which is not positive"):
+        vm.run(xv, np.ones((1, 3, 6, 6), "float32"))  # (an empty result before)

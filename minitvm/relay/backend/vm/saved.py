@@ -153,7 +153,7 @@ def restore(meta: dict) -> tuple:
 
 
 def _condition_kind(kind) -> str:
-    if kind not in ("divisible", "equal"):
+    if kind not in ("divisible", "equal", "greater"):
         raise ValueError(f"symbolic kernel record: unknown shape condition {kind!r}")
     return kind
 

@@ -496,6 +496,8 @@ def _holds(condition: tuple, env: dict) -> bool:
     a, b = _eval_dim(a, env), _eval_dim(b, env)
     if kind == "divisible":
         return b != 0 and a % b == 0
+    if kind == "greater":
+        return a > b
     return a == b
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType, TupleType
+from ....topi.shape_conditions import agree
 from ..op import define_op
 from ..type_relations import (
     check_num_args,
     identity_rel,
-    is_static_dim,
     named,
     normalize_axis,
     shape_str,
@@ -25,8 +25,7 @@ def channel_vector_rel(arg_types, attrs, op_name: str = "nn.bias_add"):
     vec = tensor_arg(arg_types, 1, op_name)
     axis = normalize_axis(attrs.axis, len(data.shape), op_name)
     c = data.shape[axis]
-    if len(vec.shape) != 1 or (is_static_dim(vec.shape[0]) and is_static_dim(c)
-                               and vec.shape[0] != c):
+    if len(vec.shape) != 1 or not agree(vec.shape[0], c):
         raise TypeError(f"{op_name}: expected a 1-D tensor of shape ({c},) (axis {attrs.axis} "
                         f"of data {shape_str(data.shape)}), got {shape_str(vec.shape)}")
     if vec.dtype != data.dtype:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ....ir.op import OpPattern
 from ....ir.type import TensorType
 from ....topi.shape import window_tuple
+from ....topi.shape_conditions import agree, divides
 from ..op import define_op
 from ..type_relations import check_num_args, dims_equal, is_static_dim, shape_str, tensor_arg
 from . import attrs as A
@@ -46,14 +47,14 @@ def conv_rel(arg_types, attrs, op_name: str = "nn.conv2d", nd: int = 2):
     if groups < 1:
         raise ValueError(f"{op_name}: groups must be positive, got {groups}")
     channels, in_ch = d["C"], w["I"]
-    if is_static_dim(channels) and is_static_dim(in_ch) and channels != in_ch * groups:
+    if not agree(channels, arith(lambda i: i * groups, in_ch)):
         raise TypeError(
             f"{op_name}: input channels {channels} (data_layout {attrs.data_layout}) do not match "
             f"weight in-channels {in_ch} * groups {groups} (weight {shape_str(weight.shape)}, "
             f"kernel_layout {attrs.kernel_layout})"
         )
     out_ch = w["O"]
-    if is_static_dim(out_ch) and out_ch % groups:
+    if not divides(out_ch, groups):
         raise TypeError(f"{op_name}: weight out-channels {out_ch} are not divisible by groups "
                         f"{groups}")
     if attrs.channels is not None and not dims_equal(attrs.channels, out_ch) and \
@@ -63,7 +64,7 @@ def conv_rel(arg_types, attrs, op_name: str = "nn.conv2d", nd: int = 2):
     if attrs.kernel_size is not None:
         ks = tuple(attrs.kernel_size)
         got = tuple(w[a] for a in sp)
-        if len(ks) != nd or any(is_static_dim(g) and g != k for g, k in zip(got, ks)):
+        if len(ks) != nd or not all([agree(g, k) for g, k in zip(got, ks)]):
             raise TypeError(f"{op_name}: attribute kernel_size={list(ks)} does not match the "
                             f"weight's kernel {shape_str(got)}")
     strides = window_tuple(attrs.strides, nd, "strides", op_name)
@@ -88,13 +89,13 @@ def conv2d_transpose_rel(arg_types, attrs, op_name: str = "nn.conv2d_transpose")
     d = shape_to_primal(data.shape, attrs.data_layout, "NCHW", "data", op_name)
     w = shape_to_primal(weight.shape, attrs.kernel_layout, "IOHW", "weight", op_name)
     groups = int(attrs.groups)
-    if is_static_dim(d["C"]) and is_static_dim(w["I"]) and d["C"] != w["I"]:
+    if not agree(d["C"], w["I"]):
         raise TypeError(
             f"{op_name}: input channels {d['C']} (data_layout {attrs.data_layout}) do not match "
             f"weight in-channels {w['I']} (weight {shape_str(weight.shape)}, kernel_layout "
             f"{attrs.kernel_layout})"
         )
-    if is_static_dim(d["C"]) and d["C"] % groups:
+    if not divides(d["C"], groups):
         raise TypeError(f"{op_name}: input channels {d['C']} are not divisible by groups {groups}")
     out_ch = arith(lambda o: o * groups, w["O"])
     if attrs.channels is not None and is_static_dim(out_ch) and attrs.channels != out_ch:

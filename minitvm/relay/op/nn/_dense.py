@@ -8,17 +8,11 @@ from __future__ import annotations
 from ....ir.op import OpPattern
 from ....ir.type import TensorType
 from ....tir.expr import Any
+from ....topi.shape_conditions import agree
 from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, shape_str, tensor_arg
 from . import attrs as A
 from ._utils import arith
-
-
-def _same_dim(a, b) -> bool:
-    """False only when two dims are provably different (both static and unequal)."""
-    if is_static_dim(a) and is_static_dim(b):
-        return a == b
-    return True
 
 
 def _check_units(op_name, attrs, units):
@@ -42,7 +36,7 @@ def matmul_rel(arg_types, attrs, op_name: str = "nn.matmul"):
         raise TypeError(f"{op_name}: the data {shape_str(a.shape)} has too few dimensions")
     k_a = a.shape[-2] if ta else a.shape[-1]
     units, k_b = (b.shape[0], b.shape[1]) if tb else (b.shape[1], b.shape[0])
-    if not _same_dim(k_a, k_b):
+    if not agree(k_a, k_b):
         raise TypeError(
             f"{op_name}: the reduction dim of the data {shape_str(a.shape)} ({k_a}) does not "
             f"match the weight {shape_str(b.shape)} ({k_b})"
@@ -65,7 +59,7 @@ def batch_matmul_rel(arg_types, attrs, op_name: str = "nn.batch_matmul"):
         bb, n, kb = b.shape
     else:
         bb, kb, n = b.shape
-    if not _same_dim(ka, kb):
+    if not agree(ka, kb):
         raise TypeError(f"{op_name}: reduction dims differ: {shape_str(a.shape)} "
                         f"(transpose_a={bool(attrs.transpose_a)}) vs {shape_str(b.shape)} "
                         f"(transpose_b={bool(attrs.transpose_b)})")
@@ -73,7 +67,7 @@ def batch_matmul_rel(arg_types, attrs, op_name: str = "nn.batch_matmul"):
         batch = bb
     elif is_static_dim(bb) and bb == 1:
         batch = ba
-    elif _same_dim(ba, bb):
+    elif agree(ba, bb):
         batch = bb if isinstance(ba, Any) else ba
     else:
         raise TypeError(f"{op_name}: batch dims {ba} and {bb} do not broadcast "

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from ....ir.op import OpPattern
 from ....ir.type import TensorType, TupleType
+from ....topi.shape_conditions import agree, divides
 from ..op import define_op
 from ..type_relations import (
     check_num_args,
-    is_static_dim,
     normalize_axis,
     shape_str,
     tensor_arg,
@@ -24,9 +24,7 @@ def _check_channel_params(op_name, arg_types, axis_dim, dtype, start=1):
     for i in range(start, len(arg_types)):
         t = tensor_arg(arg_types, i, op_name)
         name = _PARAM_NAMES[i - 1] if i - 1 < len(_PARAM_NAMES) else f"argument {i}"
-        ok = len(t.shape) == 1 and not (
-            is_static_dim(t.shape[0]) and is_static_dim(axis_dim) and t.shape[0] != axis_dim
-        )
+        ok = len(t.shape) == 1 and agree(t.shape[0], axis_dim)
         if not ok:
             raise TypeError(f"{op_name}: {name} must have shape ({axis_dim},) to match the "
                             f"normalized axis, got {shape_str(t.shape)}")
@@ -51,9 +49,9 @@ def _norm_rel(op_name, n_args):
         data = tensor_arg(arg_types, 0, op_name)
         axis = normalize_axis(attrs.axis, len(data.shape), op_name)
         c = data.shape[axis]
-        if "num_groups" in attrs and is_static_dim(c):
+        if "num_groups" in attrs:
             g = int(attrs.num_groups)
-            if g <= 0 or c % g:
+            if g <= 0 or not divides(c, g):
                 raise TypeError(f"{op_name}: channels {c} are not divisible by num_groups {g}")
         _check_channel_params(op_name, arg_types, c, data.dtype)
         return TensorType(data.shape, data.dtype)

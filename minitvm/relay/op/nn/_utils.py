@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ....topi.layout import parse_layout
+from ....topi.shape_conditions import assume_positive
 from ....topi.utils import arith, pad_tuple
 from ..type_relations import dims_product, is_static_dim, shape_str
 
@@ -23,8 +24,10 @@ __all__ = [
 
 # --------------------------------------------------------------------------- dims
 def check_positive(op_name: str, what: str, value) -> None:
+    """A computed extent must be positive: raised when static, stated when symbolic."""
     if is_static_dim(value) and value <= 0:
         raise TypeError(f"{op_name}: the computed {what} is {value}, which is not positive")
+    assume_positive(value)
 
 
 def check_window_attrs(op_name: str, nd: int, padding=(), **positive) -> None:
