@@ -423,8 +423,61 @@ def _sort_keys(ctx, form, bufs, net, at, off: int, m: int, key_of):
     if m % run:
         parts.append(sorted_run(imm(m - m % run), m % run))
 
-    def load(lanes, j):
-        return tuple(E.BufferLoad(b, [j]) for b in lanes)
+    src, w = 0, run
+    while w < m:
+        a, b = bufs[src], bufs[1 - src]
+        full = m // (2 * w)
+        if full:  # equal runs [lo, lo + w), [lo + w, lo + 2w): both ends at once
+            t = ctx.fresh("t")
+            parts.append(S.For(t, imm(0), imm(full), S.ForKind.SERIAL, merge_equal_runs(
+                ctx, form, a, b, at, imm(off) + t * imm(2 * w), w)))
+        lo, rest = off + full * 2 * w, m - full * 2 * w
+        if rest > w:  # a full run and a shorter one: from the front, bounds checked
+            parts += merge_bounded_runs(ctx, form, a, b, at, imm(lo), imm(lo + w), imm(off + m),
+                                        imm(rest))
+        elif rest:  # a lone run: copied
+            parts.append(copy_run(ctx, a, b, imm(lo), imm(rest)))
+        src, w = 1 - src, w * 2
+    return parts, src
+
+
+def _span(w, k: int, c: int) -> E.PrimExpr:
+    """``k * w + c``, folded to a constant when the run width ``w`` is one (an int or an
+    ``IntImm``: the static kernels), else an expression of the run-time width."""
+    v = w if isinstance(w, int) else const_int(w)
+    if v is not None:
+        return imm(k * v + c)
+    e = w if k == 1 else w * imm(k)
+    return e + imm(c) if c > 0 else e - imm(-c) if c < 0 else e
+
+
+def _lanes_at(lanes, j) -> tuple:
+    return tuple(E.BufferLoad(b, [j]) for b in lanes)
+
+
+def _lanes_put(lanes, item, idx) -> list:
+    return [S.BufferStore(b, v, [idx]) for b, v in zip(lanes, item, strict=True)]
+
+
+def _pick(cond, a, b) -> tuple:
+    return tuple(E.Select(cond, x, y) for x, y in zip(a, b, strict=True))
+
+
+def _bound(ctx, item, name, body_fn) -> S.Stmt:
+    """``body_fn`` of variables named ``name`` bound to ``item``'s values."""
+    vs = tuple(ctx.fresh(name, e.dtype) for e in item)
+    body = body_fn(vs)
+    for v, e in reversed(list(zip(vs, item, strict=True))):
+        body = S.LetStmt(v, e, body)
+    return body
+
+
+def merge_equal_runs(ctx, form, a, b, at, lo, w) -> S.Stmt:
+    """The runs ``[lo, lo + w)`` and ``[lo + w, lo + 2w)`` of the lanes ``a`` merged into
+    ``b`` from both ends at once (cursors in ``at[0..3]``): the front takes the smaller half,
+    the back the larger, two independent chains of branch-free steps, and neither run can run
+    out. ``w``: an int, or the run-time width of ``selection_symbolic``'s passes."""
+    before = form.before
 
     def get(j):
         return E.BufferLoad(at, [imm(j)])
@@ -433,52 +486,53 @@ def _sort_keys(ctx, form, bufs, net, at, off: int, m: int, key_of):
         return S.BufferStore(at, v, [imm(j)])
 
     one, zero = imm(1), imm(0)
-    src, w = 0, run
-    while w < m:
-        a, b = bufs[src], bufs[1 - src]
-        full = m // (2 * w)
-        if full:  # equal runs [lo, lo + w), [lo + w, lo + 2w): both ends at once
-            t, r = ctx.fresh("t"), ctx.fresh("r")
-            lo = imm(off) + t * imm(2 * w)
-            tf, tb = ctx.fresh("take", "bool"), ctx.fresh("take", "bool")
-            fl, fr = fresh(load(a, get(0)), "fl"), fresh(load(a, get(1)), "fr")
-            bl, br = fresh(load(a, get(2)), "bl"), fresh(load(a, get(3)), "br")
-            front = let(fl, load(a, get(0)), let(fr, load(a, get(1)), S.LetStmt(
-                tf, before(fr, fl), S.SeqStmt([  # the right one is smaller
-                    *stores(b, pick(tf, fr, fl), lo + r),
-                    put(0, get(0) + E.Select(tf, zero, one)),
-                    put(1, get(1) + E.Select(tf, one, zero))]))))
-            back = let(bl, load(a, get(2)), let(br, load(a, get(3)), S.LetStmt(
-                tb, before(br, bl), S.SeqStmt([  # the left one is larger
-                    *stores(b, pick(tb, bl, br), lo + imm(2 * w - 1) - r),
-                    put(2, get(2) - E.Select(tb, one, zero)),
-                    put(3, get(3) - E.Select(tb, zero, one))]))))
-            merge = S.SeqStmt([put(0, lo), put(1, lo + imm(w)), put(2, lo + imm(w - 1)),
-                               put(3, lo + imm(2 * w - 1)),
-                               S.For(r, imm(0), imm(w), S.ForKind.SERIAL,
-                                     S.SeqStmt([front, back]))])
-            parts.append(S.For(t, imm(0), imm(full), S.ForKind.SERIAL, merge))
-        lo, rest = off + full * 2 * w, m - full * 2 * w
-        if rest > w:  # a full run and a shorter one: from the front, bounds checked
-            mid, hi = imm(lo + w), imm(off + m)
-            r = ctx.fresh("r")
-            ia, ib = get(0), get(1)
-            take = ctx.fresh("take", "bool")
-            lv, rv = load(a, E.Min(ia, mid - imm(1))), load(a, E.Min(ib, hi - imm(1)))
-            left, right = fresh(lv, "ml"), fresh(rv, "mr")
-            step = let(left, lv, let(right, rv, S.LetStmt(
-                take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), before(right, left))),
-                S.SeqStmt([*stores(b, pick(take, right, left), imm(lo) + r),
-                           put(0, ia + E.Select(take, zero, one)),
-                           put(1, ib + E.Select(take, one, zero))]))))
-            parts += [put(0, imm(lo)), put(1, mid),
-                      S.For(r, imm(0), imm(rest), S.ForKind.SERIAL, step)]
-        elif rest:  # a lone run: copied
-            r = ctx.fresh("r")
-            parts.append(S.For(r, imm(lo), imm(rest), S.ForKind.SERIAL,
-                               S.SeqStmt(stores(b, load(a, r), r))))
-        src, w = 1 - src, w * 2
-    return parts, src
+    r = ctx.fresh("r")
+    tf, tb = ctx.fresh("take", "bool"), ctx.fresh("take", "bool")
+
+    def front_step(fl):
+        return _bound(ctx, _lanes_at(a, get(1)), "fr", lambda fr: S.LetStmt(
+            tf, before(fr, fl), S.SeqStmt([  # the right one is smaller
+                *_lanes_put(b, _pick(tf, fr, fl), lo + r),
+                put(0, get(0) + E.Select(tf, zero, one)),
+                put(1, get(1) + E.Select(tf, one, zero))])))
+
+    def back_step(bl):
+        return _bound(ctx, _lanes_at(a, get(3)), "br", lambda br: S.LetStmt(
+            tb, before(br, bl), S.SeqStmt([  # the left one is larger
+                *_lanes_put(b, _pick(tb, bl, br), lo + _span(w, 2, -1) - r),
+                put(2, get(2) - E.Select(tb, one, zero)),
+                put(3, get(3) - E.Select(tb, zero, one))])))
+
+    front = _bound(ctx, _lanes_at(a, get(0)), "fl", front_step)
+    back = _bound(ctx, _lanes_at(a, get(2)), "bl", back_step)
+    return S.SeqStmt([put(0, lo), put(1, lo + _span(w, 1, 0)), put(2, lo + _span(w, 1, -1)),
+                      put(3, lo + _span(w, 2, -1)),
+                      S.For(r, imm(0), _span(w, 1, 0), S.ForKind.SERIAL,
+                            S.SeqStmt([front, back]))])
+
+
+def merge_bounded_runs(ctx, form, a, b, at, lo, mid, hi, rest) -> list:
+    """The run ``[lo, mid)`` and a shorter one ``[mid, hi)`` (``rest = hi - lo`` items) of the
+    lanes ``a`` merged into ``b`` from the front, each read clamped to its run (cursors in
+    ``at[0..1]``)."""
+    r = ctx.fresh("r")
+    ia, ib = E.BufferLoad(at, [imm(0)]), E.BufferLoad(at, [imm(1)])
+    take = ctx.fresh("take", "bool")
+    lv, rv = _lanes_at(a, E.Min(ia, mid - imm(1))), _lanes_at(a, E.Min(ib, hi - imm(1)))
+    one, zero = imm(1), imm(0)
+    step = _bound(ctx, lv, "ml", lambda left: _bound(ctx, rv, "mr", lambda right: S.LetStmt(
+        take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), form.before(right, left))),
+        S.SeqStmt([*_lanes_put(b, _pick(take, right, left), lo + r),
+                   S.BufferStore(at, ia + E.Select(take, zero, one), [imm(0)]),
+                   S.BufferStore(at, ib + E.Select(take, one, zero), [imm(1)])]))))
+    return [S.BufferStore(at, lo, [imm(0)]), S.BufferStore(at, mid, [imm(1)]),
+            S.For(r, imm(0), rest, S.ForKind.SERIAL, step)]
+
+
+def copy_run(ctx, a, b, lo, rest) -> S.Stmt:
+    """The ``rest`` items of the lanes ``a`` from ``lo`` copied into ``b``."""
+    r = ctx.fresh("r")
+    return S.For(r, lo, rest, S.ForKind.SERIAL, S.SeqStmt(_lanes_put(b, _lanes_at(a, r), r)))
 
 
 def _sort_scratch(form, n: int):

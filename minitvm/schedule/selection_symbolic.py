@@ -19,7 +19,16 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from .common import allocated, const_int, imm, prod_dims
-from .selection import _bits, _Keyed, _outer_loops, _Pairs, network
+from .selection import (
+    _bits,
+    _Keyed,
+    _outer_loops,
+    _Pairs,
+    copy_run,
+    merge_bounded_runs,
+    merge_equal_runs,
+    network,
+)
 
 __all__ = ["sort_rows_symbolic"]
 
@@ -52,18 +61,19 @@ def sort_rows_symbolic(ctx, x, y, src, axis: int, largest: bool) -> S.Stmt:
         tmp = form.scratch(n, "merge_tmp")
         run = RUN[form.__name__]
         net = form.scratch(run, "merge_net")
-        st = decl_buffer((4,), "int32", "merge_at", scope="local")
+        at = decl_buffer((4,), "int32", "merge_at", scope="local")
+        width = decl_buffer((1,), "int32", "merge_width", scope="local")
         base = o * (n * inner) + i
         parts = [_runs(ctx, form(dt, run, largest), items.bufs, net, n, run,
                        lambda j: E.BufferLoad(x, [base + j * inner]))]
-        parts += _merges(ctx, form, items.bufs, tmp, st, n, run)
+        parts += _merges(ctx, form, items.bufs, tmp, width, at, n, run)
         s = ctx.fresh("s")
         pos = form.position(tuple(E.BufferLoad(b, [s]) for b in items.bufs))
         parts.append(S.For(s, imm(0), n, S.ForKind.SERIAL, S.BufferStore(
             y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
             [o * (n * inner) + s * inner + i])))
         stmt = S.SeqStmt(parts)
-        for buf in [st, *net, *items.bufs, *tmp]:
+        for buf in [at, width, *net, *items.bufs, *tmp]:
             stmt = allocated(buf, stmt)
         return stmt
 
@@ -117,49 +127,34 @@ def slot_at(net, k) -> tuple:
     return tuple(E.BufferLoad(b, [k]) for b in net)
 
 
-def _merge_pass(ctx, form, src, dst, st, n) -> S.Stmt:
-    """Runs of the state's width in ``src`` merged pairwise into ``dst`` (branch-free steps)."""
-    width, left_at, right_at = 0, 1, 2
-    q, kk = ctx.fresh("q"), ctx.fresh("kk")
-    w, lo, mid, hi = ctx.fresh("w"), ctx.fresh("lo"), ctx.fresh("mid"), ctx.fresh("hi")
-    ia, ib = E.BufferLoad(st, [imm(left_at)]), E.BufferLoad(st, [imm(right_at)])
-    lv, rv = slot_at(src, E.Min(ia, mid - imm(1))), slot_at(src, E.Min(ib, hi - imm(1)))
-    left = tuple(ctx.fresh("ml", e.dtype) for e in lv)
-    right = tuple(ctx.fresh("mr", e.dtype) for e in rv)
-    take = ctx.fresh("take", "bool")
-    step = S.SeqStmt([
-        *(S.BufferStore(b, E.Select(take, r, lf), [lo + kk])
-          for b, r, lf in zip(dst, right, left, strict=True)),
-        S.BufferStore(st, ia + E.Select(take, imm(0), imm(1)), [imm(left_at)]),
-        S.BufferStore(st, ib + E.Select(take, imm(1), imm(0)), [imm(right_at)])])
-    step = S.LetStmt(take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), form.before(right, left))),
-                     step)
-    for v, e in reversed(list(zip((*left, *right), (*lv, *rv), strict=True))):
-        step = S.LetStmt(v, e, step)
-    merge = S.SeqStmt([S.BufferStore(st, lo, [imm(left_at)]),
-                       S.BufferStore(st, mid, [imm(right_at)]),
-                       S.For(kk, imm(0), hi - lo, S.ForKind.SERIAL, step)])
-    # (the run bounds bound once per merge, the width once per pass)
-    merge = S.LetStmt(lo, q * w * imm(2), S.LetStmt(mid, E.Min(lo + w, n), S.LetStmt(
-        hi, E.Min(lo + w * imm(2), n), merge)))
-    return S.LetStmt(w, E.BufferLoad(st, [imm(width)]), S.For(
-        q, imm(0), E.FloorDiv(n + w * imm(2) - imm(1), w * imm(2)), S.ForKind.SERIAL, merge))
+def _merge_pass(ctx, form, src, dst, at, width, n) -> S.Stmt:
+    """Runs of the width ``width[0]`` in ``src`` merged pairwise into ``dst``, as the static
+    kernels' passes (``selection._sort_keys``): the equal pairs from both ends at once, then a
+    shorter last run merged from the front with bounds checks, or a lone one copied."""
+    w, full, lo, rest = (ctx.fresh(name) for name in ("w", "full", "lo", "rest"))
+    t = ctx.fresh("t")
+    pairs = S.For(t, imm(0), full, S.ForKind.SERIAL,
+                  merge_equal_runs(ctx, form, src, dst, at, t * w * imm(2), w))
+    tail = S.IfThenElse(E.GT(rest, w), S.SeqStmt(merge_bounded_runs(
+        ctx, form, src, dst, at, lo, lo + w, n, rest)), S.IfThenElse(
+        E.GT(rest, imm(0)), copy_run(ctx, src, dst, lo, rest)))
+    # (n // w // 2: w * 2 may pass int32's range on rows above 2**30 items)
+    return S.LetStmt(w, E.BufferLoad(width, [imm(0)]), S.LetStmt(
+        full, E.FloorDiv(E.FloorDiv(n, w), imm(2)), S.LetStmt(
+            lo, full * w * imm(2), S.LetStmt(rest, n - lo, S.SeqStmt([pairs, tail])))))
 
 
-def _merges(ctx, form, items, tmp, st, n, run: int) -> list:
+def _merges(ctx, form, items, tmp, width, at, n, run: int) -> list:
     """The merge turns: ``items`` -> ``tmp`` at the width, then back at twice it (or, when one
     run already spans the row, copied back), while the width is below the row's length."""
-    w = E.BufferLoad(st, [imm(0)])
+    w = E.BufferLoad(width, [imm(0)])
 
-    def doubled():
-        return S.BufferStore(st, w * imm(2), [imm(0)])
+    def doubled():  # (at least n once 2w would be: no int32 overflow)
+        return S.BufferStore(width, E.Select(E.LT(w, n - w), w * imm(2), n), [imm(0)])
 
-    t = ctx.fresh("t")
-    back = S.IfThenElse(E.LT(w, n), _merge_pass(ctx, form, tmp, items, st, n), S.For(
-        t, imm(0), n, S.ForKind.SERIAL, S.SeqStmt([
-            S.BufferStore(b, E.BufferLoad(c, [t]), [t]) for b, c in zip(items, tmp,
-                                                                       strict=True)])))
+    back = S.IfThenElse(E.LT(w, n), _merge_pass(ctx, form, tmp, items, at, width, n),
+                        copy_run(ctx, tmp, items, imm(0), n))
     turn = S.IfThenElse(E.LT(w, n), S.SeqStmt([
-        _merge_pass(ctx, form, items, tmp, st, n), doubled(), back, doubled()]))
-    return [S.BufferStore(st, imm(run), [imm(0)]),
+        _merge_pass(ctx, form, items, tmp, at, width, n), doubled(), back, doubled()]))
+    return [S.BufferStore(width, imm(run), [imm(0)]),
             S.For(ctx.fresh("turn"), imm(0), imm(TURNS), S.ForKind.SERIAL, turn)]
