@@ -50,12 +50,14 @@ from .lower import Rule, register_rule
 def supported(t, options=None) -> bool:
     """Is ``t`` a top-k selection stage with static shapes but for the dimensions before its
     axis (a dynamic batch: the rows loop over them at run time), or a sort of a whole axis
-    with symbolic extents (``selection_symbolic``)?"""
+    with symbolic extents, or a fixed ``k`` of one (``selection_symbolic``)?"""
     if not isinstance(t.op, ComputeOp) or t.op.tag != TOPK_TAG:
         return False
     (x,) = t.op.attrs["operands"]
     axis = t.op.attrs["axis"]
     if all(const_int(d) is not None for d in (*t.shape[axis:], *x.shape[axis:])):
+        return True
+    if t.op.attrs.get("k_max") is not None:  # (``topi.selection.topk_indices``: min(k, n))
         return True
     return t.op.attrs["k"] is x.shape[axis]  # (``topi.selection.topk_indices``: the whole axis)
 
@@ -67,8 +69,10 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     x, y = ctx.flat_view(ctx.buf[id(src)]), ctx.flat_view(out)
     axis, k, largest = a["axis"], a["k"], a["largest"]
     if any(const_int(d) is None for d in src.shape[axis:]):
-        from .selection_symbolic import sort_rows_symbolic  # (it builds on this module's forms)
+        from .selection_symbolic import select_rows_symbolic, sort_rows_symbolic  # (on ours)
 
+        if a.get("k_max") is not None:
+            return select_rows_symbolic(ctx, x, y, src, axis, a["k_max"], largest)
         return sort_rows_symbolic(ctx, x, y, src, axis, largest)
     dims = [const_int(d) for d in src.shape[axis:]]
     n = dims[0]
@@ -77,7 +81,7 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
         inner *= d
     if outer == 0 or inner == 0:
         return S.Evaluate(imm(0))
-    dt, ity = src.dtype, "int32"
+    dt = src.dtype
     if ranked(n, k):
         return _rank_rows(ctx, x, y, dt, outer, n, inner, k, largest)
     if k > MAX_K:
@@ -85,58 +89,76 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
 
     def row(idx):
         o, i = idx
-        vals = decl_buffer((k,), dt, "topk_vals")
-        pos = decl_buffer((k,), ity, "topk_pos")
-        base = o * (n * inner) + i
-
-        def val(s):
-            return E.BufferLoad(vals, [imm(s)])
-
-        def at(s):
-            return E.BufferLoad(pos, [imm(s)])
-
-        def beats(v, s, filling):  # does v go before slot s?
-            b = better(v, val(s), largest)
-            return E.Or(E.LT(at(s), imm(0)), b) if filling else b
-
-        def insert(v, p, filling):
-            # v beats slot s: slot s moves down one, then v either beats slot s - 1 too or
-            # takes slot s (a chain of branches as deep as the entries v passes)
-            def passed(s):
-                stmts = []
-                if s + 1 < k:
-                    stmts += [S.BufferStore(vals, val(s), [imm(s + 1)]),
-                              S.BufferStore(pos, at(s), [imm(s + 1)])]
-                take = S.SeqStmt([S.BufferStore(vals, v, [imm(s)]),
-                                  S.BufferStore(pos, p, [imm(s)])])
-                stmts.append(S.IfThenElse(beats(v, s - 1, filling), passed(s - 1), take)
-                             if s else take)
-                return S.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
-
-            return passed(k - 1)
-
-        def sweep(lo: int, extent: int, filling: bool) -> S.Stmt:
-            p, v = ctx.fresh("p"), ctx.fresh("topk_v", dt)
-            load = E.BufferLoad(x, [base + p * inner])
-            step = S.IfThenElse(beats(v, k - 1, filling), insert(v, p, filling))
-            return S.For(p, imm(lo), imm(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step),
-                         annotations={NO_SLP_VECTORIZE: True})  # (a chain of compare-moves)
-
-        init = []
-        for s in range(k):  # empty slots (their values only need to be defined)
-            init += [S.BufferStore(vals, E.BufferLoad(x, [base]), [imm(s)]),
-                     S.BufferStore(pos, imm(-1), [imm(s)])]
-        parts = [*init, sweep(0, k, True)]
-        if n > k:
-            parts.append(sweep(k, n - k, False))
-        for s in range(k):
-            p = at(s)
-            parts.append(S.BufferStore(y, p if y.dtype == ity else E.Cast(y.dtype, p),
-                                       [o * (k * inner) + s * inner + i]))
-        return allocated(vals, allocated(pos, S.SeqStmt(parts)))
+        return insertion_row(ctx, x, y, dt, k, largest, o * (n * inner) + i, inner, n,
+                             lambda s: o * (k * inner) + s * inner + i)
 
     work = n * (1 + k // 4)
     return _outer_loops(ctx, [outer, inner], _parallel(outer, inner, work), row, work)
+
+
+def _expr(v) -> E.PrimExpr:
+    return imm(v) if isinstance(v, int) else v
+
+
+def insertion_row(ctx, x, y, dt, k: int, largest: bool, base, inner, n, out_at,
+                  kept=None) -> S.Stmt:
+    """The best ``k`` (at most ``MAX_K``) of the row of ``x`` at ``base`` (stride ``inner``,
+    ``n`` elements) by the insertion chain of the module's doc, their positions written to
+    ``y`` at ``out_at(slot)``. ``n``: an int, or a run-time length (``selection_symbolic``;
+    ``kept`` then the run-time count ``min(k, n)``: the slots past it are not written)."""
+    ity = "int32"
+    vals = decl_buffer((k,), dt, "topk_vals")
+    pos = decl_buffer((k,), ity, "topk_pos")
+
+    def val(s):
+        return E.BufferLoad(vals, [imm(s)])
+
+    def at(s):
+        return E.BufferLoad(pos, [imm(s)])
+
+    def beats(v, s, filling):  # does v go before slot s?
+        b = better(v, val(s), largest)
+        return E.Or(E.LT(at(s), imm(0)), b) if filling else b
+
+    def insert(v, p, filling):
+        # v beats slot s: slot s moves down one, then v either beats slot s - 1 too or
+        # takes slot s (a chain of branches as deep as the entries v passes)
+        def passed(s):
+            stmts = []
+            if s + 1 < k:
+                stmts += [S.BufferStore(vals, val(s), [imm(s + 1)]),
+                          S.BufferStore(pos, at(s), [imm(s + 1)])]
+            take = S.SeqStmt([S.BufferStore(vals, v, [imm(s)]),
+                              S.BufferStore(pos, p, [imm(s)])])
+            stmts.append(S.IfThenElse(beats(v, s - 1, filling), passed(s - 1), take)
+                         if s else take)
+            return S.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
+
+        return passed(k - 1)
+
+    def sweep(lo, extent, filling: bool) -> S.Stmt:
+        p, v = ctx.fresh("p"), ctx.fresh("topk_v", dt)
+        load = E.BufferLoad(x, [base + p * inner])
+        step = S.IfThenElse(beats(v, k - 1, filling), insert(v, p, filling))
+        return S.For(p, _expr(lo), _expr(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step),
+                     annotations={NO_SLP_VECTORIZE: True})  # (a chain of compare-moves)
+
+    # empty slots (their values only need to be defined: a run-time row may have none)
+    first = E.BufferLoad(x, [base]) if kept is None else \
+        (E.FloatImm(dt, 0.0) if dt.startswith("float") else E.IntImm(dt, 0))
+    init = []
+    for s in range(k):
+        init += [S.BufferStore(vals, first, [imm(s)]), S.BufferStore(pos, imm(-1), [imm(s)])]
+    parts = [*init, sweep(0, k if kept is None else kept, True)]
+    if kept is not None:  # (no turn when n <= k)
+        parts.append(sweep(k, n - imm(k), False))
+    elif n > k:
+        parts.append(sweep(k, n - k, False))
+    for s in range(k):
+        p = at(s)
+        put = S.BufferStore(y, p if y.dtype == ity else E.Cast(y.dtype, p), [out_at(s)])
+        parts.append(put if kept is None else S.IfThenElse(E.LT(imm(s), kept), put))
+    return allocated(vals, allocated(pos, S.SeqStmt(parts)))
 
 
 def _parallel(outer, inner: int, work: int) -> bool:
@@ -585,98 +607,122 @@ def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
 
     def row(idx):
         o, i = idx
-        items = form(dt, k, largest)
-        cur = decl_buffer((1,), "int32", "heap_at")
-        base = o * (n * inner) + i
-
-        def load(s):
-            return tuple(E.BufferLoad(b, [s]) for b in items.bufs)
-
-        def store(s, item):
-            return [S.BufferStore(b, v, [s]) for b, v in zip(items.bufs, item)]
-
-        def bind(item, body_fn):
-            """``body_fn`` of ``item``'s values held in variables (read before any store)."""
-            vs = [ctx.fresh("heap_v", e.dtype) for e in item]
-            body = body_fn(tuple(vs))
-            for v, e in reversed(list(zip(vs, item))):
-                body = S.LetStmt(v, e, body)
-            return body
-
-        def sink(start, size, item):
-            """``item`` into the hole at ``start`` of the heap's first ``size`` slots: the worse
-            child moves up while it is worse than ``item`` (a level that stops leaves the hole
-            where it is, and so do the levels after it)."""
-            stmts = [S.BufferStore(cur, start, [imm(0)])]
-            if depth:
-                h, c, w = ctx.fresh("h"), ctx.fresh("c"), ctx.fresh("w")
-                last = size - imm(1)
-                worse = E.Select(items.before(load(c), load(E.Min(c + imm(1), last))),
-                                 E.Min(c + imm(1), last), c)
-                move = S.IfThenElse(items.before(item, load(w)), S.SeqStmt(
-                    [*store(h, load(w)), S.BufferStore(cur, w, [imm(0)])]))
-                level = S.LetStmt(h, E.BufferLoad(cur, [imm(0)]), S.LetStmt(
-                    c, h * imm(2) + imm(1), S.IfThenElse(
-                        E.LT(c, size), S.LetStmt(w, worse, move))))
-                stmts.append(S.For(ctx.fresh("lvl"), imm(0), imm(depth), S.ForKind.SERIAL,
-                                   level))
-            stmts += store(E.BufferLoad(cur, [imm(0)]), item)
-            return S.SeqStmt(stmts)
-
-        def element(p):
-            v = E.BufferLoad(x, [base + p * imm(inner)])
-            return items.item(v, p)
-
-        parts, extra = [], []
-        p = ctx.fresh("p")  # the first k elements, then heapified from the last parent
-        parts.append(S.For(p, imm(0), imm(k), S.ForKind.SERIAL, S.SeqStmt(store(p, element(p)))))
-        if k > 1:
-            t = ctx.fresh("t")
-            s0 = imm(k // 2 - 1) - t
-            parts.append(S.For(t, imm(0), imm(k // 2), S.ForKind.SERIAL,
-                               bind(load(s0), lambda it: sink(s0, imm(k), it))))
-        if n > k:  # later elements that beat the root replace it
-            p = ctx.fresh("p")
-            step = bind(element(p), lambda it: S.IfThenElse(
-                items.before(it, load(imm(0))), sink(imm(0), imm(k), it)))
-            if ROOT_VALUE_FILTER:
-                # the root's own value at hand: an element strictly worse than it (a number,
-                # compared as the element type) is passed over without its key
-                worst = decl_buffer((1,), dt, "heap_worst")
-                root = E.BufferLoad(x, [base + items.position(load(imm(0))) * imm(inner)])
-                keep = S.BufferStore(worst, root, [imm(0)])
-                v = E.BufferLoad(x, [base + p * imm(inner)])
-                w = E.BufferLoad(worst, [imm(0)])
-                step = S.IfThenElse(E.Not(E.LT(v, w) if largest else E.GT(v, w)), bind(
-                    element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
-                                                        S.SeqStmt([sink(imm(0), imm(k), it),
-                                                                   keep]))))
-                parts.append(keep)
-                extra.append(worst)
-            parts.append(S.For(p, imm(k), imm(n - k), S.ForKind.SERIAL, step))
-        # the kept items sorted by _sort_keys (no branch to mispredict)
-        tmp = form.scratch(k, "heap_tmp")
-        net, at = _sort_scratch(form, k)
-        scratch = [*tmp, *net, at]
-        srt, src = _sort_keys(ctx, form, [items.bufs, tmp], net, at, 0, k, load)
-        parts += srt
-        done = [items.bufs, tmp][src]
-
-        def final(j):
-            return tuple(E.BufferLoad(b, [j]) for b in done)
-
-        s = ctx.fresh("s")
-        pos = items.position(final(s))
-        parts.append(S.For(s, imm(0), imm(k), S.ForKind.SERIAL, S.BufferStore(
-            y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
-            [o * (k * inner) + s * imm(inner) + i])))
-        stmt = S.SeqStmt(parts)
-        for b in [cur, *items.bufs, *scratch, *extra]:
-            stmt = allocated(b, stmt)
-        return stmt
+        return heap_row(ctx, x, y, form, k, largest, o * (n * inner) + i, inner, n,
+                        lambda s: o * (k * inner) + s * imm(inner) + i)
 
     work = n * 4 + k * max(depth, 1) * 4
     return _outer_loops(ctx, [outer, inner], _parallel(outer, inner, work), row, work)
+
+
+def _sort_kept(ctx, form, items, k: int, load) -> tuple:
+    """``(statements, lanes holding the result, scratch buffers)``: the ``k`` kept items
+    sorted by ``_sort_keys`` (no branch to mispredict)."""
+    tmp = form.scratch(k, "heap_tmp")
+    net, at = _sort_scratch(form, k)
+    srt, src = _sort_keys(ctx, form, [items.bufs, tmp], net, at, 0, k, load)
+    return srt, [items.bufs, tmp][src], [*tmp, *net, at]
+
+
+def heap_row(ctx, x, y, form, k: int, largest: bool, base, inner, n, out_at, kept=None,
+             sort_kept=None) -> S.Stmt:
+    """The best ``k`` of the row of ``x`` at ``base`` (stride ``inner``, ``n`` elements)
+    through a heap of items of ``form`` (see the module's doc), their positions written to
+    ``y`` at ``out_at(rank)``. ``n``: an int, or a run-time length (``selection_symbolic``;
+    ``kept`` then the run-time count ``min(k, n)`` of heap items, and ``sort_kept`` the
+    sort of that many, as ``_sort_kept``)."""
+    dt = x.dtype
+    depth = k.bit_length() - 1  # levels an element sinks at most
+    items = form(dt, k, largest)
+    cur = decl_buffer((1,), "int32", "heap_at")
+    m = imm(k) if kept is None else kept
+
+    def load(s):
+        return tuple(E.BufferLoad(b, [s]) for b in items.bufs)
+
+    def store(s, item):
+        return [S.BufferStore(b, v, [s]) for b, v in zip(items.bufs, item)]
+
+    def bind(item, body_fn):
+        """``body_fn`` of ``item``'s values held in variables (read before any store)."""
+        vs = [ctx.fresh("heap_v", e.dtype) for e in item]
+        body = body_fn(tuple(vs))
+        for v, e in reversed(list(zip(vs, item))):
+            body = S.LetStmt(v, e, body)
+        return body
+
+    def sink(start, size, item):
+        """``item`` into the hole at ``start`` of the heap's first ``size`` slots: the worse
+        child moves up while it is worse than ``item`` (a level that stops leaves the hole
+        where it is, and so do the levels after it)."""
+        stmts = [S.BufferStore(cur, start, [imm(0)])]
+        if depth:
+            h, c, w = ctx.fresh("h"), ctx.fresh("c"), ctx.fresh("w")
+            last = size - imm(1)
+            worse = E.Select(items.before(load(c), load(E.Min(c + imm(1), last))),
+                             E.Min(c + imm(1), last), c)
+            move = S.IfThenElse(items.before(item, load(w)), S.SeqStmt(
+                [*store(h, load(w)), S.BufferStore(cur, w, [imm(0)])]))
+            level = S.LetStmt(h, E.BufferLoad(cur, [imm(0)]), S.LetStmt(
+                c, h * imm(2) + imm(1), S.IfThenElse(
+                    E.LT(c, size), S.LetStmt(w, worse, move))))
+            stmts.append(S.For(ctx.fresh("lvl"), imm(0), imm(depth), S.ForKind.SERIAL,
+                               level))
+        stmts += store(E.BufferLoad(cur, [imm(0)]), item)
+        return S.SeqStmt(stmts)
+
+    def element(p):
+        v = E.BufferLoad(x, [base + p * _expr(inner)])
+        return items.item(v, p)
+
+    parts, extra = [], []
+    p = ctx.fresh("p")  # the first k elements, then heapified from the last parent
+    parts.append(S.For(p, imm(0), m, S.ForKind.SERIAL, S.SeqStmt(store(p, element(p)))))
+    if k > 1:
+        t = ctx.fresh("t")
+        if kept is None:
+            half, s0 = imm(k // 2), imm(k // 2 - 1) - t
+        else:
+            half = E.FloorDiv(m, imm(2))
+            s0 = half - imm(1) - t
+        parts.append(S.For(t, imm(0), half, S.ForKind.SERIAL,
+                           bind(load(s0), lambda it: sink(s0, m, it))))
+    if kept is not None or n > k:  # later elements that beat the root replace it
+        p = ctx.fresh("p")
+        later = []
+        step = bind(element(p), lambda it: S.IfThenElse(
+            items.before(it, load(imm(0))), sink(imm(0), imm(k), it)))
+        if ROOT_VALUE_FILTER:
+            # the root's own value at hand: an element strictly worse than it (a number,
+            # compared as the element type) is passed over without its key
+            worst = decl_buffer((1,), dt, "heap_worst")
+            root = E.BufferLoad(x, [base + items.position(load(imm(0))) * _expr(inner)])
+            keep = S.BufferStore(worst, root, [imm(0)])
+            v = E.BufferLoad(x, [base + p * _expr(inner)])
+            w = E.BufferLoad(worst, [imm(0)])
+            step = S.IfThenElse(E.Not(E.LT(v, w) if largest else E.GT(v, w)), bind(
+                element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
+                                                    S.SeqStmt([sink(imm(0), imm(k), it),
+                                                               keep]))))
+            later.append(keep)
+            extra.append(worst)
+        extent = imm(n - k) if kept is None else n - imm(k)
+        later.append(S.For(p, imm(k), extent, S.ForKind.SERIAL, step))
+        # (a run-time row: only past k elements, where the root read is one of them)
+        parts += later if kept is None else [S.IfThenElse(E.GT(n, imm(k)), S.SeqStmt(later))]
+    srt, done, scratch = (sort_kept or _sort_kept)(ctx, form, items, k, load)
+    parts += srt
+
+    def final(j):
+        return tuple(E.BufferLoad(b, [j]) for b in done)
+
+    s = ctx.fresh("s")
+    pos = items.position(final(s))
+    parts.append(S.For(s, imm(0), m, S.ForKind.SERIAL, S.BufferStore(
+        y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos), [out_at(s)])))
+    stmt = S.SeqStmt(parts)
+    for b in [cur, *items.bufs, *scratch, *extra]:
+        stmt = allocated(b, stmt)
+    return stmt
 
 
 register_rule(TOPK_TAG, Rule("top-k rows", "selection", supported, emit, materialize=True,

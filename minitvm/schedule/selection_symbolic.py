@@ -18,6 +18,7 @@ from ..codegen.build import NO_SLP_VECTORIZE
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
+from ..topi.selection import MAX_K
 from .common import allocated, const_int, imm, prod_dims
 from .selection import (
     _bits,
@@ -25,12 +26,14 @@ from .selection import (
     _outer_loops,
     _Pairs,
     copy_run,
+    heap_row,
+    insertion_row,
     merge_bounded_runs,
     merge_equal_runs,
     network,
 )
 
-__all__ = ["sort_rows_symbolic"]
+__all__ = ["select_rows_symbolic", "sort_rows_symbolic"]
 
 # items a sorting network orders before the merges, by form: LLVM's passes take most of the
 # build on the network (float64 argsort: 16 items 2.5 s, 4 items 0.44 s; float32: 16 items
@@ -64,8 +67,9 @@ def sort_rows_symbolic(ctx, x, y, src, axis: int, largest: bool) -> S.Stmt:
         at = decl_buffer((4,), "int32", "merge_at", scope="local")
         width = decl_buffer((1,), "int32", "merge_width", scope="local")
         base = o * (n * inner) + i
-        parts = [_runs(ctx, form(dt, run, largest), items.bufs, net, n, run,
-                       lambda j: E.BufferLoad(x, [base + j * inner]))]
+        maker = form(dt, run, largest)
+        parts = [_runs(ctx, maker, items.bufs, net, n, run,
+                       lambda j: maker.item(E.BufferLoad(x, [base + j * inner]), j))]
         parts += _merges(ctx, form, items.bufs, tmp, width, at, n, run)
         s = ctx.fresh("s")
         pos = form.position(tuple(E.BufferLoad(b, [s]) for b in items.bufs))
@@ -80,9 +84,58 @@ def sort_rows_symbolic(ctx, x, y, src, axis: int, largest: bool) -> S.Stmt:
     return _outer_loops(ctx, [outer, inner_dim], False, row)
 
 
-def _runs(ctx, maker, bufs, net, n, run: int, value_at) -> S.Stmt:
-    """Each run of ``run`` items of the row (``maker.item(value_at(j), j)``) sorted into
-    ``bufs`` by the sorting network in ``net``; the last run's missing items are above all."""
+def select_rows_symbolic(ctx, x, y, src, axis: int, k: int, largest: bool) -> S.Stmt:
+    """Statements writing into ``y`` the positions of the best ``min(k, n)`` of each row of
+    ``src`` along ``axis`` (``n`` its run-time length; ``x`` / ``y`` flat views): the static
+    kernels' insertion chain (``k <= MAX_K``) or heap (``selection.insertion_row`` /
+    ``heap_row``) over the run-time row, the heap's kept items sorted as ``sort_rows_symbolic``
+    sorts a row."""
+    dt = src.dtype
+    inner_dim = prod_dims(src.shape[axis + 1:], "int64")
+    n, inner = _i32(src.shape[axis]), _i32(inner_dim)
+    outer = prod_dims(src.shape[:axis], "int64")
+    form = _Keyed if _bits(dt) <= 32 else _Pairs
+
+    def row(idx):
+        o, i = idx
+        m = ctx.fresh("kept")
+        base = o * (n * inner) + i
+
+        def out_at(s):
+            return o * (m * inner) + s * inner + i
+
+        if k <= MAX_K:
+            body = insertion_row(ctx, x, y, dt, k, largest, base, inner, n, out_at, kept=m)
+        else:
+            body = heap_row(ctx, x, y, form, k, largest, base, inner, n, out_at, kept=m,
+                            sort_kept=_kept_sort(m))
+        return S.LetStmt(m, E.Min(imm(k), n), body)
+
+    return _outer_loops(ctx, [outer, inner_dim], False, row)
+
+
+def _kept_sort(m):
+    """The sort of a heap's run-time count ``m`` of kept items (``selection.heap_row``'s
+    ``sort_kept``): network runs, then the merge turns, the result back in the heap's lanes."""
+
+    def sort_kept(ctx, form, items, k: int, load) -> tuple:
+        run = RUN[form.__name__]
+        tmp = form.scratch(k, "heap_tmp")
+        net = form.scratch(run, "merge_net")
+        at = decl_buffer((4,), "int32", "merge_at", scope="local")
+        width = decl_buffer((1,), "int32", "merge_width", scope="local")
+        parts = [_runs(ctx, form(items.bufs[0].dtype, run, items.largest), items.bufs, net, m,
+                       run, load)]
+        parts += _merges(ctx, form, items.bufs, tmp, width, at, m, run)
+        return parts, items.bufs, [*tmp, *net, at, width]
+
+    return sort_kept
+
+
+def _runs(ctx, maker, bufs, net, n, run: int, item_at) -> S.Stmt:
+    """Each run of ``run`` of the ``n`` items ``item_at(j)`` sorted into ``bufs`` (which may
+    hold them: a run is read whole before it is written) by the sorting network in ``net``;
+    the last run's missing items are above all."""
     t, j = ctx.fresh("t"), ctx.fresh("j")
     lo = t * imm(run)
     top = tuple(E.IntImm(b.dtype, v) for b, v in zip(net, maker.TOP, strict=True))
@@ -94,7 +147,7 @@ def _runs(ctx, maker, bufs, net, n, run: int, value_at) -> S.Stmt:
         return [S.BufferStore(b, v, [at]) for b, v in zip(lanes, item, strict=True)]
 
     here = lo + j
-    item = maker.item(value_at(E.Min(here, n - imm(1))), here)
+    item = item_at(E.Min(here, n - imm(1)))
     load = S.For(j, imm(0), imm(run), S.ForKind.SERIAL, S.SeqStmt(stores(
         net, tuple(E.Select(E.LT(here, n), v, c) for v, c in zip(item, top, strict=True)),
         j)))

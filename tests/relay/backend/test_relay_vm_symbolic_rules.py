@@ -331,17 +331,95 @@ def test_sorts_along_the_dynamic_axis_are_one_symbolic_kernel(case):
     assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
 
 
-def test_topk_of_a_fixed_k_along_the_dynamic_axis_is_specialized():
-    """A top-k of a fixed ``k`` along the dynamic axis (typed ``k`` rows, while a shorter axis
-    gives fewer) is specialized per shape, and still right."""
-    x = relay.var("x", shape=(A(), 4), dtype="float32")
-    mod = tvm.IRModule.from_expr(relay.Function([x], relay.topk(x, k=2, axis=0,
-                                                                ret_type="indices")))
-    exe = relay.vm.compile(mod, target="llvm")
-    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 0, "specialized": 1}
-    xv = _rng(0).standard_normal((6, 4)).astype("float32")
-    got = VirtualMachine(exe, tvm.cpu()).run(xv).numpy()
-    np.testing.assert_array_equal(got, np.argsort(-xv, axis=0, kind="stable")[:2])
+def _stable_order(x, axis: int, largest: bool):
+    """numpy's positions in the selection order (stable; NaN last either way; data without
+    infinities)."""
+    key = -x if largest else x
+    if x.dtype.kind == "f":
+        key = np.where(np.isnan(x), np.inf, key)
+    return np.argsort(key, axis=axis, kind="stable")
+
+
+# (k, dtype, axis, is_ascend, sizes at or past k): the insertion chain (k <= MAX_K) down a
+# dynamic batch of 3-wide rows with ties, NaN and -0.0; the heap (k > MAX_K) along a dynamic
+# last axis, its kept items sorted by the symbolic merge sort
+FIXED_K = [(3, "float32", 0, False, (3, 11)), (70, "int32", 1, True, (70, 203))]
+
+
+@pytest.mark.parametrize("case", range(len(FIXED_K)))
+def test_topk_of_a_fixed_k_along_the_dynamic_axis_is_one_symbolic_kernel(case):
+    """A top-k of a fixed ``k`` along the dynamic axis is one symbolic kernel (typed
+    ``min(k, n)`` along it): at sizes from ``k`` on, the per-shape kernel's bits (at the larger
+    size) and numpy's stable order. A shorter axis keeps all ``n`` (the kernel called alone,
+    as numpy and the per-shape kernel); the VM, whose program types ``k`` along an ``Any``
+    axis (TVM's type), refuses it as the per-shape path does."""
+    k, dtype, axis, ascend, sizes = FIXED_K[case]
+
+    def data(n):
+        shape = (n, 3) if axis == 0 else (2, n)
+        v = _rng(n).integers(-4, 5, shape).astype(dtype)
+        if dtype == "float32" and n > 2:
+            v[1, 0], v[2, 1] = np.nan, -0.0
+        return v
+
+    x = relay.var("x", shape=(A(), 3) if axis == 0 else (2, A()), dtype=dtype)
+    t = relay.topk(x, k=k, axis=axis, ret_type="both", is_ascend=ascend)
+    params, body = [x], relay.Tuple([t[0], t[1]])
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(params, body)), target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+
+    def check(got, xv):
+        idx = np.take(_stable_order(xv, axis, not ascend), np.arange(min(k, xv.shape[axis])),
+                      axis=axis).astype("int32")
+        np.testing.assert_array_equal(got[1], idx)
+        np.testing.assert_array_equal(got[0], np.take_along_axis(xv, idx, axis=axis))
+
+    for n in sizes:
+        xv = data(n)
+        got = _outputs(vm.run(xv))
+        check(got, xv)
+    static = relay.vm.compile(_static_module(params, body, [xv]), target="llvm")
+    for g, w in zip(got, _outputs(VirtualMachine(static, tvm.cpu()).run(xv)), strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
+    (run,) = [kn.run for kn in exe.kernels if isinstance(kn.run, SymbolicKernel)]
+    for n in (0, 1, k - 1):  # a shorter axis: every element, best first
+        xv = data(n)
+        check(run([xv]), xv)
+    assert run._fallback is None
+    with pytest.raises(RuntimeError, match=r"returned shape .*expected"):
+        vm.run(data(k - 1))
+
+
+def test_topk_of_a_size_variable_is_typed_min_k_n():
+    """``topk``'s type along a size variable (a symbolic kernel's typing) is ``min(k, n)``;
+    along ``Any`` it stays ``k`` (TVM's), along a static axis ``min(k, n)`` folded."""
+    n = tvm.tir.Var("n", "int64")
+    shapes = {}
+    for name, dim in (("var", n), ("any", A()), ("static", 2)):
+        x = relay.var("x", shape=(dim, 4))
+        mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+            [x], relay.topk(x, k=3, axis=0, ret_type="indices"))))
+        shapes[name] = mod["main"].body.checked_type.shape
+    assert tvm.ir.structural_equal(shapes["var"][0], tvm.tir.Min(tvm.tir.IntImm("int64", 3), n))
+    assert [int(d) for d in shapes["any"]] == [3, 4]
+    assert [int(d) for d in shapes["static"]] == [2, 4]
+
+
+@pytest.mark.parametrize("dtype, largest", [("int16", False), ("int64", True)])
+def test_sorts_of_every_merge_shape_give_numpys_stable_order(dtype, largest):
+    """Integer argsorts of one symbolic kernel per item form (one int64 key; an int64 order
+    key and a position) at lengths that take every merge shape: a lone network run, equal run
+    pairs only, a shorter last run merged or copied, with and without equal pairs before it,
+    across passes (ascending int16, descending int64)."""
+    x = relay.var("x", shape=(2, A()), dtype=dtype)
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(
+        [x], relay.argsort(x, axis=1, is_ascend=not largest))), target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    for n in (*range(1, 41), 64, 65, 97, 129, 300, 1000, 4099):
+        xv = _rng(n).integers(-n // 3 - 1, n // 3 + 2, (2, n)).astype(dtype)
+        np.testing.assert_array_equal(vm.run(xv).numpy(), _stable_order(xv, 1, largest))
 
 
 def test_cumsum_of_a_dynamic_input_flattened_is_one_symbolic_kernel():
