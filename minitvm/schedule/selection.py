@@ -25,8 +25,9 @@ branch-free steps, equal runs merged from both ends at once; whole rows (``k = n
 heap. (64-bit keys took the heapsort until they had an order key: argsort of 10**6 int64 ran
 650 ms against 76 ms now, ONNX Runtime's TopK 206 ms.)
 
-Rows of a run-time length (a whole dynamic axis sorted: argsort, sort, topk of every element)
-are ``selection_symbolic``'s, on the same items.
+Rows of a run-time length (a whole dynamic axis sorted: argsort, sort, topk of every element;
+or its best ``min(k, n)`` for a fixed ``k``) are ``selection_symbolic``'s, on the same items,
+merges and rows (``merge_equal_runs``, ``insertion_row``, ``heap_row``).
 
 The insertion chains' and the networks' loops carry ``NO_SLP_VECTORIZE``: LLVM's SLP vectorizer
 found nothing to vectorize in them and took most of the build (float32 top 64 of 24552: 4.7 ->

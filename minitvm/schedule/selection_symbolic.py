@@ -1,15 +1,19 @@
-"""Sorts of whole rows of a run-time length (tag ``topk`` with ``k`` the axis' symbolic
-extent: argsort, sort, topk of every element along a dynamic axis; ``topi.selection``), for
-Relay VM kernels that serve every size.
+"""Selections along an axis of a run-time length, for Relay VM kernels that serve every size
+(tag ``topk``, ``topi.selection``): sorts of whole rows (``k`` the axis' symbolic extent:
+argsort, sort, topk of every element) and the best ``min(k, n)`` of a fixed ``k``.
 
 Each row's elements become the items of ``selection._Keyed`` / ``_Pairs`` (an order key and
 the position: all distinct, ties by position, NaN last), so the positions are those of the
-static kernels (``selection._merge_rows``). Runs of ``RUN`` items are sorted by the static
-kernels' sorting network (branch-free compare-exchanges in registers; the last run padded with
-items above all), then bottom-up merge passes of branch-free steps go back and forth between
-the items and a scratch row, two passes a turn (a last lone pass is copied back), each a no-op
-once a run spans the row: rows below 2**31 elements. Rows run one after another (the code
-generator cannot allocate a buffer of a run-time size inside a parallel loop's body).
+static kernels. A sort: runs of ``RUN`` items sorted by the static kernels' sorting network
+(branch-free compare-exchanges in registers; the last run padded with items above all), then
+bottom-up merge passes at a run-time width that go back and forth between the items and a
+scratch row, two passes a turn (a last lone pass is copied back), each merging as the static
+kernels do (``selection.merge_equal_runs``: equal pairs from both ends at once, branch-free
+and unchecked; only a shorter last run with bounds checks): rows below 2**31 elements. A fixed
+``k``: the static kernels' insertion chain or heap over the run-time row
+(``selection.insertion_row`` / ``heap_row``), the heap's items sorted as a row is. Rows run one
+after another (the code generator cannot allocate a buffer of a run-time size inside a
+parallel loop's body).
 """
 
 from __future__ import annotations

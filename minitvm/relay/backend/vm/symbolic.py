@@ -13,7 +13,7 @@ dynamic axis broadcast at size 1, runs the per-shape specialization instead) and
 outputs. A function whose output shape depends on values, or with an op not lowered
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
 Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort along a
-static axis or of a whole dynamic one, unique, all-class NMS, valid counts and box NMS, RoI
+static axis, of a whole dynamic one or a fixed k of it, unique, all-class NMS, valid counts and box NMS, RoI
 pools) go through their rule when it takes symbolic extents
 (``SYMBOLIC_RULE_TAGS``).
 """
