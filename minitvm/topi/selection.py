@@ -121,8 +121,9 @@ def topk_indices(x, k, axis: int, largest: bool = True, dtype: str = "int32",
         pos = p.var if dtype == ity else E.Cast(dtype, p.var)
         return te.sum(E.Select(E.EQ(rank, i[axis]), pos, E.IntImm(dtype, 0)), axis=p)
 
-    attrs = {"operands": (x,), "k": k, "axis": axis, "largest": bool(largest),
-             "k_max": k_max}
+    attrs = {"operands": (x,), "k": k, "axis": axis, "largest": bool(largest)}
+    if k_max is not None:
+        attrs["k_max"] = k_max
     return te.compute(_out_shape(x, axis, k), body, name="T_topk_indices", tag=TOPK_TAG,
                       attrs=attrs)
 
