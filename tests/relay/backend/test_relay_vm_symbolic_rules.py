@@ -1,7 +1,7 @@
 """Relay VM symbolic kernels of the ops a lowering rule writes (``vm.symbolic``'s
 ``SYMBOLIC_RULE_TAGS``): scans, top-k / sort / argsort, unique, all-class NMS, valid counts and
-box NMS, and RoI pools / aligns compile ONE kernel for every batch (or box count); at each size it gives the bits of the
-static kernel that the per-shape path compiles for that size, and the interpreter's values. Their
+box NMS, TFLite's multiclass NMS, and RoI pools / aligns compile ONE kernel for every batch
+(or box count); at each size it gives the bits of the static kernel that the per-shape path compiles for that size, and the interpreter's values. Their
 records in the disk cache serve a warm compile without lowering anything again."""
 
 import numpy as np
@@ -17,6 +17,7 @@ from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
 from minitvm.relay.backend.vm.symbolic import SymbolicKernel
 from minitvm.relay.expr import bind
 from minitvm.runtime.vm import VirtualMachine
+from minitvm.topi.multiclass_nms import multiclass_nms_np
 from minitvm.topi.reference.vision import get_valid_counts_np, non_max_suppression_np
 
 A = relay.Any
@@ -133,8 +134,28 @@ def _roi(op):
     return [d, r], out, args, None
 
 
+def _multiclass_nms():
+    """TFLite's multiclass NMS of a run-time box count (a background column skipped; ties in
+    one class's scores; at most 3 a class of 8 detections)."""
+    b = relay.var("b", shape=(1, A(), 4), dtype="float32")
+    s = relay.var("s", shape=(1, A(), 5), dtype="float32")
+
+    def args(n):
+        r = _rng(n)
+        bx = (r.random((1, 6 * n, 4)) * 10).astype("float32")
+        bx[..., 2:] += 3
+        sc = r.random((1, 6 * n, 5)).astype("float32")
+        sc[0, :3 * n, 2] = 0.9
+        return [bx, sc]
+
+    def want(bx, sc):
+        return [multiclass_nms_np(bx, sc, 8, 3, 0.5, 0.3, 1)]
+
+    return [b, s], relay.vision.multiclass_nms(b, s, 8, 3, 0.5, 0.3, 1), args, want
+
+
 # family -> (the model, its symbolic kernels)
-FAMILIES = {"scan": (_scan, 2), "selection": (_selection, 1), "unique": (_unique, 1),
+FAMILIES = {"multiclass_nms": (_multiclass_nms, 1), "scan": (_scan, 2), "selection": (_selection, 1), "unique": (_unique, 1),
             "all_class_nms": (_all_class_nms, 1), "box_nms": (_box_nms, 2), "roi_pool": (lambda: _roi("pool"), 1),
             "roi_align": (lambda: _roi("align"), 1)}
 
@@ -175,7 +196,7 @@ def test_one_symbolic_kernel_per_family_serves_every_size(family):
     assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
 
 
-@pytest.mark.parametrize("family", ["all_class_nms", "roi_align", "roi_pool"])
+@pytest.mark.parametrize("family", ["all_class_nms", "multiclass_nms", "roi_align", "roi_pool"])
 def test_symbolic_kernel_gives_the_per_shape_kernels_bits(family):
     """Where numpy's values are not bit-exact references (float box arithmetic), the symbolic
     kernel's bits are those of the static kernel the per-shape path compiles for the size."""
@@ -500,7 +521,7 @@ def _box_nms_operands():
     return [d, v, i], nms.astuple(), args
 
 
-@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align", "box_nms"])
+@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align", "box_nms", "multiclass_nms"])
 def test_operands_read_as_one_extent_are_checked_at_each_call(op):
     """NMS's boxes and scores (batch and box counts), RoiAlign's boxes and image indices, box
     NMS's rows, valid counts and indices,
@@ -513,6 +534,12 @@ def test_operands_read_as_one_extent_are_checked_at_each_call(op):
 
         def bad(a):
             return [a[0][:1], a[1]]
+    elif op == "multiclass_nms":
+        params, body, args_of, _ = _multiclass_nms()
+        match = "do not describe one batch"
+
+        def bad(a):
+            return [a[0][:, :5], a[1]]
     elif op == "box_nms":
         params, body, args_of = _box_nms_operands()
         match = "valid_count .* must be \\(batch=3,\\)"
