@@ -34,11 +34,13 @@ BOX_FILTER = True
 
 
 def supported(t, options=None) -> bool:
-    """Is ``t`` a multiclass NMS stage (its compute requires static shapes)?"""
+    """Is ``t`` a multiclass NMS stage (static shapes but for the box count, which may be a
+    symbolic size: a Relay VM kernel for every count)?"""
     if not isinstance(t.op, ComputeOp) or t.op.tag != MULTICLASS_NMS_TAG:
         return False
     boxes, scores = t.op.attrs["operands"]
-    return all(const_int(d) is not None for d in (*boxes.shape, *scores.shape))
+    return all(const_int(d) is not None for d in (boxes.shape[0], boxes.shape[2],
+                                                  scores.shape[0], scores.shape[2]))
 
 
 def _f(v: float) -> E.PrimExpr:
@@ -54,11 +56,18 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     n, k = const_int(scores.shape[1]), const_int(scores.shape[2])
     off, m, per = a["class_offset"], a["max_detections"], a["detections_per_class"]
     c = k - off
-    total = c * n
-    if total == 0:
-        return S.For(ctx.fresh("m"), imm(0), imm(m), S.ForKind.SERIAL, S.Evaluate(imm(0)))
-    b = max(1, min(total, max(MIN_BATCH, BATCH_PER_DETECTION * m)))
-    rounds = total // b + 1
+    if n is None:  # a run-time box count: the batch at its full size (any size keeps the same
+        # detections), the rounds as many as the candidates need
+        d = scores.shape[1]
+        nn = d if d.dtype == "int32" else E.Cast("int32", d)
+        b = max(MIN_BATCH, BATCH_PER_DETECTION * m)
+        rounds = E.FloorDiv(nn * imm(c), imm(b)) + imm(1)
+    else:
+        total = c * n
+        if total == 0:
+            return S.For(ctx.fresh("m"), imm(0), imm(m), S.ForKind.SERIAL, S.Evaluate(imm(0)))
+        b = max(1, min(total, max(MIN_BATCH, BATCH_PER_DETECTION * m)))
+        nn, rounds = imm(n), imm(total // b + 1)
 
     bs = decl_buffer((b,), "float32", "nms_batch_s")
     bi = decl_buffer((b,), "int32", "nms_batch_i")
@@ -80,7 +89,7 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     # ---- the scan: the next b candidates into the sorted batch
     nb, cb = ctx.fresh("n"), ctx.fresh("c")
     s = ctx.fresh("s", "float32")
-    i = cb * imm(n) + nb
+    i = cb * nn + nb
     j, q = ctx.fresh("j"), ctx.fresh("q")
     # the batch is sorted: the entries before (s, i) by binary search, then only the
     # entries from there to the batch's end (or its last, dropped when full) move down
@@ -116,16 +125,16 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
         worth = E.And(E.GE(best, _f(a["score_threshold"])),
                       E.Or(E.LT(get(COUNT), imm(b)), E.GE(best, E.BufferLoad(bs, [imm(b - 1)]))))
         classes = S.SeqStmt([*reduce, S.IfThenElse(worth, classes)])
-    scan = S.For(nb, imm(0), imm(n), S.ForKind.SERIAL, classes)
+    scan = S.For(nb, imm(0), nn, S.ForKind.SERIAL, classes)
 
     # ---- the decisions: the batch's candidates in order against the kept ones
     r, jk = ctx.fresh("r"), ctx.fresh("jk")
     cand = ctx.fresh("cand")
-    cls = E.FloorDiv(cand, imm(n))
+    cls = E.FloorDiv(cand, nn)
     other = E.BufferLoad(kept, [jk])
-    overlap = _overlaps(bx, cand - cls * imm(n), other - cls * imm(n), a["iou_threshold"])
+    overlap = _overlaps(bx, cand - cls * nn, other - cls * nn, a["iou_threshold"])
     check = S.For(jk, imm(0), imm(m), S.ForKind.SERIAL, S.IfThenElse(
-        E.And(E.LT(jk, get(KEPT)), E.EQ(E.FloorDiv(other, imm(n)), cls)),
+        E.And(E.LT(jk, get(KEPT)), E.EQ(E.FloorDiv(other, nn), cls)),
         S.SeqStmt([put(SAME, get(SAME) + imm(1)),
                    S.IfThenElse(overlap, put(POS, imm(1)))])))
     decide = S.IfThenElse(
@@ -141,7 +150,7 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
         S.SeqStmt([S.BufferStore(last_s, E.BufferLoad(bs, [imm(b - 1)]), [imm(0)]),
                    put(LAST_I, E.BufferLoad(bi, [imm(b - 1)]))]))
     rnd = ctx.fresh("round")
-    round_loop = S.For(rnd, imm(0), imm(rounds), S.ForKind.SERIAL, S.IfThenElse(
+    round_loop = S.For(rnd, imm(0), rounds, S.ForKind.SERIAL, S.IfThenElse(
         E.EQ(get(DONE), imm(0)), S.SeqStmt([put(COUNT, imm(0)), scan, decisions, finish])))
 
     mo = ctx.fresh("m")
@@ -194,4 +203,4 @@ def _overlaps(bx, p, q, iou_threshold: float):
 
 
 register_rule(MULTICLASS_NMS_TAG, Rule("multiclass NMS rounds", "multiclass_nms", supported,
-                                       emit, materialize=True))
+                                       emit, materialize=True, symbolic=True))

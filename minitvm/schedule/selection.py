@@ -25,8 +25,9 @@ branch-free steps, equal runs merged from both ends at once; whole rows (``k = n
 heap. (64-bit keys took the heapsort until they had an order key: argsort of 10**6 int64 ran
 650 ms against 76 ms now, ONNX Runtime's TopK 206 ms.)
 
-Rows of a run-time length (a whole dynamic axis sorted: argsort, sort, topk of every element)
-are ``selection_symbolic``'s, on the same items.
+Rows of a run-time length (a whole dynamic axis sorted: argsort, sort, topk of every element;
+or its best ``min(k, n)`` for a fixed ``k``) are ``selection_symbolic``'s, on the same items,
+merges and rows (``merge_equal_runs``, ``insertion_row``, ``heap_row``).
 
 The insertion chains' and the networks' loops carry ``NO_SLP_VECTORIZE``: LLVM's SLP vectorizer
 found nothing to vectorize in them and took most of the build (float32 top 64 of 24552: 4.7 ->
@@ -50,12 +51,14 @@ from .lower import Rule, register_rule
 def supported(t, options=None) -> bool:
     """Is ``t`` a top-k selection stage with static shapes but for the dimensions before its
     axis (a dynamic batch: the rows loop over them at run time), or a sort of a whole axis
-    with symbolic extents (``selection_symbolic``)?"""
+    with symbolic extents, or a fixed ``k`` of one (``selection_symbolic``)?"""
     if not isinstance(t.op, ComputeOp) or t.op.tag != TOPK_TAG:
         return False
     (x,) = t.op.attrs["operands"]
     axis = t.op.attrs["axis"]
     if all(const_int(d) is not None for d in (*t.shape[axis:], *x.shape[axis:])):
+        return True
+    if t.op.attrs.get("k_max") is not None:  # (``topi.selection.topk_indices``: min(k, n))
         return True
     return t.op.attrs["k"] is x.shape[axis]  # (``topi.selection.topk_indices``: the whole axis)
 
@@ -67,8 +70,10 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     x, y = ctx.flat_view(ctx.buf[id(src)]), ctx.flat_view(out)
     axis, k, largest = a["axis"], a["k"], a["largest"]
     if any(const_int(d) is None for d in src.shape[axis:]):
-        from .selection_symbolic import sort_rows_symbolic  # (it builds on this module's forms)
+        from .selection_symbolic import select_rows_symbolic, sort_rows_symbolic  # (on ours)
 
+        if a.get("k_max") is not None:
+            return select_rows_symbolic(ctx, x, y, src, axis, a["k_max"], largest)
         return sort_rows_symbolic(ctx, x, y, src, axis, largest)
     dims = [const_int(d) for d in src.shape[axis:]]
     n = dims[0]
@@ -77,7 +82,7 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
         inner *= d
     if outer == 0 or inner == 0:
         return S.Evaluate(imm(0))
-    dt, ity = src.dtype, "int32"
+    dt = src.dtype
     if ranked(n, k):
         return _rank_rows(ctx, x, y, dt, outer, n, inner, k, largest)
     if k > MAX_K:
@@ -85,58 +90,76 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
 
     def row(idx):
         o, i = idx
-        vals = decl_buffer((k,), dt, "topk_vals")
-        pos = decl_buffer((k,), ity, "topk_pos")
-        base = o * (n * inner) + i
-
-        def val(s):
-            return E.BufferLoad(vals, [imm(s)])
-
-        def at(s):
-            return E.BufferLoad(pos, [imm(s)])
-
-        def beats(v, s, filling):  # does v go before slot s?
-            b = better(v, val(s), largest)
-            return E.Or(E.LT(at(s), imm(0)), b) if filling else b
-
-        def insert(v, p, filling):
-            # v beats slot s: slot s moves down one, then v either beats slot s - 1 too or
-            # takes slot s (a chain of branches as deep as the entries v passes)
-            def passed(s):
-                stmts = []
-                if s + 1 < k:
-                    stmts += [S.BufferStore(vals, val(s), [imm(s + 1)]),
-                              S.BufferStore(pos, at(s), [imm(s + 1)])]
-                take = S.SeqStmt([S.BufferStore(vals, v, [imm(s)]),
-                                  S.BufferStore(pos, p, [imm(s)])])
-                stmts.append(S.IfThenElse(beats(v, s - 1, filling), passed(s - 1), take)
-                             if s else take)
-                return S.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
-
-            return passed(k - 1)
-
-        def sweep(lo: int, extent: int, filling: bool) -> S.Stmt:
-            p, v = ctx.fresh("p"), ctx.fresh("topk_v", dt)
-            load = E.BufferLoad(x, [base + p * inner])
-            step = S.IfThenElse(beats(v, k - 1, filling), insert(v, p, filling))
-            return S.For(p, imm(lo), imm(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step),
-                         annotations={NO_SLP_VECTORIZE: True})  # (a chain of compare-moves)
-
-        init = []
-        for s in range(k):  # empty slots (their values only need to be defined)
-            init += [S.BufferStore(vals, E.BufferLoad(x, [base]), [imm(s)]),
-                     S.BufferStore(pos, imm(-1), [imm(s)])]
-        parts = [*init, sweep(0, k, True)]
-        if n > k:
-            parts.append(sweep(k, n - k, False))
-        for s in range(k):
-            p = at(s)
-            parts.append(S.BufferStore(y, p if y.dtype == ity else E.Cast(y.dtype, p),
-                                       [o * (k * inner) + s * inner + i]))
-        return allocated(vals, allocated(pos, S.SeqStmt(parts)))
+        return insertion_row(ctx, x, y, dt, k, largest, o * (n * inner) + i, inner, n,
+                             lambda s: o * (k * inner) + s * inner + i)
 
     work = n * (1 + k // 4)
     return _outer_loops(ctx, [outer, inner], _parallel(outer, inner, work), row, work)
+
+
+def _expr(v) -> E.PrimExpr:
+    return imm(v) if isinstance(v, int) else v
+
+
+def insertion_row(ctx, x, y, dt, k: int, largest: bool, base, inner, n, out_at,
+                  kept=None) -> S.Stmt:
+    """The best ``k`` (at most ``MAX_K``) of the row of ``x`` at ``base`` (stride ``inner``,
+    ``n`` elements) by the insertion chain of the module's doc, their positions written to
+    ``y`` at ``out_at(slot)``. ``n``: an int, or a run-time length (``selection_symbolic``;
+    ``kept`` then the run-time count ``min(k, n)``: the slots past it are not written)."""
+    ity = "int32"
+    vals = decl_buffer((k,), dt, "topk_vals")
+    pos = decl_buffer((k,), ity, "topk_pos")
+
+    def val(s):
+        return E.BufferLoad(vals, [imm(s)])
+
+    def at(s):
+        return E.BufferLoad(pos, [imm(s)])
+
+    def beats(v, s, filling):  # does v go before slot s?
+        b = better(v, val(s), largest)
+        return E.Or(E.LT(at(s), imm(0)), b) if filling else b
+
+    def insert(v, p, filling):
+        # v beats slot s: slot s moves down one, then v either beats slot s - 1 too or
+        # takes slot s (a chain of branches as deep as the entries v passes)
+        def passed(s):
+            stmts = []
+            if s + 1 < k:
+                stmts += [S.BufferStore(vals, val(s), [imm(s + 1)]),
+                          S.BufferStore(pos, at(s), [imm(s + 1)])]
+            take = S.SeqStmt([S.BufferStore(vals, v, [imm(s)]),
+                              S.BufferStore(pos, p, [imm(s)])])
+            stmts.append(S.IfThenElse(beats(v, s - 1, filling), passed(s - 1), take)
+                         if s else take)
+            return S.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
+
+        return passed(k - 1)
+
+    def sweep(lo, extent, filling: bool) -> S.Stmt:
+        p, v = ctx.fresh("p"), ctx.fresh("topk_v", dt)
+        load = E.BufferLoad(x, [base + p * inner])
+        step = S.IfThenElse(beats(v, k - 1, filling), insert(v, p, filling))
+        return S.For(p, _expr(lo), _expr(extent), S.ForKind.SERIAL, S.LetStmt(v, load, step),
+                     annotations={NO_SLP_VECTORIZE: True})  # (a chain of compare-moves)
+
+    # empty slots (their values only need to be defined: a run-time row may have none)
+    first = E.BufferLoad(x, [base]) if kept is None else \
+        (E.FloatImm(dt, 0.0) if dt.startswith("float") else E.IntImm(dt, 0))
+    init = []
+    for s in range(k):
+        init += [S.BufferStore(vals, first, [imm(s)]), S.BufferStore(pos, imm(-1), [imm(s)])]
+    parts = [*init, sweep(0, k if kept is None else kept, True)]
+    if kept is not None:  # (no turn when n <= k)
+        parts.append(sweep(k, n - imm(k), False))
+    elif n > k:
+        parts.append(sweep(k, n - k, False))
+    for s in range(k):
+        p = at(s)
+        put = S.BufferStore(y, p if y.dtype == ity else E.Cast(y.dtype, p), [out_at(s)])
+        parts.append(put if kept is None else S.IfThenElse(E.LT(imm(s), kept), put))
+    return allocated(vals, allocated(pos, S.SeqStmt(parts)))
 
 
 def _parallel(outer, inner: int, work: int) -> bool:
@@ -423,8 +446,61 @@ def _sort_keys(ctx, form, bufs, net, at, off: int, m: int, key_of):
     if m % run:
         parts.append(sorted_run(imm(m - m % run), m % run))
 
-    def load(lanes, j):
-        return tuple(E.BufferLoad(b, [j]) for b in lanes)
+    src, w = 0, run
+    while w < m:
+        a, b = bufs[src], bufs[1 - src]
+        full = m // (2 * w)
+        if full:  # equal runs [lo, lo + w), [lo + w, lo + 2w): both ends at once
+            t = ctx.fresh("t")
+            parts.append(S.For(t, imm(0), imm(full), S.ForKind.SERIAL, merge_equal_runs(
+                ctx, form, a, b, at, imm(off) + t * imm(2 * w), w)))
+        lo, rest = off + full * 2 * w, m - full * 2 * w
+        if rest > w:  # a full run and a shorter one: from the front, bounds checked
+            parts += merge_bounded_runs(ctx, form, a, b, at, imm(lo), imm(lo + w), imm(off + m),
+                                        imm(rest))
+        elif rest:  # a lone run: copied
+            parts.append(copy_run(ctx, a, b, imm(lo), imm(rest)))
+        src, w = 1 - src, w * 2
+    return parts, src
+
+
+def _span(w, k: int, c: int) -> E.PrimExpr:
+    """``k * w + c``, folded to a constant when the run width ``w`` is one (an int or an
+    ``IntImm``: the static kernels), else an expression of the run-time width."""
+    v = w if isinstance(w, int) else const_int(w)
+    if v is not None:
+        return imm(k * v + c)
+    e = w if k == 1 else w * imm(k)
+    return e + imm(c) if c > 0 else e - imm(-c) if c < 0 else e
+
+
+def _lanes_at(lanes, j) -> tuple:
+    return tuple(E.BufferLoad(b, [j]) for b in lanes)
+
+
+def _lanes_put(lanes, item, idx) -> list:
+    return [S.BufferStore(b, v, [idx]) for b, v in zip(lanes, item, strict=True)]
+
+
+def _pick(cond, a, b) -> tuple:
+    return tuple(E.Select(cond, x, y) for x, y in zip(a, b, strict=True))
+
+
+def _bound(ctx, item, name, body_fn) -> S.Stmt:
+    """``body_fn`` of variables named ``name`` bound to ``item``'s values."""
+    vs = tuple(ctx.fresh(name, e.dtype) for e in item)
+    body = body_fn(vs)
+    for v, e in reversed(list(zip(vs, item, strict=True))):
+        body = S.LetStmt(v, e, body)
+    return body
+
+
+def merge_equal_runs(ctx, form, a, b, at, lo, w) -> S.Stmt:
+    """The runs ``[lo, lo + w)`` and ``[lo + w, lo + 2w)`` of the lanes ``a`` merged into
+    ``b`` from both ends at once (cursors in ``at[0..3]``): the front takes the smaller half,
+    the back the larger, two independent chains of branch-free steps, and neither run can run
+    out. ``w``: an int, or the run-time width of ``selection_symbolic``'s passes."""
+    before = form.before
 
     def get(j):
         return E.BufferLoad(at, [imm(j)])
@@ -433,52 +509,53 @@ def _sort_keys(ctx, form, bufs, net, at, off: int, m: int, key_of):
         return S.BufferStore(at, v, [imm(j)])
 
     one, zero = imm(1), imm(0)
-    src, w = 0, run
-    while w < m:
-        a, b = bufs[src], bufs[1 - src]
-        full = m // (2 * w)
-        if full:  # equal runs [lo, lo + w), [lo + w, lo + 2w): both ends at once
-            t, r = ctx.fresh("t"), ctx.fresh("r")
-            lo = imm(off) + t * imm(2 * w)
-            tf, tb = ctx.fresh("take", "bool"), ctx.fresh("take", "bool")
-            fl, fr = fresh(load(a, get(0)), "fl"), fresh(load(a, get(1)), "fr")
-            bl, br = fresh(load(a, get(2)), "bl"), fresh(load(a, get(3)), "br")
-            front = let(fl, load(a, get(0)), let(fr, load(a, get(1)), S.LetStmt(
-                tf, before(fr, fl), S.SeqStmt([  # the right one is smaller
-                    *stores(b, pick(tf, fr, fl), lo + r),
-                    put(0, get(0) + E.Select(tf, zero, one)),
-                    put(1, get(1) + E.Select(tf, one, zero))]))))
-            back = let(bl, load(a, get(2)), let(br, load(a, get(3)), S.LetStmt(
-                tb, before(br, bl), S.SeqStmt([  # the left one is larger
-                    *stores(b, pick(tb, bl, br), lo + imm(2 * w - 1) - r),
-                    put(2, get(2) - E.Select(tb, one, zero)),
-                    put(3, get(3) - E.Select(tb, zero, one))]))))
-            merge = S.SeqStmt([put(0, lo), put(1, lo + imm(w)), put(2, lo + imm(w - 1)),
-                               put(3, lo + imm(2 * w - 1)),
-                               S.For(r, imm(0), imm(w), S.ForKind.SERIAL,
-                                     S.SeqStmt([front, back]))])
-            parts.append(S.For(t, imm(0), imm(full), S.ForKind.SERIAL, merge))
-        lo, rest = off + full * 2 * w, m - full * 2 * w
-        if rest > w:  # a full run and a shorter one: from the front, bounds checked
-            mid, hi = imm(lo + w), imm(off + m)
-            r = ctx.fresh("r")
-            ia, ib = get(0), get(1)
-            take = ctx.fresh("take", "bool")
-            lv, rv = load(a, E.Min(ia, mid - imm(1))), load(a, E.Min(ib, hi - imm(1)))
-            left, right = fresh(lv, "ml"), fresh(rv, "mr")
-            step = let(left, lv, let(right, rv, S.LetStmt(
-                take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), before(right, left))),
-                S.SeqStmt([*stores(b, pick(take, right, left), imm(lo) + r),
-                           put(0, ia + E.Select(take, zero, one)),
-                           put(1, ib + E.Select(take, one, zero))]))))
-            parts += [put(0, imm(lo)), put(1, mid),
-                      S.For(r, imm(0), imm(rest), S.ForKind.SERIAL, step)]
-        elif rest:  # a lone run: copied
-            r = ctx.fresh("r")
-            parts.append(S.For(r, imm(lo), imm(rest), S.ForKind.SERIAL,
-                               S.SeqStmt(stores(b, load(a, r), r))))
-        src, w = 1 - src, w * 2
-    return parts, src
+    r = ctx.fresh("r")
+    tf, tb = ctx.fresh("take", "bool"), ctx.fresh("take", "bool")
+
+    def front_step(fl):
+        return _bound(ctx, _lanes_at(a, get(1)), "fr", lambda fr: S.LetStmt(
+            tf, before(fr, fl), S.SeqStmt([  # the right one is smaller
+                *_lanes_put(b, _pick(tf, fr, fl), lo + r),
+                put(0, get(0) + E.Select(tf, zero, one)),
+                put(1, get(1) + E.Select(tf, one, zero))])))
+
+    def back_step(bl):
+        return _bound(ctx, _lanes_at(a, get(3)), "br", lambda br: S.LetStmt(
+            tb, before(br, bl), S.SeqStmt([  # the left one is larger
+                *_lanes_put(b, _pick(tb, bl, br), lo + _span(w, 2, -1) - r),
+                put(2, get(2) - E.Select(tb, one, zero)),
+                put(3, get(3) - E.Select(tb, zero, one))])))
+
+    front = _bound(ctx, _lanes_at(a, get(0)), "fl", front_step)
+    back = _bound(ctx, _lanes_at(a, get(2)), "bl", back_step)
+    return S.SeqStmt([put(0, lo), put(1, lo + _span(w, 1, 0)), put(2, lo + _span(w, 1, -1)),
+                      put(3, lo + _span(w, 2, -1)),
+                      S.For(r, imm(0), _span(w, 1, 0), S.ForKind.SERIAL,
+                            S.SeqStmt([front, back]))])
+
+
+def merge_bounded_runs(ctx, form, a, b, at, lo, mid, hi, rest) -> list:
+    """The run ``[lo, mid)`` and a shorter one ``[mid, hi)`` (``rest = hi - lo`` items) of the
+    lanes ``a`` merged into ``b`` from the front, each read clamped to its run (cursors in
+    ``at[0..1]``)."""
+    r = ctx.fresh("r")
+    ia, ib = E.BufferLoad(at, [imm(0)]), E.BufferLoad(at, [imm(1)])
+    take = ctx.fresh("take", "bool")
+    lv, rv = _lanes_at(a, E.Min(ia, mid - imm(1))), _lanes_at(a, E.Min(ib, hi - imm(1)))
+    one, zero = imm(1), imm(0)
+    step = _bound(ctx, lv, "ml", lambda left: _bound(ctx, rv, "mr", lambda right: S.LetStmt(
+        take, E.Or(E.GE(ia, mid), E.And(E.LT(ib, hi), form.before(right, left))),
+        S.SeqStmt([*_lanes_put(b, _pick(take, right, left), lo + r),
+                   S.BufferStore(at, ia + E.Select(take, zero, one), [imm(0)]),
+                   S.BufferStore(at, ib + E.Select(take, one, zero), [imm(1)])]))))
+    return [S.BufferStore(at, lo, [imm(0)]), S.BufferStore(at, mid, [imm(1)]),
+            S.For(r, imm(0), rest, S.ForKind.SERIAL, step)]
+
+
+def copy_run(ctx, a, b, lo, rest) -> S.Stmt:
+    """The ``rest`` items of the lanes ``a`` from ``lo`` copied into ``b``."""
+    r = ctx.fresh("r")
+    return S.For(r, lo, rest, S.ForKind.SERIAL, S.SeqStmt(_lanes_put(b, _lanes_at(a, r), r)))
 
 
 def _sort_scratch(form, n: int):
@@ -531,98 +608,122 @@ def _heap_rows(ctx, x, y, dt, outer, n, inner, k, largest) -> S.Stmt:
 
     def row(idx):
         o, i = idx
-        items = form(dt, k, largest)
-        cur = decl_buffer((1,), "int32", "heap_at")
-        base = o * (n * inner) + i
-
-        def load(s):
-            return tuple(E.BufferLoad(b, [s]) for b in items.bufs)
-
-        def store(s, item):
-            return [S.BufferStore(b, v, [s]) for b, v in zip(items.bufs, item)]
-
-        def bind(item, body_fn):
-            """``body_fn`` of ``item``'s values held in variables (read before any store)."""
-            vs = [ctx.fresh("heap_v", e.dtype) for e in item]
-            body = body_fn(tuple(vs))
-            for v, e in reversed(list(zip(vs, item))):
-                body = S.LetStmt(v, e, body)
-            return body
-
-        def sink(start, size, item):
-            """``item`` into the hole at ``start`` of the heap's first ``size`` slots: the worse
-            child moves up while it is worse than ``item`` (a level that stops leaves the hole
-            where it is, and so do the levels after it)."""
-            stmts = [S.BufferStore(cur, start, [imm(0)])]
-            if depth:
-                h, c, w = ctx.fresh("h"), ctx.fresh("c"), ctx.fresh("w")
-                last = size - imm(1)
-                worse = E.Select(items.before(load(c), load(E.Min(c + imm(1), last))),
-                                 E.Min(c + imm(1), last), c)
-                move = S.IfThenElse(items.before(item, load(w)), S.SeqStmt(
-                    [*store(h, load(w)), S.BufferStore(cur, w, [imm(0)])]))
-                level = S.LetStmt(h, E.BufferLoad(cur, [imm(0)]), S.LetStmt(
-                    c, h * imm(2) + imm(1), S.IfThenElse(
-                        E.LT(c, size), S.LetStmt(w, worse, move))))
-                stmts.append(S.For(ctx.fresh("lvl"), imm(0), imm(depth), S.ForKind.SERIAL,
-                                   level))
-            stmts += store(E.BufferLoad(cur, [imm(0)]), item)
-            return S.SeqStmt(stmts)
-
-        def element(p):
-            v = E.BufferLoad(x, [base + p * imm(inner)])
-            return items.item(v, p)
-
-        parts, extra = [], []
-        p = ctx.fresh("p")  # the first k elements, then heapified from the last parent
-        parts.append(S.For(p, imm(0), imm(k), S.ForKind.SERIAL, S.SeqStmt(store(p, element(p)))))
-        if k > 1:
-            t = ctx.fresh("t")
-            s0 = imm(k // 2 - 1) - t
-            parts.append(S.For(t, imm(0), imm(k // 2), S.ForKind.SERIAL,
-                               bind(load(s0), lambda it: sink(s0, imm(k), it))))
-        if n > k:  # later elements that beat the root replace it
-            p = ctx.fresh("p")
-            step = bind(element(p), lambda it: S.IfThenElse(
-                items.before(it, load(imm(0))), sink(imm(0), imm(k), it)))
-            if ROOT_VALUE_FILTER:
-                # the root's own value at hand: an element strictly worse than it (a number,
-                # compared as the element type) is passed over without its key
-                worst = decl_buffer((1,), dt, "heap_worst")
-                root = E.BufferLoad(x, [base + items.position(load(imm(0))) * imm(inner)])
-                keep = S.BufferStore(worst, root, [imm(0)])
-                v = E.BufferLoad(x, [base + p * imm(inner)])
-                w = E.BufferLoad(worst, [imm(0)])
-                step = S.IfThenElse(E.Not(E.LT(v, w) if largest else E.GT(v, w)), bind(
-                    element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
-                                                        S.SeqStmt([sink(imm(0), imm(k), it),
-                                                                   keep]))))
-                parts.append(keep)
-                extra.append(worst)
-            parts.append(S.For(p, imm(k), imm(n - k), S.ForKind.SERIAL, step))
-        # the kept items sorted by _sort_keys (no branch to mispredict)
-        tmp = form.scratch(k, "heap_tmp")
-        net, at = _sort_scratch(form, k)
-        scratch = [*tmp, *net, at]
-        srt, src = _sort_keys(ctx, form, [items.bufs, tmp], net, at, 0, k, load)
-        parts += srt
-        done = [items.bufs, tmp][src]
-
-        def final(j):
-            return tuple(E.BufferLoad(b, [j]) for b in done)
-
-        s = ctx.fresh("s")
-        pos = items.position(final(s))
-        parts.append(S.For(s, imm(0), imm(k), S.ForKind.SERIAL, S.BufferStore(
-            y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos),
-            [o * (k * inner) + s * imm(inner) + i])))
-        stmt = S.SeqStmt(parts)
-        for b in [cur, *items.bufs, *scratch, *extra]:
-            stmt = allocated(b, stmt)
-        return stmt
+        return heap_row(ctx, x, y, form, k, largest, o * (n * inner) + i, inner, n,
+                        lambda s: o * (k * inner) + s * imm(inner) + i)
 
     work = n * 4 + k * max(depth, 1) * 4
     return _outer_loops(ctx, [outer, inner], _parallel(outer, inner, work), row, work)
+
+
+def _sort_kept(ctx, form, items, k: int, load) -> tuple:
+    """``(statements, lanes holding the result, scratch buffers)``: the ``k`` kept items
+    sorted by ``_sort_keys`` (no branch to mispredict)."""
+    tmp = form.scratch(k, "heap_tmp")
+    net, at = _sort_scratch(form, k)
+    srt, src = _sort_keys(ctx, form, [items.bufs, tmp], net, at, 0, k, load)
+    return srt, [items.bufs, tmp][src], [*tmp, *net, at]
+
+
+def heap_row(ctx, x, y, form, k: int, largest: bool, base, inner, n, out_at, kept=None,
+             sort_kept=None) -> S.Stmt:
+    """The best ``k`` of the row of ``x`` at ``base`` (stride ``inner``, ``n`` elements)
+    through a heap of items of ``form`` (see the module's doc), their positions written to
+    ``y`` at ``out_at(rank)``. ``n``: an int, or a run-time length (``selection_symbolic``;
+    ``kept`` then the run-time count ``min(k, n)`` of heap items, and ``sort_kept`` the
+    sort of that many, as ``_sort_kept``)."""
+    dt = x.dtype
+    depth = k.bit_length() - 1  # levels an element sinks at most
+    items = form(dt, k, largest)
+    cur = decl_buffer((1,), "int32", "heap_at")
+    m = imm(k) if kept is None else kept
+
+    def load(s):
+        return tuple(E.BufferLoad(b, [s]) for b in items.bufs)
+
+    def store(s, item):
+        return [S.BufferStore(b, v, [s]) for b, v in zip(items.bufs, item)]
+
+    def bind(item, body_fn):
+        """``body_fn`` of ``item``'s values held in variables (read before any store)."""
+        vs = [ctx.fresh("heap_v", e.dtype) for e in item]
+        body = body_fn(tuple(vs))
+        for v, e in reversed(list(zip(vs, item))):
+            body = S.LetStmt(v, e, body)
+        return body
+
+    def sink(start, size, item):
+        """``item`` into the hole at ``start`` of the heap's first ``size`` slots: the worse
+        child moves up while it is worse than ``item`` (a level that stops leaves the hole
+        where it is, and so do the levels after it)."""
+        stmts = [S.BufferStore(cur, start, [imm(0)])]
+        if depth:
+            h, c, w = ctx.fresh("h"), ctx.fresh("c"), ctx.fresh("w")
+            last = size - imm(1)
+            worse = E.Select(items.before(load(c), load(E.Min(c + imm(1), last))),
+                             E.Min(c + imm(1), last), c)
+            move = S.IfThenElse(items.before(item, load(w)), S.SeqStmt(
+                [*store(h, load(w)), S.BufferStore(cur, w, [imm(0)])]))
+            level = S.LetStmt(h, E.BufferLoad(cur, [imm(0)]), S.LetStmt(
+                c, h * imm(2) + imm(1), S.IfThenElse(
+                    E.LT(c, size), S.LetStmt(w, worse, move))))
+            stmts.append(S.For(ctx.fresh("lvl"), imm(0), imm(depth), S.ForKind.SERIAL,
+                               level))
+        stmts += store(E.BufferLoad(cur, [imm(0)]), item)
+        return S.SeqStmt(stmts)
+
+    def element(p):
+        v = E.BufferLoad(x, [base + p * _expr(inner)])
+        return items.item(v, p)
+
+    parts, extra = [], []
+    p = ctx.fresh("p")  # the first k elements, then heapified from the last parent
+    parts.append(S.For(p, imm(0), m, S.ForKind.SERIAL, S.SeqStmt(store(p, element(p)))))
+    if k > 1:
+        t = ctx.fresh("t")
+        if kept is None:
+            half, s0 = imm(k // 2), imm(k // 2 - 1) - t
+        else:
+            half = E.FloorDiv(m, imm(2))
+            s0 = half - imm(1) - t
+        parts.append(S.For(t, imm(0), half, S.ForKind.SERIAL,
+                           bind(load(s0), lambda it: sink(s0, m, it))))
+    if kept is not None or n > k:  # later elements that beat the root replace it
+        p = ctx.fresh("p")
+        later = []
+        step = bind(element(p), lambda it: S.IfThenElse(
+            items.before(it, load(imm(0))), sink(imm(0), imm(k), it)))
+        if ROOT_VALUE_FILTER:
+            # the root's own value at hand: an element strictly worse than it (a number,
+            # compared as the element type) is passed over without its key
+            worst = decl_buffer((1,), dt, "heap_worst")
+            root = E.BufferLoad(x, [base + items.position(load(imm(0))) * _expr(inner)])
+            keep = S.BufferStore(worst, root, [imm(0)])
+            v = E.BufferLoad(x, [base + p * _expr(inner)])
+            w = E.BufferLoad(worst, [imm(0)])
+            step = S.IfThenElse(E.Not(E.LT(v, w) if largest else E.GT(v, w)), bind(
+                element(p), lambda it: S.IfThenElse(items.before(it, load(imm(0))),
+                                                    S.SeqStmt([sink(imm(0), imm(k), it),
+                                                               keep]))))
+            later.append(keep)
+            extra.append(worst)
+        extent = imm(n - k) if kept is None else n - imm(k)
+        later.append(S.For(p, imm(k), extent, S.ForKind.SERIAL, step))
+        # (a run-time row: only past k elements, where the root read is one of them)
+        parts += later if kept is None else [S.IfThenElse(E.GT(n, imm(k)), S.SeqStmt(later))]
+    srt, done, scratch = (sort_kept or _sort_kept)(ctx, form, items, k, load)
+    parts += srt
+
+    def final(j):
+        return tuple(E.BufferLoad(b, [j]) for b in done)
+
+    s = ctx.fresh("s")
+    pos = items.position(final(s))
+    parts.append(S.For(s, imm(0), m, S.ForKind.SERIAL, S.BufferStore(
+        y, pos if y.dtype == "int32" else E.Cast(y.dtype, pos), [out_at(s)])))
+    stmt = S.SeqStmt(parts)
+    for b in [cur, *items.bufs, *scratch, *extra]:
+        stmt = allocated(b, stmt)
+    return stmt
 
 
 register_rule(TOPK_TAG, Rule("top-k rows", "selection", supported, emit, materialize=True,

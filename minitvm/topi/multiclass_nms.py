@@ -22,8 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import te
+from ..arith import Analyzer
 from ..tir import expr as E
-from .utils import compute, ishape, reference
+from .utils import compute, reference
 
 __all__ = ["MULTICLASS_NMS_TAG", "multiclass_nms", "multiclass_nms_np", "iou_np"]
 
@@ -38,9 +39,18 @@ def _static(dims, what: str) -> list[int]:
 
 def multiclass_nms(boxes, scores, max_detections: int, detections_per_class: int,
                    iou_threshold: float, score_threshold: float, class_offset: int = 0):
-    """The (1, max_detections) int32 stage (see the module), for ``schedule.multiclass_nms``."""
-    _, n, four = _static(ishape(boxes), "boxes")
-    _, n2, k = _static(ishape(scores), "scores")
+    """The (1, max_detections) int32 stage (see the module), for ``schedule.multiclass_nms``;
+    the box count may be a symbolic size (the same for boxes and scores: a Relay VM kernel for
+    every count, which checks at each call that they agree)."""
+    shape_b, shape_s = list(boxes.shape), list(scores.shape)
+    if len(shape_b) == 3 and len(shape_s) == 3 and not isinstance(shape_b[1], int | E.IntImm) \
+            and not isinstance(shape_s[1], int | E.IntImm):
+        if not Analyzer().can_prove_equal(shape_b[1], shape_s[1]):
+            raise ValueError(f"vision.multiclass_nms: box counts {shape_b[1]} and "
+                             f"{shape_s[1]} of boxes and scores differ")
+        shape_b[1] = shape_s[1] = E.IntImm("int64", 1)  # (the static checks below)
+    _, n, four = _static(shape_b, "boxes")
+    _, n2, k = _static(shape_s, "scores")
     if four != 4 or n2 != n or not 0 <= class_offset < k:
         raise ValueError(f"vision.multiclass_nms: boxes {(1, n, four)} and scores {(1, n2, k)} "
                          f"with class offset {class_offset} do not describe {n} boxes")

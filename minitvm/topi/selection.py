@@ -31,7 +31,7 @@ from ..tir import expr as E
 from .utils import compute
 
 __all__ = ["TOPK_TAG", "MAX_K", "DTYPES", "topk_indices", "ranked_indices", "gather",
-           "before", "better"]
+           "before", "better", "kept_extent"]
 
 TOPK_TAG = "topk"
 MAX_K = 64  # up to this k the schedule keeps the best k in registers; above it, a heap
@@ -85,15 +85,27 @@ def _whole_axis(x, axis: int, k) -> bool:
     return k is x.shape[axis] and not all(isinstance(d, E.IntImm) for d in x.shape[axis:])
 
 
-def topk_indices(x, k, axis: int, largest: bool = True, dtype: str = "int32"):
+def kept_extent(k: int, n):
+    """The count a top ``k`` keeps of a symbolic axis of ``n`` elements: ``min(k, n)`` (the
+    Relay type of ``topk`` over a size variable)."""
+    return E.Min(E.IntImm(n.dtype, k), n)
+
+
+def topk_indices(x, k, axis: int, largest: bool = True, dtype: str = "int32",
+                 k_max: int | None = None):
     """Positions along ``axis`` of the ``k`` best elements of ``x``, best first (a stage for
     ``schedule.selection``): ``x`` static from ``axis`` on, the dimensions before it possibly
     symbolic (a dynamic batch), and ``1 <= k <= x.shape[axis]``; or ``k`` the axis' own
     extent, any dimension symbolic (a sort of the whole axis, of any length: Relay VM kernels
-    sorting along the dynamic axis)."""
+    sorting along the dynamic axis); or ``k_max`` a fixed count of a symbolic axis and ``k``
+    ``kept_extent(k_max, n)`` (the best ``min(k_max, n)``: one kernel for every length)."""
     axis %= len(x.shape)
     ity = x.shape[axis].dtype
-    if _whole_axis(x, axis, k):
+    if k_max is not None:
+        n = x.shape[axis]
+        if isinstance(n, E.IntImm) or not isinstance(k_max, int) or k_max < 1:
+            raise ValueError(f"topk: a fixed k={k_max} of a symbolic axis, got {n}")
+    elif _whole_axis(x, axis, k):
         n = x.shape[axis]
     else:
         n = _static(x.shape[axis:], "topk")[0]
@@ -110,6 +122,8 @@ def topk_indices(x, k, axis: int, largest: bool = True, dtype: str = "int32"):
         return te.sum(E.Select(E.EQ(rank, i[axis]), pos, E.IntImm(dtype, 0)), axis=p)
 
     attrs = {"operands": (x,), "k": k, "axis": axis, "largest": bool(largest)}
+    if k_max is not None:
+        attrs["k_max"] = k_max
     return te.compute(_out_shape(x, axis, k), body, name="T_topk_indices", tag=TOPK_TAG,
                       attrs=attrs)
 
@@ -196,6 +210,15 @@ def _empty(x, axis: int, k: int, dtype: str, name: str):
 @compute("topk")
 def _topk(attrs, inputs, out_type):
     x = inputs[0]
+    axis = int(attrs.axis) % max(len(x.shape), 1)
+    fixed = int(attrs.k) >= 1 and len(x.shape) and not isinstance(x.shape[axis], E.IntImm)
+    if fixed:  # a fixed k of a symbolic axis: the best min(k, n) (one kernel for every n)
+        _checked(x, attrs, "topk", whole=True)
+        n = x.shape[axis]
+        idx = topk_indices(x, kept_extent(int(attrs.k), n), axis, not attrs.is_ascend,
+                           attrs.dtype, k_max=int(attrs.k))
+        vals = gather(x, idx, axis)
+        return {"both": [vals, idx], "values": [vals], "indices": [idx]}[attrs.ret_type]
     axis, n = _checked(x, attrs, "topk", whole=int(attrs.k) < 1)
     k = n if int(attrs.k) < 1 else min(int(attrs.k), n)
     if isinstance(k, int) and k == 0:

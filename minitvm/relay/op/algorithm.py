@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
+from ...ir.prim_expr import Any, PrimExpr
 from ...ir.type import TensorType, TupleType
+from ...tir import expr as E
 from ..expr import Call, Constant, Expr, TupleWrapper
 from .op import define_op
 from .type_relations import check_num_args, normalize_axis, tensor_arg, type_str
@@ -48,6 +50,17 @@ def _argsort_rel(arg_types, attrs):
     return TensorType(x.shape, attrs.dtype)
 
 
+def _kept(k: int, d):
+    """The length along the axis of a top ``k`` of ``d`` elements: ``min(k, d)`` for a size
+    known at compile time or a size variable (a symbolic kernel's typing: one kernel for every
+    length), ``k`` for ``Any`` (TVM's type; a shorter axis gives fewer at run time)."""
+    if isinstance(d, int | E.IntImm):
+        return min(k, int(d))
+    if isinstance(d, Any) or not isinstance(d, PrimExpr):
+        return k
+    return E.Min(E.IntImm(d.dtype, k), d)
+
+
 def _topk_rel(arg_types, attrs):
     check_num_args("topk", arg_types, 1)
     x = tensor_arg(arg_types, 0, "topk")
@@ -58,7 +71,7 @@ def _topk_rel(arg_types, attrs):
     k = int(attrs.k)
     shape = list(x.shape)
     if k >= 1:
-        shape[axis] = min(k, int(shape[axis])) if isinstance(shape[axis], int) else k
+        shape[axis] = _kept(k, shape[axis])
     values = TensorType(tuple(shape), x.dtype)
     indices = TensorType(tuple(shape), attrs.dtype)
     return {"both": TupleType([values, indices]), "values": values,

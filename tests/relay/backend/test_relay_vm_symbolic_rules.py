@@ -1,7 +1,7 @@
 """Relay VM symbolic kernels of the ops a lowering rule writes (``vm.symbolic``'s
 ``SYMBOLIC_RULE_TAGS``): scans, top-k / sort / argsort, unique, all-class NMS, valid counts and
-box NMS, and RoI pools / aligns compile ONE kernel for every batch (or box count); at each size it gives the bits of the
-static kernel that the per-shape path compiles for that size, and the interpreter's values. Their
+box NMS, TFLite's multiclass NMS, and RoI pools / aligns compile ONE kernel for every batch
+(or box count); at each size it gives the bits of the static kernel that the per-shape path compiles for that size, and the interpreter's values. Their
 records in the disk cache serve a warm compile without lowering anything again."""
 
 import numpy as np
@@ -17,6 +17,7 @@ from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
 from minitvm.relay.backend.vm.symbolic import SymbolicKernel
 from minitvm.relay.expr import bind
 from minitvm.runtime.vm import VirtualMachine
+from minitvm.topi.multiclass_nms import multiclass_nms_np
 from minitvm.topi.reference.vision import get_valid_counts_np, non_max_suppression_np
 
 A = relay.Any
@@ -133,8 +134,28 @@ def _roi(op):
     return [d, r], out, args, None
 
 
+def _multiclass_nms():
+    """TFLite's multiclass NMS of a run-time box count (a background column skipped; ties in
+    one class's scores; at most 3 a class of 8 detections)."""
+    b = relay.var("b", shape=(1, A(), 4), dtype="float32")
+    s = relay.var("s", shape=(1, A(), 5), dtype="float32")
+
+    def args(n):
+        r = _rng(n)
+        bx = (r.random((1, 6 * n, 4)) * 10).astype("float32")
+        bx[..., 2:] += 3
+        sc = r.random((1, 6 * n, 5)).astype("float32")
+        sc[0, :3 * n, 2] = 0.9
+        return [bx, sc]
+
+    def want(bx, sc):
+        return [multiclass_nms_np(bx, sc, 8, 3, 0.5, 0.3, 1)]
+
+    return [b, s], relay.vision.multiclass_nms(b, s, 8, 3, 0.5, 0.3, 1), args, want
+
+
 # family -> (the model, its symbolic kernels)
-FAMILIES = {"scan": (_scan, 2), "selection": (_selection, 1), "unique": (_unique, 1),
+FAMILIES = {"multiclass_nms": (_multiclass_nms, 1), "scan": (_scan, 2), "selection": (_selection, 1), "unique": (_unique, 1),
             "all_class_nms": (_all_class_nms, 1), "box_nms": (_box_nms, 2), "roi_pool": (lambda: _roi("pool"), 1),
             "roi_align": (lambda: _roi("align"), 1)}
 
@@ -175,7 +196,7 @@ def test_one_symbolic_kernel_per_family_serves_every_size(family):
     assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
 
 
-@pytest.mark.parametrize("family", ["all_class_nms", "roi_align", "roi_pool"])
+@pytest.mark.parametrize("family", ["all_class_nms", "multiclass_nms", "roi_align", "roi_pool"])
 def test_symbolic_kernel_gives_the_per_shape_kernels_bits(family):
     """Where numpy's values are not bit-exact references (float box arithmetic), the symbolic
     kernel's bits are those of the static kernel the per-shape path compiles for the size."""
@@ -331,17 +352,94 @@ def test_sorts_along_the_dynamic_axis_are_one_symbolic_kernel(case):
     assert all(k.run._fallback is None for k in exe.kernels if isinstance(k.run, SymbolicKernel))
 
 
-def test_topk_of_a_fixed_k_along_the_dynamic_axis_is_specialized():
-    """A top-k of a fixed ``k`` along the dynamic axis (typed ``k`` rows, while a shorter axis
-    gives fewer) is specialized per shape, and still right."""
-    x = relay.var("x", shape=(A(), 4), dtype="float32")
-    mod = tvm.IRModule.from_expr(relay.Function([x], relay.topk(x, k=2, axis=0,
-                                                                ret_type="indices")))
-    exe = relay.vm.compile(mod, target="llvm")
-    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 0, "specialized": 1}
-    xv = _rng(0).standard_normal((6, 4)).astype("float32")
-    got = VirtualMachine(exe, tvm.cpu()).run(xv).numpy()
-    np.testing.assert_array_equal(got, np.argsort(-xv, axis=0, kind="stable")[:2])
+def _stable_order(x, axis: int, largest: bool):
+    """numpy's positions in the selection order (stable; NaN last either way; data without
+    infinities)."""
+    key = -x if largest else x
+    if x.dtype.kind == "f":
+        key = np.where(np.isnan(x), np.inf, key)
+    return np.argsort(key, axis=axis, kind="stable")
+
+
+# (k, dtype, axis, is_ascend, sizes at or past k): the insertion chain (k <= MAX_K) down a
+# dynamic batch of 3-wide rows with ties, NaN and -0.0; the heap (k > MAX_K) along a dynamic
+# last axis, its kept items sorted by the symbolic merge sort
+FIXED_K = [(3, "float32", 0, False, (3, 11)), (70, "int32", 1, True, (70, 203))]
+
+
+@pytest.mark.parametrize("case", range(len(FIXED_K)))
+def test_topk_of_a_fixed_k_along_the_dynamic_axis_is_one_symbolic_kernel(case):
+    """A top-k of a fixed ``k`` along the dynamic axis is one symbolic kernel (typed
+    ``min(k, n)`` along it): at sizes from ``k`` on, the per-shape kernel's bits (at the larger
+    size) and numpy's stable order. A shorter axis keeps all ``n``, as numpy and the per-shape
+    kernel: the kernel alone, and the VM (its call allocates by the kernel's shapes, though
+    the program types ``k`` along an ``Any`` axis, TVM's type)."""
+    k, dtype, axis, ascend, sizes = FIXED_K[case]
+
+    def data(n):
+        shape = (n, 3) if axis == 0 else (2, n)
+        v = _rng(n).integers(-4, 5, shape).astype(dtype)
+        if dtype == "float32" and n > 2:
+            v[1, 0], v[2, 1] = np.nan, -0.0
+        return v
+
+    x = relay.var("x", shape=(A(), 3) if axis == 0 else (2, A()), dtype=dtype)
+    t = relay.topk(x, k=k, axis=axis, ret_type="both", is_ascend=ascend)
+    params, body = [x], relay.Tuple([t[0], t[1]])
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(params, body)), target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+
+    def check(got, xv):
+        idx = np.take(_stable_order(xv, axis, not ascend), np.arange(min(k, xv.shape[axis])),
+                      axis=axis).astype("int32")
+        np.testing.assert_array_equal(got[1], idx)
+        np.testing.assert_array_equal(got[0], np.take_along_axis(xv, idx, axis=axis))
+
+    for n in sizes:
+        xv = data(n)
+        got = _outputs(vm.run(xv))
+        check(got, xv)
+    static = relay.vm.compile(_static_module(params, body, [xv]), target="llvm")
+    for g, w in zip(got, _outputs(VirtualMachine(static, tvm.cpu()).run(xv)), strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
+    (run,) = [kn.run for kn in exe.kernels if isinstance(kn.run, SymbolicKernel)]
+    for n in (0, 1, k - 1):  # a shorter axis: every element, best first
+        xv = data(n)
+        check(run([xv]), xv)
+        check(_outputs(vm.run(xv)), xv)
+    assert run._fallback is None
+
+
+def test_topk_of_a_size_variable_is_typed_min_k_n():
+    """``topk``'s type along a size variable (a symbolic kernel's typing) is ``min(k, n)``;
+    along ``Any`` it stays ``k`` (TVM's), along a static axis ``min(k, n)`` folded."""
+    n = tvm.tir.Var("n", "int64")
+    shapes = {}
+    for name, dim in (("var", n), ("any", A()), ("static", 2)):
+        x = relay.var("x", shape=(dim, 4))
+        mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+            [x], relay.topk(x, k=3, axis=0, ret_type="indices"))))
+        shapes[name] = mod["main"].body.checked_type.shape
+    assert tvm.ir.structural_equal(shapes["var"][0], tvm.tir.Min(tvm.tir.IntImm("int64", 3), n))
+    assert [int(d) for d in shapes["any"]] == [3, 4]
+    assert [int(d) for d in shapes["static"]] == [2, 4]
+
+
+@pytest.mark.parametrize("dtype, largest", [("int16", False), ("int64", True)])
+def test_sorts_of_every_merge_shape_give_numpys_stable_order(dtype, largest):
+    """Integer argsorts of one symbolic kernel per item form (one int64 key; an int64 order
+    key and a position) at lengths that take every merge shape: a lone network run, equal run
+    pairs only, a shorter last run merged or copied, with and without equal pairs before it,
+    across passes (ascending int16, descending int64)."""
+    x = relay.var("x", shape=(2, A()), dtype=dtype)
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(
+        [x], relay.argsort(x, axis=1, is_ascend=not largest))), target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    for n in (*range(1, 41), 64, 65, 97, 129, 300, 1000, 4099):
+        xv = _rng(n).integers(-n // 3 - 1, n // 3 + 2, (2, n)).astype(dtype)
+        np.testing.assert_array_equal(vm.run(xv).numpy(), _stable_order(xv, 1, largest))
 
 
 def test_cumsum_of_a_dynamic_input_flattened_is_one_symbolic_kernel():
@@ -423,7 +521,7 @@ def _box_nms_operands():
     return [d, v, i], nms.astuple(), args
 
 
-@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align", "box_nms"])
+@pytest.mark.parametrize("op", ["all_class_nms", "onnx_roi_align", "box_nms", "multiclass_nms"])
 def test_operands_read_as_one_extent_are_checked_at_each_call(op):
     """NMS's boxes and scores (batch and box counts), RoiAlign's boxes and image indices, box
     NMS's rows, valid counts and indices,
@@ -436,6 +534,12 @@ def test_operands_read_as_one_extent_are_checked_at_each_call(op):
 
         def bad(a):
             return [a[0][:1], a[1]]
+    elif op == "multiclass_nms":
+        params, body, args_of, _ = _multiclass_nms()
+        match = "do not describe one batch"
+
+        def bad(a):
+            return [a[0][:, :5], a[1]]
     elif op == "box_nms":
         params, body, args_of = _box_nms_operands()
         match = "valid_count .* must be \\(batch=3,\\)"

@@ -41,6 +41,7 @@ from ...expr import (
 from ..graph_executor_codegen import _is_primitive, _wrap_op_call
 from ..te_compiler import tensor_types
 from .kernels import KernelTable, is_static_type
+from .symbolic import SymbolicKernel
 
 __all__ = ["TAIL_CALL_LOOPS", "VMCodegenError", "FunctionCompiler", "type_record"]
 
@@ -432,7 +433,12 @@ class FunctionCompiler:
             idx = self.kernels.index(func, const)
             self._packed_weights(self.kernels.kernels[idx], args, ins)
             out_types = tensor_types(e.checked_type)
-            static = is_static_type(e.checked_type)
+            # a symbolic kernel allocates its results even where they are typed static (a
+            # reduction or a top-k of a fixed k along a dynamic axis): its call binds and
+            # plans as a dynamic one, and the shape it gives is the run's (numpy's top-k of a
+            # shorter axis keeps fewer)
+            static = is_static_type(e.checked_type) and \
+                not isinstance(self.kernels.kernels[idx].run, SymbolicKernel)
             outs = []
             for t in out_types:
                 o = self.reg()

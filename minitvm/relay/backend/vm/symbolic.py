@@ -13,7 +13,7 @@ dynamic axis broadcast at size 1, runs the per-shape specialization instead) and
 outputs. A function whose output shape depends on values, or with an op not lowered
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
 Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort along a
-static axis or of a whole dynamic one, unique, all-class NMS, valid counts and box NMS, RoI
+static axis, of a whole dynamic one or a fixed k of it, unique, all-class NMS, valid counts and box NMS, RoI
 pools) go through their rule when it takes symbolic extents
 (``SYMBOLIC_RULE_TAGS``).
 """
@@ -41,6 +41,7 @@ from ....tir import expr as E
 from ....topi import nn_te, shape_conditions
 from ....topi.all_class_nms import NMS_TABLE_TAG
 from ....topi.box_nms import BOX_NMS_TAG, VALID_COUNTS_TAG
+from ....topi.multiclass_nms import MULTICLASS_NMS_TAG
 from ....topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG
 from ....topi.scan import SCAN_TAG
 from ....topi.scatter_linear import SCATTER_LINEAR_TAG
@@ -110,6 +111,7 @@ _OPERAND_AXES = {
     "vision.all_class_non_max_suppression": ((0, 0, 1, 0), (0, 1, 1, 2)),
     "vision.onnx_roi_align": ((1, 0, 2, 0),),
     "vision.non_max_suppression": ((0, 0, 1, 0), (0, 0, 2, 0), (0, 1, 2, 1)),
+    "vision.multiclass_nms": ((0, 1, 1, 1),),
 }
 
 
@@ -341,10 +343,10 @@ def _schedule_with_rules(inputs, consts, outputs, stages: list, options: Lowerin
 # tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
 # each checked at several sizes against the per-shape kernels and the interpreter: the one-pass
 # scatters, scans, top-k / sort / argsort, unique, all-class NMS, RoI pooling / ONNX RoiAlign,
-# valid counts and box NMS
+# valid counts and box NMS, TFLite's multiclass NMS (a run-time box count)
 SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG, SCAN_TAG, TOPK_TAG, UNIQUE_TABLE_TAG,
                                 NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG,
-                                VALID_COUNTS_TAG, BOX_NMS_TAG})
+                                VALID_COUNTS_TAG, BOX_NMS_TAG, MULTICLASS_NMS_TAG})
 
 
 class _Scheduled:
