@@ -1,7 +1,8 @@
-"""Shape-specializing kernels saved and read back (``vm/specialized.py``): a kernel whose ops do
-not lower symbolically (a take of a run-time row over ``Any`` dims) comes back from an exported
-library and from the whole-executable cache as the ``ShapeSpecializer`` it was, with the same
-outputs, where its Relay text read back as the ops' numpy references run at every call."""
+"""Kernels of an exported or whole-executable-cached Relay VM executable run as the compiled
+ones did. A shape-specializing kernel (``vm/specialized.py``: its ops do not lower symbolically,
+a take of a run-time row over ``Any`` dims) comes back as the ``ShapeSpecializer`` it was, where
+its Relay text read back as the ops' numpy references run at every call; a static native kernel
+is called through its tuple entry (``_py``), not a ctypes pointer array a call."""
 
 import numpy as np
 import pytest
@@ -82,3 +83,19 @@ def test_the_text_round_trips_and_a_bad_header_is_refused():
         read_specialized("fn (%x) { %x }")
     with pytest.raises(ValueError, match="needs 'name' and 'const_inputs'"):
         read_specialized('// minitvm relay_specialized {"name": 3}\nfn () { 0 }')
+
+
+def test_loaded_static_kernels_take_their_tuple_entry(tmp_path):
+    x = relay.var("x", shape=(4, 8), dtype="float32")
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function(
+        [x], relay.sigmoid(x) * relay.const(2.0, "float32"))), target="llvm")
+    code, lib = exe.save()
+    lib.export_library(str(tmp_path / "kernels.so"))
+    loaded = Executable.load_exec(code, load_module(str(tmp_path / "kernels.so")))
+    cold, warm = VirtualMachine(exe, tvm.cpu()), VirtualMachine(loaded, tvm.cpu())
+    assert all(k.kernel is None for k in loaded.kernels)  # (machine code only)
+    assert [f is not None for f in warm._fast] == [f is not None for f in cold._fast]
+    assert any(f is not None for f in warm._fast)
+    xv = np.random.default_rng(1).standard_normal((4, 8)).astype("float32")
+    for _ in range(2):
+        assert warm.run(xv).numpy().tobytes() == cold.run(xv).numpy().tobytes()
