@@ -175,7 +175,7 @@ def _zeros_state(x3, hid: int, dtype: str):
 
 
 def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=None, c0=None,
-                   p=None) -> tuple:
+                   p=None, narrow=None) -> tuple:
     """``(Y, Y_h, Y_c)`` of an ONNX RNN / GRU / LSTM node whose sequence length is known at run
     time only: per direction, the input projection of every step in one product, then a
     recursive function (``relay.loops.while_loop``) taking one step a call: it reads its row of
@@ -184,17 +184,21 @@ def recurrent_loop(spec, ops: RelayRecurrentOps, x, w, r, b=None, lens=None, h0=
     step costs O(batch * H), not O(seq * batch * H)). The projection, the length and the
     result are loop variables, not values the body reads from outside (a body's expression is
     computed at each call: the projection of every step, each step). For the Relay VM
-    (``relay.vm.compile``) or the interpreter. The batch may be a ``relay.Any()`` too; the
-    input size must be static (a ``relay.Any()`` one is refused, naming the size ``W`` fixes:
-    no Relay op checks an input against it at run time, and a reshape to it reads a wrong one
-    silently). Arguments and results as ``onnx_rnn.unroll``'s."""
+    (``relay.vm.compile``) or the interpreter. The batch may be a ``relay.Any()`` too; a
+    run-time input size is the one ``W`` fixes when ``narrow(x, 2, size)`` (the importer's
+    ``Context.narrow_input``) fixes it in the type of the graph input ``x`` is, which the VM
+    checks on entry; else it is refused, naming that size (no Relay op checks a computed
+    tensor against it at run time, and a reshape to it reads a wrong one silently). Arguments
+    and results as ``onnx_rnn.unroll``'s."""
     shape = ops.shape(x)
     if isinstance(shape[2], RunTimeSize):
         width = weights_input_size(ops, w)
-        fix = f"; its weights W fix it at {width}: pass it in shape=" if width is not None \
-            else ""
-        raise ImportError_(f"a {spec.kind} over a run-time sequence length needs a static "
-                           f"input size, got ?{fix}")
+        if width is None or narrow is None or not narrow(x, 2, width):
+            fix = f"; its weights W fix it at {width}: pass it in shape=" \
+                if width is not None else ""
+            raise ImportError_(f"a {spec.kind} over a run-time sequence length needs a static "
+                               f"input size, got ?{fix}")
+        shape = (*shape[:2], width)
     seq_first = shape if not spec.layout else (shape[1], shape[0], shape[2])
     _, batch, width = seq_first
     if spec.layout:

@@ -76,12 +76,17 @@ def alloc_storage(vm, size, device_index, dtype, site):
     loop (a tail call's jump back) a step's output is the next step's input, alive while the
     next step allocates its own at the same site; the one of the step before is free by then."""
     nbytes = max(int(size[0]), 1)
+    return Storage(_site_bytes(vm, nbytes, site), nbytes)
+
+
+def _site_bytes(vm, nbytes: int, site) -> np.ndarray:
+    """``nbytes`` aligned bytes of allocation site ``site``'s buffers (``alloc_storage``)."""
     cache = vm._storage_cache
     owner = cache.get(site)
     # references to a free owner: the cache entry, ``owner`` here, getrefcount's argument
     if owner is not None and owner.nbytes >= nbytes + ALIGN and sys.getrefcount(owner) <= 3:
         off = vm._storage_offset[site]
-        return Storage(owner[off:off + nbytes], nbytes)
+        return owner[off:off + nbytes]
     spares = vm._storage_spare
     spare = spares.get(site)
     if spare is not None and spare.nbytes >= nbytes + ALIGN and sys.getrefcount(spare) <= 3:
@@ -92,11 +97,19 @@ def alloc_storage(vm, size, device_index, dtype, site):
     if owner is not None:  # (the last buffer becomes the spare, free or not)
         spares[site], vm._storage_spare_offset[site] = owner, vm._storage_offset[site]
     cache[site], vm._storage_offset[site] = new, off
-    return Storage(new[off:off + nbytes], nbytes)
+    return new[off:off + nbytes]
 
 
 def alloc_tensor_from_storage(storage, offset, shape, dtype):
     return np.ndarray(shape, _dt(dtype), storage.buf, offset)
+
+
+def storage_tensor(vm, size, device_index, dtype, site, offset, shape, tensor_dtype):
+    """``alloc_tensor_from_storage(alloc_storage(vm, size, ...), offset, shape, tensor_dtype)``
+    when nothing else uses the storage (the generated code of a function whose storage is
+    killed right after its one tensor is made): the same buffer, without the Storage."""
+    return np.ndarray(shape, _dt(tensor_dtype), _site_bytes(vm, max(int(size[0]), 1), site),
+                      offset)
 
 
 def alloc_tensor(vm, shape, dtype, device_index=0):

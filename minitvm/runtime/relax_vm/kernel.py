@@ -267,6 +267,11 @@ class NativeKernel:
         if self.spec["params"][-1][0] == "scalar":  # tir_vars as one trailing shape value
             expand = ("    if args and isinstance(args[-1], tuple):\n"
                       "        args = (*args[:-1], *args[-1])\n")
+        # the vars array: a spare one (pop and append are atomic under the GIL; a call that
+        # raises drops its array) filled in place, cheaper than a new ctypes array a call
+        env["spare"] = []
+        fill = "".join(f"    v[{i}] = {e}\n" for i, e in enumerate(kvars.split(", "))) \
+            if kvars else ""
         src = (f"def call(*args):\n{expand}"
                f"    if len(args) != {self._nparams}:\n"
                f"        return checked(args)\n"
@@ -274,8 +279,10 @@ class NativeKernel:
                f"    if not ({' and '.join(conds)}):\n"
                f"        return checked(args)\n"
                f"    run = nogil if {' + '.join(size)} > {GIL_RELEASE_ELEMS} else gil\n"
+               + (f"    v = spare.pop() if spare else V()\n{fill}" if kvars else "") +
                f"    run(({bufs}), {self._nbuf}, addr, "
-               f"{f'V({kvars})' if kvars else 'None'}, pool.get_num_threads())\n")
+               f"{'v' if kvars else 'None'}, pool.get_num_threads())\n"
+               + ("    spare.append(v)\n" if kvars else ""))
         exec(compile(src, f"<relax kernel {self.name}>", "exec"), env)  # noqa: S102
         return env["call"]
 

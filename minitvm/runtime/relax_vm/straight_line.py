@@ -1,20 +1,29 @@
-"""Straight-line Relax VM functions as generated Python: each instruction one statement, each
-register a local variable.
+"""Relax VM functions without calls of other Relax functions as generated Python: each
+instruction one statement, each register a local variable, branches and loops as jumps between
+basic blocks.
 
 A function the native entry cannot replay (its later sizes depend on data: ``nonzero``,
-``unique``, a mask; or it calls packed functions) runs in the interpreter, which per
-instruction decodes a tuple, dispatches on the opcode and builds an argument list — about as
-much time as the kernels of a small model take. A function without branches or calls of other
-Relax functions is the same sequence every call, so it is compiled once into a Python function
-that makes the same calls, in the same order, on the same values (the builtins keep their
-checks and messages), without the decoding. Functions with branches or Relax calls, and very
-long ones (compiling them would cost more than it saves), stay interpreted.
+``unique``, a mask; it calls packed functions; it branches or loops) runs in the interpreter,
+which per instruction decodes a tuple, dispatches on the opcode and builds an argument list —
+about as much time as the kernels of a small model take. A function that calls no other Relax
+function is compiled once into a Python function that makes the same calls, in the same order,
+on the same values (the builtins keep their checks and messages), without the decoding. With
+branches (an ``if``, a self tail call's jump back: the loops of ``relax.vm.tail_call_loops``) the
+code is a ``while`` over its basic blocks, the block to run next in ``pc``. Functions with Relax
+calls, and very long ones (compiling them would cost more than it saves), stay interpreted.
+
+In a loop, the shapes made from the shape heap (``make_shape``) are the same at every step when
+nothing in the loop writes the heap: each distinct one is made once, on entering the loop
+(``loop_invariant_shapes``), instead of once a step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
+from .builtins import alloc_storage, make_shape, storage_tensor
 from .executable import (
     ARG_CONST,
     ARG_CTX,
@@ -22,6 +31,8 @@ from .executable import (
     ARG_IMM,
     ARG_REG,
     CALL,
+    GOTO,
+    IF,
     KILL,
     MOVE,
     RET,
@@ -29,7 +40,7 @@ from .executable import (
 )
 from .kernel import NativeKernel
 
-__all__ = ["MAX_INSTRUCTIONS", "straight_line_function"]
+__all__ = ["MAX_INSTRUCTIONS", "loop_invariant_shapes", "straight_line_function"]
 
 MAX_INSTRUCTIONS = 20000  # longer functions stay interpreted (the Python compile time)
 
@@ -39,14 +50,78 @@ def _literal(v) -> bool:
     return v is None or type(v) in (bool, int, str)
 
 
+def _call_regs(ins) -> list[int]:
+    """The registers a linked CALL reads."""
+    return list(ins[7]) if ins[7] is not None else [r for _, r in ins[6]]
+
+
+def _is_heap_shape(ins) -> bool:
+    """A linked CALL of a ``make_shape`` site function reading only the heap register."""
+    return ins[0] == CALL and getattr(ins[3], "builtin", None) is make_shape and \
+        ins[7] is not None and len(ins[7]) == 1
+
+
+def _targets(code: list) -> dict[int, int] | None:
+    """{pc of a branch: its target pc} (an IF's target is where it jumps when false); None when
+    one leaves the function."""
+    out = {}
+    for pc, ins in enumerate(code):
+        if ins[0] == GOTO:
+            out[pc] = pc + ins[1]
+        elif ins[0] == IF:
+            out[pc] = pc + ins[2]
+        else:
+            continue
+        if not 0 <= out[pc] < len(code):
+            return None
+    return out
+
+
+def loop_invariant_shapes(code: list, targets: dict[int, int]) -> tuple[int, set[int]]:
+    """``(head, pcs)``: the loop's first pc (the lowest target of a jump back) and the pcs at or
+    after it of ``make_shape`` calls on a shape heap that only code before ``head`` writes.
+
+    Code before ``head`` runs at most once a call (nothing jumps back into it), so a heap made
+    there (in the first block: before any branch) and written only there holds the same values
+    wherever the code after ``head`` reads it; a make_shape of it there is the same value each
+    time. ``(-1, set())`` when the function has no loop or nothing qualifies."""
+    backs = [t for pc, t in targets.items() if t <= pc]
+    if not backs:
+        return -1, set()
+    head = min(backs)
+    first_branch = min((pc for pc, ins in enumerate(code) if ins[0] in (GOTO, IF, RET)),
+                       default=len(code))
+    heaps = {ins[7][0] for pc, ins in enumerate(code) if pc >= head and _is_heap_shape(ins)}
+    for pc, ins in enumerate(code):
+        op = ins[0]
+        if op == CALL:
+            if ins[1] in heaps and (pc >= head or pc >= first_branch):
+                heaps.discard(ins[1])  # written in the loop, or after a branch
+            if pc >= head and not _is_heap_shape(ins):
+                heaps.difference_update(_call_regs(ins))  # (a call may write its arguments)
+        elif op in (MOVE, KILL):
+            if ins[1] in heaps:
+                heaps.discard(ins[1])
+            if op == MOVE and ins[2][0] == ARG_REG:
+                heaps.discard(ins[2][1])  # (another name for the heap)
+    written = {ins[1] for pc, ins in enumerate(code) if ins[0] == CALL and pc < first_branch}
+    heaps &= written
+    pcs = {pc for pc, ins in enumerate(code)
+           if pc >= head and _is_heap_shape(ins) and ins[7][0] in heaps}
+    return (head, pcs) if pcs else (-1, set())
+
+
 def straight_line_function(func: VMFunction, code: list, move_value: Callable) -> \
         Callable | None:
     """``func``'s linked ``code`` as a Python function of its argument list, or None when it
-    branches, calls a Relax function or is too long. ``move_value(kind, value)`` resolves a
-    MOVE's constant, function or VM operand."""
+    calls a Relax function, has no return, jumps out of its code or is too long.
+    ``move_value(kind, value)`` resolves a MOVE's constant, function or VM operand."""
     if len(code) > MAX_INSTRUCTIONS:
         return None
-    env: dict = {}
+    targets = _targets(code)
+    if targets is None:
+        return None
+    env: dict = {"ND": np.ndarray, "truth": _truth_of(func.name)}
     names: dict = {}  # id(value) -> its name in env
 
     def name_of(v) -> str:
@@ -58,51 +133,160 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
             env[key] = v
         return key
 
-    lines = []
-    written: set[int] = set(range(len(func.params)))
-    read_first: set[int] = set()
+    head, hoist = loop_invariant_shapes(code, targets)
+    hoisted: dict = {}  # (site function, heap register) -> the local holding its shape
+    for pc in sorted(hoist):
+        hoisted.setdefault((id(code[pc][3]), code[pc][7][0]), (f"h{len(hoisted)}", code[pc]))
+    enter_loop = [f"{h} = {name_of(ins[3])}(r{ins[7][0]})" for h, ins in hoisted.values()]
+    leaders = {0} | set(targets.values())  # (code after a jump or return no jump reaches: dead)
+    branchy = bool(targets)
+    ind = "            " if branchy else "    "
+    lines: list[str] = []
 
-    def reg(r: int) -> str:
-        if r not in written:
-            read_first.add(r)
-        return f"r{r}"
+    def jump(pc: int, to: int) -> list[str]:
+        """Lines going from ``pc`` to ``to`` (entering the loop makes its shapes)."""
+        out = [ind + s for s in enter_loop] if pc < head <= to else []
+        return out + [f"{ind}pc = {to}"]
 
-    for ins in code:
+    returns = False
+    # {pc of a tensor-from-storage call: (its storage's alloc_storage, operands)}; the
+    # alloc_storage and the kill after are folded into it
+    tensors, fused = {}, set()
+    for pc, ins in enumerate(code):
+        if ins[0] == CALL and ins[3] is alloc_storage:
+            got = _storage_tensor(func, code, pc, leaders, hoist, move_value)
+            if got is not None:
+                tensors[got[0]] = (ins, got[1])
+                fused.update((pc, got[0] + 1))
+    for pc, ins in enumerate(code):
+        if branchy and pc in leaders:
+            if pc and code[pc - 1][0] not in (GOTO, RET):  # the block before falls through
+                lines += jump(pc - 1, pc)
+            lines.append(f"        if pc == {pc}:")
+        if pc in fused:
+            continue
         op = ins[0]
         if op == CALL:
             _, dst, _kind, target, _name, tmpl, slots, regs_only = ins
             if isinstance(target, VMFunction):
                 return None  # a Relax call: the interpreter's frames
+            if pc in hoist:
+                lines.append(f"{ind}r{dst} = {hoisted[(id(target), regs_only[0])][0]}")
+                continue
+            if pc in tensors:  # (its storage's alloc_storage, whose arguments come first)
+                storage, more = tensors[pc]
+                _, _, _, target, _, tmpl, slots, regs_only = storage
+                more = [f"r{int(v)}" if isinstance(v, _Reg) else name_of(v) for v in more]
+            else:
+                more = []
             if regs_only is not None:
-                args = [reg(r) for r in regs_only]
+                args = [f"r{r}" for r in regs_only]
             else:
                 args = [name_of(v) for v in tmpl]
                 for k, r in slots:
-                    args[k] = reg(r)
+                    args[k] = f"r{r}"
+            if more:
+                lines.append(f"{ind}r{dst} = {name_of(storage_tensor)}({', '.join(args + more)})")
+                continue
             fn = target.direct if isinstance(target, NativeKernel) else target  # one frame
-            lines.append(f"    r{dst} = {name_of(fn)}({', '.join(args)})")
-            written.add(dst)
+            lines.append(f"{ind}r{dst} = {name_of(fn)}({', '.join(args)})")
         elif op == MOVE:
             kind, v = ins[2]
-            src = reg(v) if kind == ARG_REG else name_of(move_value(kind, v)) \
+            src = f"r{v}" if kind == ARG_REG else name_of(move_value(kind, v)) \
                 if kind in (ARG_CONST, ARG_IMM, ARG_FUNC, ARG_CTX) else None
             if src is None:
                 return None
-            lines.append(f"    r{ins[1]} = {src}")
-            written.add(ins[1])
+            lines.append(f"{ind}r{ins[1]} = {src}")
         elif op == KILL:
-            lines.append(f"    r{ins[1]} = None")
-            written.add(ins[1])
+            lines.append(f"{ind}r{ins[1]} = None")
         elif op == RET:
-            lines.append(f"    return {reg(ins[1])}")
-            break
+            lines.append(f"{ind}return r{ins[1]}")
+            returns = True
+            if not branchy:
+                break
+        elif op == GOTO:
+            lines += jump(pc, targets[pc])
+            lines.append(f"{ind}continue")
+        elif op == IF:
+            lines.append(f"{ind}if not truth(r{ins[1]}):")
+            lines += ["    " + s for s in jump(pc, targets[pc])]
+            lines.append(f"{ind}    continue")
         else:
-            return None  # a branch
-    else:
-        return None  # no return: the interpreter reports it
+            return None  # an unknown instruction: the interpreter reports it
+    if not returns or (branchy and code[-1][0] not in (GOTO, RET)):
+        return None  # no return (or code running off its end): the interpreter reports it
     params = [f"r{k}" for k in range(len(func.params))]
-    head = [f"def run(args):\n    {', '.join(params)}, = args"] if params else ["def run(args):"]
-    head += [f"    r{r} = None" for r in sorted(read_first)]
-    src = "\n".join(head + lines) + "\n"
+    head_src = [f"def run(args):\n    {', '.join(params)}, = args"] if params else \
+        ["def run(args):"]
+    # a register may be read on a path that never wrote it (the interpreter's None)
+    read = {r for ins in code for r in _reads(ins)} - set(range(len(params)))
+    head_src += [f"    r{r} = None" for r in sorted(read)]
+    if branchy:
+        head_src += ["    pc = 0", "    while True:"]
+    src = "\n".join(head_src + lines) + "\n"
     exec(compile(src, f"<relax vm {func.name}>", "exec"), env)  # noqa: S102
     return env["run"]
+
+
+def _storage_tensor(func: VMFunction, code: list, pc: int, leaders: set, hoist: set,
+                    move_value):
+    """``(pc of the tensor, [offset, shape, dtype])`` when ``code[pc]``'s storage has one tensor
+    made after it, with only loop-invariant shapes (``hoist``) made between, and is killed right
+    after that (``alloc_storage``, ``alloc_tensor_from_storage``, ``kill``: the code generator's
+    pattern) — one ``storage_tensor`` call makes it; else None."""
+    storage, at = code[pc][1], pc + 1
+    while at in hoist and at not in leaders:
+        at += 1
+    if at + 1 >= len(code) or at in leaders or at + 1 in leaders:
+        return None
+    make, kill = code[at], code[at + 1]
+    if make[0] != CALL or make[4] != "vm.builtin.alloc_tensor_from_storage" or \
+            kill[0] != KILL or kill[1] != storage:
+        return None
+    args = func.code[at][3]  # (the unlinked call: its offset, shape and dtype operands)
+    if len(args) != 4 or tuple(args[0]) != (ARG_REG, storage):
+        return None
+    operands = []
+    for kind, v in args[1:]:
+        if kind == ARG_REG and v != storage:
+            operands.append(_Reg(v))
+        elif kind in (ARG_CONST, ARG_IMM):
+            operands.append(move_value(kind, v))
+        else:
+            return None
+    if type(operands[0]) is not int or type(operands[2]) is not str:
+        return None  # (a register offset or dtype: the generic calls)
+    return at, operands
+
+
+class _Reg(int):
+    """A register operand among the values ``_storage_tensor`` gives (named ``r<k>``)."""
+
+    __slots__ = ()
+
+
+def _reads(ins) -> list[int]:
+    """The registers an instruction reads."""
+    op = ins[0]
+    if op == CALL:
+        return _call_regs(ins)
+    if op == MOVE:
+        return [ins[2][1]] if ins[2][0] == ARG_REG else []
+    if op in (RET, IF):
+        return [ins[1]]
+    return []
+
+
+def _truth_of(name: str) -> Callable:
+    """An ``if``'s condition as the interpreter takes it: a one-element tensor's value, or the
+    value itself."""
+
+    def truth(c) -> bool:
+        if isinstance(c, np.ndarray):
+            if c.size != 1:
+                raise ValueError(f"{name}: the condition of an if must be a scalar (a 0-d "
+                                 f"bool tensor), got a tensor of shape {c.shape}")
+            c = c.item()
+        return bool(c)
+
+    return truth

@@ -214,8 +214,9 @@ class VirtualMachine:
                           for f in exe.functions.values()}
             # straight-line functions get a native entry (native_entry.py); False turns it off
             self.native_entry = True
-            # the other straight-line functions run as generated Python (straight_line.py),
-            # made at their first call; False interprets them instruction by instruction
+            # the other functions that call no Relax function (loops and branches too) run as
+            # generated Python (straight_line.py), made at their first call, also when called
+            # from an interpreted function; False interprets them instruction by instruction
             self.straight_line = True
             self._straight: dict = {}
             self._native = {}
@@ -323,8 +324,9 @@ class VirtualMachine:
             raise TypeError(f"{func.name}() takes {len(func.params)} arguments, got "
                             f"{len(args)}")
         consts, prof, linked, dead_at = self._consts, self._profile, self._linked, self._dead
-        if prof is None and self.straight_line:
-            fast = self._straight.get(id(func), MISS)
+        generated, straight = prof is None and self.straight_line, self._straight
+        if generated:
+            fast = straight.get(id(func), MISS)
             if fast is MISS:
                 fast = self._straight[id(func)] = straight_line_function(
                     func, linked[id(func)], self._move_value)
@@ -354,6 +356,14 @@ class VirtualMachine:
                     if dead is not None:  # (read on no path after the call)
                         for r in dead:
                             regs[r] = None
+                    fast = straight.get(id(target), MISS) if generated else None
+                    if fast is MISS:
+                        fast = straight[id(target)] = straight_line_function(
+                            target, linked[id(target)], self._move_value)
+                    if fast is not None:  # (calls no Relax function: no deeper than this)
+                        regs[dst] = fast(argv)
+                        pc += 1
+                        continue
                     frames.append((func, regs, code, pc, dst))
                     func, code, pc = target, linked[id(target)], 0
                     regs = [None] * target.num_regs

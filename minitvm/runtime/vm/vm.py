@@ -20,6 +20,7 @@ from ..container import ADT
 from ..gc_pause import paused
 from ..module import ProfileResult, time_calls
 from ..ndarray import NDArray, contiguous, cpu
+from ..py_layout import LAYOUT_OK
 from . import bytecode as B
 from .executable import Executable, _type_text
 from .liveness import dead_at_calls, kill_points
@@ -32,6 +33,20 @@ __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
 KILL_DEAD_REGISTERS = True
 _KILL = KILL  # the prepared code's pseudo-instruction (_KILL, registers)
 _KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+_TUPLE_ENTRY = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_int32)  # (the GIL released)
+
+
+def _tuple_entry(kernel):
+    """The entry of a native kernel that reads its arrays from a tuple (no ctypes array a call):
+    its compiled kernel's (made when its shapes are static); for a kernel loaded from a library
+    (an exported or whole-executable-cached one keeps no compiled kernel, only its machine
+    code) the ``_py`` symbol its code has exactly when it takes no size variables, called with
+    the GIL released (its sizes, which chose that for the compiled one, are not kept)."""
+    fast = getattr(getattr(kernel, "kernel", None), "_fast_call", None)
+    if fast is not None or getattr(kernel, "kernel", None) is not None or not LAYOUT_OK:
+        return fast
+    address = getattr(getattr(kernel, "compiled", None), "py_address", 0)
+    return _TUPLE_ENTRY(address) if address else None
 
 
 class VMClosure:
@@ -206,8 +221,7 @@ class VirtualMachine:
                          for k in exe.kernels]
         # shapes and dtypes are the compiler's (typed) and arguments are checked on entry, so
         # kernels are called without per-call checks: by their tuple-reading entry when present
-        self._fast = [getattr(getattr(k, "kernel", None), "_fast_call", None)
-                      if k.kind == "native" else None for k in exe.kernels]
+        self._fast = [_tuple_entry(k) if k.kind == "native" else None for k in exe.kernels]
         self._workspaces: dict[int, np.ndarray] = {}
         # id(array) -> (weak reference to it, the UpdateRow instruction that made it): the
         # buffers an UpdateRow may write in place (see _update_row)

@@ -2,7 +2,8 @@
 Python (``runtime.relax_vm.straight_line``), their kernels with scalar ``tir_vars`` through the
 generated fast call, and ``tensor_to_shape`` as a VM builtin: the same results as the
 instruction-by-instruction interpreter and numpy (empty results, 100,000 elements), the same
-errors; functions with branches stay interpreted."""
+errors; functions with branches as blocks in a loop (tests/relax/vm/test_relax_vm_tail_call_loops.py
+runs loops)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import minitvm as tvm
 from minitvm import relax
 from minitvm.relax import op as R
 from minitvm.runtime.relax_vm.builtins import BUILTINS, ShapeTuple
-from minitvm.runtime.relax_vm.executable import IF, RET, VMFunction
+from minitvm.runtime.relax_vm.executable import ARG_IMM, GOTO, IF, MOVE, RET, VMFunction
 from minitvm.runtime.relax_vm.kernel import NativeKernel
 from minitvm.runtime.relax_vm.straight_line import straight_line_function
 
@@ -99,11 +100,19 @@ def test_tensor_to_shape_is_a_vm_builtin():
         to_shape(np.zeros((2, 2), "int64"))
 
 
-def test_branches_and_missing_returns_stay_interpreted():
+def test_branches_compile_and_missing_returns_stay_interpreted():
+    # (functions with branches were interpreted before loops ran as generated code too)
     func = VMFunction("f", ["c"], 2, [])
-    branchy = [(IF, 0, 2), (RET, 0), (RET, 0)]
-    assert straight_line_function(func, branchy, lambda k, v: v) is None
+    branchy = [(IF, 0, 3), (MOVE, 1, (ARG_IMM, 7)), (RET, 1), (RET, 0)]
+    run = straight_line_function(func, branchy, lambda k, v: v)
+    assert run([True]) == 7 and run([np.array(True)]) == 7
+    assert run([0]) == 0 and run([np.array(False)]).item() is False
+    with pytest.raises(ValueError, match="f: the condition of an if must be a scalar"):
+        run([np.zeros(2, "bool")])
     assert straight_line_function(func, [], lambda k, v: v) is None
+    assert straight_line_function(func, [(IF, 0, 1), (RET, 0), (MOVE, 1, (ARG_IMM, 1))],
+                                  lambda k, v: v) is None  # runs off its end
+    assert straight_line_function(func, [(GOTO, 5), (RET, 0)], lambda k, v: v) is None
     ident = straight_line_function(func, [(RET, 0)], lambda k, v: v)
     assert ident(["value"]) == "value"
 

@@ -3,7 +3,9 @@ moves into its parameters and a jump back (past its parameter checks when the ar
 info is the parameters'; to the start when a shape changes), a move before its source's kill
 takes the source's register, and ``alloc_storage`` reuses a loop-carried output's buffer two
 steps later. Each against the build with ``relax.vm.tail_call_loops`` off (frames: bitwise the
-same outputs) and numpy."""
+same outputs) and numpy. A loop runs as generated Python (``straight_line``): bitwise the
+interpreter's outputs, its heap's shapes made once when nothing in the loop writes the heap, a
+storage and its one tensor made by one ``storage_tensor`` call."""
 
 from __future__ import annotations
 
@@ -15,7 +17,11 @@ from minitvm import relax, tir
 from minitvm.relax.op.call_inplace import call_inplace_packed
 from minitvm.relax.vm.codegen import _kill_counts
 from minitvm.runtime.relax_vm import builtins
-from minitvm.runtime.relax_vm.executable import CALL, GOTO, KILL, MOVE
+from minitvm.runtime.relax_vm.executable import CALL, GOTO, IF, KILL, MOVE, RET, VMFunction
+from minitvm.runtime.relax_vm.straight_line import (
+    loop_invariant_shapes,
+    straight_line_function,
+)
 
 _CHECKS = ("vm.builtin.check_tensor_info", "vm.builtin.match_shape",
            "vm.builtin.alloc_shape_heap")
@@ -237,6 +243,100 @@ def test_alloc_storage_keeps_two_buffers_a_site():
     assert id(d.buf.base) == first
     big = builtins.alloc_storage(vm, builtins.ShapeTuple([4096]), 0, "float32", 1)
     assert big.nbytes == 4096 and id(big.buf.base) != first  # (too small: a new one)
+
+
+def test_storage_tensor_is_the_tensor_of_the_sites_storage():
+    vm, size, shape = _FakeVM(), builtins.ShapeTuple([64]), builtins.ShapeTuple([4, 4])
+    a = builtins.storage_tensor(vm, size, 0, "uint8", 1, 0, shape, "float32")
+    b = builtins.storage_tensor(vm, size, 0, "uint8", 1, 0, shape, "float32")
+    assert a.shape == (4, 4) and a.dtype == "float32" and a.base is not b.base
+    first = id(a.base)  # (numpy's views point at the owning array)
+    del a
+    c = builtins.alloc_tensor_from_storage(builtins.alloc_storage(vm, size, 0, "uint8", 1), 0,
+                                           shape, "float32")  # b alive, a free: a's buffer
+    assert id(c.base) == first and c.ctypes.data % builtins.ALIGN == 0
+    with pytest.raises(TypeError, match="buffer is too small"):  # (bounded by the storage)
+        builtins.storage_tensor(vm, size, 0, "uint8", 2, 0, builtins.ShapeTuple([5, 4]),
+                                "float32")
+
+
+def _function_of(ex, vm, name):
+    f = ex.functions[name]
+    return f, vm._linked[id(f)]
+
+
+def test_a_loop_runs_as_generated_code_making_its_shapes_once():
+    ex, vm = _build(_row_loop(), True)
+    f, code = _function_of(ex, vm, "rows")
+    back = [pc + ins[1] for pc, ins in enumerate(code) if ins[0] == GOTO and ins[1] < 0]
+    head, pcs = loop_invariant_shapes(code, {pc: pc + ins[1] for pc, ins in enumerate(code)
+                                             if ins[0] == GOTO} |
+                                      {pc: pc + ins[2] for pc, ins in enumerate(code)
+                                       if ins[0] == IF})
+    assert head == back[0] and pcs  # the make_shape of (m, 3) a step, made on entering
+    assert all(_callee(ex, f.code[pc]) == "vm.builtin.make_shape" for pc in pcs)
+    x = np.random.default_rng(0).standard_normal((50, 3)).astype("float32")
+    for rows in (50, 1, 0):
+        vm.straight_line = True
+        fast = vm["main"](x[:rows]).numpy()
+        assert callable(vm._straight[id(f)])
+        vm.straight_line = False
+        slow = vm["main"](x[:rows]).numpy()
+        assert fast.tobytes() == slow.tobytes()
+        np.testing.assert_array_equal(fast, x[:rows] * np.float32(2) + np.float32(1))
+
+
+def _counting_loop(bump_heap: bool):
+    """Linked code of f(n): a heap [0]; each step records make_shape(heap) = (heap[0],) and
+    adds one to the heap's entry (through the heap register, or a copy of its value)."""
+    seen: list = []
+    site = builtins.specialize("vm.builtin.make_shape", [None, 1, 1, 0], [(0, 1)])
+
+    def bump(heap, shape):
+        seen.append(tuple(shape))
+        if bump_heap:
+            heap[0] += 1
+        return len(seen)
+
+    def count(shape):
+        seen.append(tuple(shape))
+        return len(seen)
+
+    def more(k, n):
+        return k < n
+
+    def call(dst, fn, *regs):
+        return (CALL, dst, 2, fn, fn.__name__, [None] * len(regs),
+                list(enumerate(regs)), list(regs))
+
+    code = [call(1, lambda n: np.zeros(1, "int64"), 0),
+            call(2, site, 1),
+            call(3, bump, 1, 2) if bump_heap else call(3, count, 2),
+            call(4, more, 3, 0),
+            (IF, 4, 2),
+            (GOTO, -4),
+            (RET, 3)]
+    return VMFunction("f", ["n"], 5, []), code, seen
+
+
+@pytest.mark.parametrize("bump_heap", [True, False])
+def test_shapes_of_a_heap_the_loop_writes_are_made_every_step(bump_heap):
+    func, code, seen = _counting_loop(bump_heap)
+    targets = {4: 6, 5: 1}
+    head, pcs = loop_invariant_shapes(code, targets)
+    assert (head, pcs) == ((-1, set()) if bump_heap else (1, {1}))
+    run = straight_line_function(func, code, lambda k, v: v)
+    assert run([4]) == 4
+    assert seen == ([(0,), (1,), (2,), (3,)] if bump_heap else [(0,)] * 4)
+
+
+def test_loop_invariant_shapes_walks_a_hundred_thousand_instructions():
+    site = builtins.specialize("vm.builtin.make_shape", [None, 1, 1, 0], [(0, 1)])
+    code = [(CALL, 1, 2, lambda n: np.zeros(1, "int64"), "heap", [None], [(0, 0)], [0])]
+    code += [(CALL, 2, 2, site, "s", [None], [(0, 1)], [1])] * 100_000
+    code += [(IF, 0, 2), (GOTO, -100_001), (RET, 2)]
+    head, pcs = loop_invariant_shapes(code, {100_001: 100_003, 100_002: 1})
+    assert head == 1 and len(pcs) == 100_000
 
 
 def test_kill_counts_walk_a_hundred_thousand_nested_branches():

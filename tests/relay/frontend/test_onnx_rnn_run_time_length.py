@@ -122,8 +122,33 @@ def test_the_step_writes_its_row_in_place():
     assert "update_row" in exe.bytecode
 
 
-def test_a_run_time_input_size_is_a_clear_error():
+def test_a_run_time_input_size_the_weights_fix_is_checked_on_entry():
+    # (refused before: the input's type now says the size W fixes, which the VM checks)
+    model = _model("LSTM", "bidirectional", 0, False, False, batch="B")
+    mod, params = relay.frontend.from_onnx(
+        model, shape={"x": [relay.Any(), relay.Any(), relay.Any()]})
+    assert [int(d) if not isinstance(d, relay.Any) else None
+            for d in mod["main"].params[0].checked_type.shape] == [None, None, _INPUT]
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, "llvm", params=params), tvm.cpu())
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    for seq, batch in ((4, 2), (6, 3)):
+        x = rng.standard_normal((seq, batch, _INPUT)).astype("float32")
+        for got, want in zip(_outputs(vm.run(x)), session.run(None, {"x": x}), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    for width in (_INPUT + 1, _INPUT - 1):  # (a wrong size read silently before the refusal)
+        x = rng.standard_normal((4, 2, width)).astype("float32")
+        with pytest.raises(ValueError, match=f"argument 'x': expected Tensor\\[\\(\\?, \\?, "
+                                             f"{_INPUT}\\), float32\\], got shape \\(4, 2, "
+                                             f"{width}\\)"):
+            vm.run(x)
+
+
+def test_a_run_time_input_size_of_a_computed_tensor_is_a_clear_error():
     model = _model("LSTM", "forward", 0, False, False)
+    graph = model.graph
+    graph.node.insert(0, helper.make_node("Relu", ["x"], ["xr"]))
+    graph.node[1].input[0] = "xr"
     with pytest.raises(ImportError_, match="static input size, got \\?; its weights W fix it at "
                                            f"{_INPUT}: pass it in shape="):
         relay.frontend.from_onnx(model, shape={"x": [relay.Any(), relay.Any(), relay.Any()]})

@@ -20,6 +20,7 @@ from ....target import Target
 from ....target.host_only import check_host_target
 from ....transform.context import PassContext
 from ...expr import Function
+from . import specialized  # noqa: F401  (registers the saved format of specializing kernels)
 from .codegen import TAIL_CALL_LOOPS, FunctionCompiler
 from .kernels import KernelTable
 from .prefetch import prefetch_vm_kernels

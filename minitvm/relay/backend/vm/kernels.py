@@ -36,7 +36,11 @@ from .symbolic import lower_symbolic, packed_weight
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["KernelTable", "dynamic_kernel_counts", "is_static_type", "same_primitive"]
+__all__ = ["SPECIALIZED_FORMAT", "KernelTable", "dynamic_kernel_counts", "is_static_type",
+           "same_primitive"]
+
+# the saved format of a shape-specializing kernel (``specialized``: read back as one)
+SPECIALIZED_FORMAT = "relay_specialized"
 
 
 def is_static_type(t) -> bool:
@@ -321,7 +325,7 @@ class KernelTable:
                       ", ".join(func_ops(func)), type(err).__name__, err)
         self.stats["specialized"] += 1
         return Kernel(name, "fallback", reason="dynamic shapes: compiled per input shape",
-                      source=func, source_format="relay",
+                      source=func, source_format=SPECIALIZED_FORMAT,
                       run=ShapeSpecializer(func, name, self.options, const_inputs))
 
     def index(self, func: Function, const_inputs: frozenset = frozenset()) -> int:

@@ -15,7 +15,7 @@ from ....ir.type import TensorType
 from ....runtime.ndarray import NDArray
 from ... import expr as _expr
 from ...analysis import free_vars
-from ...expr import Call, Function, Tuple, TupleWrapper
+from ...expr import Call, Function, Tuple, TupleWrapper, bind
 from ...transform.infer_type import InferType
 from ..common import Folder, ImportError_, infer_type, unsupported_error
 from .param_values import param_constants, with_param_values
@@ -146,6 +146,8 @@ class GraphProto(_om.GraphImporterBase):
         outs = [self._output_expr(o) for o in _om.graph_outputs(graph, self.values,
                                                                   ImportError_)]
         body = outs[0] if len(outs) == 1 else Tuple(outs)
+        if ctx.narrowed:  # (inputs whose run-time sizes a converter fixed: typed so)
+            inputs, body = _narrowed_inputs(inputs, body, ctx.narrowed)
         known = set(inputs)
         params = inputs + [v for v in free_vars(body) if v not in known]
         func = Function(params, body)
@@ -200,3 +202,17 @@ class GraphProto(_om.GraphImporterBase):
         if self.size_factors is not None:
             self.size_factors.note(value)
         return value
+
+
+def _narrowed_inputs(inputs: list, body, narrowed: dict) -> tuple[list, object]:
+    """``inputs`` with the axes ``narrowed`` fixes ({input: {axis: size}}) static in their
+    types, and ``body`` reading the new inputs: a call whose input has another size at such an
+    axis fails on entry, naming the input and its expected type."""
+    swap = {}
+    for v in inputs:
+        axes = narrowed.get(v)
+        if axes:
+            t = infer_type(v)
+            shape = [axes.get(k, d) for k, d in enumerate(t.shape)]
+            swap[v] = _expr.var(v.name_hint, shape=shape, dtype=t.dtype)
+    return [swap.get(v, v) for v in inputs], bind(body, swap)

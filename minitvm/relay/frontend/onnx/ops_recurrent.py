@@ -24,7 +24,8 @@ def _recurrent(kind: str):
                 lens = None  # every sequence is full length: no masking needed
         ops = RelayRecurrentOps(ctx.dtype(x))
         if is_run_time_length(ops, x, spec.layout):  # a loop for the VM, one step a call
-            y, y_h, y_c = recurrent_loop(spec, ops, x, w, r, b, lens, h0, c0, p)
+            y, y_h, y_c = recurrent_loop(spec, ops, x, w, r, b, lens, h0, c0, p,
+                                         narrow=ctx.narrow_input)
         else:
             y, y_h, y_c = unroll(spec, ops, x, w, r, b, lens, h0, c0, p)
         return [y, y_h] + ([y_c] if kind == "LSTM" else [])

@@ -51,6 +51,9 @@ class Context(NodeContext):
         super().__init__(opset)
         self.fold = fold
         self.graph_inputs = set(graph_inputs)
+        # graph input -> {axis: size} a converter needs static where the input's is a run-time
+        # size: the input's type is narrowed to it (``narrow_input``), checked on entry
+        self.narrowed: dict = {}
         # ONNX tensor name -> (q, scale) of a DequantizeLinear over a constant int8 weight,
         # which a Conv may read as it is (``qdq_weight``)
         self.int8_weights: dict = {}
@@ -81,6 +84,18 @@ class Context(NodeContext):
         # what each run-time size a reshape computed is the product of (``size_factors``)
         self.size_factors = SizeFactors()
 
+
+    def narrow_input(self, e, axis: int, size: int) -> bool:
+        """Fix run-time axis ``axis`` of graph input ``e`` at ``size`` (its parameter's type says
+        so: the VM checks a call's argument against it); False when ``e`` is not a graph input
+        or another converter fixed that axis at another size."""
+        if e not in self.graph_inputs:
+            return False
+        axes = self.narrowed.setdefault(e, {})
+        if axes.get(axis, size) != size:
+            return False
+        axes[axis] = size
+        return True
     def shape(self, e) -> tuple:
         """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis (that
         ``Any`` object is its identity, so a size shared through the types compares equal; a
