@@ -84,7 +84,6 @@ class Context(NodeContext):
         # what each run-time size a reshape computed is the product of (``size_factors``)
         self.size_factors = SizeFactors()
 
-
     def narrow_input(self, e, axis: int, size: int) -> bool:
         """Fix run-time axis ``axis`` of graph input ``e`` at ``size`` (its parameter's type says
         so: the VM checks a call's argument against it); False when ``e`` is not a graph input
@@ -96,6 +95,7 @@ class Context(NodeContext):
             return False
         axes[axis] = size
         return True
+
     def shape(self, e) -> tuple:
         """The shape of ``e``: ints, and a ``DynamicDim`` for each ``relay.Any()`` axis (that
         ``Any`` object is its identity, so a size shared through the types compares equal; a
