@@ -29,9 +29,9 @@ def lanes(dtype: str) -> int:
     return 8 if bits == 64 else 16
 
 
-@functools.cache
 def vector_isa() -> str:
-    """``"avx512"`` when the host has 512-bit float vectors (32 registers), else ``"avx2"``:
+    """``"avx512"`` when the host (the CPU code is made for: ``jit.host_cpu``, a build's
+    ``-mcpu``) has 512-bit float vectors (32 registers), else ``"avx2"``:
     register tiles are sized by it, and the schedules' per-ISA switches keyed on it.
 
     The switches were measured on AVX2 first, and AVX-512 had kept the older schedules. On a
@@ -42,7 +42,12 @@ def vector_isa() -> str:
     where a switch cites it)."""
     from ..runtime.jit import host_cpu
 
-    return "avx512" if "+avx512f" in host_cpu()[1].split(",") else "avx2"
+    return _isa_of(host_cpu()[1])
+
+
+@functools.cache
+def _isa_of(features: str) -> str:
+    return "avx512" if "+avx512f" in features.split(",") else "avx2"
 
 
 def host_key(switch: dict) -> str:
