@@ -234,3 +234,38 @@ def test_cpus_the_host_cannot_run_or_does_not_know_leave_the_host_code(monkeypat
         assert target_cpu.codegen_cpu("cortex-a72") is None
         assert target_cpu.codegen_cpu("") is None
         assert target_cpu.codegen_cpu("znver3") == ("znver3", "+avx,+avx2,+fma,-avx512f")
+
+
+def test_relax_build_and_the_relay_vm_honour_the_mcpu_too():
+    from minitvm import relax
+    from minitvm.relax import op as R
+    from minitvm.runtime import vm as runtime_vm
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((64, 40)).astype("float32")
+    xv = rng.standard_normal((6, 64)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo((6, 64), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit_output(R.matmul(x, relax.const(w)))
+        bb.emit_func_output(y)
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(bb.get(), "llvm -mcpu=haswell")
+    cpu = target_cpu.codegen_cpu("haswell")
+    with jit.generating_for(*cpu):
+        asm = "\n".join(jit.assembly(k.ir, getattr(k.compiled, "opt", 3))
+                        for k, _ in ex.kernels.values() if k.ir)
+    assert asm and not _avx512_lines(asm)
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(xv)).numpy()
+    np.testing.assert_allclose(got, xv @ w, rtol=1e-4, atol=1e-4)
+
+    fn, inputs = _dense(rng)
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(tvm.IRModule.from_expr(fn), target="llvm -mcpu=haswell")
+    with jit.generating_for(*cpu):
+        asm = "\n".join(jit.assembly(k.ir, getattr(k.compiled, "opt", 3))
+                        for k in exe.get_lib().kernels.values() if k.kind == "native" and k.ir)
+    assert asm and not _avx512_lines(asm)
+    got = runtime_vm.VirtualMachine(exe, tvm.cpu()).invoke("main", inputs["x"]).numpy()
+    np.testing.assert_allclose(got, WANT["dense"](fn, inputs), rtol=1e-4, atol=1e-4)
