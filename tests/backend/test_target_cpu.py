@@ -269,3 +269,13 @@ def test_relax_build_and_the_relay_vm_honour_the_mcpu_too():
     assert asm and not _avx512_lines(asm)
     got = runtime_vm.VirtualMachine(exe, tvm.cpu()).invoke("main", inputs["x"]).numpy()
     np.testing.assert_allclose(got, WANT["dense"](fn, inputs), rtol=1e-4, atol=1e-4)
+
+
+def test_apply_history_best_lays_the_records_over_the_target_isa_table():
+    from minitvm import tune
+
+    avx2 = knobs.builtin_table("avx2")
+    if avx2 is None:
+        pytest.skip("no built-in AVX2 table")
+    ctx = tune.apply_history_best([], target="llvm -mcpu=haswell")
+    assert ctx.table.entries == avx2.entries
