@@ -279,3 +279,22 @@ def test_apply_history_best_lays_the_records_over_the_target_isa_table():
         pytest.skip("no built-in AVX2 table")
     ctx = tune.apply_history_best([], target="llvm -mcpu=haswell")
     assert ctx.table.entries == avx2.entries
+
+
+@pytest.mark.parametrize("c,o,hw,winograd", [(64, 16, 16, False), (32, 32, 16, True)])
+def test_haswell_3x3_convs_take_the_avx2_winograd_default(c, o, hw, winograd):
+    """AVX2's ``conv_winograd.DIRECT_SMALL_OUTPUT``: 64->16 at 16x16 direct, 32->32 Winograd;
+    both match numpy."""
+    from minitvm.tir import stmt as S
+    from minitvm.tir.stmt_functor import walk_stmts
+
+    rng = np.random.default_rng(4)
+    x = relay.var("x", shape=(1, c, hw, hw))
+    wv = rng.standard_normal((o, c, 3, 3)).astype("float32")
+    fn = relay.Function([x], relay.nn.conv2d(x, relay.const(wv), padding=(1, 1)))
+    lib = _build(fn, "llvm -mcpu=haswell")
+    (k,) = [k for n, k in lib.get_lib().kernels.items() if "conv2d" in n]
+    assert any(isinstance(s, S.DeclBuffer) and s.buffer.name == "wg_v"
+               for s in walk_stmts(k.prim_func.body)) == winograd
+    xv = rng.standard_normal((1, c, hw, hw)).astype("float32")
+    np.testing.assert_allclose(_run(lib, {"x": xv}), _np_conv(xv, wv), rtol=1e-4, atol=1e-3)
