@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from ..runtime import jit as _jit
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -40,9 +41,7 @@ def vector_isa() -> str:
     conv_lanes, conv_pointwise, gemm's and gemm_kernel's blocking, pool, depthwise,
     softmax_rows) 1.00x, 0.92x and 1.08x. So each is on for both ISAs ("the Zen 4 measurement"
     where a switch cites it)."""
-    from ..runtime.jit import host_cpu
-
-    return _isa_of(host_cpu()[1])
+    return _isa_of(_jit.host_cpu()[1])
 
 
 @functools.cache
@@ -54,9 +53,7 @@ def host_key(switch: dict) -> str:
     """The key of per-host ``switch`` that applies here: the host CPU's LLVM name where the
     switch has an entry for it (a value measured on that CPU only, e.g. ``"znver4"``, whose
     AVX-512 runs as two 256-bit halves), else ``vector_isa()``."""
-    from ..runtime.jit import host_cpu
-
-    cpu = host_cpu()[0]
+    cpu = _jit.host_cpu()[0]
     return cpu if cpu in switch else vector_isa()
 
 
