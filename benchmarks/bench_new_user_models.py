@@ -27,7 +27,8 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentysecond  # (..._twentysecond)
     python benchmarks/bench_new_user_models.py --group twentythird  # (..._twentythird)
 
-Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
+``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
+host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
 """
 
@@ -1757,6 +1758,9 @@ def import_relay(model, args, inputs):
     return mod, params, list(inputs), None
 
 
+TARGET = ["llvm"]  # minitvm's build target (``--target``)
+
+
 def _integer_build(mod, params, feed: dict, requantize: str):
     """FakeQuantizationToInteger in QAT mode (``use_qat=True``: a head that nothing quantizes
     after, a global pool and the dense reading it, becomes integer too where exact), then
@@ -1766,7 +1770,7 @@ def _integer_build(mod, params, feed: dict, requantize: str):
         relay.transform.InferType()(mod))
     with relay.qnn.op.requantize_config(compute_dtype=requantize), \
             tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
+        lib = relay.build(mod, target=TARGET[0], params=params)
     gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     for k, v in feed.items():
         gm.set_input_zero_copy(k, v)
@@ -1812,7 +1816,7 @@ def measure(name, ctor, spec, rounds):
     mod, params, names, via_export = import_relay(model, args, inputs)
     t1 = time.perf_counter()
     with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm", params=params)
+        lib = relay.build(mod, target=TARGET[0], params=params)
     t2 = time.perf_counter()
     gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     feed = {k: v.numpy() for k, v in inputs.items()}
@@ -2013,10 +2017,14 @@ def main() -> int:
                     "backprop Kalman filter by linalg.inv / slogdet, SiamFC grouped-conv "
                     "correlation, a neural additive model); all")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--target", default="llvm",
+                    help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
+                    "AVX-512 host (the peers keep the host's ISA)")
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
                     "bench_layers_ort.py --model DIR/NAME.onnx, the per-layer table)")
     args = ap.parse_args()
+    TARGET[0] = args.target
     if not one_thread_with_extras():
         return 0
     first, second, third, fourth = models(), new_models(), third_models(), fourth_models()

@@ -3,7 +3,7 @@ and PyTorch eager in one process: untuned and tuned, at 1 and 2 threads, with co
 
     python benchmarks/bench_whole_models.py [--models resnet50,mobilenetv2,bert]
         [--records FILE.jsonl] [--defaults] [--threads 1,2] [--rounds 5] [--runs 3]
-        [--no-compile]
+        [--no-compile] [--avx2 [CPU]]
 
 Models (fp32): ResNet-50 (``relay.testing.resnet``, 224x224), MobileNetV2
 (torchvision's layout, ``bench_mobilenet.mobilenet_v2``, exported to ONNX and imported) and
@@ -23,6 +23,12 @@ built under ``minitvm.tune.apply_history_best``). Each thread count is timed in 
 rounds (every contender once per round, so load spikes hit all alike), each the median of
 ``--runs`` runs; the table shows the median over rounds (1 thread: the calling thread's CPU
 time, where all three runtimes compute; more threads: wall clock, noisy on a shared machine).
+``--avx2`` (CPU default ``haswell``; ``znver3``...) adds "avx2": the untuned build for target
+``llvm -mcpu=CPU`` (AVX2 code, ``backend.target_cpu``), beside "untuned" (the host's AVX-512),
+and limits the peers to AVX2 where they can be: PyTorch (``ATEN_CPU_CAPABILITY=avx2``), oneDNN
+under it (``ONEDNN_MAX_CPU_ISA=AVX2``) and MKL (``MKL_ENABLE_INSTRUCTIONS=AVX2``), set before
+torch loads; ONNX Runtime has no such switch (its MLAS kernels pick the host's widest ISA), so
+its column stays AVX-512, for context.
 Compile time: ``relay.build`` at opt_level 3 in a fresh process with an empty on-disk cache
 ("cold") and again in a second fresh process over the filled cache ("warm").
 """
@@ -109,7 +115,7 @@ def load(name: str) -> dict:
                 onnx=to_onnx(main, order), torch=torch_graph)
 
 
-def build(m: dict, records: str | None = None, builtin: bool = True):
+def build(m: dict, records: str | None = None, builtin: bool = True, target: str = "llvm"):
     """relay.build at opt_level 3 (under ``records``' knobs when given); (factory, seconds)."""
     import minitvm as tvm
     from minitvm import relay, tune
@@ -118,7 +124,7 @@ def build(m: dict, records: str | None = None, builtin: bool = True):
     t0 = time.perf_counter()
     with ctx, tvm.transform.PassContext(
             opt_level=3, config={"schedule.use_builtin_knobs": builtin}):
-        lib = relay.build(m["mod"], target="llvm", params=m["params"])
+        lib = relay.build(m["mod"], target=target, params=m["params"])
     return lib, time.perf_counter() - t0
 
 
@@ -194,6 +200,8 @@ def bench(name: str, args) -> list[dict]:
         libs["defaults"] = build(m, builtin=False)[0]
     if args.records:
         libs["tuned"] = build(m, args.records)[0]
+    if args.avx2:
+        libs["avx2"] = build(m, target=f"llvm -mcpu={args.avx2}")[0]
     ref = m["torch"](1)(x)
     mt = {k: minitvm_runner(lib, m["input"], x) for k, lib in libs.items()}
     scale = max(1e-6, float(np.max(np.abs(ref))))
@@ -229,8 +237,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-torch", action="store_true",
                     help="leave PyTorch eager out of the timed rounds (its OpenMP threads, spinning "
                          "after each call, take a core from the others at 2+ threads)")
+    ap.add_argument("--avx2", nargs="?", const="haswell", default=None, metavar="CPU",
+                    help="also build for -mcpu=CPU (default haswell: AVX2 code) and limit torch "
+                         "/ oneDNN / MKL to AVX2 (ONNX Runtime cannot be)")
     ap.add_argument("--compile-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.avx2:  # before torch loads (it reads them once)
+        os.environ.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2",
+                          MKL_ENABLE_INSTRUCTIONS="AVX2")
     if args.compile_child:
         compile_child(args.compile_child, args.records)
         return 0
@@ -242,15 +256,22 @@ def main(argv=None) -> int:
     jit.init()  # before torch loads libgomp: its idle threads then spin as briefly as ours
     t_start = time.time()
     rows = [r for name in args.models.split(",") for r in bench(name.strip(), args)]
-    mine = [k for k in ("untuned", "defaults", "tuned") if k in rows[0]["ms"]]
+    mine = [k for k in ("untuned", "defaults", "tuned", "avx2") if k in rows[0]["ms"]]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; ms, median of {args.rounds} interleaved "
           f"rounds of median-of-{args.runs}, each after a pause and 20 ms of warm-up; 1 thread: thread CPU "
           "time, 2+: wall (noisy)")
+    if args.avx2:
+        import torch
+
+        print(f"--avx2: minitvm 'avx2' built for -mcpu={args.avx2}, 'untuned' for the host; torch "
+              f"CPU capability {torch.backends.cpu.get_cpu_capability()}, "
+              "ONEDNN_MAX_CPU_ISA=AVX2, MKL_ENABLE_INSTRUCTIONS=AVX2; ORT unlimited (AVX-512)")
     peers = ["ORT"] + (["torch"] if not args.no_torch else [])
     head = "".join(f"{k:>9s}" for k in mine + peers)
     ratios = "".join(f"{k[:7] + '/ORT':>12s}" for k in mine) + \
-        (f"{'untuned/pt':>11s}" if not args.no_torch else "")
+        (f"{'untuned/pt':>11s}" if not args.no_torch else "") + \
+        (f"{'avx2/pt':>9s}{'avx2/512':>9s}" if args.avx2 else "")
     print(f"{'model':20s}{'thr':>4s}{head}{ratios}{'cold s':>8s}{'warm s':>8s}  max rel err")
     for r in rows:
         ms = r["ms"]
@@ -258,6 +279,9 @@ def main(argv=None) -> int:
         rat = "".join(f"{ms[k] / ms['ORT']:11.2f}x" for k in mine)
         if not args.no_torch:
             rat += f"{ms['untuned'] / ms['torch']:10.2f}x"
+        if args.avx2:
+            rat += (f"{ms['avx2'] / ms['torch']:8.2f}x" if not args.no_torch else f"{'':9s}") + \
+                f"{ms['avx2'] / ms['untuned']:8.2f}x"
         comp = f"{r['cold']:8.2f}{r['warm']:8.2f}" if r["cold"] is not None else f"{'':16s}"
         print(f"{r['model']:20s}{r['threads']:4d}{cells}{rat}{comp}  {r['err']:.1e}")
     print("ratios are latency ratios: below 1 means minitvm is faster; compile: relay.build "

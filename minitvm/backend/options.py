@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..runtime import blas
+from ..runtime import blas, jit
 from ..schedule.knobs import current_table
 from ..schedule.options import LoweringOptions
 from ..transform.config import config_default, register_pass_config
@@ -59,5 +59,6 @@ def lowering_options(ctx: PassContext | None = None) -> LoweringOptions:
         generated_dense=get("relay.backend.use_generated_dense"),
         generated_batch_matmul=get("relay.backend.use_generated_batch_matmul"),
         knobs=current_table(),  # tuned schedule knobs (``minitvm.tune.apply_history_best``)
+        cpu=jit.codegen_target(),  # a build's -mcpu (``backend.target_cpu``)
         strict_native=strict_native(cfg),
     )

@@ -144,7 +144,11 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
     keyed = func.without_attr("global_symbol") if func.attrs and "global_symbol" in func.attrs \
         else func
     text = script(keyed, name="kernel")
-    key = hashlib.sha256(f"{CODEGEN_VERSION}|{fast_math}|{opt_level}|{text}".encode()).hexdigest()
+    # a build's -mcpu (jit.generating_for) makes other code of the same IR: keyed apart
+    cpu = jit.codegen_target()
+    cpu_text = "" if cpu is None else f"{cpu[0]}|{cpu[1]}|"
+    key = hashlib.sha256(f"{CODEGEN_VERSION}|{fast_math}|{opt_level}|{cpu_text}{text}".encode()
+                         ).hexdigest()
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
@@ -256,23 +260,24 @@ def _computed_inside(e, inside: set[int]) -> bool:
 
 
 # ------------------------------------------------------------------ on-disk object cache
-_FINGERPRINT: list[str] = []
+_FINGERPRINT: dict[str, str] = {}  # jit.object_fingerprint() -> the on-disk key's suffix
 
 
 def _disk_key(key: str) -> str:
-    """The on-disk key: the in-process key plus what else shapes the object code (host CPU,
-    LLVM, and the code generator's own sources, so an edited code generator never reuses
-    stale objects)."""
-    if not _FINGERPRINT:
-        h = hashlib.sha256(jit.object_fingerprint().encode())
+    """The on-disk key: the in-process key plus what else shapes the object code (the CPU it is
+    made for, a build's ``-mcpu`` included, LLVM, and the code generator's own sources, so an
+    edited code generator never reuses stale objects)."""
+    cpu = jit.object_fingerprint()
+    if cpu not in _FINGERPRINT:
+        h = hashlib.sha256(cpu.encode())
         root = os.path.dirname(os.path.abspath(__file__))
         files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
                        if f.endswith(".py"))
         for path in [*files, jit.__file__]:
             with open(path, "rb") as f:
                 h.update(f.read())
-        _FINGERPRINT.append(h.hexdigest())
-    return f"{key}|{_FINGERPRINT[0]}"
+        _FINGERPRINT[cpu] = h.hexdigest()
+    return f"{key}|{_FINGERPRINT[cpu]}"
 
 
 def declared_externals(ir_text: str) -> list[str]:

@@ -13,6 +13,7 @@ is generated) through ``compile_ir_to_object`` and ``load_object``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import os
@@ -43,8 +44,38 @@ def init() -> None:
 
 
 def host_cpu() -> tuple[str, str]:
-    """(cpu name, feature string) of the machine we run on."""
+    """(cpu name, feature string) the kernels are made for: the machine we run on, or inside
+    ``generating_for`` the build target's CPU (its ``-mcpu``, with the host's features limited
+    to that CPU's vector ISA). The target machine, the caches' keys and the schedules' ISA
+    choices all ask here, so they agree."""
+    return _CODEGEN_CPU.get() or _host_cpu()
+
+
+def real_host_cpu() -> tuple[str, str]:
+    """(cpu name, feature string) of the machine we run on, whatever ``generating_for`` says."""
     return _host_cpu()
+
+
+_CODEGEN_CPU: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "minitvm_codegen_cpu", default=None)
+
+
+def codegen_target() -> tuple[str, str] | None:
+    """(cpu, features) of the ``generating_for`` scope we are in, or None: the host's."""
+    return _CODEGEN_CPU.get()
+
+
+@contextlib.contextmanager
+def generating_for(cpu: str, features: str):
+    """Kernels generated inside are made for LLVM CPU ``cpu`` with feature string ``features``
+    (``"+avx2,-avx512f,..."``): a build's ``-mcpu`` (``backend.target_cpu``). The code runs in
+    this process, so ``features`` must name no feature the host lacks (the caller's check).
+    Context-local: another thread's build is not affected; forked compile workers inherit it."""
+    token = _CODEGEN_CPU.set((cpu, features))
+    try:
+        yield
+    finally:
+        _CODEGEN_CPU.reset(token)
 
 
 @functools.cache
@@ -56,14 +87,15 @@ def _host_cpu() -> tuple[str, str]:
 
 
 def host_has(*features: str) -> bool:
-    """Does the host CPU have every LLVM feature named ("avx512f", "avx512vnni", ...)? The
-    codegen's x86 instruction choices (vpdpbusd, vpermi2b, cvttps2dq, vscalefps) ask this."""
-    return set(features) <= _host_features()
+    """Does the CPU code is made for (``host_cpu``) have every LLVM feature named ("avx512f",
+    "avx512vnni", ...)? The codegen's x86 instruction choices (vpdpbusd, vpermi2b, cvttps2dq,
+    vscalefps) ask this."""
+    return set(features) <= _features_on(host_cpu()[1])
 
 
 @functools.cache
-def _host_features() -> frozenset[str]:
-    return frozenset(f[1:] for f in host_cpu()[1].split(",") if f.startswith("+"))
+def _features_on(text: str) -> frozenset[str]:
+    return frozenset(f[1:] for f in text.split(",") if f.startswith("+"))
 
 
 # The IR pipeline level of kernels their schedule already vectorized, unrolled and hoisted:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from ..runtime import jit as _jit
 from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -29,9 +30,9 @@ def lanes(dtype: str) -> int:
     return 8 if bits == 64 else 16
 
 
-@functools.cache
 def vector_isa() -> str:
-    """``"avx512"`` when the host has 512-bit float vectors (32 registers), else ``"avx2"``:
+    """``"avx512"`` when the host (the CPU code is made for: ``jit.host_cpu``, a build's
+    ``-mcpu``) has 512-bit float vectors (32 registers), else ``"avx2"``:
     register tiles are sized by it, and the schedules' per-ISA switches keyed on it.
 
     The switches were measured on AVX2 first, and AVX-512 had kept the older schedules. On a
@@ -40,18 +41,19 @@ def vector_isa() -> str:
     conv_lanes, conv_pointwise, gemm's and gemm_kernel's blocking, pool, depthwise,
     softmax_rows) 1.00x, 0.92x and 1.08x. So each is on for both ISAs ("the Zen 4 measurement"
     where a switch cites it)."""
-    from ..runtime.jit import host_cpu
+    return _isa_of(_jit.host_cpu()[1])
 
-    return "avx512" if "+avx512f" in host_cpu()[1].split(",") else "avx2"
+
+@functools.cache
+def _isa_of(features: str) -> str:
+    return "avx512" if "+avx512f" in features.split(",") else "avx2"
 
 
 def host_key(switch: dict) -> str:
     """The key of per-host ``switch`` that applies here: the host CPU's LLVM name where the
     switch has an entry for it (a value measured on that CPU only, e.g. ``"znver4"``, whose
     AVX-512 runs as two 256-bit halves), else ``vector_isa()``."""
-    from ..runtime.jit import host_cpu
-
-    cpu = host_cpu()[0]
+    cpu = _jit.host_cpu()[0]
     return cpu if cpu in switch else vector_isa()
 
 

@@ -200,6 +200,17 @@ DEFAULT_ON = True
 # the largest block and ``NR`` (not measured here)
 MIN_GAIN = {"avx512": 1.6, "avx2": None}
 MIN_DEFAULT_MACS = {"avx512": 1 << 22, "avx2": 0}
+# AVX2's exception to "every conv that applies": a conv of fewer output than input channels
+# whose output has at most DIRECT_SMALL_OUTPUT elements (channels x pixels; groups of one) is
+# direct, where each input channel's transform serves few outputs. AVX2 code (-mcpu=haswell on
+# the Rocket Lake Xeon, one thread, conv alone, 7 interleaved rounds, thread CPU ms, Winograd /
+# direct): lost, 64->16 at 16x16 0.068 / 0.053, at 8x8 0.025 / 0.016, 32->16 at 16x16 0.030 /
+# 0.026, 128->16 at 16x16 0.125 / 0.104, 256->16 at 8x8 0.085 / 0.063, 64->32 at 8x8 0.030 /
+# 0.026, 64->8 at 16x16 0.027 / 0.028; kept, 64->64 at 8x8 0.042 / 0.052, 16->16 at 16x16
+# 0.010 / 0.013, 32->32 at 16x16 0.041 / 0.049, 64->16 at 32x32 0.154 / 0.202, 32->16 at 32x32
+# 0.078 / 0.097, 64->32 at 16x16 0.078 / 0.098, 128->24 at 14x14 0.097 / 0.224, and every
+# ResNet-50 stage (0.29-0.96x of direct; 512->512 at 7x7 equal)
+DIRECT_SMALL_OUTPUT = {"avx512": 0, "avx2": 4096}
 NARROW_NR = 16
 NARROW_WEIGHT = 0.85
 # A grouped conv's groups of fewer input channels than this (RegNet's 16, ResNeXt 32x4d's 16
@@ -370,9 +381,10 @@ def block_sizes(t) -> tuple[int, ...]:
 
 def default_knobs(t) -> dict:
     """This schedule's knobs untuned: ``wino_m``, ``wino_nr`` (and ``impl`` when it is the
-    default implementation of ``t``): the largest block and ``NR``, or where ``MIN_GAIN`` is
-    set for the vector ISA, ``default_choice``'s (of a grouped conv of narrow groups, F(2x2)
-    only, at a larger gain: ``GROUPED_NARROW_CHANNELS``)."""
+    default implementation of ``t``): the largest block and ``NR`` (the direct conv for
+    ``DIRECT_SMALL_OUTPUT``'s), or where ``MIN_GAIN`` is set for the vector ISA,
+    ``default_choice``'s (of a grouped conv of narrow groups, F(2x2) only, at a larger gain:
+    ``GROUPED_NARROW_CHANNELS``)."""
     sizes = block_sizes(t)
     isa = vector_isa()
     out = dict(wino_m=max(sizes, default=2), wino_nr=NR[isa])
@@ -383,7 +395,8 @@ def default_knobs(t) -> dict:
     if not sizes:
         return out
     if MIN_GAIN[isa] is None:
-        if DEFAULT_ON:
+        small = groups == 1 and o < c and o * oh * ow <= DIRECT_SMALL_OUTPUT[isa]
+        if DEFAULT_ON and not small:
             out["impl"] = "winograd"
         return out
     gain, m, nr = default_choice(t, sizes)

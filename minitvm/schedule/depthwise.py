@@ -510,7 +510,17 @@ def _accumulates(g) -> bool:
 TILED = True
 TILE_MIN_TAPS = 9
 TILE_STRIDED_MIN_TAPS = 25
-TILE_MAX_ACCS = 16  # accumulators of one tile (rows x vectors); wider rows split into tiles
+# accumulators of one tile (rows x vectors; wider rows split into tiles), per vector ISA: AVX2
+# has 16 registers, and a tile of 16 left none for the tile's row of input vectors and the
+# broadcast tap (4 rows x 4 vectors + 4 + 1: stack spills and reloads in every tap). Measured
+# on AVX2 code (-mcpu=haswell on the Rocket Lake Xeon, one thread, conv + bias + ReLU6, A/B in
+# one process, 9 interleaved rounds, thread CPU ms, 16 -> 12 -> 8): 32 at 112x112 3x3 0.196
+# -> 0.198 -> 0.188, 144 at 56x56 3x3 0.207 -> 0.197 -> 0.185, 192 at 28x28 3x3 0.058 ->
+# 0.054 -> 0.052, 576 at 14x14 3x3 0.046 -> 0.038 -> 0.038, 64 at 56x56 7x7 0.308 -> 0.265
+# -> 0.265, 128 at 28x28 7x7 0.157 -> 0.141 -> 0.131, 240 at 28x28 5x5 0.156 -> 0.142 ->
+# 0.129, 96 at 112x112 3x3 0.677 -> 0.673 -> 0.646, 144 at 56x56 5x5/2 0.161 -> 0.156 ->
+# 0.159
+TILE_MAX_ACCS = {"avx512": 16, "avx2": 8}
 TILE_ROWS = (4, 8)  # the fewest and most rows of a tile
 
 
@@ -523,9 +533,14 @@ def _tiled(g) -> bool:
 
 def _tile_height(g) -> int:
     """Output rows of a tile: as many as ``TILE_MAX_ACCS`` accumulators hold over a whole row's
-    vectors, within ``TILE_ROWS`` (rows of 56: 4, rows of 28: 8)."""
+    vectors, within ``TILE_ROWS`` (AVX-512: rows of 56 4, rows of 28 8)."""
     lo, hi = TILE_ROWS
-    return min(hi, max(lo, TILE_MAX_ACCS // len(_segments(g["ow"], g["lanes"]))))
+    return min(hi, max(lo, tile_max_accs() // len(_segments(g["ow"], g["lanes"]))))
+
+
+def tile_max_accs() -> int:
+    """``TILE_MAX_ACCS`` of the vector ISA the code is made for."""
+    return TILE_MAX_ACCS[vector_isa()]
 
 
 # A transcendental epilogue (SiLU's sigmoid, GELU's erf) on rows of at most SPLIT_MAX_WIDTH

@@ -111,7 +111,7 @@ def _tile_rows(ctx, g, plane, taps, oy, nrows: int, store_fn) -> S.Stmt:
     from . import depthwise
 
     segs = _segments(g["ow"], g["lanes"])
-    per = max(1, depthwise.TILE_MAX_ACCS // max(nrows, depthwise._tile_height(g)))
+    per = max(1, depthwise.tile_max_accs() // max(nrows, depthwise._tile_height(g)))
     return _seq([_tile_accumulate(ctx, g, plane, taps, oy, nrows, segs[k:k + per], store_fn)
                  for k in range(0, len(segs), per)])
 

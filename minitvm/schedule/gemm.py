@@ -573,7 +573,7 @@ def emit_fused(ctx, t, u, out, operand_bufs, body, separate) -> S.Stmt:
 
 
 # ``C = A @ W.T`` with W ``[N, K]`` passed at run time (not a constant packed at build time),
-# by vector ISA: between SWAP_MIN_ROWS and gemm_tb.MAX_ROWS rows, for a weight of at least
+# by vector ISA: between SWAP_MIN_ROWS and gemm_tb.max_rows() rows, for a weight of at least
 # SWAP_MIN_WEIGHT elements that is no wider than long (N <= K), computed as ``C.T = W @ A.T``:
 # the packed micro-kernel reads W in place as its rows and packs only A (M x K, smaller than
 # W there), storing its tiles transposed. Measured on a Zen 2 (AVX2, one thread, thread CPU
@@ -683,14 +683,14 @@ def _gen_matmul(ctx, t, out, a, b, epilogue=None, transpose_b=None) -> S.Stmt:
             return gemm_tb.emit(m, n, k, a2, b, c2, epilogue)
 
         if SWAP_TB[vector_isa()] and n <= k and n * k >= SWAP_MIN_WEIGHT:
-            lo, hi = SWAP_MIN_ROWS, gemm_tb.MAX_ROWS
+            lo, hi = SWAP_MIN_ROWS, gemm_tb.max_rows()
             if isinstance(m, int):
                 return swapped() if lo <= m <= hi else in_place() if m < lo else packed()
             return S.IfThenElse(m < lo, in_place(), S.IfThenElse(
                 m <= hi, swapped(own=False), packed(own=False)))
         if isinstance(m, int):
-            return in_place() if m <= gemm_tb.MAX_ROWS else packed()
-        return S.IfThenElse(m <= gemm_tb.MAX_ROWS, in_place(), packed(own=False))
+            return in_place() if m <= gemm_tb.max_rows() else packed()
+        return S.IfThenElse(m <= gemm_tb.max_rows(), in_place(), packed(own=False))
     nr = None if tb else _direct_nr(n)
     if nr is None:
         return packed()

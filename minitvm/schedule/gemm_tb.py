@@ -12,13 +12,10 @@ loop (plus a scalar K tail). Column blocks run on the thread pool when the work 
 
 from __future__ import annotations
 
-import functools
-
-from llvmlite import binding as llvm
-
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
+from .common import vector_isa as _common_isa
 
 # (rows, cols, lanes) of a tile by vector ISA: its rows*cols vector accumulators plus the rows
 # and cols vectors loaded per K step must fit the register file. 4x4 of 16 lanes fills 32 zmm
@@ -50,16 +47,9 @@ MAX_ROWS_BY_ISA = {"avx512": 128, "avx2": 128}
 
 
 def vector_isa() -> str:
-    """``"avx512"`` when the host has AVX-512F, else ``"avx2"`` (the widest float vectors the
-    kernels are shaped for)."""
-    return _isa()
-
-
-@functools.cache
-def _isa() -> str:
-    # llvmlite's host query needs no target initialization (cheap at import time)
-    return "avx512" if "+avx512f" in llvm.get_host_cpu_features().flatten().split(",") \
-        else "avx2"
+    """``"avx512"`` when the host (the CPU code is made for, ``common.vector_isa``) has
+    AVX-512F, else ``"avx2"`` (the widest float vectors the kernels are shaped for)."""
+    return _common_isa()
 
 
 def tile_shape() -> tuple[int, int, int]:
@@ -67,7 +57,12 @@ def tile_shape() -> tuple[int, int, int]:
     return TILES[vector_isa()]
 
 
-MAX_ROWS = MAX_ROWS_BY_ISA[vector_isa()]
+MAX_ROWS = MAX_ROWS_BY_ISA[vector_isa()]  # the machine's (at import); a build asks max_rows()
+
+
+def max_rows() -> int:
+    """``MAX_ROWS`` of the CPU code is made for (a build's ``-mcpu`` may name a narrower one)."""
+    return MAX_ROWS_BY_ISA[vector_isa()]
 
 
 def supported(m, n, k) -> bool:

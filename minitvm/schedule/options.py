@@ -30,4 +30,7 @@ class LoweringOptions:
     generated_batch_matmul: bool = True
     # knobs: a ``knobs.KnobTable`` of tuned schedule constants per workload (None: defaults)
     knobs: object = None
+    # cpu: the (LLVM CPU name, feature string) a build's -mcpu makes code for
+    # (``runtime.jit.generating_for``), or None: the host's
+    cpu: tuple[str, str] | None = None
     strict_native: bool = field(default=False, compare=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from ..backend.target_cpu import for_target
 from ..schedule.knobs import KnobTable, builtin_table, use_knobs
 from .records import Record, RecordDatabase, knob_table
 
@@ -16,8 +17,8 @@ class ApplyHistoryBest:
 
     ``records``: a JSON-lines path, a ``RecordDatabase`` or an iterable of ``Record``.
     ``builtin``: workloads without a record of the user's keep the built-in table's knobs
-    (``minitvm.tune.builtin``; the user's records win where both have one); False: their
-    defaults.
+    (``minitvm.tune.builtin``, of ``target``'s ``-mcpu`` where a build honours it; the user's
+    records win where both have one); False: their defaults.
     """
 
     def __init__(self, records: str | os.PathLike | RecordDatabase | Iterable[Record],
@@ -25,7 +26,8 @@ class ApplyHistoryBest:
         if isinstance(records, (str, os.PathLike)) and not os.path.exists(records):
             raise FileNotFoundError(f"apply_history_best: no records file {str(records)!r}")
         self.table: KnobTable = knob_table(records, target)
-        base = builtin_table() if builtin else None
+        with for_target(target):  # (the table of its -mcpu's vector ISA: backend.target_cpu)
+            base = builtin_table() if builtin else None
         if base is not None:
             self.table = KnobTable({**base.entries, **self.table.entries})
         self._cm = None

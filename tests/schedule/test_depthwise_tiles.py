@@ -191,12 +191,25 @@ def test_wide_rows_split_into_tiles_of_at_most_the_accumulators(monkeypatch):
     sizes = sorted({len(stores) for _, stores in _tiles(prim)})
     assert sizes == [4 * 3, 4 * 4]
     for _, stores in _tiles(prim):
-        assert len(stores) <= depthwise.TILE_MAX_ACCS
+        assert len(stores) <= depthwise.TILE_MAX_ACCS["avx512"]
 
 
-@pytest.mark.parametrize("ow,height", [(56, 4), (28, 8), (112, 4), (16, 8), (40, 5)])
-def test_tile_height(ow, height):
-    g = {"ow": ow, "lanes": 16}
+def test_avx2_tiles_leave_registers_for_the_inputs_and_the_tap(monkeypatch):
+    """AVX2's 16 registers: tiles of at most 8 accumulators (rows of 112 in 8-lane vectors: 4
+    rows of 2 vectors), where 16 spilled."""
+    monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx2")
+    prim, _ = _lower((1, 2, 16, 112), 3)
+    sizes = sorted({len(stores) for _, stores in _tiles(prim)})
+    assert sizes and max(sizes) <= depthwise.TILE_MAX_ACCS["avx2"] == 8
+    assert 4 * 2 in sizes
+
+
+@pytest.mark.parametrize("isa,ow,lanes,height", [
+    ("avx512", 56, 16, 4), ("avx512", 28, 16, 8), ("avx512", 112, 16, 4), ("avx512", 16, 16, 8),
+    ("avx512", 40, 16, 5), ("avx2", 56, 8, 4), ("avx2", 16, 8, 4), ("avx2", 8, 8, 8)])
+def test_tile_height(monkeypatch, isa, ow, lanes, height):
+    monkeypatch.setattr(depthwise, "vector_isa", lambda: isa)
+    g = {"ow": ow, "lanes": lanes}
     assert depthwise._tile_height(g) == height
 
 

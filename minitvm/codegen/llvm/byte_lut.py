@@ -10,15 +10,12 @@ the index). Only 64-lane vectors are meaningful (``schedule/byte_table`` writes 
 
 from __future__ import annotations
 
-import functools
-
 from llvmlite import ir
 
 NAME = "byte_lut256"
 LANES = 64
 
 
-@functools.cache
 def host_vbmi() -> bool:
     """Does the host run ``vpermi2b`` on 512-bit vectors (AVX-512F and AVX-512 VBMI)?"""
     from ...runtime.jit import host_has

@@ -15,8 +15,6 @@ integer code elsewhere."""
 
 from __future__ import annotations
 
-import functools
-
 from llvmlite import ir
 
 from . import types as T
@@ -26,7 +24,6 @@ PAIRS_NAME = "dot_s16s16x2"
 VNNI_WIDTH = 16
 
 
-@functools.cache
 def host_vnni() -> bool:
     """Does the host run ``vpdpbusd`` on 512-bit vectors (AVX-512F and AVX-512 VNNI)?"""
     from ...runtime.jit import host_has

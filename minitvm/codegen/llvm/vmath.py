@@ -10,7 +10,6 @@ references is asserted in tests/codegen/test_vmath.py (all about 2-4e-7, i.e. a 
 
 from __future__ import annotations
 
-import functools
 import math
 
 from llvmlite import ir
@@ -115,7 +114,6 @@ class _Emit:
         return self.b.bitcast(bits, self.ty)
 
 
-@functools.cache
 def _host_scalef() -> tuple[bool, bool]:
     """(512-bit, 128/256-bit) ``vscalefps`` on the host: AVX-512F, AVX-512VL."""
     from ...runtime.jit import host_has

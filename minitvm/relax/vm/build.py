@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from ...backend.disk_cache import active_cache
 from ...backend.options import lowering_options
 from ...backend.parallel_compile import run_sharded
+from ...backend.target_cpu import for_target
 from ...codegen.build import compile_prim_func
 from ...codegen.llvm.stmt import MAX_UNROLL
 from ...ir.gc_pause import frozen
@@ -174,15 +175,21 @@ def build(mod, target="llvm", params: dict | None = None, pipeline="default_buil
         ``"default_build"`` (legalize, fuse, lower), ``"zero"`` or another pass run before the
         lowering to the VM; ``None`` runs only the lowering.
     """
-    from .. import transform
-    from ..pipeline import get_pipeline, lowering_pipeline
-
     if not isinstance(mod, IRModule):
         if isinstance(mod, Function):
             mod = IRModule({"main": mod})
         else:
             raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
     _target_ok(target)
+    with for_target(target):  # a -mcpu naming another x86 CPU: its code (backend.target_cpu)
+        return _build(mod, params, pipeline, exec_mode, relax_pipeline)
+
+
+def _build(mod: IRModule, params, pipeline, exec_mode: str, relax_pipeline) -> Executable:
+    """``build`` of an IRModule whose target was checked."""
+    from .. import transform
+    from ..pipeline import get_pipeline, lowering_pipeline
+
     external_mods = list(mod.get_attr("external_mods") or [])  # RunCodegen's modules
     # schedule knobs a MetaScheduleApplyDatabase pass attached: kernels are lowered with them
     schedule_knobs = mod.get_attr(SCHEDULE_KNOBS_ATTR)

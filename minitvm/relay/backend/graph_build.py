@@ -15,6 +15,7 @@ import time
 
 from ...backend import aot
 from ...backend.options import lowering_options
+from ...backend.target_cpu import for_target
 from ...ir.gc_pause import frozen, paused
 from ...ir.module import IRModule
 from ...runtime import blas
@@ -75,6 +76,13 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None,
     kind = target_kind_name(target)
     _check_executor_runtime(executor, runtime)
     mod = _as_module(ir_mod)
+    with for_target(target):  # a -mcpu naming another x86 CPU: its code (backend.target_cpu)
+        return _build_or_load(mod, params, mod_name, kind, t0)
+
+
+def _build_or_load(mod: IRModule, params, mod_name: str, kind: str, t0: float
+                   ) -> GraphExecutorFactoryModule:
+    """The whole-build cache's factory for ``mod``, else a fresh build (stored in it)."""
     options = lowering_options()
     cache = build_cache.enabled()
     key = build_cache.build_key(mod, params, kind, options) if cache is not None else None

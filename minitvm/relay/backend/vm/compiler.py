@@ -12,6 +12,7 @@ record, not scheduled again: a warm build of a model seen before only optimizes 
 from __future__ import annotations
 
 from ....backend.options import lowering_options
+from ....backend.target_cpu import for_target
 from ....ir.gc_pause import paused
 from ....ir.module import IRModule
 from ....runtime import blas
@@ -153,9 +154,15 @@ def compile(mod, target=None, target_host=None, params=None) -> Executable:  # n
     Executable
         Run it with ``tvm.runtime.vm.VirtualMachine(exe, device)``.
     """
+    _check_target(target)
+    with for_target(target):  # a -mcpu naming another x86 CPU: its code (backend.target_cpu)
+        return _compile(mod, target, target_host, params)
+
+
+def _compile(mod, target, target_host, params) -> Executable:
+    """``compile`` of a module whose target was checked (through the executable cache)."""
     from . import exe_cache
 
-    _check_target(target)
     cached = exe_cache.exe_key(mod, params, target)  # (None: not cached, see exe_cache)
     if cached is not None:
         exe = exe_cache.load(*cached)

@@ -1,0 +1,300 @@
+"""A build's ``-mcpu`` (``backend.target_cpu``): ``target="llvm -mcpu=haswell"`` on an AVX-512
+host makes AVX2 code: the schedules' AVX2 choices, no AVX-512 instruction in the machine code (an
+AVX2 CPU would stop on one with SIGILL), the same numbers; CPUs the host cannot run, or that are
+no x86 name, leave the host's code; the caches keep the two kinds of code apart."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.backend import target_cpu
+from minitvm.contrib import graph_executor
+from minitvm.runtime import jit
+from minitvm.schedule import common, knobs
+
+pytestmark = pytest.mark.skipif(not jit.host_has("avx2", "fma"),
+                                reason="the host has no AVX2: no AVX2 code runs here")
+
+# instructions, registers and operand forms only AVX-512 has (EVEX: zmm, mask registers,
+# registers 16-31, broadcasts, VNNI, VBMI, ...)
+AVX512 = re.compile(r"zmm|%k[0-7]\b|[xy]mm(1[6-9]|2[0-9]|3[01])\b|\{1to|vpdpbusd|vpdpwssd|"
+                    r"vpermi2|vpermt2|vpternlog|vscalef|vrndscale|vcompress|vexpand|kmov|"
+                    r"vpmovm2|2m\s|vcvtt?ps2udq|vcvtudq2ps")
+HOST_AVX512 = jit.host_has("avx512f")
+
+
+def _build(fn, target):
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.build(tvm.IRModule.from_expr(fn), target=target)
+
+
+def _run(lib, inputs):
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for k, v in inputs.items():
+        g.set_input(k, v)
+    g.run()
+    return g.get_output(0).numpy()
+
+
+def _asm(lib, mcpu=None):
+    """Machine code of every native kernel of ``lib``, generated as its build generated it."""
+    cpu = target_cpu.codegen_cpu(mcpu) if mcpu else None
+    parts = []
+    for k in lib.get_lib().kernels.values():
+        if k.kind == "native" and k.ir:
+            if cpu is None:
+                parts.append(jit.assembly(k.ir, getattr(k.compiled, "opt", 3)))
+            else:
+                with jit.generating_for(*cpu):
+                    parts.append(jit.assembly(k.ir, getattr(k.compiled, "opt", 3)))
+    assert parts, "no native kernel"
+    return "\n".join(parts)
+
+
+def _avx512_lines(asm: str) -> list[str]:
+    return [ln.strip() for ln in asm.splitlines()
+            if AVX512.search(ln) and not ln.lstrip().startswith((".", "#"))]
+
+
+def _np_conv(x, w, groups=1):
+    """numpy's conv2d of NCHW ``x`` and OIHW ``w``, stride 1, padding 1 (int64 for integers)."""
+    acc = "int64" if x.dtype.kind in "ui" else "float64"
+    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, w.shape[2:], axis=(2, 3))
+    if groups == 1:
+        return np.einsum("nchwij,ocij->nohw", win, w.astype(acc))
+    return np.einsum("nchwij,cij->nchw", win, w[:, 0].astype(acc))
+
+
+def _conv(rng):
+    x = relay.var("x", shape=(1, 8, 10, 10))
+    w = relay.const(rng.standard_normal((16, 8, 3, 3)).astype("float32"))
+    b = relay.const(rng.standard_normal(16).astype("float32"))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w, padding=(1, 1)), b))
+    return relay.Function([x], y), {"x": rng.standard_normal((1, 8, 10, 10)).astype("float32")}
+
+
+def _dense(rng):
+    x = relay.var("x", shape=(6, 64))
+    w = relay.const(rng.standard_normal((40, 64)).astype("float32"))
+    return relay.Function([x], relay.nn.dense(x, w)), \
+        {"x": rng.standard_normal((6, 64)).astype("float32")}
+
+
+def _depthwise(rng):
+    x = relay.var("x", shape=(1, 24, 12, 12))
+    w = relay.const(rng.standard_normal((24, 1, 3, 3)).astype("float32"))
+    y = relay.clip(relay.nn.conv2d(x, w, padding=(1, 1), groups=24), 0.0, 6.0)
+    return relay.Function([x], y), {"x": rng.standard_normal((1, 24, 12, 12)).astype("float32")}
+
+
+def _pool(rng):
+    x = relay.var("x", shape=(1, 16, 14, 14))
+    y = relay.add(relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1)),
+                  relay.nn.avg_pool2d(x, (3, 3), (2, 2), padding=(1, 1)))
+    return relay.Function([x], y), {"x": rng.standard_normal((1, 16, 14, 14)).astype("float32")}
+
+
+def _int8(rng):
+    x = relay.var("x", shape=(1, 8, 6, 6), dtype="uint8")
+    w = relay.const(rng.integers(-128, 128, (16, 8, 3, 3)).astype("int8"))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), out_dtype="int32")
+    d = relay.var("d", shape=(4, 64), dtype="uint8")
+    wd = relay.const(rng.integers(-128, 128, (16, 64)).astype("int8"))
+    z = relay.nn.dense(d, wd, out_dtype="int32")
+    out = relay.add(relay.sum(y, axis=[2, 3]), relay.sum(z, axis=[0], keepdims=True))
+    return relay.Function([x, d], out), {
+        "x": rng.integers(0, 256, (1, 8, 6, 6)).astype("uint8"),
+        "d": rng.integers(0, 256, (4, 64)).astype("uint8")}
+
+
+KERNELS = {"conv": _conv, "dense": _dense, "depthwise": _depthwise, "pool": _pool,
+           "int8": _int8}
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_haswell_build_has_no_avx512_and_matches_the_host_build(name):
+    fn, inputs = KERNELS[name](np.random.default_rng(0))
+    lib = _build(fn, "llvm -mcpu=haswell")
+    bad = _avx512_lines(_asm(lib, "haswell"))
+    assert not bad, f"AVX-512 in an AVX2 build of {name}: {bad[:5]}"
+    got = _run(lib, inputs)
+    want = WANT[name](fn, inputs)
+    if got.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def _want_conv(fn, inputs):
+    body = fn.body.args[0]  # relu(bias_add(conv, b))
+    conv, b = body.args[0], body.args[1].data.numpy()
+    y = _np_conv(inputs["x"], conv.args[1].data.numpy()) + b[None, :, None, None]
+    return np.maximum(y, 0)
+
+
+def _want_int8(fn, inputs):
+    y, z = fn.body.args[0].args[0], fn.body.args[1].args[0]
+    conv = _np_conv(inputs["x"], y.args[1].data.numpy()).sum(axis=(2, 3))
+    dense = (inputs["d"].astype("int64") @ z.args[1].data.numpy().astype("int64").T).sum(0)
+    return conv + dense[None]
+
+
+WANT = {
+    "conv": _want_conv,
+    "dense": lambda fn, i: i["x"].astype("float64") @ fn.body.args[1].data.numpy().T,
+    "depthwise": lambda fn, i: np.clip(_np_conv(i["x"], fn.body.args[0].args[1].data.numpy(),
+                                                groups=24), 0, 6),
+    "pool": lambda fn, i: _run(_build(fn, "llvm"), i),  # (the host's build: padded windows)
+    "int8": _want_int8,
+}
+
+
+@pytest.mark.skipif(not HOST_AVX512, reason="the host has no AVX-512 to leave out")
+def test_the_host_build_of_the_same_kernels_uses_avx512():
+    """The check above finds AVX-512 where it is: the host's build of the dense kernel (zmm
+    registers)."""
+    fn, _ = _dense(np.random.default_rng(0))
+    assert _avx512_lines(_asm(_build(fn, "llvm")))
+
+
+def test_numbers_of_a_haswell_dense_and_pool_against_numpy():
+    rng = np.random.default_rng(1)
+    fn, inputs = _dense(rng)
+    w = fn.body.args[1].data.numpy()
+    got = _run(_build(fn, "llvm -mcpu=haswell"), inputs)
+    np.testing.assert_allclose(got, inputs["x"] @ w.T, rtol=1e-5, atol=1e-4)
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    xv = rng.standard_normal((1, 4, 8, 8)).astype("float32")
+    got = _run(_build(relay.Function([x], relay.nn.max_pool2d(x, (2, 2), (2, 2))),
+                      "llvm -mcpu=znver3"), {"x": xv})
+    np.testing.assert_array_equal(got, xv.reshape(1, 4, 4, 2, 4, 2).max(axis=(3, 5)))
+
+
+def test_inside_the_scope_the_schedules_see_the_target_isa_and_table():
+    cpu = target_cpu.codegen_cpu("haswell")
+    with target_cpu.for_target("llvm -mcpu=haswell"):
+        assert jit.codegen_target() == cpu
+        assert common.vector_isa() == "avx2"
+        assert not jit.host_has("avx512f")
+        assert jit.host_cpu()[0] == "haswell"
+        table = knobs.builtin_table()
+        avx2 = knobs.builtin_table("avx2")
+        assert (table is None) == (avx2 is None)
+        if table is not None:
+            assert table.entries == avx2.entries
+    assert jit.codegen_target() is None
+    assert jit.host_cpu() == jit.real_host_cpu()
+
+
+@pytest.mark.skipif(not HOST_AVX512, reason="the host's code is AVX2 code already")
+def test_host_and_haswell_builds_in_one_process_keep_their_own_kernels():
+    """The in-process kernel caches are keyed by the CPU: a haswell build after the host's build
+    of the same graph (and the host's after it) compiles its own code."""
+    fn, inputs = _dense(np.random.default_rng(2))
+    host = _build(fn, "llvm")
+    has = _build(fn, "llvm -mcpu=haswell")
+    again = _build(fn, "llvm")
+    assert _avx512_lines(_asm(host)) and _avx512_lines(_asm(again))
+    assert not _avx512_lines(_asm(has, "haswell"))
+    assert {k.ir for k in has.get_lib().kernels.values()} != \
+        {k.ir for k in host.get_lib().kernels.values()}
+
+
+def test_limited_features_turn_later_isas_off():
+    host = "+avx2,+fma,+avx512f,+avx512bw,+avx512vnni,+amx-tile,-sse4a,+avxvnni"
+    assert target_cpu.limited_features(host, "avx2") == \
+        "+avx2,+fma,-avx512f,-avx512bw,-avx512vnni,-amx-tile,-sse4a,-avxvnni"
+    assert target_cpu.limited_features(host, "avx512") == \
+        "+avx2,+fma,+avx512f,+avx512bw,-avx512vnni,-amx-tile,-sse4a,-avxvnni"
+    assert target_cpu.limited_features(host, "vnni") == \
+        "+avx2,+fma,+avx512f,+avx512bw,+avx512vnni,-amx-tile,-sse4a,+avxvnni"
+
+
+@pytest.mark.parametrize("mcpu, cls", [("haswell", "avx2"), ("znver3", "avx2"),
+                                       ("skylake", "avx2"), ("skylake-avx512", "avx512"),
+                                       ("cascadelake", "vnni"), ("znver4", "vnni"),
+                                       ("alderlake", "avx2"), ("sandybridge", None),
+                                       ("cortex-a72", None), ("", None)])
+def test_isa_class(mcpu, cls):
+    assert target_cpu.isa_class(mcpu) == cls
+
+
+def test_cpus_the_host_cannot_run_or_does_not_know_leave_the_host_code(monkeypatch):
+    monkeypatch.setattr(jit, "real_host_cpu", lambda: ("haswell", "+avx,+avx2,+fma,-avx512f"))
+    with pytest.warns(UserWarning, match=r"-mcpu=skylake-avx512: this host \(haswell\) lacks"):
+        assert target_cpu.codegen_cpu("skylake-avx512") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert target_cpu.codegen_cpu("haswell") is None  # the host's own name
+        assert target_cpu.codegen_cpu("cortex-a72") is None
+        assert target_cpu.codegen_cpu("") is None
+        assert target_cpu.codegen_cpu("znver3") == ("znver3", "+avx,+avx2,+fma,-avx512f")
+
+
+def test_relax_build_and_the_relay_vm_honour_the_mcpu_too():
+    from minitvm import relax
+    from minitvm.relax import op as R
+    from minitvm.runtime import vm as runtime_vm
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((64, 40)).astype("float32")
+    xv = rng.standard_normal((6, 64)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo((6, 64), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit_output(R.matmul(x, relax.const(w)))
+        bb.emit_func_output(y)
+    with tvm.transform.PassContext(opt_level=3):
+        ex = relax.build(bb.get(), "llvm -mcpu=haswell")
+    cpu = target_cpu.codegen_cpu("haswell")
+    with jit.generating_for(*cpu):
+        asm = "\n".join(jit.assembly(k.ir, getattr(k.compiled, "opt", 3))
+                        for k, _ in ex.kernels.values() if k.ir)
+    assert asm and not _avx512_lines(asm)
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(xv)).numpy()
+    np.testing.assert_allclose(got, xv @ w, rtol=1e-4, atol=1e-4)
+
+    fn, inputs = _dense(rng)
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(tvm.IRModule.from_expr(fn), target="llvm -mcpu=haswell")
+    with jit.generating_for(*cpu):
+        asm = "\n".join(jit.assembly(k.ir, getattr(k.compiled, "opt", 3))
+                        for k in exe.get_lib().kernels.values() if k.kind == "native" and k.ir)
+    assert asm and not _avx512_lines(asm)
+    got = runtime_vm.VirtualMachine(exe, tvm.cpu()).invoke("main", inputs["x"]).numpy()
+    np.testing.assert_allclose(got, WANT["dense"](fn, inputs), rtol=1e-4, atol=1e-4)
+
+
+def test_apply_history_best_lays_the_records_over_the_target_isa_table():
+    from minitvm import tune
+
+    avx2 = knobs.builtin_table("avx2")
+    if avx2 is None:
+        pytest.skip("no built-in AVX2 table")
+    ctx = tune.apply_history_best([], target="llvm -mcpu=haswell")
+    assert ctx.table.entries == avx2.entries
+
+
+@pytest.mark.parametrize("c,o,hw,winograd", [(64, 16, 16, False), (32, 32, 16, True)])
+def test_haswell_3x3_convs_take_the_avx2_winograd_default(c, o, hw, winograd):
+    """AVX2's ``conv_winograd.DIRECT_SMALL_OUTPUT``: 64->16 at 16x16 direct, 32->32 Winograd;
+    both match numpy."""
+    from minitvm.tir import stmt as S
+    from minitvm.tir.stmt_functor import walk_stmts
+
+    rng = np.random.default_rng(4)
+    x = relay.var("x", shape=(1, c, hw, hw))
+    wv = rng.standard_normal((o, c, 3, 3)).astype("float32")
+    fn = relay.Function([x], relay.nn.conv2d(x, relay.const(wv), padding=(1, 1)))
+    lib = _build(fn, "llvm -mcpu=haswell")
+    (k,) = [k for n, k in lib.get_lib().kernels.items() if "conv2d" in n]
+    assert any(isinstance(s, S.DeclBuffer) and s.buffer.name == "wg_v"
+               for s in walk_stmts(k.prim_func.body)) == winograd
+    xv = rng.standard_normal((1, c, hw, hw)).astype("float32")
+    np.testing.assert_allclose(_run(lib, {"x": xv}), _np_conv(xv, wv), rtol=1e-4, atol=1e-3)
