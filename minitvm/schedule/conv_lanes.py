@@ -678,3 +678,39 @@ def channel_block(g) -> int:
     if c < 2 * target:
         return c
     return divisor_near(c, target) or c
+
+
+# a conv whose only reader is a k x k / k max pool (``conv_pool``) pools in its tiles: the
+# pixel table lists the pooled windows one after another (each window's k*k conv pixels in
+# turn), a tile holds whole windows, and its store applies the conv's elementwise epilogue to
+# each pixel, combines a window's pixels and stores one pooled value a window, so the conv's
+# map is never written. A tile keeps at most POOL_MAX_ACCUMULATORS vector accumulators.
+POOL_MAX_ACCUMULATORS = 24
+
+
+def pool_windows(g, k: int) -> int | None:
+    """Pooled windows of ``k x k`` conv pixels a tile of geometry ``g`` (with its knobs) holds:
+    the nearest whole number of windows to ``tile_pixels``, at least one, within
+    ``POOL_MAX_ACCUMULATORS`` vector accumulators; None when one window is too many."""
+    regs = width(g) // LANES  # vector accumulators a pixel
+    taps = k * k
+    if taps * regs > POOL_MAX_ACCUMULATORS:
+        return None
+    n = max(1, round(tile_pixels(g) / taps))
+    while n > 1 and n * taps * regs > POOL_MAX_ACCUMULATORS:
+        n -= 1
+    return n
+
+
+def pool_tiles(g) -> list[tuple[int, int, int]]:
+    """The pooled plane's windows (``g["pool"]``: k, pooled rows and columns) as groups
+    ``(first slot, pixels, tiles)`` of tiles of ``pool_windows`` whole windows each, the rest
+    in one last tile."""
+    k, ph, pw = g["pool"]
+    per = pool_windows(g, k)
+    windows, taps = ph * pw, k * k
+    whole, rest = divmod(windows, per)
+    groups = [(0, per * taps, whole)] if whole else []
+    if rest:
+        groups.append((whole * per * taps, rest * taps, 1))
+    return groups

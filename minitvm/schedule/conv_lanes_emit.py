@@ -57,7 +57,7 @@ BATCH_PARALLEL_MIN_IMAGES = 4
 
 
 
-def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
+def emit(ctx, t, out, x, wp, epilogue=None, pool=None) -> S.Stmt:
     """Statements computing conv2d ``t`` into ``out`` (read and written at ``[n, o, oy, ox]``)
     from input ``x`` and the prepacked weight ``wp`` (``packed_weight``); ``epilogue(indices,
     value)``, when given, is the fused elementwise stage applied before the store.
@@ -66,13 +66,22 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     ``conv_direct``, the images themselves are split over the pool (each padding its own copy)
     when one image is too small to split or there are enough of them to balance. Where whole
     filter columns read only padding (``row_segments``) the tiles follow the output rows and
-    skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``)."""
+    skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``).
+
+    ``pool = (k, pooled rows, pooled columns, combine)``: ``out`` is the ``k x k`` / ``k``
+    max pool of the epilogue's values (``conv_pool``), pooled in the tiles: the pixel table
+    lists the windows' pixels window by window over the padded copy, a tile holds whole
+    windows (``conv_lanes.pool_tiles``) and stores one ``combine``d value a window."""
     g = lanes.geometry(t)
     g = lanes.with_knobs(g, _knobs(ctx.options, t))
+    if pool is not None:  # (the padded copy: its table may list the pixels in any order)
+        k, ph, pw, combine = pool
+        g = dict(g, lanes_direct=False, lanes_rowstore=False, pool=(k, ph, pw),
+                 pool_combine=combine, grid=ph * pw * k * k)
     if g["lanes_rowstore"] and epilogue is not None and costly_plane_epilogue(epilogue):
         g = dict(g, lanes_rowstore=False)  # (its calls would run on pieces of rows)
     nv = ctx.fresh("n")
-    segments = lanes.row_segments(g)
+    segments = lanes.row_segments(g) if pool is None else None
     if segments is not None:  # no tap reads padding: an unpadded, channel-blocked copy
         g = dict(g, hp=g["h"], wp=g["w"], cb=lanes.pack_channels(g))
     pix, fill = _pixel_offsets(ctx, g)
@@ -140,7 +149,13 @@ def _pixel_offsets(ctx, g):
     (the tile's setup runs once per channel block)."""
     pix = ctx.temp((g["grid"],), "int32", "cl_pix")
     p = ctx.fresh("pp")
-    at = E.FloorDiv(p, g["ow"]) * (g["sh"] * g["wp"]) + E.FloorMod(p, g["ow"]) * g["sw"]
+    oy, ox = E.FloorDiv(p, g["ow"]), E.FloorMod(p, g["ow"])
+    if g.get("pool"):  # window by window, each window's k x k pixels row by row
+        k, _, pw = g["pool"]
+        win, r = E.FloorDiv(p, k * k), E.FloorMod(p, k * k)
+        oy = E.FloorDiv(win, pw) * k + E.FloorDiv(r, k)
+        ox = E.FloorMod(win, pw) * k + E.FloorMod(r, k)
+    at = oy * (g["sh"] * g["wp"]) + ox * g["sw"]
     if g.get("cb"):  # (into ``_pack``'s unpadded copy: negative where tap (0, 0) is)
         at = (at - (g["pt"] * g["wp"] + g["pl"])) * g["cb"]
     return pix, S.For(p, 0, g["grid"], S.ForKind.SERIAL, S.BufferStore(pix, at, [p]))
@@ -189,6 +204,8 @@ def _groups(g) -> list[tuple]:
     plane (the filter ranges None: every tap; tiles crossing rows)."""
     if "classes" in g:
         return g["classes"]
+    if g.get("pool"):  # whole pooled windows a tile
+        return [(f, p, m, None, None, False) for f, p, m in lanes.pool_tiles(g)]
     return [(f, p, m, None, None, False) for f, p, m in lanes.plane_tiles(g, g["grid"])]
 
 
