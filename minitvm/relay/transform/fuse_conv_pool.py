@@ -28,6 +28,10 @@ from .function_pass import function_pass
 
 __all__ = ["FuseConvPool", "fuse_conv_pool"]
 
+# the pass merges (an A/B switch: ``benchmarks/bench_model_switch.py --switch
+# relay.transform.fuse_conv_pool.ENABLED``; the PassContext's disabled_pass also turns it off)
+ENABLED = True
+
 
 def _primitive(f) -> bool:
     return isinstance(f, Function) and f.attrs is not None and bool(f.attrs.get("Primitive", 0)) \
@@ -123,8 +127,8 @@ def FuseConvPool():  # noqa: N802 - the pass factory's name, as TVM names passes
     ``k`` max pool, merged into one function the lowering pools in the conv's tiles."""
 
     def transform(func, mod, ctx):
-        if func.attrs is not None and (func.attrs.get("Primitive", 0) or
-                                       func.attrs.get("Compiler")):
+        if not ENABLED or func.attrs is not None and (func.attrs.get("Primitive", 0) or
+                                                      func.attrs.get("Compiler")):
             return func
         out, count = fuse_conv_pool(func)
         record_stat("conv + max pool functions merged", count)
