@@ -1,0 +1,107 @@
+"""``schedule.conv_pool``: a fused conv + elementwise epilogue + ``k x k`` / ``k`` max pool
+(Relay's FuseConvPool) on ``conv_lanes`` pools in the conv's tiles: one kernel, no buffer of
+the conv's map, the pixel table listing whole windows; it matches numpy on one and two
+threads, at widths 16 to 64, a channel tail, a floor plane, a stride, a residual; where a
+window does not fit a tile the function lowers stage by stage, also matching numpy."""
+
+import numpy as np
+import pytest
+from conv_reference import conv_kernel, conv_ref, run_graph
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.backend import kernel_cache
+from minitvm.schedule import conv_lanes
+from minitvm.tir import stmt as S
+from minitvm.tir.stmt_functor import walk_stmts
+
+
+def _build(n, c, o, hw, k=3, pool=2, stride=1, residual=False, seed=0):
+    """conv (padding k // 2) + bias [+ residual] + relu + ``pool x pool`` / ``pool`` max pool,
+    built at opt_level 3: (lib, feeds, expected, the conv's output shape)."""
+    rng = np.random.default_rng(seed)
+    xv = rng.standard_normal((n, c, hw, hw)).astype("float32")
+    wv = rng.standard_normal((o, c, k, k)).astype("float32")
+    bv = rng.standard_normal(o).astype("float32")
+    p = k // 2
+    want = conv_ref(xv, wv, (stride, stride), (p, p, p, p)) + bv[:, None, None]
+    x = relay.var("x", shape=xv.shape)
+    y = relay.nn.conv2d(x, relay.const(wv), strides=(stride, stride), padding=(p, p),
+                        channels=o, kernel_size=(k, k))
+    y = relay.nn.bias_add(y, relay.const(bv))
+    args, feeds = [x], {"x": xv}
+    if residual:
+        rv = rng.standard_normal(want.shape).astype("float32")
+        r = relay.var("r", shape=want.shape)
+        y = y + r
+        args.append(r)
+        feeds["r"] = rv
+        want = want + rv
+    want = np.maximum(want, 0)
+    y = relay.nn.max_pool2d(relay.nn.relu(y), (pool, pool), (pool, pool))
+    nb, ch, oh, ow = want.shape
+    ph, pw = oh // pool, ow // pool
+    want = want[:, :, :ph * pool, :pw * pool].reshape(nb, ch, ph, pool, pw, pool).max(
+        axis=(3, 5))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function(args, y)), target="llvm")
+    return lib, feeds, want, (nb, ch, oh, ow)
+
+
+def _buffer_shapes(prim) -> list[tuple[int, ...]]:
+    """The shapes of the buffers the kernel declares (its temporaries, stack or workspace)."""
+    return [tuple(int(getattr(d, "value", d)) for d in s.buffer.shape)
+            for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)]
+
+
+def _buffer_names(prim) -> set[str]:
+    return {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
+
+
+CASES = [
+    dict(n=2, c=3, o=32, hw=28),                 # ProtoNet's stem: 16-lane few-taps tiles
+    dict(n=1, c=16, o=32, hw=7),                 # odd plane: the last row and column unread
+    dict(n=2, c=3, o=20, hw=15),                 # a channel tail (20 of 32)
+    dict(n=1, c=16, o=64, hw=10),                # 64-lane tiles: one window a tile
+    dict(n=1, c=8, o=48, hw=9),                  # 48-lane tiles
+    dict(n=1, c=8, o=32, hw=13, pool=3),         # 3 x 3 windows
+    dict(n=1, c=8, o=32, hw=17, stride=2),       # a strided conv
+    dict(n=2, c=8, o=32, hw=12, residual=True),  # an operand read at the conv's pixels
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_pooled_in_the_tiles_matches_numpy(case):
+    kernel_cache.clear_cache()
+    lib, feeds, want, conv_shape = _build(**case)
+    k = conv_kernel(lib)
+    assert "max_pool2d" in k.prim_func.attrs["global_symbol"] or len(lib.get_lib().kernels) == 1
+    assert "cl_pix" in _buffer_names(k.prim_func)  # conv_lanes' pixel table
+    assert conv_shape not in _buffer_shapes(k.prim_func)  # no map of the conv
+    for threads in (1, 2):
+        np.testing.assert_allclose(run_graph(lib, feeds, threads), want, rtol=2e-5, atol=2e-4)
+    kernel_cache.clear_cache()
+
+
+def test_a_window_too_large_for_a_tile_lowers_stage_by_stage(monkeypatch):
+    monkeypatch.setattr(conv_lanes, "POOL_MAX_ACCUMULATORS", 0)
+    kernel_cache.clear_cache()
+    lib, feeds, want, conv_shape = _build(n=1, c=3, o=16, hw=12)
+    assert conv_shape in _buffer_shapes(conv_kernel(lib).prim_func)  # the conv's map
+    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+    kernel_cache.clear_cache()
+
+
+@pytest.mark.parametrize("width, k, windows", [
+    (16, 2, 3), (32, 2, 2), (48, 2, 2), (64, 2, 1), (32, 3, 1), (64, 3, None)])
+def test_windows_a_tile(width, k, windows, monkeypatch):
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
+    assert conv_lanes.pool_windows({"lanes_width": width}, k) == windows
+
+
+def test_pool_tiles_cover_the_windows(monkeypatch):
+    monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
+    g = {"lanes_width": 32, "pool": (2, 7, 7)}  # 49 windows, two a tile
+    assert conv_lanes.pool_tiles(g) == [(0, 8, 24), (192, 4, 1)]
+    tiles = conv_lanes.pool_tiles(g)
+    assert sum(p * m for _, p, m in tiles) == 49 * 4
