@@ -32,7 +32,7 @@ from .pool import POOL_TAG
 from .reduction_loops import _reduce_parts
 from .rule_registry import select_rule
 
-__all__ = ["ConvPool", "match", "emit"]
+__all__ = ["ConvPool", "match", "emit", "pools_in_tiles"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,21 @@ def _loads(expr) -> list:
     return [e for e in post_order(expr) if isinstance(e, E.ProducerLoad)]
 
 
+def pools_in_tiles(t, k: int, options) -> bool:
+    """Would conv2d stage ``t``, its weight a build-time constant, pool ``k x k`` windows in
+    its tiles: a groups-1 conv on ``conv_lanes`` (the GEMM rule's, ``conv_direct.packs_weight``)
+    whose tiles hold a window (``conv_lanes.pool_windows``)? (Relay's FuseConvPool asks before
+    it merges: a conv on another schedule would lower stage by stage, its epilogue then a pass
+    of its own.)"""
+    rule = select_rule(t, options)
+    if rule is None or rule.kind != "gemm" or not conv_direct.packs_weight(t, options):
+        return False
+    g = conv_lanes.geometry(t)
+    if g is None or g["groups"] != 1:
+        return False
+    return conv_lanes.pool_windows(conv_lanes.with_knobs(g, _knobs(options, t)), k) is not None
+
+
 def match(ctx, order, materialize, outputs) -> ConvPool | None:
     """The pooled conv of a lowering whose only output is a ``k x k`` / ``k`` max pool of a
     ``conv_lanes`` conv (prepacked in ``ctx.packed``, groups 1) through elementwise stages
@@ -119,8 +134,7 @@ def match(ctx, order, materialize, outputs) -> ConvPool | None:
     if len(convs) != 1:
         return None
     t = convs[0]
-    rule = select_rule(t, ctx.options)
-    if rule is None or rule.kind != "gemm" or not conv_direct.packs_weight(t, ctx.options):
+    if not pools_in_tiles(t, k, ctx.options):
         return None
     chain = _elementwise_chain(src, t)
     if chain is None:
@@ -133,12 +147,9 @@ def match(ctx, order, materialize, outputs) -> ConvPool | None:
                s is not p and any(id(x) in chain for x in s.op.input_tensors)]
     if rest or readers:
         return None
-    g = conv_lanes.geometry(t)
-    if g is None or g["groups"] != 1:
-        return None
-    g = conv_lanes.with_knobs(g, _knobs(ctx.options, t))
     ph, pw = _shape(p)[2:]
-    if conv_lanes.pool_windows(g, k) is None or ph * k > g["oh"] or pw * k > g["ow"]:
+    oh, ow = _shape(t)[2:]
+    if ph * k > oh or pw * k > ow:
         return None
     return ConvPool(t, src, p, k)
 

@@ -11,6 +11,7 @@ from conv_reference import conv_kernel, conv_ref, run_graph
 import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import kernel_cache
+from minitvm.relay.transform import fuse_conv_pool as fcp
 from minitvm.schedule import conv_lanes
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -83,11 +84,23 @@ def test_pooled_in_the_tiles_matches_numpy(case):
     kernel_cache.clear_cache()
 
 
-def test_a_window_too_large_for_a_tile_lowers_stage_by_stage(monkeypatch):
+def test_a_conv_that_would_not_pool_in_its_tiles_is_not_merged(monkeypatch):
+    monkeypatch.setattr(conv_lanes, "POOL_MAX_ACCUMULATORS", 0)  # no window fits a tile
+    kernel_cache.clear_cache()
+    lib, feeds, want, _ = _build(n=1, c=3, o=16, hw=12)
+    assert len([k for k in lib.get_lib().kernels if "fused" in k]) == 2
+    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+    kernel_cache.clear_cache()
+
+
+def test_a_merged_function_the_tiles_cannot_pool_lowers_stage_by_stage(monkeypatch):
+    monkeypatch.setattr(fcp, "pools_in_tiles", lambda conv, k: True)  # merged all the same
     monkeypatch.setattr(conv_lanes, "POOL_MAX_ACCUMULATORS", 0)
     kernel_cache.clear_cache()
     lib, feeds, want, conv_shape = _build(n=1, c=3, o=16, hw=12)
-    assert conv_shape in _buffer_shapes(conv_kernel(lib).prim_func)  # the conv's map
+    k = conv_kernel(lib)
+    assert "max_pool2d" in k.name
+    assert conv_shape in _buffer_shapes(k.prim_func)  # the conv's map, then the pool
     np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
     kernel_cache.clear_cache()
 

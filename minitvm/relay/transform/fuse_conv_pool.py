@@ -91,6 +91,29 @@ def conv_function(fn) -> bool:
         str(fn.body.checked_type.dtype) == "float32"
 
 
+def _conv_call(fn):
+    return next(e for e in dataflow_post_order(fn.body)
+                if isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "nn.conv2d")
+
+
+def pools_in_tiles(conv: Call, k: int) -> bool:
+    """Would the lowering pool ``k x k`` windows in the tiles of ``conv`` (typed), its weight a
+    constant (``schedule.conv_pool.pools_in_tiles``, asked of the conv's own compute for the
+    current target and the PassContext's lowering options)? Else merged, the conv would lower
+    into a temporary with its epilogue in a pass of its own: slower than the two functions."""
+    from ... import te
+    from ...backend.options import lowering_options
+    from ...schedule import conv_pool
+    from ...target import Target
+    from ..backend.te_compiler import lower_call
+
+    inputs = [te.placeholder([int(d) for d in a.checked_type.shape], a.checked_type.dtype)
+              for a in conv.args]
+    target = Target.current(allow_none=True) or Target("llvm")
+    out = lower_call(conv, inputs, target).outputs[0]
+    return conv_pool.pools_in_tiles(out, k, lowering_options())
+
+
 class _Merge(ExprMutator):
     def __init__(self, counts: dict[int, int]):
         super().__init__()
@@ -105,6 +128,12 @@ class _Merge(ExprMutator):
             return super().visit_call(call)
         pool = call.op.body
         conv_fn = arg.op
+        conv = _conv_call(conv_fn)
+        weight = conv.args[1]
+        if isinstance(weight, Var) and any(weight is q for q in conv_fn.params):
+            weight = arg.args[[id(q) for q in conv_fn.params].index(id(weight))]
+        if not isinstance(weight, Constant) or not pools_in_tiles(conv, k):
+            return super().visit_call(call)
         shape = [int(d) for d in conv_fn.body.checked_type.shape]
         pooled = [int(d) for d in pool.checked_type.shape]
         if pooled[2:] != [shape[2] // k, shape[3] // k]:
