@@ -702,15 +702,29 @@ def pool_windows(g, k: int) -> int | None:
     return n
 
 
-def pool_tiles(g) -> list[tuple[int, int, int]]:
-    """The pooled plane's windows (``g["pool"]``: k, pooled rows and columns) as groups
+def pool_tiles(g, windows: int) -> list[tuple[int, int, int]]:
+    """``windows`` pooled windows (``g["pool"]``: k, pooled rows and columns) as groups
     ``(first slot, pixels, tiles)`` of tiles of ``pool_windows`` whole windows each, the rest
     in one last tile."""
-    k, ph, pw = g["pool"]
+    k = g["pool"][0]
     per = pool_windows(g, k)
-    windows, taps = ph * pw, k * k
+    taps = k * k
     whole, rest = divmod(windows, per)
     groups = [(0, per * taps, whole)] if whole else []
     if rest:
         groups.append((whole * per * taps, rest * taps, 1))
     return groups
+
+
+def pool_classes(g) -> list[tuple[int, int, int, int, tuple[int, int], tuple[int, int]]]:
+    """The pooled plane (``g["pool"]``: k, pooled rows and columns) as rectangles of windows
+    ``(first row, rows, first column, columns, filter rows, filter columns)`` whose ``k x k``
+    conv pixels together read input through the same filter rows and columns (the union of
+    their pixels' ranges; the other taps read only padding for every pixel of the window), the
+    largest first: ``pixel_classes`` for windows."""
+    k, ph, pw = g["pool"]
+    rows = _runs(ph, lambda py: (row_bounds(g, py * k + k - 1)[0], row_bounds(g, py * k)[1]))
+    cols = _runs(pw, lambda px: (_col_bounds(g, px * k + k - 1)[0], _col_bounds(g, px * k)[1]))
+    out = [(r0, nr, c0, nc, (ky0, ky1), (kx0, kx1)) for r0, nr, ky0, ky1 in rows
+           for c0, nc, kx0, kx1 in cols]
+    return sorted(out, key=lambda c: -c[1] * c[3])

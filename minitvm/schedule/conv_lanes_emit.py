@@ -84,7 +84,10 @@ def emit(ctx, t, out, x, wp, epilogue=None, pool=None) -> S.Stmt:
     segments = lanes.row_segments(g) if pool is None else None
     if segments is not None:  # no tap reads padding: an unpadded, channel-blocked copy
         g = dict(g, hp=g["h"], wp=g["w"], cb=lanes.pack_channels(g))
-    pix, fill = _pixel_offsets(ctx, g)
+    if pool is None:
+        pix, fill = _pixel_offsets(ctx, g)
+    else:  # (the windows in classes, each class's tiles running only its taps)
+        pix, fill, g = _pool_tables(ctx, g)
     size = g["cin"] * g["hp"] * g["wp"]
     macs = g["o"] * g["c"] * g["kh"] * g["kw"] * g["grid"]
     by_image = g["n"] > 1 and g["n"] * macs >= BATCH_PARALLEL_MIN_MACS and \
@@ -149,16 +152,37 @@ def _pixel_offsets(ctx, g):
     (the tile's setup runs once per channel block)."""
     pix = ctx.temp((g["grid"],), "int32", "cl_pix")
     p = ctx.fresh("pp")
-    oy, ox = E.FloorDiv(p, g["ow"]), E.FloorMod(p, g["ow"])
-    if g.get("pool"):  # window by window, each window's k x k pixels row by row
-        k, _, pw = g["pool"]
-        win, r = E.FloorDiv(p, k * k), E.FloorMod(p, k * k)
-        oy = E.FloorDiv(win, pw) * k + E.FloorDiv(r, k)
-        ox = E.FloorMod(win, pw) * k + E.FloorMod(r, k)
-    at = oy * (g["sh"] * g["wp"]) + ox * g["sw"]
+    at = E.FloorDiv(p, g["ow"]) * (g["sh"] * g["wp"]) + E.FloorMod(p, g["ow"]) * g["sw"]
     if g.get("cb"):  # (into ``_pack``'s unpadded copy: negative where tap (0, 0) is)
         at = (at - (g["pt"] * g["wp"] + g["pl"])) * g["cb"]
     return pix, S.For(p, 0, g["grid"], S.ForKind.SERIAL, S.BufferStore(pix, at, [p]))
+
+
+def _pool_tables(ctx, g):
+    """(table, fill, geometry) of a conv pooling ``k x k`` windows in its tiles (``g["pool"]``,
+    over the padded copy): the windows in classes (``conv_lanes.pool_classes``: those whose
+    pixels together read input through the same filter rows and columns), each class's windows
+    row by row, each window's ``k*k`` pixels row by row; ``table[s]`` the padded-input offset
+    of the pixel at slot ``s``, the geometry's ``pool_out[w]`` the pooled offset ``py * pw +
+    px`` of the window at window slot ``w`` and ``classes`` its tiles of whole windows
+    (``conv_lanes.pool_tiles``), which skip the taps that read only padding for all their
+    pixels."""
+    k, _, pw = g["pool"]
+    taps = k * k
+    pix = ctx.temp((g["grid"],), "int32", "cl_pix")
+    pout = ctx.temp((g["grid"] // taps,), "int32", "cl_pout")
+    fills, groups, base = [], [], 0
+    for r0, nr, c0, nc, ky, kx in lanes.pool_classes(g):
+        a, b, r = ctx.fresh("pa"), ctx.fresh("pb"), ctx.fresh("pr")
+        py, px, win = a + r0, b + c0, base + a * nc + b
+        oy, ox = py * k + E.FloorDiv(r, k), px * k + E.FloorMod(r, k)
+        at = oy * (g["sh"] * g["wp"]) + ox * g["sw"]
+        fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
+            S.BufferStore(pout, py * pw + px, [win]),
+            S.For(r, 0, taps, S.ForKind.SERIAL, S.BufferStore(pix, at, [win * taps + r]))]))))
+        groups += [(base * taps + f, p, m, ky, kx, False) for f, p, m in lanes.pool_tiles(g, nr * nc)]
+        base += nr * nc
+    return pix, S.SeqStmt(fills), dict(g, pool_out=pout, classes=groups)
 
 
 def _direct_tables(ctx, g):
@@ -204,8 +228,6 @@ def _groups(g) -> list[tuple]:
     plane (the filter ranges None: every tap; tiles crossing rows)."""
     if "classes" in g:
         return g["classes"]
-    if g.get("pool"):  # whole pooled windows a tile
-        return [(f, p, m, None, None, False) for f, p, m in lanes.pool_tiles(g)]
     return [(f, p, m, None, None, False) for f, p, m in lanes.plane_tiles(g, g["grid"])]
 
 

@@ -250,12 +250,13 @@ def _pool_put(g, res, out, nv, ob, p0, epilogue):
     """``put(window, lane)`` of a pooled tile (``g["pool"] = (k, pooled rows, pooled
     columns)``): the epilogue applied to each of the window's ``k*k`` pixels (slots ``window *
     k*k ..`` of the tile's scratch ``res``, at their conv positions), combined
-    (``g["pool_combine"]``) and stored at the window's pooled position."""
+    (``g["pool_combine"]``) and stored at the window's pooled position (the table
+    ``g["pool_out"]``)."""
     k, _, pw = g["pool"]
     taps = k * k
 
     def put(jw, ll):
-        win = E.FloorDiv(p0, taps) + jw  # (a tile starts at a whole window)
+        win = g["pool_out"][E.FloorDiv(p0, taps) + jw]  # (a tile starts at a whole window)
         py, px = E.FloorDiv(win, pw), E.FloorMod(win, pw)
         o = lanes.out_channel(g, ob, ll)
         value = None

@@ -115,6 +115,24 @@ def test_windows_a_tile(width, k, windows, monkeypatch):
 def test_pool_tiles_cover_the_windows(monkeypatch):
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx512")
     g = {"lanes_width": 32, "pool": (2, 7, 7)}  # 49 windows, two a tile
-    assert conv_lanes.pool_tiles(g) == [(0, 8, 24), (192, 4, 1)]
-    tiles = conv_lanes.pool_tiles(g)
-    assert sum(p * m for _, p, m in tiles) == 49 * 4
+    assert conv_lanes.pool_tiles(g, 49) == [(0, 8, 24), (192, 4, 1)]
+    assert conv_lanes.pool_tiles(g, 6) == [(0, 8, 3)]
+
+
+def test_pool_classes_trim_the_padding_taps():
+    # 3x3 conv, padding 1, 14x14 -> 2x2 windows on 7x7: the first pooled row's windows read
+    # filter rows 0..3 (their top pixels read the padding row through row 0, their bottom
+    # pixels need it), the last the same; an odd plane (7x7 -> 3x3) leaves the last conv row
+    # unread, so the last windows need every filter row
+    g = dict(oh=14, ow=14, h=14, w=14, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pt=1, pl=1,
+             pool=(2, 7, 7))
+    classes = conv_lanes.pool_classes(g)
+    assert sum(nr * nc for _, nr, _, nc, _, _ in classes) == 49
+    assert classes[0] == (0, 7, 0, 7, (0, 3), (0, 3))  # (one class: every window reads all)
+    g = dict(g, oh=28, ow=28, h=28, w=28, pool=(2, 14, 14))
+    assert sum(nr * nc for _, nr, _, nc, _, _ in conv_lanes.pool_classes(g)) == 196
+    g = dict(oh=7, ow=7, h=7, w=7, kh=5, kw=5, sh=1, sw=1, dh=1, dw=1, pt=2, pl=2,
+             pool=(2, 3, 3))
+    classes = conv_lanes.pool_classes(g)
+    assert [c[4] for c in classes if c[0] == 0 and c[2] == 0] == [(1, 5)]  # rows 0, 1
+    assert {c[4] for c in classes if c[0] == 1} == {(0, 5)}  # rows 2, 3: every filter row
