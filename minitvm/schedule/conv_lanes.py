@@ -686,6 +686,16 @@ def channel_block(g) -> int:
 # each pixel, combines a window's pixels and stores one pooled value a window, so the conv's
 # map is never written. A tile keeps at most POOL_MAX_ACCUMULATORS vector accumulators.
 POOL_MAX_ACCUMULATORS = 24
+# ... from this many bytes of conv output a call (``conv_pool.pools_in_tiles``): the pooled
+# tiles read the padded copy, computing the taps that read padding (a window's pixels share
+# its tiles' taps), where the direct tiles skip them; on a small map the copy and those taps
+# cost more than the pass over the map saves. Intel Xeon (LLVM's "rocketlake"), one thread,
+# conv 3x3 + bias + relu + 2x2 max pool, A/B in one process, 15 interleaved rounds, ms,
+# two kernels / pooled in the tiles: 32 -> 32 at 14x14 batch 1 (25 KB) 0.027 / 0.031, 28x28
+# (100 KB) 0.093 / 0.091-0.095, batch 4 at 14x14 0.112 / 0.108, batch 75 2.27 / 2.26,
+# 32 -> 32 at 56x56 0.352 / 0.350, 64 -> 64 at 56x56 1.054 / 1.033, 3 -> 64 at 112x112 0.524 /
+# 0.514, ProtoNet's stem (3 -> 32 at 28x28, batch 75, 16-lane few-taps tiles) 1.66 / 1.14
+POOL_MIN_BYTES = 128 * 1024
 
 
 def pool_windows(g, k: int) -> int | None:

@@ -107,14 +107,16 @@ def _loads(expr) -> list:
 def pools_in_tiles(t, k: int, options) -> bool:
     """Would conv2d stage ``t``, its weight a build-time constant, pool ``k x k`` windows in
     its tiles: a groups-1 conv on ``conv_lanes`` (the GEMM rule's, ``conv_direct.packs_weight``)
-    whose tiles hold a window (``conv_lanes.pool_windows``)? (Relay's FuseConvPool asks before
+    whose tiles hold a window (``conv_lanes.pool_windows``), its map at least
+    ``conv_lanes.POOL_MIN_BYTES``? (Relay's FuseConvPool asks before
     it merges: a conv on another schedule would lower stage by stage, its epilogue then a pass
     of its own.)"""
     rule = select_rule(t, options)
     if rule is None or rule.kind != "gemm" or not conv_direct.packs_weight(t, options):
         return False
     g = conv_lanes.geometry(t)
-    if g is None or g["groups"] != 1:
+    if g is None or g["groups"] != 1 or \
+            g["n"] * g["real_o"] * g["oh"] * g["ow"] * 4 < conv_lanes.POOL_MIN_BYTES:
         return False
     return conv_lanes.pool_windows(conv_lanes.with_knobs(g, _knobs(options, t)), k) is not None
 

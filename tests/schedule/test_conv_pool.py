@@ -17,6 +17,15 @@ from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
 
+@pytest.fixture(autouse=True)
+def small_maps_pool(monkeypatch):
+    """Pool in the tiles whatever the conv's map size (``conv_lanes.POOL_MIN_BYTES``): the
+    tests' maps are small."""
+    from minitvm.schedule import conv_lanes as lanes
+
+    monkeypatch.setattr(lanes, "POOL_MIN_BYTES", 0)
+
+
 def _build(n, c, o, hw, k=3, pool=2, stride=1, residual=False, seed=0):
     """conv (padding k // 2) + bias [+ residual] + relu + ``pool x pool`` / ``pool`` max pool,
     built at opt_level 3: (lib, feeds, expected, the conv's output shape)."""
@@ -136,3 +145,16 @@ def test_pool_classes_trim_the_padding_taps():
     classes = conv_lanes.pool_classes(g)
     assert [c[4] for c in classes if c[0] == 0 and c[2] == 0] == [(1, 5)]  # rows 0, 1
     assert {c[4] for c in classes if c[0] == 1} == {(0, 5)}  # rows 2, 3: every filter row
+
+
+def test_small_maps_keep_two_kernels(monkeypatch):
+    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 32 * 14 * 14 * 4 + 4)  # one float more
+    kernel_cache.clear_cache()
+    lib, feeds, want, _ = _build(n=1, c=8, o=32, hw=14)
+    assert len([k for k in lib.get_lib().kernels if "fused" in k]) == 2
+    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 32 * 14 * 14 * 4)
+    kernel_cache.clear_cache()
+    lib, feeds, want, _ = _build(n=1, c=8, o=32, hw=14, seed=1)  # (not the cached build)
+    assert len([k for k in lib.get_lib().kernels if "fused" in k]) == 1
+    kernel_cache.clear_cache()

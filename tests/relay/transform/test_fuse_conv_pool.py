@@ -15,6 +15,15 @@ from minitvm.relay.transform import fuse_conv_pool as fcp
 from minitvm.relay.transform.fuse_conv_pool import fuse_conv_pool
 
 
+@pytest.fixture(autouse=True)
+def small_maps_pool(monkeypatch):
+    """Pool in the tiles whatever the conv's map size (``conv_lanes.POOL_MIN_BYTES``): the
+    tests' maps are small."""
+    from minitvm.schedule import conv_lanes as lanes
+
+    monkeypatch.setattr(lanes, "POOL_MIN_BYTES", 0)
+
+
 def _rng():
     return np.random.default_rng(0)
 
