@@ -70,8 +70,9 @@ def emit(ctx, t, out, x, wp, epilogue=None, pool=None) -> S.Stmt:
 
     ``pool = (k, pooled rows, pooled columns, combine)``: ``out`` is the ``k x k`` / ``k``
     max pool of the epilogue's values (``conv_pool``), pooled in the tiles: the pixel table
-    lists the windows' pixels window by window over the padded copy, a tile holds whole
-    windows (``conv_lanes.pool_tiles``) and stores one ``combine``d value a window."""
+    lists the windows' pixels window by window over the padded copy (``_pool_tables``), a
+    tile holds whole windows (``conv_lanes.pool_tiles``) and stores one ``combine``d value a
+    window."""
     g = lanes.geometry(t)
     g = lanes.with_knobs(g, _knobs(ctx.options, t))
     if pool is not None:  # (the padded copy: its table may list the pixels in any order)

@@ -15,6 +15,9 @@ Read directly, 16-lane tiles (RegNet's groups of 16 channels; by default also st
 then consecutive in one row, so the tile is transposed in registers and each output channel
 stored as a vector of pixels, where a tile across rows stores each pixel's channels one lane at
 a time.
+
+A conv pooling in its tiles (``conv_pool``) holds whole pooling windows a tile and stores one
+value a window (``_pool_put``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ tile holds whole pooling windows, applies the epilogue to its accumulators and s
 maximum a window.
 
 ``match`` says whether a lowering's stages are such a function and the conv runs on
-``conv_lanes`` (its weight prepacked); ``emit`` writes the nest. Anything else (another
+``conv_lanes`` (its weight prepacked) with a map of at least ``conv_lanes.POOL_MIN_BYTES``
+(``pools_in_tiles``, which FuseConvPool also asks); ``emit`` writes the nest. Anything else (another
 pool, an overlapping window, a conv on another schedule) is lowered stage by stage as
 before: the conv into a temporary, then the pool.
 """
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from ..te.tensor import ComputeOp, PlaceholderOp
 from ..tir import expr as E
 from ..tir.buffer import decl_buffer
-from ..tir.stmt_functor import substitute, transform_expr
+from ..tir.stmt_functor import post_order, substitute, transform_expr
 from . import conv_direct, conv_lanes, conv_lanes_emit
 from .common import const_int as _const_int
 from .common import dims_of as _shape
@@ -77,30 +78,38 @@ def _at_own_position(load, stage) -> bool:
 def _elementwise_chain(src, conv) -> set[int] | None:
     """The ids of the compute stages from ``src`` back to ``conv`` (both included) when each
     reads the conv, and every other compute stage it reads, at its own position, with the
-    conv's shape (placeholders anywhere: a bias, a residual), else None. Iterative."""
+    conv's shape (placeholders anywhere: a bias, a residual), else None."""
     shape = _shape(conv)
-    seen, stack = {id(conv)}, [src]
+
+    def reads(s):
+        if not isinstance(s.op, ComputeOp) or isinstance(s.op.body, E.Reduce) or \
+                _shape(s) != shape:
+            return None
+        return [(load.producer, _at_own_position(load, s)) for load in _loads(s.op.body)
+                if not isinstance(load.producer.op, PlaceholderOp)]
+
+    return chain_back(src, conv, reads)
+
+
+def chain_back(src, stop, reads) -> set[int] | None:
+    """The ids of the stages from ``src`` back to ``stop`` (both included): ``reads(stage)``
+    lists ``(producer, ok)`` for what a stage reads (None: the stage does not qualify); None
+    when some stage does not qualify or some read is not ok. Iterative (a chain of any
+    length)."""
+    seen, stack = {id(stop)}, [src]
     while stack:
         s = stack.pop()
         if id(s) in seen:
             continue
         seen.add(id(s))
-        if not isinstance(s.op, ComputeOp) or isinstance(s.op.body, E.Reduce) or \
-                _shape(s) != shape:
+        got = reads(s)
+        if got is None or not all(ok for _, ok in got):
             return None
-        for load in _loads(s.op.body):
-            p = load.producer
-            if isinstance(p.op, PlaceholderOp):
-                continue
-            if not _at_own_position(load, s):
-                return None
-            stack.append(p)
+        stack.extend(p for p, _ in got)
     return seen
 
 
 def _loads(expr) -> list:
-    from ..tir.stmt_functor import post_order
-
     return [e for e in post_order(expr) if isinstance(e, E.ProducerLoad)]
 
 

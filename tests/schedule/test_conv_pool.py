@@ -12,7 +12,7 @@ import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import kernel_cache
 from minitvm.relay.transform import fuse_conv_pool as fcp
-from minitvm.schedule import conv_lanes
+from minitvm.schedule import conv_lanes, conv_pool
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
@@ -158,3 +158,17 @@ def test_small_maps_keep_two_kernels(monkeypatch):
     lib, feeds, want, _ = _build(n=1, c=8, o=32, hw=14, seed=1)  # (not the cached build)
     assert len([k for k in lib.get_lib().kernels if "fused" in k]) == 1
     kernel_cache.clear_cache()
+
+
+def test_the_chain_walk_does_not_recurse():
+    class Stage:
+        def __init__(self, prev):
+            self.prev = prev
+
+    first = Stage(None)
+    s = first
+    for _ in range(100_000):
+        s = Stage(s)
+    got = conv_pool.chain_back(s, first, lambda st: [(st.prev, True)])
+    assert got is not None and len(got) == 100_001
+    assert conv_pool.chain_back(s, first, lambda st: [(st.prev, st is not s.prev)]) is None

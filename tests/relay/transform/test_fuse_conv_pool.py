@@ -166,3 +166,5 @@ def test_long_chain_does_not_recurse():
     f = relay.Function([x], e)
     out, n = fuse_conv_pool(f)
     assert n == 0 and out is f
+    prim = f.with_attr("Primitive", 1)  # a fused function's body of 100,000 ops
+    assert not fcp.conv_function(prim) and fcp.pool_window(prim) is None
