@@ -42,6 +42,17 @@ def _ints(v) -> tuple[int, ...]:
     return tuple(int(x) for x in v)
 
 
+def _static(e) -> list[int] | None:
+    """The static shape of typed tensor expression ``e``, else None (a symbolic dimension)."""
+    ty = e.checked_type
+    if not isinstance(ty, TensorType):
+        return None
+    try:
+        return [int(d) for d in ty.shape]
+    except (TypeError, ValueError):
+        return None
+
+
 def pool_window(fn) -> int | None:
     """``k`` when primitive function ``fn`` is ``nn.max_pool2d(p0)`` of a ``k x k`` window at
     stride ``k`` without padding (NCHW), else None."""
@@ -77,7 +88,10 @@ def conv_function(fn) -> bool:
             return False
         if e.op.name == "nn.conv2d":
             a = e.attrs
-            kh, kw = (int(d) for d in e.args[1].checked_type.shape[2:])
+            shapes = [_static(x) for x in (e.args[0], e.args[1], e)]
+            if any(sh is None for sh in shapes):
+                return False
+            kh, kw = shapes[1][2:]
             if (str(a.data_layout) != "NCHW" or str(a.kernel_layout) != "OIHW" or
                     str(a.out_layout or "NCHW") != "NCHW" or int(a.groups) != 1 or
                     kh * kw < 2 or str(e.checked_type.dtype) != "float32"):
@@ -134,9 +148,8 @@ class _Merge(ExprMutator):
             weight = arg.args[[id(q) for q in conv_fn.params].index(id(weight))]
         if not isinstance(weight, Constant) or not pools_in_tiles(conv, k):
             return super().visit_call(call)
-        shape = [int(d) for d in conv_fn.body.checked_type.shape]
-        pooled = [int(d) for d in pool.checked_type.shape]
-        if pooled[2:] != [shape[2] // k, shape[3] // k]:
+        shape, pooled = _static(conv_fn.body), _static(pool)
+        if shape is None or pooled is None or pooled[2:] != [shape[2] // k, shape[3] // k]:
             return super().visit_call(call)
         body = Call(pool.op, [conv_fn.body], pool.attrs, pool.type_args, pool.span)
         fn = Function(list(conv_fn.params), body, pool.checked_type, None, dict(conv_fn.attrs))

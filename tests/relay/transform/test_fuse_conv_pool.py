@@ -119,6 +119,14 @@ def test_a_conv_read_twice_is_left_alone():
     assert n == 0 and out is f
 
 
+def test_a_symbolic_batch_is_left_alone():
+    x = relay.var("x", shape=(relay.Any(), 3, 12, 12))
+    y = relay.nn.max_pool2d(relay.nn.relu(_conv(x, c=3)), (2, 2), (2, 2))
+    f = _fused(relay.Function([x], y))
+    out, n = fuse_conv_pool(f)
+    assert n == 0 and out is f
+
+
 def test_a_pool_of_no_conv_is_left_alone():
     x = relay.var("x", shape=(1, 3, 8, 8))
     f = _fused(relay.Function([x], relay.nn.max_pool2d(relay.nn.relu(x), (2, 2), (2, 2))))
