@@ -100,15 +100,6 @@ def test_pooled_in_the_tiles_matches_numpy(case):
     kernel_cache.clear_cache()
 
 
-def test_a_conv_that_would_not_pool_in_its_tiles_is_not_merged(monkeypatch):
-    monkeypatch.setattr(conv_lanes, "POOL_MAX_ACCUMULATORS", 0)  # no window fits a tile
-    kernel_cache.clear_cache()
-    lib, feeds, want, _ = _build(n=1, c=3, o=16, hw=12)
-    assert len([k for k in lib.get_lib().kernels if "fused" in k]) == 2
-    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
-    kernel_cache.clear_cache()
-
-
 def test_a_merged_function_the_tiles_cannot_pool_lowers_stage_by_stage(monkeypatch):
     monkeypatch.setattr(fcp, "pools_in_tiles", lambda conv, k: True)  # merged all the same
     monkeypatch.setattr(conv_lanes, "POOL_MAX_ACCUMULATORS", 0)
@@ -152,19 +143,6 @@ def test_pool_classes_trim_the_padding_taps():
     classes = conv_lanes.pool_classes(g)
     assert [c[4] for c in classes if c[0] == 0 and c[2] == 0] == [(1, 5)]  # rows 0, 1
     assert {c[4] for c in classes if c[0] == 1} == {(0, 5)}  # rows 2, 3: every filter row
-
-
-def test_small_maps_keep_two_kernels(monkeypatch):
-    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 32 * 14 * 14 * 4 + 4)  # one float more
-    kernel_cache.clear_cache()
-    lib, feeds, want, _ = _build(n=1, c=8, o=32, hw=14)
-    assert len([k for k in lib.get_lib().kernels if "fused" in k]) == 2
-    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
-    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 32 * 14 * 14 * 4)
-    kernel_cache.clear_cache()
-    lib, feeds, want, _ = _build(n=1, c=8, o=32, hw=14, seed=1)  # (not the cached build)
-    assert len([k for k in lib.get_lib().kernels if "fused" in k]) == 1
-    kernel_cache.clear_cache()
 
 
 def test_the_chain_walk_does_not_recurse():

@@ -111,6 +111,20 @@ def test_pointwise_and_grouped_convs_are_left_alone(conv):
     assert n == 0 and out is f
 
 
+def test_convs_whose_tiles_would_not_pool_are_left_alone(monkeypatch):
+    from minitvm.schedule import conv_lanes
+
+    f = _fused(_block(n=1, c=8, o=32, hw=14))  # 32 x 14 x 14 floats: 25,088 bytes
+    assert fuse_conv_pool(f)[1] == 1
+    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 25_088)
+    assert fuse_conv_pool(f)[1] == 1
+    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 25_089)  # a smaller map: two kernels
+    assert fuse_conv_pool(f)[1] == 0
+    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(conv_lanes, "POOL_MAX_ACCUMULATORS", 0)  # no window fits a tile
+    assert fuse_conv_pool(f)[1] == 0
+
+
 def test_a_conv_read_twice_is_left_alone():
     x = relay.var("x", shape=(1, 3, 8, 8))
     y = relay.nn.relu(_conv(x))
