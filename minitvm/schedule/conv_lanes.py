@@ -686,16 +686,19 @@ def channel_block(g) -> int:
 # each pixel, combines a window's pixels and stores one pooled value a window, so the conv's
 # map is never written. A tile keeps at most POOL_MAX_ACCUMULATORS vector accumulators.
 POOL_MAX_ACCUMULATORS = 24
-# ... from this many bytes of conv output a call (``conv_pool.pools_in_tiles``): the pooled
-# tiles read the padded copy, computing the taps that read padding (a window's pixels share
-# its tiles' taps), where the direct tiles skip them; on a small map the copy and those taps
-# cost more than the pass over the map saves. Intel Xeon (LLVM's "rocketlake"), one thread,
-# conv 3x3 + bias + relu + 2x2 max pool, A/B in one process, 15 interleaved rounds, ms,
-# two kernels / pooled in the tiles: 32 -> 32 at 14x14 batch 1 (25 KB) 0.027 / 0.031, 28x28
-# (100 KB) 0.093 / 0.091-0.095, batch 4 at 14x14 0.112 / 0.108, batch 75 2.27 / 2.26,
-# 32 -> 32 at 56x56 0.352 / 0.350, 64 -> 64 at 56x56 1.054 / 1.033, 3 -> 64 at 112x112 0.524 /
-# 0.514, ProtoNet's stem (3 -> 32 at 28x28, batch 75, 16-lane few-taps tiles) 1.66 / 1.14
-POOL_MIN_BYTES = 128 * 1024
+# ... by default only for convs of few taps an output (``few_taps``: an RGB or grayscale stem,
+# whose tiles' time is their stores, so that the map's stores and the pool's pass are most of
+# the two kernels' time); ``POOL_ANY_CONV`` pools every conv whose tiles hold a window. The
+# pooled tiles read the padded copy and compute the taps that read padding (a window's pixels
+# share its tile's taps) where the direct tiles skip them. Intel Xeon (LLVM's "rocketlake"),
+# one thread, conv + bias + relu + 2x2 max pool, A/B in one process, 15 interleaved rounds,
+# ms, two kernels / pooled in the tiles: few taps, 3 -> 32 3x3 at 28x28 batch 75 (ProtoNet's
+# stem) 1.66 / 1.14, batch 1 0.0175 / 0.0142, 3 -> 32 at 56x56 batch 8 0.629 / 0.415, at
+# 112x112 batch 1 0.225 / 0.222; more taps, mixed: 32 -> 32 at 14x14 batch 1 0.025 / 0.032,
+# at 7x7 batch 1 / 25 / 75 0.0067 / 0.0065, 0.169 / 0.159, 0.474 / 0.485, 16 -> 64 at 10x10
+# 0.0151 / 0.0132, 16 -> 32 5x5 at 32x32 0.155 / 0.148, 32 -> 64 3x3 / 2 at 56x56 0.202 /
+# 0.215 (64-lane tiles of one window). (Convs Winograd or ``conv_direct`` take are not pooled.)
+POOL_ANY_CONV = False
 
 
 def pool_windows(g, k: int) -> int | None:

@@ -10,8 +10,8 @@ tile holds whole pooling windows, applies the epilogue to its accumulators and s
 maximum a window.
 
 ``match`` says whether a lowering's stages are such a function and the conv runs on
-``conv_lanes`` (its weight prepacked) with a map of at least ``conv_lanes.POOL_MIN_BYTES``
-(``pools_in_tiles``, which FuseConvPool also asks); ``emit`` writes the nest. Anything else (another
+``conv_lanes`` (its weight prepacked), by default a conv of few taps (``pools_in_tiles``,
+which FuseConvPool also asks); ``emit`` writes the nest. Anything else (another
 pool, an overlapping window, a conv on another schedule) is lowered stage by stage as
 before: the conv into a temporary, then the pool.
 """
@@ -116,18 +116,20 @@ def _loads(expr) -> list:
 def pools_in_tiles(t, k: int, options) -> bool:
     """Would conv2d stage ``t``, its weight a build-time constant, pool ``k x k`` windows in
     its tiles: a groups-1 conv on ``conv_lanes`` (the GEMM rule's, ``conv_direct.packs_weight``)
-    whose tiles hold a window (``conv_lanes.pool_windows``), its map at least
-    ``conv_lanes.POOL_MIN_BYTES``? (Relay's FuseConvPool asks before
+    whose tiles hold a window (``conv_lanes.pool_windows``), of few taps
+    (``conv_lanes.few_taps``) unless ``conv_lanes.POOL_ANY_CONV``? (Relay's FuseConvPool asks before
     it merges: a conv on another schedule would lower stage by stage, its epilogue then a pass
     of its own.)"""
     rule = select_rule(t, options)
     if rule is None or rule.kind != "gemm" or not conv_direct.packs_weight(t, options):
         return False
     g = conv_lanes.geometry(t)
-    if g is None or g["groups"] != 1 or \
-            g["n"] * g["real_o"] * g["oh"] * g["ow"] * 4 < conv_lanes.POOL_MIN_BYTES:
+    if g is None or g["groups"] != 1:
         return False
-    return conv_lanes.pool_windows(conv_lanes.with_knobs(g, _knobs(options, t)), k) is not None
+    g = conv_lanes.with_knobs(g, _knobs(options, t))
+    if not (conv_lanes.POOL_ANY_CONV or conv_lanes.few_taps(g)):
+        return False
+    return conv_lanes.pool_windows(g, k) is not None
 
 
 def match(ctx, order, materialize, outputs) -> ConvPool | None:

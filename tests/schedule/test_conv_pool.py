@@ -19,12 +19,12 @@ from minitvm.tir.stmt_functor import walk_stmts
 
 
 @pytest.fixture(autouse=True)
-def small_maps_pool(monkeypatch):
-    """Pool in the tiles whatever the conv's map size (``conv_lanes.POOL_MIN_BYTES``): the
-    tests' maps are small."""
+def any_conv_pools(monkeypatch):
+    """Pool in the tiles every conv whose tiles hold a window (``conv_lanes.POOL_ANY_CONV``),
+    not only the default's few-taps ones: the cases cover the widths and geometries."""
     from minitvm.schedule import conv_lanes as lanes
 
-    monkeypatch.setattr(lanes, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(lanes, "POOL_ANY_CONV", True)
 
 
 def _build(n, c, o, hw, k=3, pool=2, stride=1, residual=False, seed=0):

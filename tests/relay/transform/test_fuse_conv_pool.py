@@ -16,12 +16,12 @@ from minitvm.relay.transform.fuse_conv_pool import fuse_conv_pool
 
 
 @pytest.fixture(autouse=True)
-def small_maps_pool(monkeypatch):
-    """Pool in the tiles whatever the conv's map size (``conv_lanes.POOL_MIN_BYTES``): the
-    tests' maps are small."""
+def any_conv_pools(monkeypatch):
+    """Pool in the tiles every conv whose tiles hold a window (``conv_lanes.POOL_ANY_CONV``),
+    not only the default's few-taps ones: the cases cover the widths and geometries."""
     from minitvm.schedule import conv_lanes as lanes
 
-    monkeypatch.setattr(lanes, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(lanes, "POOL_ANY_CONV", True)
 
 
 def _rng():
@@ -114,15 +114,21 @@ def test_pointwise_and_grouped_convs_are_left_alone(conv):
 def test_convs_whose_tiles_would_not_pool_are_left_alone(monkeypatch):
     from minitvm.schedule import conv_lanes
 
-    f = _fused(_block(n=1, c=8, o=32, hw=14))  # 32 x 14 x 14 floats: 25,088 bytes
+    f = _fused(_block(n=1, c=8, o=32, hw=14))
     assert fuse_conv_pool(f)[1] == 1
-    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 25_088)
-    assert fuse_conv_pool(f)[1] == 1
-    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 25_089)  # a smaller map: two kernels
-    assert fuse_conv_pool(f)[1] == 0
-    monkeypatch.setattr(conv_lanes, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(conv_lanes, "POOL_MAX_ACCUMULATORS", 0)  # no window fits a tile
     assert fuse_conv_pool(f)[1] == 0
+
+
+def test_by_default_only_few_taps_convs_pool(monkeypatch):
+    from minitvm.schedule import conv_lanes
+    from minitvm.schedule.common import vector_isa
+
+    monkeypatch.setattr(conv_lanes, "POOL_ANY_CONV", False)
+    many = _fused(_block(n=1, c=8, o=32, hw=14))  # 72 taps an output
+    assert fuse_conv_pool(many)[1] == 0
+    few = _fused(_block(n=2, c=3, o=32, hw=28))  # 27 taps: ProtoNet's stem
+    assert fuse_conv_pool(few)[1] == (1 if conv_lanes.FEW_TAPS_MAX[vector_isa()] >= 27 else 0)
 
 
 def test_a_conv_read_twice_is_left_alone():
