@@ -57,7 +57,7 @@ BATCH_PARALLEL_MIN_IMAGES = 4
 
 
 
-def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
+def emit(ctx, t, out, x, wp, epilogue=None, pool=None) -> S.Stmt:
     """Statements computing conv2d ``t`` into ``out`` (read and written at ``[n, o, oy, ox]``)
     from input ``x`` and the prepacked weight ``wp`` (``packed_weight``); ``epilogue(indices,
     value)``, when given, is the fused elementwise stage applied before the store.
@@ -66,16 +66,29 @@ def emit(ctx, t, out, x, wp, epilogue=None) -> S.Stmt:
     ``conv_direct``, the images themselves are split over the pool (each padding its own copy)
     when one image is too small to split or there are enough of them to balance. Where whole
     filter columns read only padding (``row_segments``) the tiles follow the output rows and
-    skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``)."""
+    skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``).
+
+    ``pool = (k, pooled rows, pooled columns, combine)``: ``out`` is the ``k x k`` / ``k``
+    max pool of the epilogue's values (``conv_pool``), pooled in the tiles: the pixel table
+    lists the windows' pixels window by window over the padded copy (``_pool_tables``), a
+    tile holds whole windows (``conv_lanes.pool_tiles``) and stores one ``combine``d value a
+    window."""
     g = lanes.geometry(t)
     g = lanes.with_knobs(g, _knobs(ctx.options, t))
+    if pool is not None:  # (the padded copy: its table may list the pixels in any order)
+        k, ph, pw, combine = pool
+        g = dict(g, lanes_direct=False, lanes_rowstore=False, pool=(k, ph, pw),
+                 pool_combine=combine, grid=ph * pw * k * k)
     if g["lanes_rowstore"] and epilogue is not None and costly_plane_epilogue(epilogue):
         g = dict(g, lanes_rowstore=False)  # (its calls would run on pieces of rows)
     nv = ctx.fresh("n")
-    segments = lanes.row_segments(g)
+    segments = lanes.row_segments(g) if pool is None else None
     if segments is not None:  # no tap reads padding: an unpadded, channel-blocked copy
         g = dict(g, hp=g["h"], wp=g["w"], cb=lanes.pack_channels(g))
-    pix, fill = _pixel_offsets(ctx, g)
+    if pool is None:
+        pix, fill = _pixel_offsets(ctx, g)
+    else:  # (the windows in classes, each class's tiles running only its taps)
+        pix, fill, g = _pool_tables(ctx, g)
     size = g["cin"] * g["hp"] * g["wp"]
     macs = g["o"] * g["c"] * g["kh"] * g["kw"] * g["grid"]
     by_image = g["n"] > 1 and g["n"] * macs >= BATCH_PARALLEL_MIN_MACS and \
@@ -144,6 +157,33 @@ def _pixel_offsets(ctx, g):
     if g.get("cb"):  # (into ``_pack``'s unpadded copy: negative where tap (0, 0) is)
         at = (at - (g["pt"] * g["wp"] + g["pl"])) * g["cb"]
     return pix, S.For(p, 0, g["grid"], S.ForKind.SERIAL, S.BufferStore(pix, at, [p]))
+
+
+def _pool_tables(ctx, g):
+    """(table, fill, geometry) of a conv pooling ``k x k`` windows in its tiles (``g["pool"]``,
+    over the padded copy): the windows in classes (``conv_lanes.pool_classes``: those whose
+    pixels together read input through the same filter rows and columns), each class's windows
+    row by row, each window's ``k*k`` pixels row by row; ``table[s]`` the padded-input offset
+    of the pixel at slot ``s``, the geometry's ``pool_out[w]`` the pooled offset ``py * pw +
+    px`` of the window at window slot ``w`` and ``classes`` its tiles of whole windows
+    (``conv_lanes.pool_tiles``), which skip the taps that read only padding for all their
+    pixels."""
+    k, _, pw = g["pool"]
+    taps = k * k
+    pix = ctx.temp((g["grid"],), "int32", "cl_pix")
+    pout = ctx.temp((g["grid"] // taps,), "int32", "cl_pout")
+    fills, groups, base = [], [], 0
+    for r0, nr, c0, nc, ky, kx in lanes.pool_classes(g):
+        a, b, r = ctx.fresh("pa"), ctx.fresh("pb"), ctx.fresh("pr")
+        py, px, win = a + r0, b + c0, base + a * nc + b
+        oy, ox = py * k + E.FloorDiv(r, k), px * k + E.FloorMod(r, k)
+        at = oy * (g["sh"] * g["wp"]) + ox * g["sw"]
+        fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
+            S.BufferStore(pout, py * pw + px, [win]),
+            S.For(r, 0, taps, S.ForKind.SERIAL, S.BufferStore(pix, at, [win * taps + r]))]))))
+        groups += [(base * taps + f, p, m, ky, kx, False) for f, p, m in lanes.pool_tiles(g, nr * nc)]
+        base += nr * nc
+    return pix, S.SeqStmt(fills), dict(g, pool_out=pout, classes=groups)
 
 
 def _direct_tables(ctx, g):

@@ -15,6 +15,9 @@ Read directly, 16-lane tiles (RegNet's groups of 16 channels; by default also st
 then consecutive in one row, so the tile is transposed in registers and each output channel
 stored as a vector of pixels, where a tile across rows stores each pixel's channels one lane at
 a time.
+
+A conv pooling in its tiles (``conv_pool``) holds whole pooling windows a tile and stores one
+value a window (``_pool_put``).
 """
 
 from __future__ import annotations
@@ -135,7 +138,7 @@ def emit_tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=No
             v, (first, end) = ctx.fresh("ky"), ky_range
             return S.For(v, E.IntImm("int32", first), E.IntImm("int32", end - first), ky_kind,
                          fbody(v))
-        if ky_kind == unroll or not lanes.trims_rows(g):
+        if ky_kind == unroll or not lanes.trims_rows(g) or g.get("pool"):
             return loop("ky", g["kh"], ky_kind, fbody)
         v = ctx.fresh("ky")
         first, count = lanes.tap_rows(g, E.FloorDiv(p0, ow), E.FloorDiv(p0 + (pixels - 1), ow))
@@ -217,6 +220,9 @@ def emit_tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=No
         val = res[jj, ll] if epilogue is None else epilogue(idx, res[jj, ll])
         return S.BufferStore(out, val, idx)
 
+    per = pixels  # values stored: a pixel each, or a pooled window's each
+    if g.get("pool"):
+        put, per = _pool_put(g, res, out, nv, ob, p0, epilogue), pixels // g["pool"][0] ** 2
     jp = ctx.fresh("jj")
     outs = lanes_loop(lambda ll: put(jp, ll))
     tail = lanes.tile_tail(g, ob)  # real output channels of a last tile
@@ -229,7 +235,7 @@ def emit_tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=No
     else:
         store = S.SeqStmt([
             loop("jj", pixels, unroll, lambda jj: lanes_loop(lambda ll: S.BufferStore(
-                res, acc[jj, ll], [jj, ll]))), S.For(jp, 0, pixels, S.ForKind.SERIAL, outs)])
+                res, acc[jj, ll], [jj, ll]))), S.For(jp, 0, per, S.ForKind.SERIAL, outs)])
         store = S.Allocate(res.data, "float32", [pixels * cw], True, S.DeclBuffer(res, store))
     if kb is not None:
         store = S.IfThenElse(E.EQ(kv, nkb - 1), store, loop(
@@ -241,3 +247,27 @@ def emit_tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=No
     for jj in range(pixels - 1, -1, -1):
         body = S.LetStmt(q[jj], pix[p0 + jj], body)
     return body
+
+
+def _pool_put(g, res, out, nv, ob, p0, epilogue):
+    """``put(window, lane)`` of a pooled tile (``g["pool"] = (k, pooled rows, pooled
+    columns)``): the epilogue applied to each of the window's ``k*k`` pixels (slots ``window *
+    k*k ..`` of the tile's scratch ``res``, at their conv positions), combined
+    (``g["pool_combine"]``) and stored at the window's pooled position (the table
+    ``g["pool_out"]``)."""
+    k, _, pw = g["pool"]
+    taps = k * k
+
+    def put(jw, ll):
+        win = g["pool_out"][E.FloorDiv(p0, taps) + jw]  # (a tile starts at a whole window)
+        py, px = E.FloorDiv(win, pw), E.FloorMod(win, pw)
+        o = lanes.out_channel(g, ob, ll)
+        value = None
+        for r in range(taps):
+            v = res[jw * taps + r, ll]
+            if epilogue is not None:
+                v = epilogue([nv, o, py * k + r // k, px * k + r % k], v)
+            value = v if value is None else g["pool_combine"](value, v)
+        return S.BufferStore(out, value, [nv, o, py, px])
+
+    return put

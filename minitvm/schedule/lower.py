@@ -32,6 +32,7 @@ from . import (
     conv_direct,
     conv_lanes,
     conv_pointwise,
+    conv_pool,
     conv_vnni,
     conv_winograd,
     gemm,
@@ -348,6 +349,9 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
     fused, ctx.epilogues = {}, {}  # epilogue <-> anchor whose rule computes it (Rule.epilogue)
     in_place = []  # (anchor, consumer): the anchor writes the consumer's buffer, which then
     # runs in place over it (checked below: only if it reads the anchor at its own position)
+    pooled = conv_pool.match(ctx, order, materialize, outputs)
+    if pooled is not None:  # a conv_lanes conv pooling in its tiles: its map never stored
+        conv_pool.prepare(ctx, pooled, materialize)
     for t in order:
         if _fuse_conv_epilogue(ctx, order, materialize, outputs, t, fused):
             continue  # a generated conv whose micro-kernel applies its epilogue
@@ -386,6 +390,11 @@ def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:
             bodies[id(u)] = redirect_loads(bodies[id(u)], shared, ctx.buf[id(t)])
     stmts = []
     for t in order:
+        if pooled is not None and t is pooled.pool:
+            stmts.append(conv_pool.emit(ctx, pooled, bodies))
+            continue
+        if pooled is not None and t is pooled.conv:
+            continue  # (emitted in the pool's place)
         if id(t) not in materialize or not isinstance(t.op, ComputeOp) or id(t) in ctx.epilogues:
             continue  # (an anchor computing its epilogue is emitted in the epilogue's place)
         t = fused.get(id(t), t)

@@ -47,6 +47,7 @@ from .partial_evaluate import PartialEvaluate  # noqa: E402,F401
 from .div_to_mul import DivToMul  # noqa: E402,F401
 from .fuse_attention import FuseAttention  # noqa: E402,F401
 from .split_conv_pool import SplitConvPool  # noqa: E402,F401
+from .fuse_conv_pool import FuseConvPool  # noqa: E402,F401
 from .convert_nhwc_convs import ConvertNHWCConvs  # noqa: E402,F401
 from .fold_explicit_padding import FoldExplicitPadding  # noqa: E402,F401
 from .dynamic_to_static import DynamicToStatic  # noqa: E402,F401

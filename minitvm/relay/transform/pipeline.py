@@ -64,7 +64,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     # function, lowered to one kernel (``schedule.attention``), before FuseOps splits it in three;
     # so is SplitConvPool (opt_level 3): a stem conv's large map read only by a pool, in parts
     # that stay in cache between the two
-    passes += [p("PlanDevices"), p("SplitConvPool"), p("FuseAttention"), p("FuseOps")]
+    # FuseConvPool (opt_level 3) is minitvm's: a fused conv read only by a k x k / k max
+    # pool joins it in one function, whose conv pools in its tiles (``schedule.conv_pool``)
+    passes += [p("PlanDevices"), p("SplitConvPool"), p("FuseAttention"), p("FuseOps"),
+               p("FuseConvPool")]
     return Sequential(passes, opt_level=0, name="sequential")
 
 
