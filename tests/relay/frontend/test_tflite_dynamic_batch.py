@@ -316,18 +316,87 @@ def test_reshape_targets_with_a_dynamic_batch():
 
 
 def test_an_operator_needing_the_batch_size_names_the_dynamic_input():
-    """SPLIT along the batch needs its size: a clear error naming the dynamic shape."""
+    """UNPACK along the batch needs its size (the count of its results): a clear error naming
+    the dynamic shape."""
     b = ModelBuilder()
     x = b.input("x", (2, 3))
-    ys = [b.tensor(f"y{k}", (1, 3)) for k in range(2)]
-    b.operator("SPLIT", [b.constant("axis", np.array(0, "int32")), x], ys, "SplitOptions",
-               NumSplits=2)
+    ys = [b.tensor(f"y{k}", (3,)) for k in range(2)]
+    b.operator("UNPACK", [x], ys, "UnpackOptions", Num=2, Axis=0)
     for y in ys:
         b.output(y)
     blob = b.finish()
     assert len(relay.frontend.from_tflite(blob)[0]["main"].ret_type.fields) == 2
-    with pytest.raises(ImportError_, match=r"SPLIT \(operator 0\).*dynamic shape \(\?, 3\)"):
+    with pytest.raises(ImportError_, match=r"UNPACK \(operator 0\).*dynamic shape \(\?, 3\)"):
         relay.frontend.from_tflite(blob, shape_dict={"x": (relay.Any(), 3)})
+
+
+def _along_batch(name, outs, ins, options, **fields):
+    """A model of one operator on a (batch, 3) input whose batch is dynamic; ``ins``: the
+    operator's inputs after ``x`` as (name, array) constants (``x`` at ``x_at``)."""
+    b = ModelBuilder()
+    x = b.input("x", (2, 3), signature=(-1, 3))
+    consts = [b.constant(k, np.asarray(v)) for k, v in ins]
+    at = fields.pop("x_at", 0)
+    ys = [b.tensor(f"y{k}", shape) for k, shape in enumerate(outs)]
+    b.operator(name, consts[:at] + [x] + consts[at:], ys, options, **fields)
+    for y in ys:
+        b.output(y)
+    return b.finish()
+
+
+def _compare_at(blob, batches):
+    mod, vm = build_once(blob, {"x": (relay.Any(), 3)})
+    for n in batches:
+        feeds = {"x": np.arange(n * 3, dtype="float32").reshape(n, 3)}
+        refs, outs = litert_run(blob, feeds), vm_run(mod, vm, feeds)
+        assert len(outs) == len(refs)
+        for out, ref in zip(outs, refs, strict=True):
+            np.testing.assert_array_equal(out, ref)
+    return vm
+
+
+_I32 = np.int32
+
+
+@pytest.mark.parametrize("spec", [
+    # (begin, end, strides, begin mask, end mask, shrink mask, output shape at batch 2)
+    ((-1, 0), (0, 3), (1, 1), 0, 2, 1, (3,)),  # the last row
+    ((-2, 0), (0, 3), (1, 1), 0, 3, 0, (2, 3)),  # the last two rows
+    ((0, 0), (-1, 3), (1, 1), 0, 2, 0, (1, 3)),  # all rows but the last
+    ((0, 0), (0, 3), (-1, 1), 1, 3, 0, (2, 3)),  # reversed
+    ((-1, 0), (0, 3), (-2, 1), 0, 3, 0, (1, 3)),  # every other row from the end
+    ((1, 2), (0, 0), (2, -1), 0, 3, 0, (1, 3)),  # odd rows, columns reversed
+], ids=["last", "tail2", "drop_last", "reversed", "step_back2", "odd_rows_rev_cols"])
+def test_strided_slice_counting_from_the_end_of_the_batch(spec):
+    """Negative indices and strides on the dynamic batch: strided_slice resolves them at run
+    time (they were refused); equal to LiteRT at each batch."""
+    begin, end, strides, bm, em, sm, shape = spec
+    blob = _along_batch("STRIDED_SLICE", [shape],
+                        [("b", np.array(begin, _I32)), ("e", np.array(end, _I32)),
+                         ("s", np.array(strides, _I32))], "StridedSliceOptions",
+                        BeginMask=bm, EndMask=em, EllipsisMask=0, NewAxisMask=0,
+                        ShrinkAxisMask=sm)
+    _compare_at(blob, (1, 2, 5))
+
+
+def test_split_along_the_batch():
+    """SPLIT / SPLIT_V along the dynamic batch: equal sections (an odd batch fails when it
+    runs, as in LiteRT), and cut sizes with the last the rest or stated."""
+    blob = _along_batch("SPLIT", [(1, 3), (1, 3)], [("axis", np.array(0, _I32))],
+                        "SplitOptions", NumSplits=2, x_at=1)
+    vm = _compare_at(blob, (2, 6))
+    with pytest.raises(ValueError, match="cannot be split into 2 equal sections"):
+        vm.invoke("main", tvm.nd.array(np.zeros((3, 3), "float32")))
+    rest = _along_batch("SPLIT_V", [(1, 3), (1, 3)], [("sizes", np.array([1, -1], _I32)),
+                                                        ("axis", np.array([0], _I32))],
+                        "SplitVOptions", NumSplits=2)
+    _compare_at(rest, (1, 2, 5))
+    stated = _along_batch("SPLIT_V", [(1, 3), (2, 3)], [("sizes", np.array([1, 2], _I32)),
+                                                          ("axis", np.array([0], _I32))],
+                          "SplitVOptions", NumSplits=2)
+    vm = _compare_at(stated, (3,))
+    with pytest.raises((ValueError, RuntimeError), match="cannot reshape"):
+        vm.invoke("main", tvm.nd.array(np.zeros((4, 3), "float32")))
 
 
 def test_converter_dynamic_reshape_and_depth_space_any_batch():

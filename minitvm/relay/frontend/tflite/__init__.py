@@ -27,6 +27,8 @@ def from_tflite(model, shape_dict=None, dtype_dict=None, op_converter=None):
         and a stored target that starts with the stored batch (``[1, ...]`` of a model saved
         at batch 1) and holds the rest of the input carries the batch through; a target that
         folds the batch into other dims, or a second dynamic dimension, is a clear error.
+        STRIDED_SLICE may count from the batch's end or walk it backwards, SPLIT / SPLIT_V may
+        cut it (a size that does not fit fails when the model runs); UNPACK of it cannot.
     dtype_dict : dict of str to str, optional
         Input dtypes (default: the types stored in the model).
 

@@ -126,6 +126,9 @@ def _split(ctx):
     shape = infer_shape(x)
     axis = _axis(_ints(ctx, 0, "the split axis")[0], len(shape))
     n = int(ctx.options().NumSplits())
+    if shape[axis] is None:  # a dynamic axis: equal sections, its size checked when it runs
+        parts = _op.split(x, n, axis)
+        return [parts[i] for i in range(n)]
     if shape[axis] % n:
         raise ctx.fail(f"axis {axis} of size {shape[axis]} does not split into {n} parts")
     return _split_at(x, axis, [shape[axis] // n] * n)
@@ -137,11 +140,27 @@ def _split_v(ctx):
     shape = infer_shape(x)
     sizes = _ints(ctx, 1, "the split sizes")
     axis = _axis(_ints(ctx, 2, "the split axis")[0], len(shape))
+    if shape[axis] is None:
+        return _split_v_dynamic(ctx, x, shape, axis, sizes)
     if -1 in sizes:
         sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
     if sum(sizes) != shape[axis]:
         raise ctx.fail(f"split sizes {sizes} do not add up to {shape[axis]}")
     return _split_at(x, axis, sizes)
+
+
+def _split_v_dynamic(ctx, x, shape, axis: int, sizes: list[int]):
+    """SPLIT_V along a dynamic axis: cut at the sizes before the last; the last piece is the
+    rest (a -1), or is reshaped to its stated size, which the run checks."""
+    if -1 in sizes[:-1]:
+        raise ctx.fail(f"split sizes {sizes} along the dynamic axis {axis}: only the last may "
+                       "be -1")
+    parts = _split_at(x, axis, sizes)
+    if sizes[-1] != -1:
+        last = list(shape)
+        last[axis] = sizes[-1]
+        parts[-1] = _op.reshape(parts[-1], last)
+    return parts
 
 
 @register("SLICE")
@@ -209,36 +228,36 @@ def _strided_slice(ctx):
         dim += 1
     if dim != ndim:
         raise ctx.fail(f"the slice spec covers {dim} dims of a rank-{ndim} input")
-    pos = [r if r[2] > 0 else (0, shape[k], 1) for k, r in enumerate(ranges)]
+    # static axes: resolved ranges (a reversed one taken after the slice); the dynamic one as
+    # written, negative indices and all: strided_slice resolves them against its run-time size
+    pos = [r if r[2] > 0 or shape[k] is None else (0, shape[k], 1)
+           for k, r in enumerate(ranges)]
     out = x
     if any(r != (0, shape[k], 1) for k, r in enumerate(pos)):
-        out = _op.strided_slice(out, [max(r[0], 0) for r in pos],
-                                [r[1] if r[1] is None else max(r[1], r[0], 0) for r in pos],
-                                [r[2] for r in pos])
+        out = _op.strided_slice(
+            out, [r[0] if shape[k] is None else max(r[0], 0) for k, r in enumerate(pos)],
+            [r[1] if shape[k] is None or r[1] is None else max(r[1], r[0], 0)
+             for k, r in enumerate(pos)],
+            [r[2] for r in pos])
     for k, r in enumerate(ranges):
-        if r[2] < 0:
+        if r[2] < 0 and shape[k] is not None:
             out = _op.take(out, _expr.const(np.array(list(range(*r)), "int32")), axis=k)
     return _op.reshape(out, _dims(ctx, out_shape))
 
 
 def _dynamic_range(ctx, dim: int, begin: int, end: int, stride: int, bm: int, em: int,
                    sm: int):
-    """(start, stop or None: to the end, step) and the output size (None: dynamic) of
-    STRIDED_SLICE on a dim of unknown size: the whole dim, a prefix / suffix from a
-    non-negative start, or one non-negative index (shrink); a negative index or stride needs
-    the size, a clear error."""
+    """(start, stop or None: to the end, step) and the output size (None: dynamic, 1: one
+    index) of STRIDED_SLICE on a dim of unknown size, as TF writes them: strided_slice resolves
+    a negative index against the run-time size and clamps as TF does; a masked begin / end
+    runs from / to the end the stride walks from / to. A shrunk index out of range at run time
+    leaves no row, which the reshape dropping the axis refuses."""
+    if stride == 0:
+        raise ctx.fail("a stride is 0")
     if sm:
-        if begin < 0:
-            raise ctx.fail(f"index {begin} of the dynamic axis {dim} counts from its end")
-        return (begin, begin + 1, 1), 1
-    start = 0 if bm else begin
-    stop = None if em else end
-    if stride <= 0 or start < 0 or (stop is not None and stop < 0):
-        raise ctx.fail(f"the slice {begin}:{end}:{stride} of the dynamic axis {dim} needs "
-                       "its size (a negative index or stride)")
-    if stop is None:
-        return (start, None, stride), None
-    # (at most len(range(start, stop, stride)); fewer where the batch is smaller)
+        return (begin, None if begin == -1 else begin + 1, 1), 1
+    start = (0 if stride > 0 else -1) if bm else begin
+    stop = (None if stride > 0 else -(2 ** 31)) if em else end
     return (start, stop, stride), None
 
 
