@@ -213,6 +213,10 @@ class BlockBuilder:
     def current_block_is_dataflow(self) -> bool:
         return bool(self._frames) and self._frames[-1].is_dataflow
 
+    def block_is_open(self) -> bool:
+        """Whether a binding may be emitted now (a block is open)."""
+        return bool(self._frames)
+
     # blocks opened directly (mutators rebuild blocks outside a ``function`` scope)
     def _begin_block(self, is_dataflow: bool) -> None:
         self._frames.append(_Frame(is_dataflow))

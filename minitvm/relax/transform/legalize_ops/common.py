@@ -13,7 +13,7 @@ from ...struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, Tu
 
 __all__ = ["register_legalize", "get_legalize", "LegalizeFunc", "call_topi", "out_shape",
            "out_dtype", "arg_shape", "arg_dtype", "prim_arg", "has_known_shapes",
-           "LegalizeError", "legalizations"]
+           "LegalizeError", "legalizations", "tie_dim"]
 
 LegalizeFunc = Callable[..., Expr]
 
@@ -127,3 +127,27 @@ def int_values(values) -> list[int]:
         else:
             raise LegalizeError(f"expected a static integer, got {v}")
     return out
+
+
+def _provably_same(a, b) -> bool:
+    from ....ir.structural import structural_equal
+
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return int(a.value) == int(b.value)
+    return bool(structural_equal(a, b, map_free_vars=False))
+
+
+def tie_dim(bb, arg: Expr, axis: int, size: PrimExpr) -> Expr:
+    """``arg`` whose dimension ``axis`` is ``size`` (another operand's extent the kernel reads
+    it by): ``arg`` itself where that is provably so, else a ``match_cast`` to it, which the VM
+    checks at run time, where a kernel would read past the smaller operand. (A call outside any
+    block, a function's bare result expression, has nowhere to bind the cast: left as it is.)"""
+    sinfo = arg.struct_info
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or \
+            not bb.block_is_open():
+        return arg
+    shape = list(sinfo.shape.values)
+    if _provably_same(shape[axis], size):
+        return arg
+    shape[axis] = size
+    return bb.match_cast(arg, TensorStructInfo(shape, sinfo.dtype, vdevice=sinfo.vdevice))
