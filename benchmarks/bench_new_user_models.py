@@ -26,6 +26,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentyfirst  # (..._twentyfirst)
     python benchmarks/bench_new_user_models.py --group twentysecond  # (..._twentysecond)
     python benchmarks/bench_new_user_models.py --group twentythird  # (..._twentythird)
+    python benchmarks/bench_new_user_models.py --group twentyfourth  # (..._twentyfourth)
 
 Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
 seconds and the largest error relative to PyTorch's output.
@@ -64,6 +65,7 @@ from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
+from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
 from new_user_models_twentythird import twentythird_models  # noqa: E402
 
@@ -1924,7 +1926,7 @@ def main() -> int:
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
                                         "twentieth", "twentyfirst", "twentysecond",
-                                        "twentythird", "all"),
+                                        "twentythird", "twentyfourth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2011,7 +2013,12 @@ def main() -> int:
                     "network, QuartzNet with masks, DeepSpeech2, a PWC-Net cost volume and "
                     "grid_sample warp, APPNP by index_add, a prototypical few-shot head, a "
                     "backprop Kalman filter by linalg.inv / slogdet, SiamFC grouped-conv "
-                    "correlation, a neural additive model); all")
+                    "correlation, a neural additive model); twentyfourth: the 12 of the twenty-fourth "
+                    "(a BigGAN generator with conditional BN and SAGAN attention, a LambdaResNet "
+                    "with a Conv3d positional lambda, a MobileNetV2 with coordinate attention / "
+                    "ECA, ResMLP, Fastformer, a lightweight dynamic-conv LM, N-HiTS, a Graph "
+                    "U-Net by topk pooling, NODE oblivious trees, a Rainbow DQN, an attentive "
+                    "neural process, a Glow flow with LU 1x1 convs); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--save-onnx", default=None, metavar="DIR",
                     help="write each model's ONNX export to DIR/NAME.onnx and exit (for "
@@ -2027,11 +2034,11 @@ def main() -> int:
     seventeenth, eighteenth = seventeenth_models(), eighteenth_models()
     nineteenth, twentieth = nineteenth_models(), twentieth_models()
     twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
-    twentythird = twentythird_models()
+    twentythird, twentyfourth = twentythird_models(), twentyfourth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
-             **twentyfirst, **twentysecond, **twentythird}
+             **twentyfirst, **twentysecond, **twentythird, **twentyfourth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2039,7 +2046,7 @@ def main() -> int:
              "sixteenth": sixteenth, "seventeenth": seventeenth,
              "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
              "twentyfirst": twentyfirst, "twentysecond": twentysecond,
-             "twentythird": twentythird,
+             "twentythird": twentythird, "twentyfourth": twentyfourth,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
