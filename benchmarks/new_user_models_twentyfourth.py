@@ -1,6 +1,6 @@
 """The twenty-fourth round of ``bench_new_user_models``: a BigGAN generator (hierarchical latents
-split by ``chunk``, a shared class embedding, class-conditional BatchNorm whose gains and biases
-come from linear layers, nearest upsampling, SAGAN self-attention with max-pooled keys and
+split by ``chunk``, a shared class embedding, class-conditional BatchNorm on batch statistics whose
+gains and biases come from linear layers, nearest upsampling, SAGAN self-attention with max-pooled keys and
 values, spectral-normalized convs), a LambdaResNet block (content lambdas from a softmax over
 positions, positional lambdas by a ``Conv3d`` with a ``(1, r, r)`` kernel), a MobileNetV2 with
 coordinate attention (``AdaptiveAvgPool2d((None, 1))`` and ``((1, None))`` pools, concatenated,
@@ -32,16 +32,18 @@ def twentyfourth_models():
     import torch
     import torch.nn.functional as F
     from torch import nn
-    from torch.nn.utils import spectral_norm
+    from torch.nn.utils.parametrizations import spectral_norm
 
     # -- BigGAN ---------------------------------------------------------------------------
     class CondBN(nn.Module):
         """BatchNorm without affine; the gain (1 + g) and bias come from the conditioning
-        vector (shared class embedding concatenated with a latent chunk)."""
+        vector (shared class embedding concatenated with a latent chunk). Without running
+        statistics, as BigGAN samples with batch statistics when no standing statistics were
+        accumulated: eval mode normalizes by the batch's mean and variance."""
 
         def __init__(self, c, cond):
             super().__init__()
-            self.bn = nn.BatchNorm2d(c, affine=False)
+            self.bn = nn.BatchNorm2d(c, affine=False, track_running_stats=False)
             self.gain = spectral_norm(nn.Linear(cond, c, bias=False))
             self.bias = spectral_norm(nn.Linear(cond, c, bias=False))
 
@@ -95,7 +97,8 @@ def twentyfourth_models():
             self.blocks = nn.ModuleList([GBlock(chans[i], chans[i + 1], cond)
                                          for i in range(blocks)])
             self.attn = SelfAttn(chans[2])
-            self.out = nn.Sequential(nn.BatchNorm2d(chans[-1]), nn.ReLU(),
+            self.out = nn.Sequential(nn.BatchNorm2d(chans[-1], track_running_stats=False),
+                                     nn.ReLU(),
                                      spectral_norm(nn.Conv2d(chans[-1], 3, 3, 1, 1)), nn.Tanh())
 
         def forward(self, z, label):
@@ -347,6 +350,7 @@ def twentyfourth_models():
         def __init__(self, vocab=4000, d=128, layers=3, k=(3, 7, 15)):
             super().__init__()
             self.emb = nn.Embedding(vocab, d)
+            nn.init.normal_(self.emb.weight, 0, d ** -0.5)       # fairseq's tied-embedding init
             self.blocks = nn.ModuleList([nn.ModuleDict({
                 "ln1": nn.LayerNorm(d), "conv": DynamicConv1d(d, k=k[i]),
                 "ln2": nn.LayerNorm(d),
