@@ -1698,7 +1698,8 @@ def prepare(ctor, spec):
     torch.manual_seed(0)
     model = ctor().eval()
     for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+        # (a layer without running statistics normalizes by the batch's in eval mode too)
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats:
             m.running_mean.uniform_(-0.1, 0.1)
             m.running_var.uniform_(0.5, 1.5)
     return model, make_inputs(spec)
