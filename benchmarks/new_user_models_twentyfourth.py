@@ -528,7 +528,8 @@ def twentyfourth_models():
 
     class RainbowDQN(nn.Module):
         """Nature-DQN trunk, noisy dueling value / advantage heads over C51 atoms; returns
-        the per-action expected values and the greedy action."""
+        the per-action expected values, the greedy action and the atom probabilities in one
+        row."""
 
         def __init__(self, actions=6, atoms=51, vmin=-10.0, vmax=10.0, hidden=256):
             super().__init__()
@@ -554,14 +555,14 @@ def twentyfourth_models():
             q = v + a - a.mean(1, keepdim=True)
             p = q.softmax(-1)
             qv = (p * self.support).sum(-1)
-            return qv, qv.argmax(-1), p
+            return torch.cat([qv, qv.argmax(-1, keepdim=True).to(qv.dtype), p.flatten(1)], 1)
 
     # -- attentive neural process ---------------------------------------------------------
     class ANP(nn.Module):
         """Kim et al. 2019: a deterministic path (self-attention over context pairs, then
         target-to-context cross attention on x), a latent path (mean of encoded pairs to a
         Normal, sampled by reparameterization with given noise), a decoder's Normal whose
-        log-likelihood of the target ys is returned with its mean."""
+        mean is returned beside its log-likelihood of the target ys, one row per task."""
 
         def __init__(self, dx=2, dy=1, d=64, heads=4):
             super().__init__()
@@ -589,7 +590,7 @@ def twentyfourth_models():
             out_mu, out_raw = self.dec(torch.cat([r_t, z, xt], -1)).chunk(2, -1)
             out_sigma = 0.1 + 0.9 * F.softplus(out_raw)
             ll = torch.distributions.Normal(out_mu, out_sigma).log_prob(yt).sum((1, 2))
-            return out_mu, ll
+            return torch.cat([out_mu.flatten(1), ll.unsqueeze(1)], 1)
 
     # -- Glow -----------------------------------------------------------------------------
     class ActNorm(nn.Module):
@@ -671,7 +672,7 @@ def twentyfourth_models():
             zs.append(x.flatten(1))
             z = torch.cat(zs, 1)
             prior = -0.5 * (z ** 2 + math.log(2 * math.pi)).sum(1)
-            return z, prior + logdet
+            return torch.cat([z, (prior + logdet).unsqueeze(1)], 1)
 
     # -- inputs ---------------------------------------------------------------------------
     def gen(seed):

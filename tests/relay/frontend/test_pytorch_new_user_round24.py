@@ -16,18 +16,6 @@ _round = NewUserRound("twentyfourth")
 _model, _rand, _ints = _round.model, _round.rand, _round.ints
 
 
-class _Joined(torch.nn.Module):
-    """One float output from a model returning several tensors (each flattened per row)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, *xs):
-        outs = self.model(*xs)
-        return torch.cat([o.float().reshape(o.shape[0], -1) for o in outs], 1)
-
-
 def test_biggan_conditional_bn_sagan_attention():
     m = _model("biggan_gen", z=20, classes=4, shared=8, c=8, blocks=3)
     _run(m, _randn(2, 20), torch.tensor([1, 3]), rtol=1e-4, atol=1e-5)
@@ -78,18 +66,18 @@ def test_node_sparsemax_choice_prod_over_depth():
 
 
 def test_rainbow_noisy_dueling_c51_argmax():
-    m = _Joined(_model("rainbow_dqn", actions=3, atoms=5, hidden=8))
+    m = _model("rainbow_dqn", actions=3, atoms=5, hidden=8)
     n = (64 * 49 + 8) * 2 + 8 + 5 + 8 + 15
     _run(m, _rand(2, 4, 84, 84), _randn(n), rtol=1e-4, atol=1e-5)
 
 
 def test_anp_cross_attention_latent_normal_log_prob():
-    m = _Joined(_model("anp_regression", dx=2, dy=1, d=8, heads=2))
+    m = _model("anp_regression", dx=2, dy=1, d=8, heads=2)
     xc, xt = _randn(2, 5, 2), _randn(2, 7, 2, seed=1)
     _run(m, xc, torch.sin(xc.sum(-1, keepdim=True)), xt, torch.sin(xt.sum(-1, keepdim=True)),
          _randn(2, 8, seed=2), rtol=1e-4, atol=1e-5)
 
 
 def test_glow_actnorm_lu_invconv_affine_coupling():
-    m = _Joined(_model("glow_flow", c=3, levels=2, steps=2, hidden=8))
+    m = _model("glow_flow", c=3, levels=2, steps=2, hidden=8)
     _run(m, _rand(2, 3, 8, 8) - 0.5, rtol=1e-4, atol=1e-5)
