@@ -26,6 +26,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentyfirst  # (..._twentyfirst)
     python benchmarks/bench_new_user_models.py --group twentysecond  # (..._twentysecond)
     python benchmarks/bench_new_user_models.py --group twentythird  # (..._twentythird)
+    python benchmarks/bench_new_user_models.py --group twentyfourth  # (..._twentyfourth)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -65,6 +66,7 @@ from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
+from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
 from new_user_models_twentythird import twentythird_models  # noqa: E402
 
@@ -1697,7 +1699,8 @@ def prepare(ctor, spec):
     torch.manual_seed(0)
     model = ctor().eval()
     for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+        # (a layer without running statistics normalizes by the batch's in eval mode too)
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats:
             m.running_mean.uniform_(-0.1, 0.1)
             m.running_var.uniform_(0.5, 1.5)
     return model, make_inputs(spec)
@@ -1928,7 +1931,7 @@ def main() -> int:
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
                                         "twentieth", "twentyfirst", "twentysecond",
-                                        "twentythird", "all"),
+                                        "twentythird", "twentyfourth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2015,7 +2018,12 @@ def main() -> int:
                     "network, QuartzNet with masks, DeepSpeech2, a PWC-Net cost volume and "
                     "grid_sample warp, APPNP by index_add, a prototypical few-shot head, a "
                     "backprop Kalman filter by linalg.inv / slogdet, SiamFC grouped-conv "
-                    "correlation, a neural additive model); all")
+                    "correlation, a neural additive model); twentyfourth: the 12 of the twenty-fourth "
+                    "(a BigGAN generator with conditional BN and SAGAN attention, a LambdaResNet "
+                    "with a Conv3d positional lambda, a MobileNetV2 with coordinate attention / "
+                    "ECA, ResMLP, Fastformer, a lightweight dynamic-conv LM, N-HiTS, a Graph "
+                    "U-Net by topk pooling, NODE oblivious trees, a Rainbow DQN, an attentive "
+                    "neural process, a Glow flow with LU 1x1 convs); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2035,11 +2043,11 @@ def main() -> int:
     seventeenth, eighteenth = seventeenth_models(), eighteenth_models()
     nineteenth, twentieth = nineteenth_models(), twentieth_models()
     twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
-    twentythird = twentythird_models()
+    twentythird, twentyfourth = twentythird_models(), twentyfourth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
-             **twentyfirst, **twentysecond, **twentythird}
+             **twentyfirst, **twentysecond, **twentythird, **twentyfourth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2047,7 +2055,7 @@ def main() -> int:
              "sixteenth": sixteenth, "seventeenth": seventeenth,
              "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
              "twentyfirst": twentyfirst, "twentysecond": twentysecond,
-             "twentythird": twentythird,
+             "twentythird": twentythird, "twentyfourth": twentyfourth,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

@@ -72,6 +72,7 @@ from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
+from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
 from new_user_models_twentythird import twentythird_models  # noqa: E402
 
@@ -102,7 +103,7 @@ def groups() -> dict:
               "seventeenth": seventeenth_models(), "eighteenth": eighteenth_models(),
               "nineteenth": nineteenth_models(), "twentieth": twentieth_models(),
               "twentyfirst": twentyfirst_models(), "twentysecond": twentysecond_models(),
-              "twentythird": twentythird_models()}
+              "twentythird": twentythird_models(), "twentyfourth": twentyfourth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -490,7 +491,7 @@ def main() -> int:
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
-                             "twentysecond", "twentythird",
+                             "twentysecond", "twentythird", "twentyfourth",
                              "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),

@@ -314,7 +314,10 @@ class _Partitioner:
                         continue
                     cond = _broadcast_cond
                 elif pattern == INJECTIVE or pattern == TUPLE:
-                    if phase != 1:
+                    # (an opaque path pattern: some edge on the way is opaque, as a replicating
+                    # take's data edge is; before such edges existed the path check refused
+                    # every such case anyway, at an opaque node)
+                    if phase != 1 or dnode.pattern == OPAQUE:
                         continue
                     cond = _injective_cond
                 else:

@@ -36,6 +36,33 @@ _SCALAR_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 DEFAULT_MAX_DEPTH = 256
 
 
+def _numel(t) -> int | None:
+    n = 1
+    for d in t.shape:
+        if not isinstance(d, int):
+            try:
+                d = int(d)
+            except (TypeError, ValueError):
+                return None
+        n *= d
+    return n
+
+
+def _replicating_take(call, data_type, out_type) -> bool:
+    """Whether ``call`` is a ``take`` reading each element of its data several times over
+    (overlapping windows: ``Tensor.unfold`` with size > step, a dynamic-conv LM's K taps):
+    fusing the data's producer into it would recompute that producer once per copy (a GLU's
+    sigmoid 15 times for 15 taps), so its data edge is opaque and the producer runs once; the
+    take still fuses into its consumers, and cheap copies of at most twice the data fuse as
+    before."""
+    if not (isinstance(call.op, Op) and call.op.name == "take"):
+        return False
+    if not (isinstance(data_type, TensorType) and isinstance(out_type, TensorType)):
+        return False
+    n_in, n_out = _numel(data_type), _numel(out_type)
+    return n_in is not None and n_out is not None and n_out > 2 * n_in
+
+
 class _GraphBuilder(ScopedVisitor):
     """Builds the indexed forward graph: nodes in post-DFS order with pattern-labelled edges."""
 
@@ -89,12 +116,14 @@ class _GraphBuilder(ScopedVisitor):
         else:
             self._edge(call.op, None, OPAQUE)
         rtype = call._checked_type
-        for a in call.args:
+        for i, a in enumerate(call.args):
             edge = pattern
             at = a._checked_type
             if (pattern == BROADCAST and isinstance(at, TensorType)
                     and isinstance(rtype, TensorType) and at.shape == rtype.shape):
                 edge = ELEMWISE
+            elif i == 0 and _replicating_take(call, at, rtype):
+                edge = OPAQUE
             self._edge(a, node, edge)
         super().visit_call(call)
         self._add(call, pattern)

@@ -199,8 +199,9 @@ def randomize_batchnorm(model, seed: int = 0):
     for m in model.modules():
         if isinstance(m, torch.nn.BatchNorm2d):
             n = m.num_features
-            m.running_mean.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
-            m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
+            if m.track_running_stats:  # without them eval mode normalizes by the batch's
+                m.running_mean.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)
+                m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
             if m.affine:  # affine=False layers have no weight or bias to randomize
                 m.weight.data.copy_(torch.rand(n, generator=gen) + 0.5)
                 m.bias.data.copy_(torch.rand(n, generator=gen) * 0.2 - 0.1)

@@ -41,11 +41,14 @@ def register(*names: str):
     return deco
 
 
+# (the wider unsigned types appear without the user asking: torch's decomposition of
+# ``aten.eye`` builds its two aranges in the narrowest unsigned type that holds n, uint16 from
+# n = 256 on, uint32 from 65536)
 _DTYPES = {
     "float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
     "float16": "float16", "half": "float16", "int64": "int64", "long": "int64",
     "int32": "int32", "int": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8",
-    "bool": "bool",
+    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "bool": "bool",
 }
 
 

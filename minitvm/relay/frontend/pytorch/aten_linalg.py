@@ -41,8 +41,11 @@ def _matmul(ctx, a, b):
     return _matmul(ctx, _op.broadcast_to(a, sb[:-2] + sa), b)
 
 
-@register("matmul", "mm", "bmm", "mv", "dot")
+@register("matmul", "mm", "bmm", "mv", "dot", "vdot")
 def _matmul_op(ctx, args):
+    """``vdot`` conjugates its first operand; on the real tensors that reach this converter
+    (complex ones are refused before it) it is ``dot`` (the parametrized ``spectral_norm``'s
+    sigma = vdot(u, W v) in every eval-mode forward, BigGAN's)."""
     return _matmul(ctx, args[0], args[1])
 
 
