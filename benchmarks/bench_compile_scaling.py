@@ -72,6 +72,23 @@ chain100k 9.73/9.85 -> 9.04/9.60 (PlanDevicesCore 1.55/1.60 -> 1.11/1.26). Relax
 1.95/2.04 -> 1.48/1.61, CallTIRRewrite 1.70/1.89 -> 1.24/1.43 (the allocation's shape node is
 reused, not copied), KillAfterLastUse 1.52/1.75 -> 1.24/1.50, FuseTIR 2.80/3.14 -> 2.40/2.54
 (its DCE walks main's globals once); Relax chain100k (a few big fused kernels) is unchanged.
+
+Stop 57 (h-bigbuild3; base and branch alternated in fresh processes, 4 rounds over two
+snapshots, build-thread CPU on a loaded machine; same IR text after every Relax pass, VM text,
+kernels and outputs on ladder10k, chain10k, a ResNet-18 and a BERT layer; same graph JSON,
+kernels and outputs in Relay). Relax ladder100k 19.25-20.64 -> 16.2-17.34 s: FuseOps
+2.62-2.74 -> 1.24-1.42 (a binding no group takes and whose operands nothing remaps is emitted
+as it is, not rebuilt; the symbolic variables of earlier blocks are collected only for a block
+with a match_cast; a call_tir's operand leaves read without a walk), FuseTIR 2.23-2.43 ->
+0.94-0.97 (its call rewriter keeps the bindings that call no fused function; its DCE reads
+main's flat bindings for globals instead of walking every node), LegalizeOps 1.94-2.09 ->
+1.65-1.78 (a struct info's cache key and known-shapes answer memoized together),
+ToNonDataflow 1.22-1.33 -> 0.72-0.83 (a call_tir renamed in one loop). Relax chain100k
+5.66-5.94 -> 5.08-5.25 (LegalizeOps 1.46-1.55 -> 1.23-1.31, FuseOps 1.29-1.36 -> 0.90-0.99).
+Relay is unchanged within the noise (ladder100k 17.25-19.21 vs 16.99-18.07 s, chain100k
+9.50-9.71 vs 9.41-9.84). Left in Relax:
+the lowering passes (CallTIRRewrite, StaticPlanBlockMemory, KillAfterLastUse, VMShapeLower,
+~1.3-1.6 s each: per-binding work), FoldConstant (~1.1), DCE's use-def walk in FuseTIR.
 """
 
 from __future__ import annotations

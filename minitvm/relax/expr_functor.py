@@ -258,8 +258,8 @@ class ExprMutator(_Functor):
 
     def with_struct_info(self, var: Var, sinfo) -> Var:
         """``var`` itself when its struct info is ``sinfo``, else a new variable of that."""
-        if var._struct_info is not None and structural_equal(var._struct_info, sinfo,
-                                                            map_free_vars=True):
+        if var._struct_info is sinfo or var._struct_info is not None and structural_equal(
+                var._struct_info, sinfo, map_free_vars=True):
             return var
         cls = DataflowVar if isinstance(var, DataflowVar) else Var
         return cls(var.name_hint, sinfo)

@@ -45,8 +45,13 @@ def gc_paused(fn: F) -> F:
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with paused():
+        if not gc.isenabled():  # (already paused: a pass calling structural_equal per binding)
             return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
 
     return run  # type: ignore[return-value]
 

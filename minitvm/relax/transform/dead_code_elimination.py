@@ -45,10 +45,15 @@ __all__ = ["DeadCodeElimination", "remove_all_unused", "remove_unused_functions"
 # ------------------------------------------------------------------------ unused functions
 def _globals_in(func) -> list:
     """The GlobalVars a function refers to (iterative walk over Relax or TIR)."""
+    return _walk_globals([func])
+
+
+def _walk_globals(roots: list) -> list:
+    """The GlobalVars the nodes ``roots`` refer to (one walk, each node visited once)."""
     from ...ir.node import Node, node_children, node_operands
 
     out, seen = [], set()
-    stack = [func]
+    stack = list(reversed(roots))
     while stack:
         e = stack.pop()
         if id(e) in seen:
@@ -70,6 +75,35 @@ def _globals_in(func) -> list:
     return out
 
 
+def _referenced_globals(func) -> list:
+    """The GlobalVars ``func`` refers to, as a set would hold them (``_globals_in``'s in
+    another order, maybe repeated): a Relax function's flat bindings (a callee or operand
+    that is a global, leaves, tuples of those) are read in one loop, and only what else they
+    hold (operators, shapes, nested calls, results) is walked, each node once. A
+    100,000-binding ``main`` was walked node by node through its operands."""
+    if not isinstance(func, Function) or not isinstance(func.body, SeqExpr):
+        return _globals_in(func)
+    out: list = []
+    rest: dict = {}  # id -> node left to the walk
+    for block in func.body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if type(v) is Call:
+                kids = (v.op, *v.args)
+            elif type(v) is Tuple:
+                kids = v.fields
+            else:
+                kids = (v,)
+            for k in kids:
+                for f in (k.fields if type(k) is Tuple else (k,)):
+                    if isinstance(f, GlobalVar):
+                        out.append(f)
+                    elif not isinstance(f, Var | Constant | ExternFunc):
+                        rest.setdefault(id(f), f)
+    rest.setdefault(id(func.body.body), func.body.body)
+    return out + _walk_globals(list(rest.values()))
+
+
 def collect_call_map(mod) -> dict:
     """GlobalVar -> the GlobalVars its function refers to (TVM's ir::CollectCallMap)."""
     return {gv: _globals_in(f) for gv, f in mod.functions.items()}
@@ -89,7 +123,7 @@ def remove_unused_functions(mod, entries, known: dict | None = None) -> tuple:
     call_map = {}
     for gv, f in mod.functions.items():
         hit = known.get(gv) if known is not None else None
-        call_map[gv] = hit[1] if hit is not None and hit[0] is f else _globals_in(f)
+        call_map[gv] = hit[1] if hit is not None and hit[0] is f else _referenced_globals(f)
         if known is not None:
             known[gv] = (f, call_map[gv])
     reachable = set(entries)

@@ -55,6 +55,7 @@ from ..expr import (
     DataflowVar,
     DataTypeImm,
     Expr,
+    ExternFunc,
     Function,
     If,
     MatchCast,
@@ -134,6 +135,10 @@ def _leaves(expr) -> list:
             if not any(k is o for o in out):
                 out.append(k)
         return out
+    if kids is not None:
+        flat = _flat_leaves(kids)
+        if flat is not None:
+            return flat
     out, seen, stack = [], set(), [expr]
     while stack:
         e = stack.pop()
@@ -152,6 +157,24 @@ def _leaves(expr) -> list:
                 stack.append(e.op)
         elif isinstance(e, Function | If | SeqExpr):  # a closure or branch: what it captures
             stack.extend(reversed(free_vars(e)))
+    return out
+
+
+def _flat_leaves(kids):
+    """The leaves of operands that are leaves, callees without leaves (globals, extern
+    functions) or tuples of those (a ``call_tir``'s operands), first-use order as the walk of
+    ``_leaves`` gives them; None for any other operand."""
+    out: list = []
+    seen: set = set()
+    for k in kids:
+        fields = k.fields if isinstance(k, Tuple) else (k,)
+        for f in fields:
+            if isinstance(f, _LEAF_VALUES):
+                if id(f) not in seen:
+                    seen.add(id(f))
+                    out.append(f)
+            elif not isinstance(f, GlobalVar | ExternFunc):
+                return None
     return out
 
 
@@ -509,10 +532,22 @@ class _Fusor(ExprMutator):
         self.table = table
         self.partition = partition  # (mod, block) -> {var: Group}
         self.lift_constants = lift_constants
-        self.known_syms: set = set()  # ids of the symbolic variables defined so far
+        self.known_syms: set = set()  # ids of the symbolic variables defined so far...
+        # ...and the blocks visited since, whose symbolic variables are added when a block
+        # with a match_cast asks (the only reader: a walk of every binding's PrimExprs per
+        # block was most of FuseOps on programs with none)
+        self.pending: list = []
+
+    def _known_syms(self) -> set:
+        """The ids of the symbolic variables defined before the block being rewritten."""
+        for block in self.pending:
+            for b in block.bindings:
+                self.known_syms.update(id(v) for v in tir_vars_in(_binding_prims(b)))
+        self.pending = []
+        return self.known_syms
 
     def visit_function_(self, op: Function):
-        saved = self.known_syms
+        saved = self._known_syms()
         self.known_syms = set(saved)
         for p in op.params:
             self.known_syms.update(id(v) for v in tir_vars_in(sinfo_prim_fields(p.struct_info)))
@@ -520,11 +555,11 @@ class _Fusor(ExprMutator):
             return super().visit_function_(op)
         finally:
             self.known_syms = saved
+            self.pending = []
 
     def visit_binding_block(self, block):
         new = super().visit_binding_block(block)
-        for b in block.bindings:  # what the block defines is defined for the blocks after it
-            self.known_syms.update(id(v) for v in tir_vars_in(_binding_prims(b)))
+        self.pending.append(block)  # what it defines is defined for the blocks after it
         return new
 
     def visit_dataflow_block_(self, block: DataflowBlock):
@@ -541,11 +576,14 @@ class _Fusor(ExprMutator):
                 return block  # nothing fuses, and nothing in it could be rewritten
             return super().visit_dataflow_block_(block)
         bound = {b.var for b in block.bindings}
-        sym_deps = symbolic_definers(block.bindings, self.known_syms)
+        sym_deps = symbolic_definers(block.bindings, self._known_syms()) if any(
+            isinstance(b, MatchCast) for b in block.bindings) else {}
         deps: dict = {}
+        leaves: dict = {}  # binding -> the leaves of its value
         for b in block.bindings:
             g = var2group[b.var]
-            for leaf in _leaves(b.value):
+            leaves[b] = used = _leaves(b.value)
+            for leaf in used:
                 pg = var2group.get(leaf) if leaf in bound else None
                 if pg is None or pg is g:
                     continue
@@ -558,11 +596,17 @@ class _Fusor(ExprMutator):
                 if pg is not g and pg not in deps.setdefault(g, []):
                     deps[g].append(pg)
         self.builder_.begin_dataflow_block()
+        remap = self.var_remap_
         for b in _topo_sort(block.bindings, var2group, deps):
             g = var2group[b.var]
             info = infos.get(g)
             if info is None:
-                self.visit_binding(b)
+                if type(b) is VarBinding and b.value._checked_type is not None and \
+                        is_flat_value(b.value) and not any(v in remap for v in leaves[b]):
+                    # nothing in it is rewritten: the mutator would give it back as it is
+                    self.builder_.emit_normalized(b)
+                else:
+                    self.visit_binding(b)
             elif b is info.bindings[-1] and info.outputs:
                 self._emit_group(info, g)
         bindings = self.builder_._end_block()

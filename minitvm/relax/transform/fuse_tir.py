@@ -47,13 +47,14 @@ from ..expr import (
     Tuple,
     TupleGetItem,
     Var,
+    VarBinding,
 )
 from ..expr_functor import ExprMutator
 from ..op.base import call_tir
 from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from .dead_code_elimination import dead_code_elimination
 from .fuse_ops import _nonzero_attr
-from .utils import has_relax_function, register
+from .utils import flat_value_kept, has_relax_function, register
 
 __all__ = ["FuseTIR", "fuse_tir", "fuse_primitive_function"]
 
@@ -353,6 +354,15 @@ class _CallRewriter(ExprMutator):
     def __init__(self, mod, replacements: dict):
         super().__init__(mod)
         self.replacements = replacements
+
+    def visit_binding(self, binding) -> None:
+        v = binding.value
+        if type(binding) is VarBinding and not (
+                isinstance(v, Call) and isinstance(v.op, GlobalVar) and v.op in
+                self.replacements) and flat_value_kept(v, self.var_remap_):
+            self.builder_.emit_normalized(binding)  # (no fused call in it: kept as it is)
+            return
+        super().visit_binding(binding)
 
     def visit_call_(self, op: Call):
         call = super().visit_call_(op)

@@ -139,7 +139,16 @@ def vars_used(expr) -> list:
         for a in expr.args:
             if isinstance(a, Var):
                 out.append(a)
-            elif isinstance(a, Call | Tuple | TupleGetItem | If | SeqExpr):
+            elif isinstance(a, Tuple):  # (a call_tir's operands: a tuple of leaves)
+                for f in a.fields:
+                    if isinstance(f, Var):
+                        out.append(f)
+                    elif isinstance(f, Call | Tuple | TupleGetItem | If | SeqExpr):
+                        break
+                else:
+                    continue
+                break
+            elif isinstance(a, Call | TupleGetItem | If | SeqExpr):
                 break
         else:
             return list(dict.fromkeys(out))

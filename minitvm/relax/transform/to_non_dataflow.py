@@ -88,16 +88,37 @@ def _rename_flat(e, remap: dict):
     return e if t in _LEAVES else None
 
 
+def _rename_flat_tuple(t: Tuple, remap: dict):
+    """``rename_vars`` of a tuple of leaves (a ``call_tir``'s operands); None for another."""
+    fields = []
+    for f in t.fields:
+        n = _rename_flat(f, remap)
+        if n is None:
+            return None
+        fields.append(n)
+    if all(map(is_, fields, t.fields)):
+        return t
+    r = Tuple(fields, t.span)
+    r._checked_type = t._checked_type
+    return r
+
+
 def _rename_flat_call(call: Call, remap: dict):
-    """``rename_vars`` of a call whose callee and arguments are all leaves (what the general
-    walk gives it: the same nodes, or one rebuilt call keeping its struct info); None for any
-    other call."""
+    """``rename_vars`` of a call whose callee and arguments are leaves or tuples of leaves
+    (what the general walk gives it: the same nodes, or rebuilt calls and tuples keeping
+    their struct info, one per tuple object); None for any other call."""
     op = _rename_flat(call.op, remap)
     if op is None:
         return None
     args = []
+    tuples: dict = {}  # id(tuple) -> its renamed tuple (a tuple passed twice: rebuilt once)
     for a in call.args:
-        n = _rename_flat(a, remap)
+        if type(a) is Tuple:
+            n = tuples.get(id(a))
+            if n is None:
+                n = tuples[id(a)] = _rename_flat_tuple(a, remap)
+        else:
+            n = _rename_flat(a, remap)
         if n is None:
             return None
         args.append(n)

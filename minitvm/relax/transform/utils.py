@@ -118,6 +118,29 @@ def is_flat_value(v) -> bool:
     return is_flat_operand(v)
 
 
+def flat_value_kept(v, remap: dict) -> bool:
+    """Whether binding value ``v`` is flat (``is_flat_value``), normalized, and reads no
+    variable of ``remap`` (a mutator's ``var_remap_``): a mutator rewriting only calls of
+    other callees gives it back as it is, so its binding can be emitted without the visit."""
+    if v._checked_type is None or not is_flat_value(v):
+        return False
+    if not remap:
+        return True
+    if isinstance(v, Call):
+        if isinstance(v.op, Var) and v.op in remap:
+            return False
+        kids = v.args
+    elif isinstance(v, TupleGetItem):
+        return v.tuple_value not in remap
+    else:
+        kids = (v,)
+    for a in kids:
+        for f in (a.fields if isinstance(a, Tuple) else (a,)):
+            if isinstance(f, Var) and f in remap:
+                return False
+    return True
+
+
 def contains_impure_call(expr, own_name=None) -> bool:
     """TVM's ContainsImpureCall: an impure call anywhere in ``expr`` except inside nested
     function literals (their bodies run only when called). ``own_name`` (a Var) is a recursive

@@ -124,3 +124,27 @@ def test_to_non_dataflow():
     # and back
     again = rt.ConvertToDataflow()(after)["main"]
     assert [type(b).__name__ for b in again.body.blocks] == ["DataflowBlock"]
+
+
+def test_rename_of_a_call_tir_tuple_matches_the_walk():
+    """A call of leaves and tuples of leaves (a call_tir) is renamed without the worklist:
+    the same rebuilt call and tuple (struct info kept, a tuple passed twice rebuilt once) as
+    the walk gives it inside a tuple-get-item, and the call itself when nothing is renamed."""
+    from minitvm.ir.expr import GlobalVar
+    from minitvm.relax.transform.to_non_dataflow import rename_vars
+
+    s = relax.TensorStructInfo((2,), "float32")
+    a, b = relax.DataflowVar("a", s), relax.DataflowVar("b", s)
+    a2 = relax.Var("a", s)
+    tup = relax.Tuple([a, b, relax.const(np.ones(2, "float32"))])
+    tup._checked_type = relax.TupleStructInfo([s, s, s])
+    call = relax.Call(relax.ExternFunc("f"), [GlobalVar("k"), tup, tup, relax.ShapeExpr([2])])
+    call._checked_type = s
+    assert rename_vars(call, {b: b}) is call
+    flat = rename_vars(call, {a: a2})
+    walked = rename_vars(relax.TupleGetItem(call, 0), {a: a2}).tuple_value
+    for got in (flat, walked):
+        assert got is not call and got._checked_type is s
+        assert got.args[0] is call.args[0] and got.args[3] is call.args[3]
+        assert got.args[1] is got.args[2] and got.args[1]._checked_type is tup._checked_type
+        assert [id(f) for f in got.args[1].fields] == [id(a2), id(b), id(tup.fields[2])]

@@ -271,3 +271,54 @@ def test_cse_then_dce_numerics(n):
     after = seq(mod)
     assert len(after["main"].body.blocks[0].bindings) == 3
     assert_same_results(mod, after, "main", np.random.rand(n).astype("float32"))
+
+
+REFS = '''
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def half(x: T.Buffer((T.int64(4),), "float32"), y: T.Buffer((T.int64(4),), "float32")):
+        for i in range(T.int64(4)):
+            with T.block("compute"):
+                vi = T.axis.spatial(T.int64(4), i)
+                y[vi] = x[vi] * T.float32(0.5)
+
+    @R.function(private=True)
+    def helper(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return x
+
+    @R.function(private=True)
+    def other(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return x
+
+    @R.function(private=True)
+    def last(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        return x
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), c: R.Tensor((), "bool")):
+        a = R.call_tir(Module.half, (x,), out_sinfo=R.Tensor((4,), "float32"))
+        b = Module.helper(a)
+        t = (a, (b, x))
+        if c:
+            y = Module.other(x)
+        else:
+            y = x
+        return (y, Module.last(b))
+'''
+
+
+def test_referenced_globals_are_those_of_the_walk():
+    """DCE's reachability reads a function's flat bindings in one loop and walks the rest:
+    the same globals as the full walk (a call_tir's kernel, a direct call, a call inside an
+    If branch and one in the result), for Relax and TIR functions."""
+    from minitvm.relax.transform.dead_code_elimination import _globals_in, _referenced_globals
+    from minitvm.script import from_source
+
+    mod = from_source(REFS)
+    for gv, f in mod.functions.items():
+        assert set(_referenced_globals(f)) == set(_globals_in(f)), gv.name_hint
+    names = {g.name_hint for g in _referenced_globals(mod["main"])}
+    assert names == {"half", "helper", "other", "last"}
+    # every function is reachable from main: DCE keeps them all
+    assert len(rt.DeadCodeElimination()(mod).functions) == 5

@@ -93,7 +93,8 @@ def prim_arg(call: Call, i: int) -> PrimExpr:
     raise LegalizeError(f"{call.op.name}: argument {i} must be a known scalar, got {s}")
 
 
-def _known(sinfo) -> bool:
+def known_struct_info(sinfo) -> bool:
+    """Whether every tensor (and shape) in ``sinfo`` has a known shape and dtype."""
     stack = [sinfo]
     while stack:
         s = stack.pop()
@@ -111,9 +112,9 @@ def _known(sinfo) -> bool:
 def has_known_shapes(call: Call) -> bool:
     """TVM's condition to legalize: the result and every argument have known shapes (and,
     here, known dtypes)."""
-    if not _known(call.struct_info):
+    if not known_struct_info(call.struct_info):
         return False
-    return all(_known(a.struct_info) for a in call.args)
+    return all(known_struct_info(a.struct_info) for a in call.args)
 
 
 def int_values(values) -> list[int]:

@@ -405,10 +405,10 @@ def _nonzero(bb, call):
     from ...op.base import call_pure_packed, call_tir
     from ...op.shape_tensor import tensor_to_shape
     from ...struct_info import ShapeStructInfo, TensorStructInfo
-    from .common import _known, get_legalize
+    from .common import get_legalize, known_struct_info
 
     x = call.args[0]
-    if not _known(x.struct_info):
+    if not known_struct_info(x.struct_info):
         return call_pure_packed("relax.run.nonzero", x, sinfo_args=call.struct_info)
     shape, dtype = arg_shape(call, 0), arg_dtype(call, 0)
     counter = bb.add_func(nonzero_count_prim_func(shape, dtype), "nonzero_count")
@@ -435,10 +435,10 @@ def _dynamic_strided_slice(bb, call):
     from ....tir import expr as T
     from ...op.shape_tensor import tensor_to_shape
     from ...struct_info import ShapeStructInfo
-    from .common import _known, get_legalize
+    from .common import get_legalize, known_struct_info
 
     x = call.args[0]
-    if not all(_known(a.struct_info) for a in call.args):
+    if not all(known_struct_info(a.struct_info) for a in call.args):
         return call  # the input's shape is needed for the lengths
     nd = len(arg_shape(call, 0))
     for k in (1, 2, 3):  # the kernels read one bound per axis: a static length is needed

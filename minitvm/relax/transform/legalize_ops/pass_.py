@@ -25,7 +25,7 @@ from ...expr import Call, Constant, Function, ShapeExpr, Tuple
 from ...struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ..normalize import NormalizingMutator
 from ..utils import has_relax_function, register
-from .common import has_known_shapes
+from .common import known_struct_info
 
 __all__ = ["LegalizeOps", "legalize_module"]
 
@@ -43,6 +43,8 @@ _NO_WARNING_PREFIXES = ("relax.builtin.", "relax.memory.", "relax.vm.")
 
 def _prim_key(e) -> tuple:
     """A hashable key of a PrimExpr: its nodes in post-order, variables by identity."""
+    if isinstance(e, E.IntImm):  # (a static dim: its own post-order)
+        return ((e.dtype, e.value),)
     out = []
     for n in post_order(e):
         if isinstance(n, E.IntImm | E.FloatImm):
@@ -122,7 +124,7 @@ class _Legalizer(NormalizingMutator):
         self.builder_.normalize(call)
         # TVM's ``RequiresArgumentShapes`` (default true): shape conversions lower without them
         if call.op.get_attr("RequiresArgumentShapes") is not False and \
-                not has_known_shapes(call):
+                not self._known_shapes(call):
             return call
         key = self._key(call)
         hit = self.cache.get(key) if key is not None else None
@@ -153,14 +155,25 @@ class _Legalizer(NormalizingMutator):
         values = tuple(_scalar_value(a) for a in call.args)
         return call.op, attrs, args, out, values
 
-    def _skey(self, sinfo):
-        """``_sinfo_key`` memoized by struct-info object (bindings share their sinfo objects);
-        the object is kept alive with its key so its id stays unique."""
+    def _facts(self, sinfo) -> tuple:
+        """(sinfo, ``_sinfo_key``, known shapes) memoized by struct-info object: a call's
+        result struct info is its binding variable's and the next calls' argument's, so each
+        is looked at once, not three times. The object is kept alive with its facts so its id
+        stays unique."""
         hit = self.skeys.get(id(sinfo))
         if hit is None:
-            hit = (sinfo, _sinfo_key(sinfo))
+            hit = (sinfo, _sinfo_key(sinfo), known_struct_info(sinfo))
             self.skeys[id(sinfo)] = hit
-        return hit[1]
+        return hit
+
+    def _skey(self, sinfo):
+        return self._facts(sinfo)[1]
+
+    def _known_shapes(self, call: Call) -> bool:
+        """``has_known_shapes(call)`` with each struct info's answer memoized."""
+        if not self._facts(call.struct_info)[2]:
+            return False
+        return all(self._facts(a.struct_info)[2] for a in call.args)
 
     def _remember(self, key, call: Call, result) -> None:
         """Cache ``result`` when it is one call_tir whose tensor arguments are the call's own
