@@ -6,7 +6,7 @@ and forth; 1; 0 where legal), each run with fresh inputs and shape-valued inputs
 a kernel sees the same shapes with other shape values). Every run must give the interpreter's
 values (``differential.compare_values``: same shapes and dtypes, NaN-aware, close). Where the
 interpreter refuses an input (an error), the VM must refuse it too. A difference explained by
-a near tie in a computed sort key (``ties``) is "tie-dependent", tolerated like
+a near tie in a computed sort key (``boundaries``) is "boundary-dependent", tolerated like
 ``differential.TOLERATED_KINDS``.
 """
 
@@ -16,9 +16,9 @@ import random
 
 import numpy as np
 
+from .boundaries import near_tie
 from .differential import DEFAULT_RTOL, Finding, compare_values, flatten, precision_floor
 from .dynamic_generator import DynamicProgram, generate_dynamic_program, size_schedule
-from .ties import near_tie
 
 __all__ = ["check_dynamic", "shrink_dynamic"]
 
@@ -79,7 +79,7 @@ def check_dynamic(prog: DynamicProgram, sizes: list[int] | None = None,
         diff = compare_values(ref, got, floor=floor)
         if diff:
             tie = near_tie(prog.mod, inputs, DEFAULT_RTOL.get(floor or "float32", 2e-4))
-            kind = "mismatch" if tie is None else "tie-dependent"
+            kind = "mismatch" if tie is None else "boundary-dependent"
             diff = diff if tie is None else f"{diff}; {tie}"
             return [Finding(kind, where, prog.seed,
                             f"run {k} (n={n}, sizes {sizes[:k + 1]}, shapes {shapes}): {diff}",

@@ -14,11 +14,14 @@ A failure is a ``Finding`` (from the Relay harness) carrying the program's TVMSc
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ... import transform as _transform
 from ...ir.structural import structural_equal, structural_hash
-from .differential import Finding, compare_values, flatten
+from .boundaries import relax_near_boundary
+from .differential import DEFAULT_RTOL, Finding, compare_values, flatten
 from .relax_generator import SYM_VALUES, RelaxProgram
 from .relax_reference import EmptyReduction, NoReference, evaluate
 
@@ -288,6 +291,13 @@ def check_relax_build(prog: RelaxProgram, text: str | None = None,
             kind = "mismatch"
             if special and _order_dependent(prog, vm, inputs):
                 kind = "order-dependent"
+            elif not special and not isinstance(ref, BaseException):
+                outs = [int(k) for k in re.findall(r"output (\d+)", diff)] or None
+                near = relax_near_boundary(prog.mod, inputs,
+                                           DEFAULT_RTOL.get(_floor(prog) or "float32", 2e-4),
+                                           outs)
+                if near:
+                    kind, diff = "boundary-dependent", f"{diff}; {near}"
             return [Finding(kind, where, prog.seed, f"{at}: {diff}", text)]
     return []
 

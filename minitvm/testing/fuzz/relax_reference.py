@@ -353,10 +353,11 @@ def _eval_leaf(e, env: dict, sym: dict):
     raise NoReference(f"cannot evaluate {type(e).__name__}")
 
 
-def evaluate(mod, args: list, name: str = "main"):
-    """``mod[name](*args)`` evaluated with numpy: an array or a tuple of them."""
+def evaluate(mod, args: list, name: str = "main", env: dict | None = None):
+    """``mod[name](*args)`` evaluated with numpy: an array or a tuple of them. ``env``, when
+    given, is filled with every variable's value (params and the bindings that ran)."""
     func = mod[name]
-    env: dict = {}
+    env = {} if env is None else env
     sym: dict = {}
     for p, a in zip(func.params, args, strict=True):
         a = np.asarray(a)
