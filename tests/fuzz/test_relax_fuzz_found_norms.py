@@ -109,3 +109,39 @@ def test_cast_near_an_integer_is_a_boundary():
         is None
     assert relax_near_boundary(mod, [np.array([6.49999, 0.25, 1.0], "float32")], 2e-4, [1]) \
         is None
+
+
+def test_relax_vm_raises_on_an_axis_empty_at_run_time():
+    """max / min / argmax / argmin over a symbolic axis: legalization routes the argument
+    through vm.builtin.check_nonempty, so at n = 0 the VM raises (as numpy and the reference)
+    instead of returning -inf / +inf / -1; other sizes are unchanged."""
+    import pytest
+
+    n = tvm.tir.Var("n", "int64")
+    for name in ("max", "argmin"):
+        x = relax.Var("x", relax.TensorStructInfo([n, 3], "float32"))
+        op, axis = getattr(R, name), 0 if name.startswith("arg") else [0]
+        mod = _main([x], lambda x, op=op, axis=axis: op(R.exp(x), axis=axis))
+        vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+        xv = np.array([[0.0, 2.0, -1.0], [1.0, 0.0, -2.0]], "float32")
+        want = np.exp(xv).max(0) if name == "max" else np.exp(xv).argmin(0)
+        np.testing.assert_allclose(vm["main"](xv).numpy(), want, rtol=1e-6)
+        with pytest.raises(ValueError, match=rf"{name}: cannot reduce over axis 0"):
+            vm["main"](np.zeros((0, 3), "float32"))
+        np.testing.assert_allclose(vm["main"](xv).numpy(), want, rtol=1e-6)
+
+
+def test_reference_skips_dead_bindings():
+    """Seed 70038: an argmax of an empty (n, 3) that no result reads is dropped by the build,
+    so the reference does not evaluate it either (it raised EmptyReduction for the program)."""
+    from minitvm.testing.fuzz.relax_reference import evaluate
+
+    n = tvm.tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo([n, 3], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            bb.emit(R.argmax(x, axis=0))
+            y = bb.emit_output(R.negative(x))
+        bb.emit_func_output(y)
+    assert evaluate(bb.get(), [np.zeros((0, 3), "float32")]).shape == (0, 3)

@@ -322,6 +322,18 @@ def update_row(data, row, index):
     return data
 
 
+def check_nonempty(x, name, *axes):
+    """``x``, unless an axis of ``axes`` is empty: ``name`` (max, min, argmax, argmin) has no
+    identity value, so reducing it there has no result (numpy raises; the kernel would give
+    -inf / +inf / -1). Legalization calls this where an axis's size is only known at run time."""
+    for a in axes:
+        a = int(a)
+        if x.shape[a] == 0:
+            raise ValueError(f"{name}: cannot reduce over axis {a} of a tensor of shape "
+                             f"{tuple(x.shape)}, of size 0 ({name} has no identity value)")
+    return x
+
+
 BUILTINS = {
     "vm.builtin.alloc_storage": (alloc_storage, True),
     "vm.builtin.alloc_tensor_from_storage": (alloc_tensor_from_storage, False),
@@ -347,4 +359,5 @@ BUILTINS = {
     "vm.builtin.make_closure": (make_closure, True),
     "vm.builtin.invoke_closure": (invoke_closure, True),
     "vm.builtin.update_row": (update_row, False),
+    "vm.builtin.check_nonempty": (check_nonempty, False),
 }

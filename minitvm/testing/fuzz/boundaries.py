@@ -134,42 +134,6 @@ def _relax_boundary(call, values: list, rtol: float) -> str | None:
     return f"{name[len('relax.'):]} of a computed value near its boundary" if near else None
 
 
-def _relax_uses(func) -> tuple[dict, list]:
-    """Each binding's ``(var, value)`` in order and ``uses[var]``: the variables its value
-    reads (an If's: its condition's and both branches' free variables)."""
-    from ...relax.analysis import free_vars
-    from ...relax.expr import If, SeqExpr
-
-    uses: dict = {}
-    order: list = []
-    stack = [func.body] if isinstance(func.body, SeqExpr) else []
-    while stack:
-        seq = stack.pop()
-        for block in seq.blocks:
-            for b in block.bindings:
-                uses[b.var] = free_vars(b.value)
-                order.append((b.var, b.value))
-                if isinstance(b.value, If):
-                    stack += [br for br in (b.value.true_branch, b.value.false_branch)
-                              if isinstance(br, SeqExpr)]
-                elif isinstance(b.value, SeqExpr):
-                    stack.append(b.value)
-    return uses, order
-
-
-def _feeding(roots: list, uses: dict) -> set:
-    """The variables ``roots`` read, transitively."""
-    seen: set = set()
-    todo = list(roots)
-    while todo:
-        v = todo.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        todo += uses.get(v, ())
-    return seen
-
-
 def relax_near_boundary(mod, inputs: list, rtol: float, outputs=None) -> str | None:
     """Where an op feeding ``outputs`` (indices into main's result tuple; None: all) jumps --
     a float -> int cast, floor / ceil / trunc / round, floor_divide / floor_mod, a comparison,
@@ -178,23 +142,24 @@ def relax_near_boundary(mod, inputs: list, rtol: float, outputs=None) -> str | N
     on both sides and not counted."""
     from ...relax.analysis import free_vars
     from ...relax.expr import Call, Constant, SeqExpr, Tuple
-    from .relax_reference import evaluate
+    from .relax_reference import binding_uses, evaluate, feeding
 
     func = mod["main"]
     env: dict = {}
     with np.errstate(all="ignore"):
         evaluate(mod, inputs, env=env)
-    uses, order = _relax_uses(func)
+    uses, order = binding_uses(func)
     result = func.body.body if isinstance(func.body, SeqExpr) else func.body
     if outputs is not None and isinstance(result, Tuple):
         roots = [v for k in outputs if k < len(result.fields)
                  for v in free_vars(result.fields[k])]
     else:
         roots = free_vars(result)
-    feeding = _feeding(roots, uses)
+    live = feeding(roots, uses)
     params = set(func.params)
-    for var, v in order:
-        if var not in feeding or not isinstance(v, Call) or var not in env or not v.args:
+    for b in order:
+        var, v = b.var, b.value
+        if var not in live or not isinstance(v, Call) or var not in env or not v.args:
             continue
         first = v.args[0]
         if first in params or isinstance(first, Constant):

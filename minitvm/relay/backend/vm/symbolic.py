@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import re
 import threading
 
 import numpy as np
@@ -486,6 +487,39 @@ def _eval_dim(e, env: dict) -> int:
     raise LoweringError(f"dimension expression {e} cannot be evaluated")
 
 
+# reductions without an identity value: a call over an axis that is empty at run time has no
+# result (numpy and the interpreter raise; the kernel would return -inf / +inf / -1)
+NO_IDENTITY_OPS = frozenset({"max", "min", "argmax", "argmin"})
+_NO_IDENTITY_TEXT = re.compile(r"(?<![\w.])(arg)?(max|min)\(")
+
+
+def nonempty_guards(func: Function) -> list:
+    """``(extent, what)`` of each axis a max / min / argmax / argmin of ``func`` reduces whose
+    size is not static, in terms of ``func``'s sizes as ``symbolic_function`` names them, with
+    that function's variables: ``(guards, variables, input shapes)``; empty when none."""
+    from ....topi.utils import reduce_axes
+    from ...expr_functor import dataflow_post_order
+
+    if not any(isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in NO_IDENTITY_OPS
+               for e in dataflow_post_order(func.body)):
+        return []
+    typed, variables = symbolic_function(func)
+    guards = []
+    for e in dataflow_post_order(typed.body):
+        if not (isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in NO_IDENTITY_OPS):
+            continue
+        t = e.args[0].checked_type
+        for ax in reduce_axes(len(t.shape), e.attrs.axis, e.attrs.exclude, e.op.name):
+            d = t.shape[ax]
+            if not isinstance(d, int | E.IntImm):
+                guards.append((d, f"{e.op.name}: cannot reduce over axis {ax}, of size 0 "
+                                  f"at this call ({e.op.name} has no identity value)"))
+    if not guards:
+        return []
+    in_shapes = [tuple(t.shape) for p in typed.params for t in tensor_types(p.checked_type)]
+    return [(guards, variables, in_shapes)]
+
+
 class SymbolicKernel:
     """``run(args)`` of a primitive function with dynamic shapes through one symbolic kernel;
     ``native_call(args)`` gives the VM's native entry the call to record."""
@@ -515,6 +549,7 @@ class SymbolicKernel:
         self._fallback = None  # the per-shape specialization, for shapes the typing got wrong
         self._packs: dict = {}  # (position, id) -> (the constant, its packed copy)
         self._spec_args = (func, kernel.name, options, const_inputs)
+        self._guards = None  # (nonempty_guards, their variables' places), made at a first call
 
     def _shapes_for(self, shapes: tuple):
         """(the kernel's int64 vars, the outputs' (shape, dtype)s) for input ``shapes``; None
@@ -530,6 +565,7 @@ class SymbolicKernel:
             for s, want in zip(shapes, self.in_shapes, strict=True))
         got = None
         if ok:
+            self._check_nonempty(shapes)
             outs = [(tuple(_eval_dim(d, env) for d in s), dt) for s, dt in self.out_shapes]
             kv = (_VARS * max(1, len(self._kvars)))(*[shapes[k][d] for k, d in self._kvars])
             got = (kv, outs)
@@ -538,6 +574,27 @@ class SymbolicKernel:
                       self.kernel.name, shapes)
         self._calls[shapes] = got
         return got
+
+    def _check_nonempty(self, shapes: tuple) -> None:
+        """Raise where a max / min / argmax / argmin reduces an axis empty at these shapes."""
+        if self._guards is None:
+            func = self._spec_args[0]
+            if not isinstance(func, Function):  # (a loaded kernel's ``saved.SavedFunction``:
+                # its text is parsed only when it may hold such a reduction)
+                func = func.function() if _NO_IDENTITY_TEXT.search(func.text) else None
+            made = nonempty_guards(func) if func is not None else []
+            places = []
+            if made:
+                guards, variables, in_shapes = made[0]
+                where = {id(dim): (k, d) for k, shape in enumerate(in_shapes)
+                         for d, dim in reversed(list(enumerate(shape))) if isinstance(dim, E.Var)}
+                places = [(guards, [(id(v), where[id(v)]) for v in variables if id(v) in where])]
+            self._guards = places
+        for guards, places in self._guards:
+            env = {v: shapes[k][d] for v, (k, d) in places}
+            for extent, what in guards:
+                if _eval_dim(extent, env) == 0:
+                    raise ValueError(f"Relay VM: kernel {self.kernel.name!r}: {what}")
 
     def _specializer(self):
         if self._fallback is None:
