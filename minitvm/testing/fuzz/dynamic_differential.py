@@ -30,10 +30,27 @@ def _text(mod) -> str:
         return f"<cannot print: {type(err).__name__}: {err}>"
 
 
+def _saved_and_loaded(exe, folder: str):
+    """``exe`` through ``save()``, its kernels exported to a shared library in ``folder`` and
+    ``Executable.load_exec`` of both: what a deployment runs, without the compiler."""
+    import os
+
+    from minitvm.runtime.module import load_module
+    from minitvm.runtime.vm import Executable
+
+    code, lib = exe.save()
+    path = os.path.join(folder, "kernels.so")
+    lib.export_library(path)
+    return Executable.load_exec(bytes(code), load_module(path))
+
+
 def check_dynamic(prog: DynamicProgram, sizes: list[int] | None = None,
-                  opt_level: int | None = None) -> list[Finding]:
+                  opt_level: int | None = None, saved: bool = False) -> list[Finding]:
     """Compile ``prog`` once for the VM and run it at each batch of ``sizes`` (by default a
-    schedule drawn from the seed) against the interpreter."""
+    schedule drawn from the seed) against the interpreter. ``saved``: the VM runs the
+    executable saved, exported and loaded back (``_saved_and_loaded``; "relay.vm saved")."""
+    import tempfile
+
     import minitvm as tvm
     from minitvm import relay
     from minitvm.runtime import vm as runtime_vm
@@ -43,11 +60,14 @@ def check_dynamic(prog: DynamicProgram, sizes: list[int] | None = None,
         sizes = size_schedule(rng, prog.min_size)
     if opt_level is None:
         opt_level = rng.choice([3, 3, 2, 0])
-    where = f"relay.vm O{opt_level}"
+    where = f"relay.vm{' saved' if saved else ''} O{opt_level}"
     text = _text(prog.mod)
     try:
         with tvm.transform.PassContext(opt_level=opt_level):
             exe = relay.vm.compile(prog.mod, target="llvm")
+        if saved:
+            with tempfile.TemporaryDirectory() as folder:
+                exe = _saved_and_loaded(exe, folder)
         vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
         ref_fn = relay.create_executor("debug", mod=prog.mod).evaluate()
     except Exception as err:  # noqa: BLE001 - what the fuzzer looks for

@@ -258,17 +258,36 @@ def _run_vm(vm, inputs):
         return err
 
 
+def exported_and_loaded(ex, folder: str):
+    """Relax executable ``ex`` through ``export_library`` and ``runtime.load_module``: what a
+    deployment runs, without the compiler."""
+    import os
+
+    import minitvm as tvm
+
+    path = os.path.join(folder, "relax_exec.so")
+    ex.export_library(path)
+    return tvm.runtime.load_module(path)
+
+
 def check_relax_build(prog: RelaxProgram, text: str | None = None,
-                      special: bool = False, sizes: list[int] | None = None) -> list[Finding]:
+                      special: bool = False, sizes: list[int] | None = None,
+                      saved: bool = False) -> list[Finding]:
     """``relax.build`` once, then the VM at each value of ``n`` (``sizes``, by default
-    ``SYM_VALUES``) against the reference; the k-th run of a schedule gets its own inputs."""
+    ``SYM_VALUES``) against the reference; the k-th run of a schedule gets its own inputs.
+    ``saved``: the VM runs the executable exported and loaded back ("relax.build saved")."""
+    import tempfile
+
     import minitvm as tvm
     from minitvm import relax
 
     text = text or _script(prog.mod)
-    where = "relax.build" + (" [ieee]" if special else "")
+    where = "relax.build" + (" [ieee]" if special else "") + (" saved" if saved else "")
     try:
         ex = relax.build(prog.mod, target="llvm")
+        if saved:
+            with tempfile.TemporaryDirectory() as folder:
+                ex = exported_and_loaded(ex, folder)
         vm = relax.VirtualMachine(ex, tvm.cpu())
     except Exception as err:  # noqa: BLE001
         return [Finding("exception", where, prog.seed, f"{type(err).__name__}: "
@@ -302,7 +321,8 @@ def check_relax_build(prog: RelaxProgram, text: str | None = None,
     return []
 
 
-def check_relax_sizes(prog: RelaxProgram, sizes: list[int] | None = None) -> list[Finding]:
+def check_relax_sizes(prog: RelaxProgram, sizes: list[int] | None = None,
+                      saved: bool = False) -> list[Finding]:
     """One ``relax.build`` run at a schedule of symbolic sizes (repeats, changes back and
     forth, 1 and 0; by default drawn from the seed): the VM's per-shape state (plans, liveness,
     kernels specialized per size) must give the reference's values at each."""
@@ -314,7 +334,7 @@ def check_relax_sizes(prog: RelaxProgram, sizes: list[int] | None = None) -> lis
         # n = 0 included: max / min / argmax / argmin over an axis empty at run time have no
         # value, where the reference raises EmptyReduction the VM must raise a ValueError
         sizes = size_schedule(random.Random(prog.seed), 0) if prog.symbolic else [2, 2, 2]
-    return check_relax_build(prog, sizes=sizes)
+    return check_relax_build(prog, sizes=sizes, saved=saved)
 
 
 def _reference_on(prog: RelaxProgram, inputs: list):
