@@ -75,3 +75,31 @@ def test_update_row_site_with_a_constant_index():
     site = update_row_site([None, None, 1], [0, 1])
     got = site(np.zeros((2, 2), "float32"), np.ones(2, "float32"))
     np.testing.assert_array_equal(got, [[0, 0], [1, 1]])
+
+
+def test_closure_gets_its_arguments_before_its_captured_values():
+    """Found by the loop fuzzer's closure kind (seed 15: f(v) = tanh(v * 2) + w, w captured):
+    LambdaLift appends the captured values to the lifted function's parameters (TVM's
+    convention), the Relax VM's invoke_closure passed them first, so v and w were swapped
+    (an ``add`` closure, the only one tested, did not show it)."""
+    import minitvm as tvm
+    from minitvm import tir
+    from minitvm.relax import op as R
+    from minitvm.relax.expr import BindingBlock, Call, Function, SeqExpr, Var, VarBinding, const
+    from minitvm.relax.struct_info import TensorStructInfo
+
+    n = tir.Var("n", "int64")
+    x = Var("x", TensorStructInfo([n, 2], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        w = bb.emit(R.multiply(x, const(np.array(0.5, "float32"))))
+        v, t = Var("v", x.struct_info), Var("t", x.struct_info)
+        body = SeqExpr([BindingBlock([VarBinding(t, bb.normalize(R.subtract(v, w)))])], t)
+        f = bb.emit(Function([v], body, x.struct_info))
+        bb.emit_func_output(bb.emit(Call(f, [bb.emit(Call(f, [x]))])))
+    mod = bb.get()
+    vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+    xv = np.array([[1.0, -2.0], [4.0, 0.5]], "float32")
+    np.testing.assert_allclose(vm["main"](xv).numpy(), xv - 2 * (xv * 0.5), atol=1e-6)
+    assert check_relax_loops(generate_loop_program(15), sizes=[3, 1], saved=True,
+                             passes=[]) == []

@@ -253,8 +253,11 @@ def make_closure(vm, func, *captured):
 
 
 def invoke_closure(vm, closure, *args):
+    """Call ``closure``: its function takes the call's arguments, then the captured values (as
+    LambdaLift appends them to the lifted function's parameters, and TVM's VMClosure binds its
+    last arguments)."""
     if isinstance(closure, VMClosure):
-        return vm._call_value(closure.func, list(closure.captured) + list(args))
+        return vm._call_value(closure.func, list(args) + list(closure.captured))
     return vm._call_value(closure, list(args))
 
 

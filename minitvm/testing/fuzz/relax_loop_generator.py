@@ -7,7 +7,8 @@ Relax VM runs the recursion in a list of frames). Loop kinds: *rows*, writing a 
 row into a ``[n, d]`` buffer made before the loop by ``R.call_inplace_packed(
 "vm.builtin.update_row")`` (the in-place write, O(row) a step); *recurrence*, a state
 ``h = tanh(h * a + x[t] * b)``; *running*, a state updated by a reduction of the row (max or sum)
-and the buffer of rows. A program has one to three loops over the same ``x`` (``n`` steps, a
+and the buffer of rows; and *closure*, a local function capturing a value of ``main``, called
+twice (lifted by the build). A program has one to three loops over the same ``x`` (``n`` steps, a
 symbolic length), some with identical initial buffers (``R.zeros`` of one shape: passes may make
 them one tensor, which one loop must not write under the other), results combined after the
 loops. ``LoopProgram.reference`` computes the outputs with numpy, step by step.
@@ -63,6 +64,12 @@ def _row_fn(p: dict, row: np.ndarray) -> np.ndarray:
 
 def _reference_loop(kind: str, p: dict, x: np.ndarray) -> list[np.ndarray]:
     n, d = x.shape
+    if kind == "closure":  # f(v) = tanh(v * a) + w, w = x * b captured; f(f(x))
+        w = x * np.float32(p["b"])
+        y = x
+        for _ in range(2):
+            y = np.tanh(y * np.float32(p["a"])) + w
+        return [y]
     if kind == "rows":
         buf = np.zeros((n, d), "float32")
         for t in range(n):
@@ -178,6 +185,21 @@ class _Builder:
         self.root.update_func(gv, func)
         return gv
 
+    def _closure(self, bb, x, p: dict):
+        """A local function capturing ``w = x * b`` (lifted by the build), called twice."""
+        from ...relax import op as R
+        from ...relax.expr import BindingBlock, Call, Function, SeqExpr, Var, VarBinding, const
+
+        sinfo = x.struct_info
+        w = bb.emit(R.multiply(x, const(np.array(p["b"], "float32"))))
+        v = Var("v", sinfo)
+        t0, t1, t2 = Var("t0", sinfo), Var("t1", sinfo), Var("t2", sinfo)
+        norm = bb.normalize  # (struct info on each call: the body is built by hand)
+        body = [VarBinding(t0, norm(R.multiply(v, const(np.array(p["a"], "float32"))))),
+                VarBinding(t1, norm(R.tanh(t0))), VarBinding(t2, norm(R.add(t1, w)))]
+        f = bb.emit(Function([v], SeqExpr([BindingBlock(body)], t2), sinfo))
+        return bb.emit(Call(f, [bb.emit(Call(f, [x]))]))
+
     def build(self, loops: list, combine: str):
         from ...relax import op as R
         from ...relax.expr import Call, ShapeExpr, Tuple, TupleGetItem, Var, const
@@ -185,13 +207,16 @@ class _Builder:
 
         d = self.width
         x = Var("x", TensorStructInfo([self.n, d], "float32"))
-        gvs = [self._loop_func(kind, p) for kind, p in loops]
+        gvs = [self._loop_func(kind, p) if kind != "closure" else None for kind, p in loops]
         bb = self.root
         with bb.function("main", [x]):
             length = bb.emit(R.take(bb.emit(R.shape_to_tensor(R.shape_of(x))),
                                     const(np.array(0, "int64")), 0))
             results = []
             for (kind, p), gv in zip(loops, gvs, strict=True):
+                if kind == "closure":
+                    results.append(self._closure(bb, x, p))
+                    continue
                 zero = const(np.array(0, "int64"))
                 if kind == "rows":
                     init = [bb.emit(R.zeros(ShapeExpr([self.n, d]), "float32"))]
@@ -226,7 +251,7 @@ def generate_loop_program(seed: int) -> LoopProgram:
     width = rng.choice([1, 3, 4])
     loops = []
     for _ in range(rng.choice([1, 2, 2, 3])):
-        kind = rng.choice(["rows", "rows", "recurrence", "running"])
+        kind = rng.choice(["rows", "rows", "recurrence", "running", "closure"])
         p = {"a": rng.choice([0.5, 1.0, 2.0]), "b": rng.choice([0.5, -1.0]),
              "h0": rng.choice([0.0, 0.25]), "row": rng.choice(["tanh", "square", "abs"]),
              "red": rng.choice(["max", "sum"])}
@@ -234,7 +259,7 @@ def generate_loop_program(seed: int) -> LoopProgram:
     combine = rng.choice(["all", "sum"])
     mod = _Builder(seed, width).build(loops, combine)
     features = {kind for kind, _ in loops}
-    if sum(1 for kind, _ in loops if kind != "recurrence") > 1:
+    if sum(1 for kind, _ in loops if kind in ("rows", "running")) > 1:
         features.add("shared-zeros")
     return LoopProgram(mod, seed, width, loops, combine, features)
 
