@@ -203,13 +203,38 @@ _CALL_REFS = _refcount_passed_down(_PROBE[0]) - 1
 del _PROBE
 
 
-def _held_elsewhere(data: np.ndarray, regs: list, site: tuple) -> bool:
-    """Whether something besides ``site``'s data and destination registers holds ``data``:
-    another register (of this call, or a caller's frame), a tuple, a closure, a view."""
+def _holds(value, data: np.ndarray) -> bool:
+    """Whether VM value ``value`` is, contains (tuples, closures) or views ``data``."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is data:
+            return True
+        if isinstance(v, np.ndarray):
+            if v.base is not None and (v.base is data or getattr(v.base, "base", None) is data):
+                return True
+        elif isinstance(v, ADT):
+            stack.extend(v.fields)
+        elif isinstance(v, VMClosure):
+            stack.extend(v.captured)
+    return False
+
+
+def _held_elsewhere(data: np.ndarray, regs: list, site: tuple, frames: list) -> bool:
+    """Whether a value of the program besides ``site``'s data and destination registers holds
+    ``data``: another register of this call or of a caller's frame, a tuple, a closure or a
+    view in one. Its reference count answers most calls (nothing beyond the registers holding
+    it); where it counts more, the registers are searched (the extra references may be no
+    program value's: a profiler's, a debugger's)."""
     mine = sum(1 for r in regs if r is data)
     if mine - (regs[site[1]] is data) - (site[4] != site[1] and regs[site[4]] is data):
         return True
-    return sys.getrefcount(data) - _CALL_REFS - mine > 0
+    if sys.getrefcount(data) - _CALL_REFS - mine <= 0:
+        return False
+    skip = {site[1], site[4]}
+    if any(k not in skip and r is not data and _holds(r, data) for k, r in enumerate(regs)):
+        return True
+    return any(_holds(r, data) for frame in frames for r in frame[2])
 
 
 class VirtualMachine:
@@ -366,7 +391,8 @@ class VirtualMachine:
         return outputs
 
     def _update_row(self, data: np.ndarray, row: np.ndarray, index, args: list,
-                    site: tuple | None = None, regs: list | None = None) -> np.ndarray:
+                    site: tuple | None = None, regs: list | None = None,
+                    frames: list = ()) -> np.ndarray:
         """``UpdateRow``: ``data[index] = row``, in place only where no other value of the
         program is that tensor, else into a copy. ``vm.update_row``'s contract (``data`` is not
         used after) holds for the program as written, but passes of a pure IR may make the
@@ -387,7 +413,7 @@ class VirtualMachine:
         if owner is None or owner[0]() is not data or owner[1] is not site or \
                 not data.flags.writeable or any(a is data for a in args) or \
                 (site is not None and len(site) > 5 and site[5]) or \
-                (regs is not None and _held_elsewhere(data, regs, site)):
+                (regs is not None and _held_elsewhere(data, regs, site, frames)):
             data = data.copy()
             owned = self._row_owned
             key = id(data)
@@ -584,7 +610,7 @@ class VirtualMachine:
                 pc += 1
             elif op == B.UPDATE_ROW:
                 regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args,
-                                                ins, regs)
+                                                ins, regs, frames)
                 pc += 1
             elif op == B.ALLOC_TENSOR_REG:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[3]]).reshape(-1))

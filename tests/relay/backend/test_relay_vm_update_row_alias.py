@@ -74,3 +74,34 @@ def test_read_after_of_a_long_function():
     """One backward pass per round over the instructions: 100,000 of them."""
     code = [(B.MOVE, 0, 1)] * 100_000 + [(B.UPDATE_ROW, 1, 2, 3, 4), (B.RET, 4)]
     assert liveness.read_after_update_row(code) == frozenset()
+
+
+def test_buffer_kept_in_a_tuple_is_not_written_under_it():
+    """The buffer also kept inside a tuple loop variable, read (summed) at the next step: the
+    reference count sees the tuple, the register search finds the buffer in it."""
+    x = relay.var("x", shape=(ANY, 2), dtype="float32")
+    i = relay.var("i", shape=(), dtype="int64")
+    cnt = relay.var("count", shape=(), dtype="int64")
+    buf = relay.var("buf", shape=(ANY, 2), dtype="float32")
+    kept = relay.var("kept", relay.TupleType([relay.TensorType((ANY, 2), "float32")]))
+    acc = relay.var("acc", shape=(), dtype="float32")
+
+    def body(i, cnt, buf, kept, acc):
+        row = relay.take(x, i, axis=0) + relay.const(1.0)
+        new = relay.op.vm.update_row(buf, row, i)
+        seen = relay.sum(relay.TupleGetItem(kept, 0))
+        return [i + relay.const(1, "int64"), cnt, new, relay.Tuple([new]), acc + seen]
+
+    loop = relay.loops.while_loop(lambda i, cnt, *_: relay.less(i, cnt),
+                                  [i, cnt, buf, kept, acc], body)
+    rows = relay.take(relay.shape_of(x, "int64"), relay.const(0, "int64"))
+    z = relay.zeros_like(x)
+    call = relay.Call(loop, [relay.const(0, "int64"), rows, z, relay.Tuple([z]),
+                             relay.const(0.0)])
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.TupleGetItem(call, 4)))
+    ref = relay.create_executor("debug", mod=mod).evaluate()
+    for opt_level in (0, 3):
+        with tvm.transform.PassContext(opt_level=opt_level):
+            vm = vm_module.VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+        xv = np.arange(8, dtype="float32").reshape(4, 2)
+        assert float(vm.run(xv).numpy()) == float(ref(xv).numpy())
