@@ -50,3 +50,23 @@ def test_saved_executable_with_an_nms_shape_of_loads_and_runs(tmp_path):
         b = np.concatenate([xy, xy + 0.3], axis=2)
         s = rng.uniform(0, 1, (1, 2, n)).astype("float32")
         np.testing.assert_array_equal(vm.run(b, s).numpy(), ref(b, s).numpy())
+
+
+def test_arange_of_a_computed_stop_prints_parses_and_loads(tmp_path):
+    """Seeds 100026, 100048 of the saved run: arange(0, take(shape_of(x), 0)) kept the computed
+    stop in its attrs, printed as a relay.Call metadata entry the parser cannot rebuild; the
+    attrs now keep constant operands only (all its type relation reads)."""
+    x = relay.var("x", shape=(relay.Any(),), dtype="float32")
+    stop = relay.take(relay.shape_of(x, "int32"), relay.const(0, "int32"))
+    r = relay.arange(relay.const(0, "int32"), stop, relay.const(1, "int32"), dtype="int32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], r))
+    text = mod.astext()
+    assert "relay.Call" not in text
+    tvm.parser.parse(text)
+    exe = _saved_and_loaded(relay.vm.compile(mod, target="llvm"), str(tmp_path))
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    assert vm.run(np.zeros(4, "float32")).numpy().tolist() == [0, 1, 2, 3]
+    static = relay.arange(relay.const(1, "int32"), relay.const(7, "int32"),
+                          relay.const(2, "int32"), dtype="int32")
+    typed = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([], static)))
+    assert [int(d) for d in typed["main"].ret_type.shape] == [3]
