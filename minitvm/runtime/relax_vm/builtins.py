@@ -362,16 +362,18 @@ def update_row_site(tmpl: list, positions: list):
     return site
 
 
-def check_nonempty(x, name, *axes):
-    """``x``, unless an axis of ``axes`` is empty: ``name`` (max, min, argmax, argmin) has no
-    identity value, so reducing it there has no result (numpy raises; the kernel would give
-    -inf / +inf / -1). Legalization calls this where an axis's size is only known at run time."""
+def check_nonempty(result, shape, name, *axes):
+    """``result`` of reduction ``name`` (max, min, argmax, argmin) of a tensor of ``shape``,
+    unless an axis of ``axes`` is empty: those have no identity value, so the reduction has no
+    result there (numpy raises; the kernel gave -inf / +inf / -1). Legalization calls this where
+    an axis's size is only known at run time."""
+    dims = tuple(int(d) for d in shape)
     for a in axes:
         a = int(a)
-        if x.shape[a] == 0:
+        if dims[a] == 0:
             raise ValueError(f"{name}: cannot reduce over axis {a} of a tensor of shape "
-                             f"{tuple(x.shape)}, of size 0 ({name} has no identity value)")
-    return x
+                             f"{dims}, of size 0 ({name} has no identity value)")
+    return result
 
 
 BUILTINS = {

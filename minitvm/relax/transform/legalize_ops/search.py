@@ -23,8 +23,8 @@ def _arg(kind: str):
     def legalize(bb, call):
         axis, keep = call.attrs.axis, bool(call.attrs.keepdims)
         axis = None if axis is None else int(axis)
-        x = checked_nonempty(bb, call, None if axis is None else [axis])
-        return call_topi(bb, lambda x: fn(x, axis, keep), x, name=f"arg{kind}")
+        res = call_topi(bb, lambda x: fn(x, axis, keep), call.args[0], name=f"arg{kind}")
+        return checked_nonempty(bb, call, None if axis is None else [axis], res)
 
     return legalize
 

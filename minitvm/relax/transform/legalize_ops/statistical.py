@@ -16,26 +16,29 @@ def _axes(call):
     return None if axis is None else [int(a) for a in axis]
 
 
-def checked_nonempty(bb, call, axes):
-    """``call``'s tensor argument, through ``vm.builtin.check_nonempty`` when a reduced axis
-    (``axes``; None: all) has a symbolic size: max / min / argmax / argmin have no identity
-    value, so over an axis empty at run time the VM raises (as numpy) instead of returning
-    the kernel's -inf / +inf / -1. Static sizes need no check (0 is refused when typed)."""
+def checked_nonempty(bb, call, axes, result):
+    """``result`` (the legalized ``call``), through ``vm.builtin.check_nonempty`` when a
+    reduced axis (``axes``; None: all) of the argument has a symbolic size: max / min / argmax /
+    argmin have no identity value, so over an axis empty at run time the VM raises (as numpy)
+    instead of returning the kernel's -inf / +inf / -1. The check reads the argument's shape
+    from its struct info (a shape value, not the tensor), after the kernel: the argument's
+    producer still fuses with the reduction. Static sizes need no check (0 is refused when
+    typed)."""
     from ....ir.prim_expr import IntImm
-    from ...expr import PrimValue, StringImm
+    from ...expr import PrimValue, ShapeExpr, StringImm
     from ...op.base import call_pure_packed
     from .common import arg_shape
 
-    x = call.args[0]
     shape = arg_shape(call, 0)
     picked = range(len(shape)) if axes is None else [a % max(len(shape), 1) for a in axes]
     dynamic = [a for a in picked if not isinstance(shape[a], IntImm | int)]
     if not dynamic:
-        return x
+        return result
     name = call.op.name[len("relax."):]
-    return bb.emit(call_pure_packed(CHECK_NONEMPTY, x, StringImm(name),
-                                    *[PrimValue(IntImm("int64", a)) for a in dynamic],
-                                    sinfo_args=x.struct_info))
+    value = bb.emit(result)
+    return call_pure_packed(CHECK_NONEMPTY, value, ShapeExpr(list(shape)), StringImm(name),
+                            *[PrimValue(IntImm("int64", a)) for a in dynamic],
+                            sinfo_args=value.struct_info)
 
 
 #: the VM builtin that raises where a reduced axis is empty (``runtime.relax_vm.builtins``)
@@ -45,8 +48,8 @@ CHECK_NONEMPTY = "vm.builtin.check_nonempty"
 def _make(name: str, fn):
     def legalize(bb, call):
         axes, keep = _axes(call), bool(call.attrs.keepdims)
-        x = checked_nonempty(bb, call, axes) if name in ("max", "min") else call.args[0]
-        return call_topi(bb, lambda x: fn(x, axes, keep), x, name=name)
+        res = call_topi(bb, lambda x: fn(x, axes, keep), call.args[0], name=name)
+        return checked_nonempty(bb, call, axes, res) if name in ("max", "min") else res
 
     legalize.__name__ = f"legalize_{name}"
     return legalize
