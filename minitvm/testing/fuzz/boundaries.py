@@ -1,12 +1,16 @@
-"""Near ties in the keys of a program's selections: where an order is not the program's to fix.
+"""Operands near a jump (a sort key's near tie, a cast near an integer): where a result is not
+the program's to fix.
 
 ``argsort``, ``sort`` and ``topk`` of a *computed* float key order elements whose values the
 compiled code and the interpreter may round one ulp apart (our ``tanh`` is monotone where
 numpy's returns one value for neighbouring inputs): two keys that are equal within the compare
 tolerance may come out in either order, and the indices (and whatever is gathered by them)
-differ with both sides right. ``near_tie`` finds such keys, so a difference they explain is
-reported as "boundary-dependent" instead of a mismatch. Keys that are parameters or constants are
-exact on both sides, so ties there still have to follow the op's tie rule.
+differ with both sides right. The same holds for every op that jumps: a float -> int cast, a
+floor / round of a value within rounding of an integer (a running sum of a softmax ending at
+0.99999994 or 1.0), a comparison of near-equal values. ``near_tie`` (Relay) and
+``relax_near_boundary`` find such operands, so a difference they explain is reported as
+"boundary-dependent" instead of a mismatch. Operands that are parameters or constants are exact
+on both sides, so ties there still have to follow the op's tie rule.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 
 from ...ir.type import TensorType
 
-__all__ = ["near_tie", "relax_near_boundary", "selection_keys"]
+__all__ = ["jump_calls", "near_tie", "relax_near_boundary", "selection_keys"]
 
 SELECTION_OPS = frozenset({"argsort", "sort", "topk"})
 
@@ -47,46 +51,72 @@ def selection_keys(func) -> list:
     return found
 
 
+def jump_calls(func) -> list:
+    """Calls of ``func`` to an op that jumps (``JUMP_OPS``) whose first operand is a computed
+    float value depending only on ``func``'s parameters (one inside a loop body reads the
+    loop's variables and cannot be evaluated on its own)."""
+    from ...relay import expr as rx
+    from ...relay.analysis import free_vars
+    from ...relay.expr_functor import post_order_visit
+
+    params = set(func.params)
+    found: list = []
+
+    def visit(node) -> None:
+        if not (isinstance(node, rx.Call) and getattr(node.op, "name", None) in JUMP_OPS):
+            return
+        first = node.args[0]
+        if isinstance(first, (rx.Var, rx.Constant)):
+            return
+        ty = getattr(first, "_checked_type", None)
+        if not isinstance(ty, TensorType) or not str(ty.dtype).startswith("float"):
+            return
+        if all(set(free_vars(a)) <= params for a in node.args[:2]):
+            found.append(node)
+
+    post_order_visit(func.body, visit)
+    return found
+
+
 def near_tie(mod, inputs: list, rtol: float) -> str | None:
-    """Where a selection key of ``mod["main"]`` has two elements along its axis within ``rtol``
-    (relative to the key's scale) of each other at ``inputs``: a description; else None."""
+    """Where an op of ``mod["main"]`` that jumps (a sort key's near tie, a cast / floor / round
+    near an integer, a comparison of near-equal values...) takes a computed float operand within
+    ``rtol`` (relative to its scale) of the jump at ``inputs``: a description; else None."""
     from ...relay import expr as rx
     from ...relay.build_module import create_executor
     from ...relay.transform import InferType
     from .differential import flatten
 
     func = mod["main"]
-    keys = selection_keys(func)
-    if not keys:
+    calls = jump_calls(func)
+    if not calls:
         return None
+    operands = [a for c in calls for a in c.args[:2]]
     probe = mod.shallow_copy()
-    probe["main"] = rx.Function(list(func.params), rx.Tuple([k for k, _ in keys]))
+    probe["main"] = rx.Function(list(func.params), rx.Tuple(operands))
     probe = InferType()(probe)
     with np.errstate(all="ignore"):
         values = flatten(create_executor("debug", mod=probe).evaluate()(*inputs))
-    for (_, axis), value in zip(keys, values, strict=True):
-        v = np.sort(value.astype("float64"), axis=axis)
-        if v.shape[axis] < 2:
-            continue
-        gaps = np.abs(np.diff(v, axis=axis))
-        fin = np.isfinite(v)
-        scale = max(1.0, float(np.abs(v[fin]).max())) if fin.any() else 1.0
-        close = gaps <= rtol * scale
-        if close.any():
-            return (f"a {value.dtype} selection key of shape {value.shape} has "
-                    f"{int(close.sum())} neighbouring pair(s) within {rtol:g} of each other along axis "
-                    f"{axis}")
+    k = 0
+    for c in calls:
+        m = len(c.args[:2])
+        found = _boundary(c.op.name, c.attrs, values[k:k + m], rtol)
+        k += m
+        if found:
+            return found
     return None
 
 
 # ------------------------------------------------------------------ Relax
 #: Relax ops whose result jumps where an operand crosses a point: the points, as a function of
 #: the operand values (an array of distances to the nearest point, same shape).
-_INTEGER_POINTS = frozenset({"relax.floor", "relax.ceil", "relax.trunc"})
-_COMPARISONS = frozenset({"relax.greater", "relax.less", "relax.equal", "relax.not_equal",
-                          "relax.greater_equal", "relax.less_equal"})
-_RELAX_SELECTIONS = frozenset({"relax.argmax", "relax.argmin", "relax.sort", "relax.argsort",
-                               "relax.topk"})
+_INTEGER_POINTS = frozenset({"floor", "ceil", "trunc"})
+_COMPARISONS = frozenset({"greater", "less", "equal", "not_equal", "greater_equal",
+                          "less_equal"})
+_SELECTIONS = frozenset({"argmax", "argmin", "sort", "argsort", "topk"})
+#: every op ``_boundary`` knows a jump of
+JUMP_OPS = _INTEGER_POINTS | _COMPARISONS | _SELECTIONS | {
+    "round", "floor_divide", "floor_mod", "astype", "cast"}
 
 
 def _scaled(dist: np.ndarray, x: np.ndarray, rtol: float) -> bool:
@@ -105,33 +135,42 @@ def _gaps(x: np.ndarray, axis) -> np.ndarray:
     return np.diff(v, axis=ax) if v.shape[ax] > 1 else np.zeros(0)
 
 
-def _relax_boundary(call, values: list, rtol: float) -> str | None:
-    name = getattr(call.op, "name", "")
+def _boundary(name: str, attrs, values: list, rtol: float) -> str | None:
+    """Whether bare op ``name`` (Relax's without ``relax.``, or Relay's) at operand ``values``
+    is within ``rtol`` of a jump: a description; else None."""
     x = values[0]
     if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.size == 0:
         return None
     x = x.astype("float64")
-    if name == "relax.astype" and np.dtype(str(call.attrs.dtype)).kind in "iub" \
-            or name in _INTEGER_POINTS:
+    to = getattr(attrs, "dtype", None) if name in ("astype", "cast") else None
+    if to is not None and np.dtype(str(to)).kind in "iub" or name in _INTEGER_POINTS:
         near = _scaled(x - np.round(x), x, rtol)
-    elif name == "relax.round":
+    elif name == "round":
         near = _scaled(np.abs(x - np.floor(x)) - 0.5, x, rtol)
-    elif name in ("relax.floor_divide", "relax.floor_mod"):
+    elif name in ("floor_divide", "floor_mod") and len(values) > 1:
         with np.errstate(all="ignore"):
-            q = x / values[1].astype("float64")
+            q = x / np.asarray(values[1]).astype("float64")
         near = _scaled(q - np.round(q), q, rtol)
-    elif name in _COMPARISONS:
-        y = np.broadcast_to(values[1].astype("float64"), np.broadcast_shapes(
-            x.shape, values[1].shape))
+    elif name in _COMPARISONS and len(values) > 1:
+        b = np.asarray(values[1]).astype("float64")
+        y = np.broadcast_to(b, np.broadcast_shapes(x.shape, b.shape))
         near = _scaled(np.broadcast_to(x, y.shape) - y, np.concatenate(
             [x.reshape(-1), y.reshape(-1)]), rtol)
-    elif name in _RELAX_SELECTIONS:
-        axis = getattr(call.attrs, "axis", None)
+    elif name in _SELECTIONS:
+        axis = getattr(attrs, "axis", None)
+        if isinstance(axis, list | tuple):
+            axis = axis[0] if len(axis) == 1 else None
         axis = None if axis is None else int(axis) % max(x.ndim, 1)
         near = _scaled(_gaps(x, axis), x, rtol)
     else:
         return None
-    return f"{name[len('relax.'):]} of a computed value near its boundary" if near else None
+    return f"{name} of a computed value near its boundary" if near else None
+
+
+def _relax_boundary(call, values: list, rtol: float) -> str | None:
+    name = getattr(call.op, "name", "")
+    return _boundary(name[len("relax."):], call.attrs, values, rtol) \
+        if name.startswith("relax.") else None
 
 
 def relax_near_boundary(mod, inputs: list, rtol: float, outputs=None) -> str | None:
