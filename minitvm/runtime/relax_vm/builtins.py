@@ -373,7 +373,9 @@ def check_nonempty(result, shape, name, *axes):
         if dims[a] == 0:
             raise ValueError(f"{name}: cannot reduce over axis {a} of a tensor of shape "
                              f"{dims}, of size 0 ({name} has no identity value)")
-    return result
+    # a copy (the reduced result: small): the memory planner frees ``result``'s storage after
+    # its last use, this call, and may hand it to a later tensor while the value lives on
+    return np.array(result, copy=True)
 
 
 BUILTINS = {

@@ -129,10 +129,18 @@ def _scaled(dist: np.ndarray, x: np.ndarray, rtol: float) -> bool:
 
 
 def _gaps(x: np.ndarray, axis) -> np.ndarray:
-    """Differences of neighbours after sorting along ``axis`` (all elements when None)."""
+    """Differences of neighbours after sorting along ``axis`` (all elements when None); an
+    exact tie of integer values (a cast of a bool or int, a floor) is no rounding's doing and
+    counts as far (inf): the op's tie rule decides it on both sides."""
     v = np.sort(x.reshape(-1) if axis is None else x, axis=0 if axis is None else axis)
     ax = 0 if axis is None else axis
-    return np.diff(v, axis=ax) if v.shape[ax] > 1 else np.zeros(0)
+    if v.shape[ax] < 2:
+        return np.zeros(0)
+    gaps = np.diff(v, axis=ax)
+    lower = np.take(v, np.arange(v.shape[ax] - 1), axis=ax)
+    with np.errstate(invalid="ignore"):
+        exact = (gaps == 0) & (lower == np.round(lower))
+    return np.where(exact, np.inf, gaps)
 
 
 def _boundary(name: str, attrs, values: list, rtol: float) -> str | None:
