@@ -294,23 +294,33 @@ def log_softmax(x, axis: int = -1):
 
 # ------------------------------------------------------------------ norms
 def _moments(x, axes, name: str, square_only: bool = False):
-    """Per-group sum and sum of squares over ``axes`` (kept as unit dims)."""
+    """Per-group sums over ``axes`` (kept as unit dims; float32 for a float16 ``x``, as
+    ``_norm_acc``): of squares, and unless ``square_only`` of values and of squares *shifted by
+    the group's first element* (``shift``: read it back with ``_at_units``). The shift keeps
+    ``var = sq / n - (s / n) ** 2`` from cancelling for values close together (two elements
+    one ulp of 1 apart gave a variance off by more than eps, layer_norm off by percents); the
+    cost is one subtraction per element, still one pass as TVM's tuple reduction."""
     nd = len(x.shape)
     rv = [te.reduce_axis((_zero(x.shape[a]), x.shape[a]), name=f"k{a}") for a in axes]
     shape = [E.IntImm("int64", 1) if d in axes else x.shape[d] for d in range(nd)]
+    acc = _norm_acc(x.dtype)
 
     def src(i):
         it = iter(rv)
-        return x[tuple(next(it) if d in axes else i[d] for d in range(nd))]
+        return _to(x[tuple(next(it) if d in axes else i[d] for d in range(nd))], acc)
 
-    sq = te.compute(shape, lambda *i: te.sum(_to(src(i), "float32") * _to(src(i), "float32")
-                                             if x.dtype == "float16" else src(i) * src(i),
-                                             axis=rv), name=f"{name}_sqsum",
-                    varargs_names=ax_names(nd))
     if square_only:
+        sq = te.compute(shape, lambda *i: te.sum(src(i) * src(i), axis=rv),
+                        name=f"{name}_sqsum", varargs_names=ax_names(nd))
         return None, sq
-    s = te.compute(shape, lambda *i: te.sum(src(i), axis=rv), name=f"{name}_sum",
+
+    def dev(i):  # read inside the reduction only: an empty group never reads its first element
+        return src(i) - _to(x[_at_units(i, axes)], acc)
+
+    s = te.compute(shape, lambda *i: te.sum(dev(i), axis=rv), name=f"{name}_sum",
                    varargs_names=ax_names(nd))
+    sq = te.compute(shape, lambda *i: te.sum(dev(i) * dev(i), axis=rv), name=f"{name}_sqsum",
+                    varargs_names=ax_names(nd))
     return s, sq
 
 
@@ -326,9 +336,9 @@ def layer_norm(x, gamma, beta, axes, epsilon: float, center: bool = True, scale:
 
     def body(*i):
         u = _at_units(i, axes)
-        mean = _to(s[u], acc) / n
+        mean = s[u] / n  # of the values shifted by the group's first, x[u]
         var = sq[u] / n - mean * mean
-        v = (_to(x[i], acc) - mean) * tir_op.rsqrt(var + eps)
+        v = (_to(x[i], acc) - _to(x[u], acc) - mean) * tir_op.rsqrt(var + eps)
         gi = tuple(i[a] for a in axes)
         if scale and gamma is not None:
             v = v * _to(gamma[gi], acc)
@@ -391,9 +401,9 @@ def group_norm(x, gamma, beta, num_groups: int, channel_axis: int, axes, epsilon
             else:
                 gi.append(i[d])
         u = _at_units(tuple(gi), red)
-        mean = _to(s[u], acc) / n
+        mean = s[u] / n  # of the values shifted by the group's first, xg[u]
         var = sq[u] / n - mean * mean
-        v = (_to(x[i], acc) - mean) * tir_op.rsqrt(var + eps)
+        v = (_to(x[i], acc) - _to(xg[u], acc) - mean) * tir_op.rsqrt(var + eps)
         if scale and gamma is not None:
             v = v * _to(gamma[(i[c_ax],)], acc)
         if center and beta is not None:

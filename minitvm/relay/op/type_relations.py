@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ...ir.op import NAMED_TYPE_RELATIONS
 from ...ir.type import TensorType, Type
 from ...tir.expr import Any
+from ...topi.shape_conditions import assume_positive
 from ...topi.utils import (  # shared with topi's computes and references
     dim_str,
     dims_equal,
@@ -149,6 +150,7 @@ def reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "reduce") -> Ten
             if getattr(d, "value", d) == 0:  # static zero-size axis: no element to pick
                 raise ValueError(f"{op_name}: cannot reduce over axis {ax} of size 0 of "
                                  f"{type_str(t)} ({op_name} has no identity value)")
+            assume_positive(d)  # (a symbolic size: checked by the kernel at each call)
     return TensorType(reduce_shape(t.shape, axes, attrs.keepdims), t.dtype)
 
 

@@ -84,6 +84,8 @@ def _encode(key: str, node) -> dict:
         entry["virtual_device_id"] = node.virtual_device_id
         entry["target"] = None if node.target is None else str(node.target)
         entry["memory_scope"] = node.memory_scope
+    elif key.startswith("tir.") and key[4:] in _DIM_OPS:
+        entry["nodes"] = _dim_nodes(node)
     elif key.startswith("tir.") and hasattr(node, "name") and hasattr(node, "dtype"):
         entry["name"] = node.name
         entry["dtype"] = str(node.dtype)
@@ -94,6 +96,71 @@ def _encode(key: str, node) -> dict:
     else:
         entry["repr"] = repr(node)
     return entry
+
+
+#: arithmetic of dimensions a type may hold (``2 * ?`` of an NMS's selected boxes): kept as
+#: a flat post-order list of nodes (``_dim_nodes``) so that they parse back
+_DIM_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max"})
+
+
+def _dim_nodes(root) -> list:
+    """``root`` (dimension arithmetic) as a post-order list: ``["Any"]``, ``["Int", value,
+    dtype]``, ``["Var", name, dtype, size_var]``, ``[op, a, b]`` with a, b indices of earlier
+    entries (an explicit stack: no recursion on a long sum)."""
+    from ...ir.prim_expr import Any
+    from ...tir import expr as tir_expr
+
+    out: list = []
+    index: dict = {}
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in index:
+            continue
+        kind = type(node).__name__
+        if kind in _DIM_OPS and not ready:
+            stack += [(node, True), (node.b, False), (node.a, False)]
+            continue
+        if kind in _DIM_OPS:
+            item = [kind, index[id(node.a)], index[id(node.b)]]
+        elif isinstance(node, Any):
+            item = ["Any"]
+        elif isinstance(node, tir_expr.Var):
+            item = ["Var", node.name, str(node.dtype), isinstance(node, tir_expr.SizeVar)]
+        elif hasattr(node, "value"):
+            item = ["Int", int(node.value), str(node.dtype)]
+        else:
+            raise ValueError(f"cannot write a dimension node {kind} to the metadata")
+        index[id(node)] = len(out)
+        out.append(item)
+    return out
+
+
+def _dim_from_nodes(nodes) -> object:
+    """The inverse of ``_dim_nodes``: the root (the last entry)."""
+    from ...ir.prim_expr import Any
+    from ...tir import expr as tir_expr
+
+    if not isinstance(nodes, list) or not nodes:
+        raise ValueError("a dimension entry needs a non-empty list of nodes")
+    built: list = []
+    for item in nodes:
+        if not isinstance(item, list) or not item:
+            raise ValueError(f"bad dimension node {item!r}")
+        kind = item[0]
+        if kind == "Any" and len(item) == 1:
+            built.append(Any())
+        elif kind == "Int" and len(item) == 3 and isinstance(item[1], int):
+            built.append(tir_expr.IntImm(str(item[2]), item[1]))
+        elif kind == "Var" and len(item) == 4:
+            cls = tir_expr.SizeVar if item[3] else tir_expr.Var
+            built.append(cls(str(item[1]), str(item[2])))
+        elif kind in _DIM_OPS and len(item) == 3 and all(
+                isinstance(k, int) and 0 <= k < len(built) for k in item[1:]):
+            built.append(getattr(tir_expr, kind)(built[item[1]], built[item[2]]))
+        else:
+            raise ValueError(f"bad dimension node {item!r}")
+    return built[-1]
 
 
 def decode_meta_section(text: str) -> dict[str, list]:
@@ -135,6 +202,8 @@ def _decode(key: str, e: dict):
         arr = np.frombuffer(base64.b64decode(e["data"], validate=True), dtype=dtype)
         arr = arr.astype(np.dtype(e["dtype"]), copy=True).reshape(tuple(e["shape"]))
         return Constant(arr)
+    if key.startswith("tir.") and key[4:] in _DIM_OPS and "nodes" in e:
+        return _dim_from_nodes(e["nodes"])
     if key in ("tir.SizeVar", "tir.Var"):
         cls = tir_expr.SizeVar if key == "tir.SizeVar" else tir_expr.Var
         return cls(e["name"], e.get("dtype", "int32"))

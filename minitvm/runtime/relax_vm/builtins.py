@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sys
+import weakref
 
 import numpy as np
 
@@ -265,8 +266,11 @@ def make_closure(vm, func, *captured):
 
 
 def invoke_closure(vm, closure, *args):
+    """Call ``closure``: its function takes the call's arguments, then the captured values (as
+    LambdaLift appends them to the lifted function's parameters, and TVM's VMClosure binds its
+    last arguments)."""
     if isinstance(closure, VMClosure):
-        return vm._call_value(closure.func, list(closure.captured) + list(args))
+        return vm._call_value(closure.func, list(args) + list(closure.captured))
     return vm._call_value(closure, list(args))
 
 
@@ -319,20 +323,72 @@ def specialize(name: str, tmpl: list, slots: list):
         return _site_function(key, f"def site(storage, shape):\n"
                                    f"    return ND(shape, dt, storage.buf, {tmpl[1]})\n",
                               {"ND": np.ndarray, "dt": _dt(tmpl[3])})
+    if name == "vm.builtin.update_row" and len(tmpl) == 3:
+        return update_row_site(tmpl, [k for k, _ in slots])
     return None
+
+
+def _row_index(data, index) -> int:
+    k = int(np.asarray(index))
+    if not 0 <= k < data.shape[0]:
+        raise IndexError(f"vm.builtin.update_row: row {k} of a tensor of {data.shape[0]} rows")
+    return k
 
 
 def update_row(data, row, index):
     """``data[index] = row``, in place (``R.call_inplace_packed``: the program does not use
     ``data`` after): a loop's step writing its row of a result made before the loop, O(row).
-    A read-only ``data`` (a constant's) is copied first."""
-    k = int(np.asarray(index))
-    if not 0 <= k < data.shape[0]:
-        raise IndexError(f"vm.builtin.update_row: row {k} of a tensor of {data.shape[0]} rows")
+    A read-only ``data`` (a constant's) is copied first. The VM calls ``update_row_site``."""
+    k = _row_index(data, index)
     if not data.flags.writeable:
         data = data.copy()
     data[k] = row
     return data
+
+
+def update_row_site(tmpl: list, positions: list):
+    """``vm.builtin.update_row`` for one call site (``tmpl``: its linked arguments, registers
+    at ``positions``, passed in order): in place only into a buffer this site made, its first
+    write into any other buffer copying it (one copy per loop run, O(row) a step after).
+    ``R.call_inplace_packed`` promises that the program does not use ``data`` after, but passes
+    of a pure IR break that: EliminateCommonSubexpr made two loops' ``R.zeros`` buffers one
+    tensor, and each loop wrote its rows into the other's result (found by the Relax loop
+    fuzzer); a loop's result given to another loop, a constant, an argument are not this
+    site's either."""
+    owned: dict = {}
+
+    def site(*regs):
+        args = list(tmpl)
+        for p, v in zip(positions, regs, strict=True):
+            args[p] = v
+        data, row, index = args
+        k = _row_index(data, index)
+        mine = owned.get(id(data))
+        if mine is None or mine() is not data or not data.flags.writeable:
+            data = data.copy()
+            key = id(data)
+            owned[key] = weakref.ref(data, lambda _, key=key: owned.pop(key, None))
+        data[k] = row
+        return data
+
+    site.builtin = update_row
+    return site
+
+
+def check_nonempty(result, shape, name, *axes):
+    """``result`` of reduction ``name`` (max, min, argmax, argmin) of a tensor of ``shape``,
+    unless an axis of ``axes`` is empty: those have no identity value, so the reduction has no
+    result there (numpy raises; the kernel gave -inf / +inf / -1). Legalization calls this where
+    an axis's size is only known at run time."""
+    dims = tuple(int(d) for d in shape)
+    for a in axes:
+        a = int(a)
+        if dims[a] == 0:
+            raise ValueError(f"{name}: cannot reduce over axis {a} of a tensor of shape "
+                             f"{dims}, of size 0 ({name} has no identity value)")
+    # a copy (the reduced result: small): the memory planner frees ``result``'s storage after
+    # its last use, this call, and may hand it to a later tensor while the value lives on
+    return np.array(result, copy=True)
 
 
 BUILTINS = {
@@ -360,4 +416,5 @@ BUILTINS = {
     "vm.builtin.make_closure": (make_closure, True),
     "vm.builtin.invoke_closure": (invoke_closure, True),
     "vm.builtin.update_row": (update_row, False),
+    "vm.builtin.check_nonempty": (check_nonempty, False),
 }

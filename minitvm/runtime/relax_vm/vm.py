@@ -310,8 +310,8 @@ class VirtualMachine:
         """Call a function value (a VM function reference, or a Python callable)."""
         if isinstance(f, VMFunction):
             return self._run(f, list(args))
-        if isinstance(f, VMClosure):
-            return self._call_value(f.func, list(f.captured) + list(args))
+        if isinstance(f, VMClosure):  # (the captured values last: ``builtins.invoke_closure``)
+            return self._call_value(f.func, list(args) + list(f.captured))
         return f(*args)
 
     def _move_value(self, kind: int, v):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import bytecode as B
 
-__all__ = ["kill_points"]
+__all__ = ["kill_points", "read_after_update_row"]
 
 
 def _uses(ins: tuple) -> list[int] | None:
@@ -134,3 +134,48 @@ def dead_at_calls(instructions: list[tuple], nregs: int) -> dict[int, tuple[int,
         reads = _reads(ins)
         live_in[pc] = out.union(reads) if reads else out
     return dead
+
+
+#: rounds of the backward fixed point of ``read_after_update_row`` (a function's loops nest
+#: shallowly: a few rounds reach it); past it every UpdateRow counts as read after
+MAX_ROUNDS = 64
+
+
+def read_after_update_row(instructions: list[tuple]) -> frozenset[int]:
+    """The pcs of the ``UpdateRow`` instructions whose ``data`` register may be read after them
+    (on some path, loops included, before it is written again): there the old tensor is still
+    a value of the program, so the row must go into a copy. A backward liveness fixed point
+    over the jumps; capped at ``MAX_ROUNDS`` (then every UpdateRow is answered)."""
+    rows = [pc for pc, ins in enumerate(instructions) if ins[0] == B.UPDATE_ROW]
+    if not rows:
+        return frozenset()
+    n = len(instructions)
+    live_in: list = [frozenset()] * (n + 1)
+
+    def live_out(pc: int, ins: tuple) -> frozenset:
+        op = ins[0]
+        if op in (B.RET, B.FATAL):
+            return frozenset()
+        if op == B.GOTO:
+            return live_in[min(max(pc + ins[1], 0), n)]
+        if op == B.IF:
+            return live_in[min(max(pc + ins[3], 0), n)] | live_in[min(max(pc + ins[4], 0), n)]
+        return live_in[pc + 1]
+
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            ins = instructions[pc]
+            out = live_out(pc, ins)
+            w = _written(ins)
+            if w is not None and w in out:
+                out = out - {w}
+            reads = _reads(ins)
+            new = out.union(reads) if reads else out
+            if new != live_in[pc]:
+                live_in[pc] = new
+                changed = True
+        if not changed:
+            return frozenset(pc for pc in rows if instructions[pc][1] != instructions[pc][4]
+                             and instructions[pc][1] in live_out(pc, instructions[pc]))
+    return frozenset(rows)

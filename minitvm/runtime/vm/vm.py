@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 import weakref
 
 import numpy as np
@@ -23,7 +24,7 @@ from ..ndarray import NDArray, contiguous, cpu
 from ..py_layout import LAYOUT_OK
 from . import bytecode as B
 from .executable import Executable, _type_text
-from .liveness import dead_at_calls, kill_points
+from .liveness import dead_at_calls, kill_points, read_after_update_row
 from .native_entry import KILL, MISS, RECORD, native_function
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
@@ -201,6 +202,56 @@ def _scalar(v):
 
 
 # ------------------------------------------------------------------------------ the VM
+def _refcount_passed_down(x) -> int:
+    return _held_refs(x)
+
+
+def _held_refs(x) -> int:
+    return sys.getrefcount(x)
+
+
+# references a tensor gets from being passed down two calls to a ``getrefcount`` (two
+# parameters and its argument, as the interpreter counts them): ``_update_row`` then
+# ``_held_elsewhere``, measured once the same way
+_PROBE = [np.empty(0)]
+_CALL_REFS = _refcount_passed_down(_PROBE[0]) - 1
+del _PROBE
+
+
+def _holds(value, data: np.ndarray) -> bool:
+    """Whether VM value ``value`` is, contains (tuples, closures) or views ``data``."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is data:
+            return True
+        if isinstance(v, np.ndarray):
+            if v.base is not None and (v.base is data or getattr(v.base, "base", None) is data):
+                return True
+        elif isinstance(v, ADT):
+            stack.extend(v.fields)
+        elif isinstance(v, VMClosure):
+            stack.extend(v.captured)
+    return False
+
+
+def _held_elsewhere(data: np.ndarray, regs: list, site: tuple, frames: list) -> bool:
+    """Whether a value of the program besides ``site``'s data and destination registers holds
+    ``data``: another register of this call or of a caller's frame, a tuple, a closure or a
+    view in one. Its reference count answers most calls (nothing beyond the registers holding
+    it); where it counts more, the registers are searched (the extra references may be no
+    program value's: a profiler's, a debugger's)."""
+    mine = sum(1 for r in regs if r is data)
+    if mine - (regs[site[1]] is data) - (site[4] != site[1] and regs[site[4]] is data):
+        return True
+    if sys.getrefcount(data) - _CALL_REFS - mine <= 0:
+        return False
+    skip = {site[1], site[4]}
+    if any(k not in skip and r is not data and _holds(r, data) for k, r in enumerate(regs)):
+        return True
+    return any(_holds(r, data) for frame in frames for r in frame[2])
+
+
 class VirtualMachine:
     """``VirtualMachine(exe, device)``: ``invoke(name, *args)``, ``run(*args)``,
     ``set_input``, ``invoke_stateful`` / ``get_outputs``, ``benchmark``."""
@@ -354,22 +405,29 @@ class VirtualMachine:
         return outputs
 
     def _update_row(self, data: np.ndarray, row: np.ndarray, index, args: list,
-                    site: tuple | None = None) -> np.ndarray:
-        """``UpdateRow``: ``data[index] = row``, in place into a buffer this instruction (``site``)
-        made: its first write into a buffer copies it. ``vm.update_row``'s contract (``data`` is
-        not used after) holds for the program as written, but passes of a pure IR may make the
+                    site: tuple | None = None, regs: list | None = None,
+                    frames: list = ()) -> np.ndarray:
+        """``UpdateRow``: ``data[index] = row``, in place only where no other value of the
+        program is that tensor, else into a copy. ``vm.update_row``'s contract (``data`` is not
+        used after) holds for the program as written, but passes of a pure IR may make the
         initial buffer a value that is also used elsewhere (EliminateCommonSubexpr merging two
         ``copy(x)``, a ``copy`` removed, a loop's result fed to the next loop's buffer and read
-        as its source): a loop then wrote into a live tensor. So only the loop-carried buffer,
-        which the same instruction wrote in the step before, is written in place: one copy per
-        loop run, O(row) per step after. Memory the VM does not own is never written."""
+        as its source), and a loop may pass the buffer on as another loop variable too (its
+        old value then still read): a write in place would change those. So a write goes in
+        place only into the buffer the same instruction (``site``) made, the step before,
+        whose register is not read after this instruction (``site[5]``,
+        ``liveness.read_after_update_row``) and which nothing else holds (no other register
+        of this call or of a caller, no tuple, closure or view: its reference count); one copy
+        per loop run, O(row) per step after. Memory the VM does not own is never written."""
         k = int(index)
         if not 0 <= k < data.shape[0]:
             raise RuntimeError(f"Relay VM: update_row writes row {k} of a tensor of "
                                f"{data.shape[0]} rows")
         owner = self._row_owned.get(id(data))
         if owner is None or owner[0]() is not data or owner[1] is not site or \
-                not data.flags.writeable or any(a is data for a in args):
+                not data.flags.writeable or any(a is data for a in args) or \
+                (site is not None and len(site) > 5 and site[5]) or \
+                (regs is not None and _held_elsewhere(data, regs, site, frames)):
             data = data.copy()
             owned = self._row_owned
             key = id(data)
@@ -432,6 +490,7 @@ class VirtualMachine:
             # a function that branches: registers dropped at its calls of VM functions instead
             dead = dead_at_calls(f.instructions, f.register_file_size) \
                 if KILL_DEAD_REGISTERS and kills is None else None
+            read_after = read_after_update_row(f.instructions)
             for pc, ins in enumerate(f.instructions):
                 if kills is not None and pc and kills[pc - 1]:
                     code.append((_KILL, kills[pc - 1]))
@@ -452,6 +511,8 @@ class VirtualMachine:
                                  math.prod(shape) * dt.itemsize))
                 elif op in (B.INVOKE, B.INVOKE_CLOSURE):
                     code.append((*ins[:4], dead.get(pc, ()) if dead else ()))
+                elif op == B.UPDATE_ROW:  # (whether the old tensor may be read after)
+                    code.append((*ins, pc in read_after))
                 else:
                     code.append(ins)
             prepared.append((code, f.register_file_size, len(f.params), f.name))
@@ -563,7 +624,7 @@ class VirtualMachine:
                 pc += 1
             elif op == B.UPDATE_ROW:
                 regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args,
-                                                ins)
+                                                ins, regs, frames)
                 pc += 1
             elif op == B.ALLOC_TENSOR_REG:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[3]]).reshape(-1))

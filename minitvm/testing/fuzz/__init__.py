@@ -9,7 +9,11 @@ sizes, or at a schedule of sizes: ``check_relax_sizes``), ``relax_parser_fuzz``,
 ``relax_library_fuzz`` and ``relax_executor_fuzz``. Dynamic shapes on the Relay VM:
 ``dynamic_generator`` (programs with ``Any`` dimensions, while loops, ``vm.update_row``,
 shape-valued inputs) and ``dynamic_differential`` (one ``relay.vm.compile``, a schedule of batch
-sizes, against the interpreter).
+sizes, against the interpreter; ``saved=True``: the executable saved, exported and loaded back,
+as ``check_relax_sizes(saved=True)``). ``relax_loop_generator``: Relax programs with recursive
+loops (``vm.builtin.update_row``, recurrences), closures and passes before the build, checked
+against their own numpy reference. ``boundaries``: differences a computed value near a jump of
+the program explains (a sort key's near tie, a cast near an integer) are "boundary-dependent".
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array

@@ -311,12 +311,6 @@ class DynamicProgramGenerator:
             return rx.const(rng.integers(int(lo), int(hi) + 1, size=shape).astype(dtype))
         return rx.const(rng.uniform(lo, hi, size=shape).astype(dtype))
 
-    def _zero_ok(self, dims) -> bool:
-        """Whether dimensions of these keys are never 0 (so max / argmax over them is legal):
-        static positive sizes, or sizes that follow from the batch when it is never 0."""
-        return all(d > 0 if isinstance(d, int) else not self.zero and _evaluable(d)
-                   for d in dims)
-
     # ------------------------------------------------------------------ families
     def _unary(self):
         v = self._pick()
@@ -401,10 +395,8 @@ class DynamicProgramGenerator:
         if not _f(v):
             names = ["sum", "max", "min", "argmax"]
         name = self.rng.choice(names)
-        # (logsumexp is built on max: its empty case is max's)
-        if name in ("max", "min", "argmax", "argmin", "logsumexp") and \
-                not self._zero_ok([v.dims[a] for a in axes]):
-            name = "sum"
+        # max / min / argmax / argmin (and logsumexp, built on max) over an axis that may be
+        # empty: there both the interpreter and the VM must raise (no identity value)
         x = v.expr
         if name == "prod":
             x = rop.clip(x, -1.5, 1.5)

@@ -353,10 +353,62 @@ def _eval_leaf(e, env: dict, sym: dict):
     raise NoReference(f"cannot evaluate {type(e).__name__}")
 
 
-def evaluate(mod, args: list, name: str = "main"):
-    """``mod[name](*args)`` evaluated with numpy: an array or a tuple of them."""
+def binding_uses(func) -> tuple[dict, list]:
+    """Every binding of ``func`` (in branches too), in order, and ``uses[var]``: the variables
+    its value reads (an If's: its condition and the variables its branches' results read; a
+    branch's bindings have their own entries)."""
+    from ...relax.analysis import free_vars
+
+    uses: dict = {}
+    order: list = []
+    stack = [func.body] if isinstance(func.body, SeqExpr) else []
+    while stack:
+        seq = stack.pop()
+        for block in seq.blocks:
+            for b in block.bindings:
+                v = b.value
+                order.append(b)
+                if isinstance(v, If):  # the branches' own bindings have their own entries
+                    branches = (v.true_branch, v.false_branch)
+                    uses[b.var] = free_vars(v.cond) + [
+                        u for br in branches
+                        for u in free_vars(br.body if isinstance(br, SeqExpr) else br)]
+                    stack += [br for br in branches if isinstance(br, SeqExpr)]
+                elif isinstance(v, SeqExpr):
+                    uses[b.var] = free_vars(v.body)
+                    stack.append(v)
+                else:
+                    uses[b.var] = free_vars(v)
+    return uses, order
+
+
+def feeding(roots: list, uses: dict) -> set:
+    """The variables ``roots`` read, transitively."""
+    seen: set = set()
+    todo = list(roots)
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        todo += uses.get(v, ())
+    return seen
+
+
+def evaluate(mod, args: list, name: str = "main", env: dict | None = None):
+    """``mod[name](*args)`` evaluated with numpy: an array or a tuple of them. ``env``, when
+    given, is filled with every variable's value (params and the bindings that ran)."""
+    from ...relax.analysis import free_vars
+
     func = mod[name]
-    env: dict = {}
+    env = {} if env is None else env
+    # bindings no result reads are not evaluated (the build drops them: a max over an empty
+    # axis there has no value and needs none); match_casts stay, they bind sizes
+    uses, order = binding_uses(func)
+    result_expr = func.body.body if isinstance(func.body, SeqExpr) else func.body
+    live = feeding(free_vars(result_expr) + [u for b in order if isinstance(b, MatchCast)
+                                             for u in uses[b.var]], uses)
+    live |= {b.var for b in order if isinstance(b, MatchCast)}
     sym: dict = {}
     for p, a in zip(func.params, args, strict=True):
         a = np.asarray(a)
@@ -381,6 +433,8 @@ def evaluate(mod, args: list, name: str = "main"):
             continue
         frame[1] = i + 1
         b = bindings[i]
+        if b.var not in live:
+            continue
         value_expr = b.value
         if isinstance(value_expr, If):
             cond = bool(np.asarray(_eval_leaf(value_expr.cond, env, sym)))

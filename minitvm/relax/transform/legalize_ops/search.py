@@ -5,6 +5,7 @@ from __future__ import annotations
 from ....topi import manipulation as topi_manip
 from ....topi import reduction as topi_red
 from .common import call_topi, out_shape, register_legalize
+from .statistical import checked_nonempty
 
 __all__: list[str] = []
 
@@ -22,7 +23,8 @@ def _arg(kind: str):
     def legalize(bb, call):
         axis, keep = call.attrs.axis, bool(call.attrs.keepdims)
         axis = None if axis is None else int(axis)
-        return call_topi(bb, lambda x: fn(x, axis, keep), call.args[0], name=f"arg{kind}")
+        res = call_topi(bb, lambda x: fn(x, axis, keep), call.args[0], name=f"arg{kind}")
+        return checked_nonempty(bb, call, None if axis is None else [axis], res)
 
     return legalize
 

@@ -16,10 +16,40 @@ def _axes(call):
     return None if axis is None else [int(a) for a in axis]
 
 
+def checked_nonempty(bb, call, axes, result):
+    """``result`` (the legalized ``call``), through ``vm.builtin.check_nonempty`` when a
+    reduced axis (``axes``; None: all) of the argument has a symbolic size: max / min / argmax /
+    argmin have no identity value, so over an axis empty at run time the VM raises (as numpy)
+    instead of returning the kernel's -inf / +inf / -1. The check reads the argument's shape
+    from its struct info (a shape value, not the tensor), after the kernel: the argument's
+    producer still fuses with the reduction. Static sizes need no check (0 is refused when
+    typed)."""
+    from ....ir.prim_expr import IntImm
+    from ...expr import PrimValue, ShapeExpr, StringImm
+    from ...op.base import call_pure_packed
+    from .common import arg_shape
+
+    shape = arg_shape(call, 0)
+    picked = range(len(shape)) if axes is None else [a % max(len(shape), 1) for a in axes]
+    dynamic = [a for a in picked if not isinstance(shape[a], IntImm | int)]
+    if not dynamic:
+        return result
+    name = call.op.name[len("relax."):]
+    value = bb.emit(result)
+    return call_pure_packed(CHECK_NONEMPTY, value, ShapeExpr(list(shape)), StringImm(name),
+                            *[PrimValue(IntImm("int64", a)) for a in dynamic],
+                            sinfo_args=value.struct_info)
+
+
+#: the VM builtin that raises where a reduced axis is empty (``runtime.relax_vm.builtins``)
+CHECK_NONEMPTY = "vm.builtin.check_nonempty"
+
+
 def _make(name: str, fn):
     def legalize(bb, call):
         axes, keep = _axes(call), bool(call.attrs.keepdims)
-        return call_topi(bb, lambda x: fn(x, axes, keep), call.args[0], name=name)
+        res = call_topi(bb, lambda x: fn(x, axes, keep), call.args[0], name=name)
+        return checked_nonempty(bb, call, axes, res) if name in ("max", "min") else res
 
     legalize.__name__ = f"legalize_{name}"
     return legalize
