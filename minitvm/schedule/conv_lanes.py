@@ -736,8 +736,43 @@ def pool_classes(g) -> list[tuple[int, int, int, int, tuple[int, int], tuple[int
     their pixels' ranges; the other taps read only padding for every pixel of the window), the
     largest first: ``pixel_classes`` for windows."""
     k, ph, pw = g["pool"]
-    rows = _runs(ph, lambda py: (row_bounds(g, py * k + k - 1)[0], row_bounds(g, py * k)[1]))
-    cols = _runs(pw, lambda px: (_col_bounds(g, px * k + k - 1)[0], _col_bounds(g, px * k)[1]))
+    s, pt, pl = pool_at(g)
+
+    def span(i, pad, n):  # (first, last) conv row or column of the windows at ``i``
+        return min(max(i * s - pad, 0), n - 1), min(max(i * s - pad + k - 1, 0), n - 1)
+
+    rows = _runs(ph, lambda py: (row_bounds(g, span(py, pt, g["oh"])[1])[0],
+                                 row_bounds(g, span(py, pt, g["oh"])[0])[1]))
+    cols = _runs(pw, lambda px: (_col_bounds(g, span(px, pl, g["ow"])[1])[0],
+                                 _col_bounds(g, span(px, pl, g["ow"])[0])[1]))
     out = [(r0, nr, c0, nc, (ky0, ky1), (kx0, kx1)) for r0, nr, ky0, ky1 in rows
            for c0, nc, kx0, kx1 in cols]
     return sorted(out, key=lambda c: -c[1] * c[3])
+
+
+def pool_at(g) -> tuple[int, int, int]:
+    """(stride, top padding, left padding) of the pooled windows of geometry ``g``
+    (``g["pool_at"]``; without it windows of ``k`` at stride ``k``, unpadded)."""
+    return g.get("pool_at") or (g["pool"][0], 0, 0)
+
+
+def window_pixel(g, py, px, r):
+    """(conv row, conv column) of pixel ``r`` (row-major in the ``k x k`` window) of the
+    pooled window at ``(py, px)`` (ints or PrimExprs of int32): a position of a padded or
+    overhanging window outside the conv's plane is clamped into it, to a pixel of the same
+    window (every window holds one: ``conv_pool``), which a max takes twice to the same
+    value, as the pool's padding never wins."""
+    k, ph, pw = g["pool"]
+    s, pt, pl = pool_at(g)
+
+    def at(i, dr, pad, n, count):
+        v = (i * s if s != 1 else i) + dr
+        v = v - pad if pad else v
+        if pad == 0 and (count - 1) * s + k <= n:  # (no window leaves the plane)
+            return v
+        if isinstance(v, int):
+            return min(max(v, 0), n - 1)
+        return E.Min(E.Max(v, E.IntImm("int32", 0)), E.IntImm("int32", n - 1))
+
+    dy, dx = (r // k, r % k) if isinstance(r, int) else (E.FloorDiv(r, k), E.FloorMod(r, k))
+    return at(py, dy, pt, g["oh"], ph), at(px, dx, pl, g["ow"], pw)

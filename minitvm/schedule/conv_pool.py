@@ -39,31 +39,49 @@ __all__ = ["ConvPool", "match", "emit", "pools_in_tiles"]
 @dataclass(frozen=True)
 class ConvPool:
     """The stages of a pooled conv: the conv, the pool's input (the conv itself, or the last
-    elementwise stage after it), the pool, and the window ``k``."""
+    elementwise stage after it), the pool, the window ``k`` and ``at`` = (stride, top
+    padding, left padding) of the windows."""
 
     conv: object
     src: object
     pool: object
     k: int
+    at: tuple[int, int, int] = (0, 0, 0)
 
 
-def _window(p) -> int | None:
-    """``k`` of a float32 NCHW ``k x k`` / ``k`` max pool stage without padding or dilation
-    whose source is its input read at the window's position, else None."""
+def _window(p) -> tuple[int, int, int, int] | None:
+    """``(k, stride, top padding, left padding)`` of a float32 NCHW ``k x k`` max pool stage
+    at a stride of at most ``k`` (overlapping windows from stride 1), without dilation, whose
+    source is its input read at the window's position (where padded, through a Select whose
+    other value never wins), else None."""
     if not isinstance(p.op, ComputeOp) or p.op.tag != POOL_TAG or p.dtype != "float32":
         return None
     a = p.op.attrs
     if a.get("kind") != "max" or "bins" in a or len(_shape(p)) != 4:
         return None
     (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
-    if not (kh == kw == sh == sw >= 2 and dh == dw == 1) or any(int(q) for q in a["padding"]):
+    pad = [int(q) for q in a["padding"]]
+    if not (kh == kw >= 2 and 1 <= sh == sw <= kh and dh == dw == 1) or \
+            any(q < 0 or q >= kh for q in pad):
         return None
     body = p.op.body
-    if not isinstance(body, E.Reduce) or len(body.source) != 1 or \
-            not isinstance(body.source[0], E.ProducerLoad) or \
-            body.source[0].producer is not a["operands"][0]:
-        return None  # (a window leaving the input reads through a Select)
-    return int(kh)
+    if not isinstance(body, E.Reduce) or len(body.source) != 1:
+        return None
+    src = body.source[0]
+    if any(pad) and isinstance(src, E.Select):
+        src = src.true_value  # (a padded window's outside positions: the false value)
+    if not isinstance(src, E.ProducerLoad) or src.producer is not a["operands"][0]:
+        return None
+    return int(kh), int(sh), pad[0], pad[1]
+
+
+def windows_see_plane(k: int, at, pooled, plane) -> bool:
+    """Does every ``k x k`` window (``at`` = stride, top, left padding) of a pooled plane of
+    ``pooled`` (rows, columns) hold a pixel of the conv plane ``plane`` (rows, columns)? (The
+    pooled tiles clamp a window's outside positions to one of its pixels.)"""
+    s = at[0]
+    return all(pad < k and (n_out - 1) * s - pad <= n_in - 1
+               for n_out, n_in, pad in zip(pooled, plane, at[1:]))
 
 
 def _at_own_position(load, stage) -> bool:
@@ -139,9 +157,10 @@ def match(ctx, order, materialize, outputs) -> ConvPool | None:
     if len(outputs) != 1:
         return None
     p = outputs[0]
-    k = _window(p)
-    if k is None:
+    window = _window(p)
+    if window is None:
         return None
+    k, at = window[0], window[1:]
     src = p.op.attrs["operands"][0]
     convs = [t for t in order if isinstance(t.op, ComputeOp) and id(t) in ctx.packed]
     if len(convs) != 1:
@@ -160,11 +179,9 @@ def match(ctx, order, materialize, outputs) -> ConvPool | None:
                s is not p and any(id(x) in chain for x in s.op.input_tensors)]
     if rest or readers:
         return None
-    ph, pw = _shape(p)[2:]
-    oh, ow = _shape(t)[2:]
-    if ph * k > oh or pw * k > ow:
+    if not windows_see_plane(k, at, _shape(p)[2:], _shape(t)[2:]):
         return None
-    return ConvPool(t, src, p, k)
+    return ConvPool(t, src, p, k, at)
 
 
 def prepare(ctx, cp: ConvPool, materialize) -> None:
@@ -194,4 +211,4 @@ def emit(ctx, cp: ConvPool, bodies):
     x = ctx.buf[id(t.op.attrs["operands"][0])]
     w = ctx.buf[id(t.op.attrs["operands"][1])]
     return conv_lanes_emit.emit(ctx, t, ctx.buf[id(p)], x, w, epilogue,
-                                pool=(cp.k, ph, pw, combine))
+                                pool=(cp.k, ph, pw, combine, *cp.at))

@@ -56,9 +56,11 @@ def _static(e) -> list[int] | None:
         return None
 
 
-def pool_window(fn) -> int | None:
-    """``k`` when primitive function ``fn`` is ``nn.max_pool2d(p0)`` of a ``k x k`` window at
-    stride ``k`` without padding (NCHW), else None."""
+def pool_window(fn) -> tuple[int, int, int, int] | None:
+    """``(k, stride, top padding, left padding)`` when primitive function ``fn`` is
+    ``nn.max_pool2d(p0)`` (NCHW) of a ``k x k`` window (``k >= 2``) at a stride of at most
+    ``k`` (overlapping windows from stride 1), each padding below ``k``, dilation 1; else
+    None."""
     if not _primitive(fn) or len(fn.params) != 1:
         return None
     b = fn.body
@@ -69,11 +71,13 @@ def pool_window(fn) -> int | None:
     if str(getattr(a, "layout", "NCHW")) != "NCHW" or \
             str(getattr(a, "out_layout", "") or "NCHW") != "NCHW":
         return None
-    size, strides = _ints(a.pool_size), _ints(a.strides)
-    if len(size) != 2 or len(set(size + strides)) != 1 or size[0] < 2 or \
-            any(_ints(a.padding)) or any(d != 1 for d in _ints(a.dilation)):
+    size, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
+    if len(size) != 2 or len(strides) != 2 or size[0] != size[1] or strides[0] != strides[1] \
+            or size[0] < 2 or not 1 <= strides[0] <= size[0] or \
+            any(q < 0 or q >= size[0] for q in pad) or any(d != 1 for d in _ints(a.dilation)):
         return None
-    return size[0]
+    pad = pad * 2 if len(pad) == 1 else pad
+    return size[0], strides[0], pad[0], pad[1]
 
 
 def conv_function(fn) -> bool:
@@ -138,11 +142,12 @@ class _Merge(ExprMutator):
         self.count = 0
 
     def visit_call(self, call):
-        k = pool_window(call.op) if isinstance(call.op, Function) else None
-        arg = call.args[0] if k is not None else None
+        window = pool_window(call.op) if isinstance(call.op, Function) else None
+        arg = call.args[0] if window is not None else None
         if arg is None or not isinstance(arg, Call) or not isinstance(arg.op, Function) or \
                 self.counts.get(id(arg), 0) != 1 or not conv_function(arg.op):
             return super().visit_call(call)
+        k, at = window[0], window[1:]
         pool = call.op.body
         conv_fn = arg.op
         conv = _conv_call(conv_fn)
@@ -152,7 +157,10 @@ class _Merge(ExprMutator):
         if not isinstance(weight, Constant) or not pools_in_tiles(conv, k):
             return super().visit_call(call)
         shape, pooled = _static(conv_fn.body), _static(pool)
-        if shape is None or pooled is None or pooled[2:] != [shape[2] // k, shape[3] // k]:
+        from ...schedule.conv_pool import windows_see_plane
+
+        if shape is None or pooled is None or \
+                not windows_see_plane(k, at, pooled[2:], shape[2:]):
             return super().visit_call(call)
         body = Call(pool.op, [conv_fn.body], pool.attrs, pool.type_args, pool.span)
         fn = Function(list(conv_fn.params), body, pool.checked_type, None, dict(conv_fn.attrs))

@@ -53,6 +53,14 @@ def _fused(f):
     return relay.transform.InferType()(mod)["main"]
 
 
+def _primitive_functions(f) -> list:
+    """The primitive functions called in ``f``."""
+    out = []
+    relay.analysis.post_order_visit(f.body, lambda e: out.append(e.op) if (
+        isinstance(e, relay.Call) and isinstance(e.op, relay.Function)) else None)
+    return out
+
+
 def _primitive_bodies(f) -> list[list[str]]:
     """The op names of each primitive function called in ``f``, in post order."""
     out = []
@@ -89,16 +97,34 @@ def test_a_window_of_three_and_a_floor_plane_merge():
     assert fuse_conv_pool(f)[1] == 1
 
 
+@pytest.mark.parametrize("pool, window", [
+    (lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)), (3, 2, 1, 1)),
+    (lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(1, 1)), (2, 2, 1, 1)),
+    (lambda y: relay.nn.max_pool2d(y, (2, 2), (1, 1)), (2, 1, 0, 0)),
+    (lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2)), (3, 2, 0, 0)),
+    (lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), ceil_mode=True), (2, 2, 0, 0)),  # 13: 7
+])
+def test_merges_overlapping_padded_and_overhanging_pools(pool, window):
+    f = _fused(_block(pool=pool, hw=13))
+    (prim,) = [fn for fn in _primitive_functions(f) if fcp.pool_window(fn) is not None]
+    assert fcp.pool_window(prim) == window
+    out, n = fuse_conv_pool(f)
+    assert n == 1
+    assert _primitive_bodies(out) == [["nn.conv2d", "add", "nn.relu", "nn.max_pool2d"]]
+    assert out.body.op.body.attrs.pool_size is not None
+
+
 @pytest.mark.parametrize("pool", [
-    lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)),  # overlapping, padded
-    lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(1, 1)),  # padded
-    lambda y: relay.nn.max_pool2d(y, (2, 2), (1, 1)),                  # overlapping
+    lambda y: relay.nn.max_pool2d(y, (2, 2), (3, 3)),                  # stride past the window
+    lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(2, 2)),  # a window all padding
+    lambda y: relay.nn.max_pool2d(y, (3, 2), (2, 2)),                  # not square
     lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), dilation=(2, 2)),
-    lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), ceil_mode=True),  # a 13-wide plane: 7
     lambda y: relay.nn.avg_pool2d(y, (2, 2), (2, 2)),
     lambda y: relay.nn.max_pool2d(relay.nn.relu(y), (2, 2), (2, 2)) * relay.const(2.0),
 ])
 def test_other_pools_are_left_alone(pool):
+    # (overlapping, padded and ceil-mode max pools were left alone before the tiles clamped a
+    # window's outside positions into it: now merged, above)
     f = _fused(_block(pool=pool, hw=13))
     out, n = fuse_conv_pool(f)
     assert n == 0 and out is f
