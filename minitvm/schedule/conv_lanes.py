@@ -699,6 +699,17 @@ POOL_MAX_ACCUMULATORS = 24
 # 0.0151 / 0.0132, 16 -> 32 5x5 at 32x32 0.155 / 0.148, 32 -> 64 3x3 / 2 at 56x56 0.202 /
 # 0.215 (64-lane tiles of one window). (Convs Winograd or ``conv_direct`` take are not pooled.)
 POOL_ANY_CONV = False
+# ... and windows at a stride below their size (overlapping: ResNet's and SqueezeNet's 3x3 / 2)
+# only with POOL_OVERLAP: each window's k*k pixels are computed for it (``window_pixel``), those
+# its neighbours share again, 2.25x the conv's multiply-adds at 3x3 / 2, 4x at 2x2 / 1, which
+# lost where the map's stores saved. Padded and overhanging (ceil-mode) windows at stride k are
+# pooled (their outside positions clamped into the window: no pixel computed twice). Intel Xeon
+# (LLVM's "rocketlake"), a loaded machine, one thread, conv + bias + relu + max pool, A/B in one
+# process, 7 interleaved rounds of median-of-10, thread CPU ms, two kernels / pooled in the
+# tiles: 3 -> 32 3x3 at 28x28 batch 25, 2x2 / 2 padding 1: 0.498 / 0.339; overlapping: 3x3 / 2
+# padding 1, 3 -> 32 at 56x56 batch 4 0.274 / 0.451, 3 -> 64 batch 2 0.298 / 0.447; 2x2 / 1
+# batch 25 0.582 / 1.245; 1 -> 32 at 28x28 batch 16, 3x3 / 2 0.171 / 0.174.
+POOL_OVERLAP = False
 
 
 def pool_windows(g, k: int) -> int | None:

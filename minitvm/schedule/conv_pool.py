@@ -75,11 +75,14 @@ def _window(p) -> tuple[int, int, int, int] | None:
     return int(kh), int(sh), pad[0], pad[1]
 
 
-def windows_see_plane(k: int, at, pooled, plane) -> bool:
-    """Does every ``k x k`` window (``at`` = stride, top, left padding) of a pooled plane of
-    ``pooled`` (rows, columns) hold a pixel of the conv plane ``plane`` (rows, columns)? (The
-    pooled tiles clamp a window's outside positions to one of its pixels.)"""
+def takes_windows(k: int, at, pooled, plane) -> bool:
+    """Are the ``k x k`` windows (``at`` = stride, top, left padding) of a pooled plane of
+    ``pooled`` (rows, columns) over a conv plane ``plane`` (rows, columns) pooled in the
+    tiles: at stride ``k`` (overlapping ones with ``conv_lanes.POOL_OVERLAP``), every window
+    holding a pixel of the plane (the tiles clamp a window's outside positions to one)?"""
     s = at[0]
+    if s != k and not conv_lanes.POOL_OVERLAP:
+        return False
     return all(pad < k and (n_out - 1) * s - pad <= n_in - 1
                for n_out, n_in, pad in zip(pooled, plane, at[1:]))
 
@@ -179,7 +182,7 @@ def match(ctx, order, materialize, outputs) -> ConvPool | None:
                s is not p and any(id(x) in chain for x in s.op.input_tensors)]
     if rest or readers:
         return None
-    if not windows_see_plane(k, at, _shape(p)[2:], _shape(t)[2:]):
+    if not takes_windows(k, at, _shape(p)[2:], _shape(t)[2:]):
         return None
     return ConvPool(t, src, p, k, at)
 

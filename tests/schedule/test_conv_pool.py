@@ -2,7 +2,9 @@
 (Relay's FuseConvPool) on ``conv_lanes`` pools in the conv's tiles: one kernel, no buffer of
 the conv's map, the pixel table listing whole windows; it matches numpy on one and two
 threads, at widths 16 to 64, a channel tail, a floor plane, a stride, a residual; where a
-window does not fit a tile the function lowers stage by stage, also matching numpy."""
+window does not fit a tile the function lowers stage by stage, also matching numpy. Padded
+and ceil-mode windows (their outside positions clamped into the window) and, with
+``conv_lanes.POOL_OVERLAP``, overlapping ones match numpy and, bit for bit, the two kernels."""
 
 import numpy as np
 import pytest
@@ -221,7 +223,8 @@ OVERLAP_CASES = [
 
 
 @pytest.mark.parametrize("case", OVERLAP_CASES, ids=[str(i) for i in range(len(OVERLAP_CASES))])
-def test_overlapping_and_padded_pools_match_numpy_and_the_two_kernels(case):
+def test_overlapping_and_padded_pools_match_numpy_and_the_two_kernels(case, monkeypatch):
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)  # (off by default: recomputed pixels)
     kernel_cache.clear_cache()
     case = dict(case)
     apart = case.pop("apart", False)
@@ -261,3 +264,25 @@ def test_pool_classes_of_overlapping_windows():
     classes = conv_lanes.pool_classes(g)
     assert sum(nr * nc for _, nr, _, nc, _, _ in classes) == 16
     assert all(c[4] == (0, 3) and c[5] == (0, 3) for c in classes)
+
+
+def test_by_default_overlapping_windows_stay_two_kernels_and_padded_ones_pool():
+    kernel_cache.clear_cache()
+    lib, feeds, want, _ = _build_pool(n=1, c=3, o=16, hw=10, pool=(3, 2, 1))
+    assert len(lib.get_lib().kernels) == 2
+    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+    kernel_cache.clear_cache()
+    lib, feeds, want, conv_shape = _build_pool(n=1, c=3, o=16, hw=10, pool=(2, 2, 1))
+    k = conv_kernel(lib)
+    assert len(lib.get_lib().kernels) == 1 and conv_shape not in _buffer_shapes(k.prim_func)
+    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+    kernel_cache.clear_cache()
+
+
+def test_takes_windows_every_window_must_see_the_plane(monkeypatch):
+    assert conv_pool.takes_windows(2, (2, 1, 1), (6, 6), (10, 10))  # 10 + 2 padding -> 6
+    assert not conv_pool.takes_windows(3, (2, 1, 1), (5, 5), (10, 10))  # overlapping: off
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)
+    assert conv_pool.takes_windows(3, (2, 1, 1), (5, 5), (10, 10))
+    assert not conv_pool.takes_windows(3, (2, 3, 0), (6, 5), (10, 10))  # a row all padding
+    assert not conv_pool.takes_windows(2, (2, 0, 0), (6, 5), (10, 10))  # past the last row

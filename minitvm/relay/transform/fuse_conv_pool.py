@@ -157,10 +157,9 @@ class _Merge(ExprMutator):
         if not isinstance(weight, Constant) or not pools_in_tiles(conv, k):
             return super().visit_call(call)
         shape, pooled = _static(conv_fn.body), _static(pool)
-        from ...schedule.conv_pool import windows_see_plane
+        from ...schedule.conv_pool import takes_windows
 
-        if shape is None or pooled is None or \
-                not windows_see_plane(k, at, pooled[2:], shape[2:]):
+        if shape is None or pooled is None or not takes_windows(k, at, pooled[2:], shape[2:]):
             return super().visit_call(call)
         body = Call(pool.op, [conv_fn.body], pool.attrs, pool.type_args, pool.span)
         fn = Function(list(conv_fn.params), body, pool.checked_type, None, dict(conv_fn.attrs))

@@ -104,14 +104,37 @@ def test_a_window_of_three_and_a_floor_plane_merge():
     (lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2)), (3, 2, 0, 0)),
     (lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), ceil_mode=True), (2, 2, 0, 0)),  # 13: 7
 ])
-def test_merges_overlapping_padded_and_overhanging_pools(pool, window):
+def test_merges_overlapping_padded_and_overhanging_pools(pool, window, monkeypatch):
+    from minitvm.schedule import conv_lanes
+
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)  # (overlapping windows: off by default)
     f = _fused(_block(pool=pool, hw=13))
     (prim,) = [fn for fn in _primitive_functions(f) if fcp.pool_window(fn) is not None]
     assert fcp.pool_window(prim) == window
     out, n = fuse_conv_pool(f)
     assert n == 1
     assert _primitive_bodies(out) == [["nn.conv2d", "add", "nn.relu", "nn.max_pool2d"]]
-    assert out.body.op.body.attrs.pool_size is not None
+    assert tvm.ir.structural_equal(infer(out).ret_type, f.ret_type)
+
+
+def test_overlapping_pools_are_left_alone_by_default():
+    f = _fused(_block(pool=lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)),
+                      hw=13))
+    out, n = fuse_conv_pool(f)
+    assert n == 0 and out is f
+    f = _fused(_block(pool=lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(1, 1)),
+                      hw=13))
+    assert fuse_conv_pool(f)[1] == 1  # padded at stride k: merged
+
+
+def test_windows_of_only_padding_are_left_alone(monkeypatch):
+    from minitvm.schedule import conv_lanes
+
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)
+    f = _fused(_block(pool=lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(3, 3)),
+                      hw=13))  # (the first window: rows -3..-1, all padding)
+    out, n = fuse_conv_pool(f)
+    assert n == 0 and out is f
 
 
 @pytest.mark.parametrize("pool", [
