@@ -3,7 +3,7 @@ nest: ``conv_lanes``' tiles pool their own pixels (``conv_lanes_emit.emit``'s ``
 the conv's map is neither stored nor read back.
 
 A fused function of a conv2d, the elementwise stages after it (bias, folded batch norm, relu)
-and a ``k x k`` / ``k`` max pool without padding (Relay's ``FuseConvPool`` builds them: the
+and a ``k x k`` / ``k`` max pool (Relay's ``FuseConvPool`` builds them: the
 conv blocks of VGG-style nets, LeNet, ProtoNet's Conv-4) otherwise writes the conv's map (4x
 the pool's output) to a temporary and reads it back in a pass of its own. Here each conv
 tile holds whole pooling windows, applies the epilogue to its accumulators and stores one
@@ -11,9 +11,16 @@ maximum a window.
 
 ``match`` says whether a lowering's stages are such a function and the conv runs on
 ``conv_lanes`` (its weight prepacked), by default a conv of few taps (``pools_in_tiles``,
-which FuseConvPool also asks); ``emit`` writes the nest. Anything else (another
-pool, an overlapping window, a conv on another schedule) is lowered stage by stage as
-before: the conv into a temporary, then the pool.
+which FuseConvPool also asks); ``emit`` writes the nest. A padded or ceil-mode window's
+positions outside the conv's plane are clamped to a pixel of the same window
+(``conv_lanes.window_pixel``: a max takes it twice, as the pool's padding, the lowest finite
+float, never wins), so the pooled output is the two kernels' bit for bit (but for a padded
+window whose conv values are all -inf: the two kernels' lowest finite float, here -inf). Overlapping windows (a stride below ``k``:
+ResNet's 3x3 / 2) are pooled only with ``conv_lanes.POOL_OVERLAP``: each window computes its
+``k*k`` pixels, its neighbours' shared ones again, which measured slower than the two kernels
+(``POOL_OVERLAP``'s numbers). Anything else (another pool, a conv on another schedule:
+ResNet's 7x7 / 2 stem is ``conv_direct``'s) is lowered stage by stage as before: the conv
+into a temporary, then the pool.
 """
 
 from __future__ import annotations
@@ -68,8 +75,11 @@ def _window(p) -> tuple[int, int, int, int] | None:
     if not isinstance(body, E.Reduce) or len(body.source) != 1:
         return None
     src = body.source[0]
-    if any(pad) and isinstance(src, E.Select):
-        src = src.true_value  # (a padded window's outside positions: the false value)
+    if isinstance(src, E.Select):  # (a padded or overhanging window's outside positions)
+        low = src.false_value
+        if not isinstance(low, E.FloatImm) or float(low.value) > -3.0e38:
+            return None  # (not a value that never wins)
+        src = src.true_value
     if not isinstance(src, E.ProducerLoad) or src.producer is not a["operands"][0]:
         return None
     return int(kh), int(sh), pad[0], pad[1]

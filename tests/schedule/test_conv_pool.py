@@ -217,7 +217,7 @@ OVERLAP_CASES = [
     dict(n=2, c=3, o=16, hw=13, pool=(3, 2, 1), apart=True),  # odd plane: last window padded
     dict(n=1, c=8, o=32, hw=11, pool=(3, 2, 0)),    # SqueezeNet's: overlapping, unpadded
     dict(n=1, c=3, o=32, hw=9, pool=(2, 1, 0)),     # stride 1
-    dict(n=1, c=3, o=20, hw=13, pool=(3, 2, 0), ceil_mode=True),  # overhang; channel tail
+    dict(n=1, c=3, o=20, hw=12, pool=(3, 2, 0), ceil_mode=True),  # overhang; channel tail
     dict(n=1, c=4, o=32, hw=7, pool=(3, 3, 2)),     # padding 2: corner windows of one pixel
 ]
 
@@ -272,11 +272,16 @@ def test_by_default_overlapping_windows_stay_two_kernels_and_padded_ones_pool():
     assert len(lib.get_lib().kernels) == 2
     np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
     kernel_cache.clear_cache()
-    lib, feeds, want, conv_shape = _build_pool(n=1, c=3, o=16, hw=10, pool=(2, 2, 1))
-    k = conv_kernel(lib)
-    assert len(lib.get_lib().kernels) == 1 and conv_shape not in _buffer_shapes(k.prim_func)
-    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
-    kernel_cache.clear_cache()
+    for pool, ceil_mode in (((2, 2, 1), False), ((2, 2, 0), True)):  # padded; overhanging
+        lib, feeds, want, conv_shape = _build_pool(n=1, c=3, o=16, hw=11, pool=pool,
+                                                   ceil_mode=ceil_mode)
+        k = conv_kernel(lib)
+        assert len(lib.get_lib().kernels) == 1
+        assert "cl_pix" in _buffer_names(k.prim_func)  # pooled in the tiles
+        assert conv_shape not in _buffer_shapes(k.prim_func)
+        assert want.shape[2:] == (6, 6)
+        np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+        kernel_cache.clear_cache()
 
 
 def test_takes_windows_every_window_must_see_the_plane(monkeypatch):

@@ -1,5 +1,5 @@
 """FuseConvPool (after FuseOps): a fused conv2d function whose only reader is a function of
-one ``k x k`` / ``k`` max pool becomes one function, ``max_pool2d(conv's body)``.
+one ``k x k`` max pool becomes one function, ``max_pool2d(conv's body)``.
 
 FuseOps keeps a conv and a pool apart (both anchor ops), so the conv writes its whole map and
 the pool reads it back: for ProtoNet's Conv-4 blocks (conv, batch norm, relu, 2x2 max pool)
@@ -11,8 +11,12 @@ its own). ProtoNet (``bench_model_switch``, one process, one thread, against ONN
 1.18x -> 0.95-0.96x (two A/B pairs), its two 3 -> 32 stems (batch 75 and 25) merged.
 
 Merged: a call of a ``Primitive`` function whose body is exactly ``nn.max_pool2d`` of its one
-parameter (NCHW, a ``k x k`` window at stride ``k``, ``k >= 2``, no padding, dilation 1, the
-pooled plane the floor of the conv's), whose argument is the only use of a call of a
+parameter (NCHW, a ``k x k`` window, ``k >= 2``, at stride ``k``, dilation 1, each padding
+below ``k``, every window of the pooled plane holding a conv pixel: padded and ceil-mode
+windows, whose outside positions the tiles clamp into the window; overlapping windows, at a
+stride below ``k``, only with ``schedule.conv_lanes.POOL_OVERLAP``, off: recomputing the
+shared pixels lost; ``schedule.conv_pool.takes_windows``), whose argument is the only use of
+a call of a
 ``Primitive`` function computing one float32 NCHW / OIHW conv2d of groups 1, static shapes,
 a constant weight and a filter of two or more taps, followed by elementwise or broadcast ops
 only, where ``pools_in_tiles``.
@@ -175,8 +179,9 @@ def fuse_conv_pool(func):
 
 @register("FuseConvPool")
 def FuseConvPool():  # noqa: N802 - the pass factory's name, as TVM names passes
-    """Function pass (opt 3), after FuseOps: a fused conv read only by a fused ``k x k`` /
-    ``k`` max pool, merged into one function the lowering pools in the conv's tiles."""
+    """Function pass (opt 3), after FuseOps: a fused conv read only by a fused ``k x k`` max
+    pool (stride ``k``, padded or not), merged into one function the lowering pools in the
+    conv's tiles."""
 
     def transform(func, mod, ctx):
         if not ENABLED or func.attrs is not None and (func.attrs.get("Primitive", 0) or
