@@ -680,7 +680,8 @@ def channel_block(g) -> int:
     return divisor_near(c, target) or c
 
 
-# a conv whose only reader is a k x k / k max pool (``conv_pool``) pools in its tiles: the
+# a conv whose only reader is a k x k / k max pool (``conv_pool``; padded or ceil-mode windows
+# clamped into the plane, ``window_pixel``) pools in its tiles: the
 # pixel table lists the pooled windows one after another (each window's k*k conv pixels in
 # turn), a tile holds whole windows, and its store applies the conv's elementwise epilogue to
 # each pixel, combines a window's pixels and stores one pooled value a window, so the conv's
