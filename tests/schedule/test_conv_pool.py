@@ -240,6 +240,11 @@ def test_overlapping_and_padded_pools_match_numpy_and_the_two_kernels(case, monk
         two = _two_kernels(lambda: _build_pool(**case)[0])
         assert len(two.get_lib().kernels) == 2
         np.testing.assert_array_equal(run_graph(two, feeds, 1), got)  # (max is exact)
+        nan = {"x": feeds["x"].copy()}
+        nan["x"][0, 0, 0, 0] = nan["x"][-1, -1, -1, 5] = np.nan  # (a corner, the last row)
+        got = run_graph(lib, nan, 1)
+        assert np.isnan(got).any() and not np.isnan(got).all()
+        np.testing.assert_array_equal(run_graph(two, nan, 1), got)  # NaNs where theirs are
     kernel_cache.clear_cache()
 
 
