@@ -1,6 +1,7 @@
 """FuseConvPool: after FuseOps, a fused conv function read only by a fused ``k x k`` / ``k``
-max pool (no padding) becomes one function ``max_pool2d(conv's body)``; every other pool,
-conv or use is left alone."""
+max pool (padded or ceil-mode too; overlapping windows with ``conv_lanes.POOL_OVERLAP``)
+becomes one function ``max_pool2d(conv's body)``; every other pool, conv or use is left
+alone."""
 
 from __future__ import annotations
 
