@@ -680,7 +680,8 @@ def channel_block(g) -> int:
     return divisor_near(c, target) or c
 
 
-# a conv whose only reader is a k x k / k max pool (``conv_pool``) pools in its tiles: the
+# a conv whose only reader is a k x k / k max pool (``conv_pool``; padded or ceil-mode windows
+# clamped into the plane, ``window_pixel``) pools in its tiles: the
 # pixel table lists the pooled windows one after another (each window's k*k conv pixels in
 # turn), a tile holds whole windows, and its store applies the conv's elementwise epilogue to
 # each pixel, combines a window's pixels and stores one pooled value a window, so the conv's
@@ -699,6 +700,17 @@ POOL_MAX_ACCUMULATORS = 24
 # 0.0151 / 0.0132, 16 -> 32 5x5 at 32x32 0.155 / 0.148, 32 -> 64 3x3 / 2 at 56x56 0.202 /
 # 0.215 (64-lane tiles of one window). (Convs Winograd or ``conv_direct`` take are not pooled.)
 POOL_ANY_CONV = False
+# ... and windows at a stride below their size (overlapping: ResNet's and SqueezeNet's 3x3 / 2)
+# only with POOL_OVERLAP: each window's k*k pixels are computed for it (``window_pixel``), those
+# its neighbours share again, 2.25x the conv's multiply-adds at 3x3 / 2, 4x at 2x2 / 1, which
+# lost where the map's stores saved. Padded and overhanging (ceil-mode) windows at stride k are
+# pooled (their outside positions clamped into the window: no pixel computed twice). Intel Xeon
+# (LLVM's "rocketlake"), a loaded machine, one thread, conv + bias + relu + max pool, A/B in one
+# process, 7 interleaved rounds of median-of-10, thread CPU ms, two kernels / pooled in the
+# tiles: 3 -> 32 3x3 at 28x28 batch 25, 2x2 / 2 padding 1: 0.498 / 0.339; overlapping: 3x3 / 2
+# padding 1, 3 -> 32 at 56x56 batch 4 0.274 / 0.451, 3 -> 64 batch 2 0.298 / 0.447; 2x2 / 1
+# batch 25 0.582 / 1.245; 1 -> 32 at 28x28 batch 16, 3x3 / 2 0.171 / 0.174.
+POOL_OVERLAP = False
 
 
 def pool_windows(g, k: int) -> int | None:
@@ -736,8 +748,43 @@ def pool_classes(g) -> list[tuple[int, int, int, int, tuple[int, int], tuple[int
     their pixels' ranges; the other taps read only padding for every pixel of the window), the
     largest first: ``pixel_classes`` for windows."""
     k, ph, pw = g["pool"]
-    rows = _runs(ph, lambda py: (row_bounds(g, py * k + k - 1)[0], row_bounds(g, py * k)[1]))
-    cols = _runs(pw, lambda px: (_col_bounds(g, px * k + k - 1)[0], _col_bounds(g, px * k)[1]))
+    s, pt, pl = pool_at(g)
+
+    def span(i, pad, n):  # (first, last) conv row or column of the windows at ``i``
+        return min(max(i * s - pad, 0), n - 1), min(max(i * s - pad + k - 1, 0), n - 1)
+
+    rows = _runs(ph, lambda py: (row_bounds(g, span(py, pt, g["oh"])[1])[0],
+                                 row_bounds(g, span(py, pt, g["oh"])[0])[1]))
+    cols = _runs(pw, lambda px: (_col_bounds(g, span(px, pl, g["ow"])[1])[0],
+                                 _col_bounds(g, span(px, pl, g["ow"])[0])[1]))
     out = [(r0, nr, c0, nc, (ky0, ky1), (kx0, kx1)) for r0, nr, ky0, ky1 in rows
            for c0, nc, kx0, kx1 in cols]
     return sorted(out, key=lambda c: -c[1] * c[3])
+
+
+def pool_at(g) -> tuple[int, int, int]:
+    """(stride, top padding, left padding) of the pooled windows of geometry ``g``
+    (``g["pool_at"]``; without it windows of ``k`` at stride ``k``, unpadded)."""
+    return g.get("pool_at") or (g["pool"][0], 0, 0)
+
+
+def window_pixel(g, py, px, r):
+    """(conv row, conv column) of pixel ``r`` (row-major in the ``k x k`` window) of the
+    pooled window at ``(py, px)`` (ints or PrimExprs of int32): a position of a padded or
+    overhanging window outside the conv's plane is clamped into it, to a pixel of the same
+    window (every window holds one: ``conv_pool``), which a max takes twice to the same
+    value, as the pool's padding never wins."""
+    k, ph, pw = g["pool"]
+    s, pt, pl = pool_at(g)
+
+    def at(i, dr, pad, n, count):
+        v = (i * s if s != 1 else i) + dr
+        v = v - pad if pad else v
+        if pad == 0 and (count - 1) * s + k <= n:  # (no window leaves the plane)
+            return v
+        if isinstance(v, int):
+            return min(max(v, 0), n - 1)
+        return E.Min(E.Max(v, E.IntImm("int32", 0)), E.IntImm("int32", n - 1))
+
+    dy, dx = (r // k, r % k) if isinstance(r, int) else (E.FloorDiv(r, k), E.FloorMod(r, k))
+    return at(py, dy, pt, g["oh"], ph), at(px, dx, pl, g["ow"], pw)

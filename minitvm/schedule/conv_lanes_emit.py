@@ -68,17 +68,20 @@ def emit(ctx, t, out, x, wp, epilogue=None, pool=None) -> S.Stmt:
     filter columns read only padding (``row_segments``) the tiles follow the output rows and
     skip those taps (``_row_tiles``), reading an unpadded copy instead (``_pack``).
 
-    ``pool = (k, pooled rows, pooled columns, combine)``: ``out`` is the ``k x k`` / ``k``
-    max pool of the epilogue's values (``conv_pool``), pooled in the tiles: the pixel table
+    ``pool = (k, pooled rows, pooled columns, combine[, stride, top, left padding])``: ``out``
+    is the ``k x k`` max pool (by default at stride ``k``, unpadded) of the epilogue's values
+    (``conv_pool``), pooled in the tiles (each window's ``k*k`` pixels computed for it, those
+    of overlapping windows again, a padded window's outside pixels clamped into it,
+    ``conv_lanes.window_pixel``): the pixel table
     lists the windows' pixels window by window over the padded copy (``_pool_tables``), a
     tile holds whole windows (``conv_lanes.pool_tiles``) and stores one ``combine``d value a
     window."""
     g = lanes.geometry(t)
     g = lanes.with_knobs(g, _knobs(ctx.options, t))
     if pool is not None:  # (the padded copy: its table may list the pixels in any order)
-        k, ph, pw, combine = pool
+        k, ph, pw, combine, *at = pool
         g = dict(g, lanes_direct=False, lanes_rowstore=False, pool=(k, ph, pw),
-                 pool_combine=combine, grid=ph * pw * k * k)
+                 pool_at=tuple(at) or (k, 0, 0), pool_combine=combine, grid=ph * pw * k * k)
     if g["lanes_rowstore"] and epilogue is not None and costly_plane_epilogue(epilogue):
         g = dict(g, lanes_rowstore=False)  # (its calls would run on pieces of rows)
     nv = ctx.fresh("n")
@@ -176,7 +179,7 @@ def _pool_tables(ctx, g):
     for r0, nr, c0, nc, ky, kx in lanes.pool_classes(g):
         a, b, r = ctx.fresh("pa"), ctx.fresh("pb"), ctx.fresh("pr")
         py, px, win = a + r0, b + c0, base + a * nc + b
-        oy, ox = py * k + E.FloorDiv(r, k), px * k + E.FloorMod(r, k)
+        oy, ox = lanes.window_pixel(g, py, px, r)
         at = oy * (g["sh"] * g["wp"]) + ox * g["sw"]
         fills.append(S.For(a, 0, nr, S.ForKind.SERIAL, S.For(b, 0, nc, S.ForKind.SERIAL, S.SeqStmt([
             S.BufferStore(pout, py * pw + px, [win]),

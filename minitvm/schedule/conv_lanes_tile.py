@@ -252,7 +252,8 @@ def emit_tile(ctx, g, xp, wp, out, nv, pix, ob, p0, pixels: int, epilogue, kb=No
 def _pool_put(g, res, out, nv, ob, p0, epilogue):
     """``put(window, lane)`` of a pooled tile (``g["pool"] = (k, pooled rows, pooled
     columns)``): the epilogue applied to each of the window's ``k*k`` pixels (slots ``window *
-    k*k ..`` of the tile's scratch ``res``, at their conv positions), combined
+    k*k ..`` of the tile's scratch ``res``, at their conv positions, ``lanes.window_pixel``),
+    combined
     (``g["pool_combine"]``) and stored at the window's pooled position (the table
     ``g["pool_out"]``)."""
     k, _, pw = g["pool"]
@@ -266,7 +267,7 @@ def _pool_put(g, res, out, nv, ob, p0, epilogue):
         for r in range(taps):
             v = res[jw * taps + r, ll]
             if epilogue is not None:
-                v = epilogue([nv, o, py * k + r // k, px * k + r % k], v)
+                v = epilogue([nv, o, *lanes.window_pixel(g, py, px, r)], v)
             value = v if value is None else g["pool_combine"](value, v)
         return S.BufferStore(out, value, [nv, o, py, px])
 

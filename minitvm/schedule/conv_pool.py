@@ -3,7 +3,7 @@ nest: ``conv_lanes``' tiles pool their own pixels (``conv_lanes_emit.emit``'s ``
 the conv's map is neither stored nor read back.
 
 A fused function of a conv2d, the elementwise stages after it (bias, folded batch norm, relu)
-and a ``k x k`` / ``k`` max pool without padding (Relay's ``FuseConvPool`` builds them: the
+and a ``k x k`` / ``k`` max pool (Relay's ``FuseConvPool`` builds them: the
 conv blocks of VGG-style nets, LeNet, ProtoNet's Conv-4) otherwise writes the conv's map (4x
 the pool's output) to a temporary and reads it back in a pass of its own. Here each conv
 tile holds whole pooling windows, applies the epilogue to its accumulators and stores one
@@ -11,9 +11,16 @@ maximum a window.
 
 ``match`` says whether a lowering's stages are such a function and the conv runs on
 ``conv_lanes`` (its weight prepacked), by default a conv of few taps (``pools_in_tiles``,
-which FuseConvPool also asks); ``emit`` writes the nest. Anything else (another
-pool, an overlapping window, a conv on another schedule) is lowered stage by stage as
-before: the conv into a temporary, then the pool.
+which FuseConvPool also asks); ``emit`` writes the nest. A padded or ceil-mode window's
+positions outside the conv's plane are clamped to a pixel of the same window
+(``conv_lanes.window_pixel``: a max takes it twice, as the pool's padding, the lowest finite
+float, never wins), so the pooled output is the two kernels' bit for bit (but for a padded
+window whose conv values are all -inf: the two kernels' lowest finite float, here -inf). Overlapping windows (a stride below ``k``:
+ResNet's 3x3 / 2) are pooled only with ``conv_lanes.POOL_OVERLAP``: each window computes its
+``k*k`` pixels, its neighbours' shared ones again, which measured slower than the two kernels
+(``POOL_OVERLAP``'s numbers). Anything else (another pool, a conv on another schedule:
+ResNet's 7x7 / 2 stem is ``conv_direct``'s) is lowered stage by stage as before: the conv
+into a temporary, then the pool.
 """
 
 from __future__ import annotations
@@ -39,31 +46,55 @@ __all__ = ["ConvPool", "match", "emit", "pools_in_tiles"]
 @dataclass(frozen=True)
 class ConvPool:
     """The stages of a pooled conv: the conv, the pool's input (the conv itself, or the last
-    elementwise stage after it), the pool, and the window ``k``."""
+    elementwise stage after it), the pool, the window ``k`` and ``at`` = (stride, top
+    padding, left padding) of the windows."""
 
     conv: object
     src: object
     pool: object
     k: int
+    at: tuple[int, int, int] = (0, 0, 0)
 
 
-def _window(p) -> int | None:
-    """``k`` of a float32 NCHW ``k x k`` / ``k`` max pool stage without padding or dilation
-    whose source is its input read at the window's position, else None."""
+def _window(p) -> tuple[int, int, int, int] | None:
+    """``(k, stride, top padding, left padding)`` of a float32 NCHW ``k x k`` max pool stage
+    at a stride of at most ``k`` (overlapping windows from stride 1), without dilation, whose
+    source is its input read at the window's position (where padded, through a Select whose
+    other value never wins), else None."""
     if not isinstance(p.op, ComputeOp) or p.op.tag != POOL_TAG or p.dtype != "float32":
         return None
     a = p.op.attrs
     if a.get("kind") != "max" or "bins" in a or len(_shape(p)) != 4:
         return None
     (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
-    if not (kh == kw == sh == sw >= 2 and dh == dw == 1) or any(int(q) for q in a["padding"]):
+    pad = [int(q) for q in a["padding"]]
+    if not (kh == kw >= 2 and 1 <= sh == sw <= kh and dh == dw == 1) or \
+            any(q < 0 or q >= kh for q in pad):
         return None
     body = p.op.body
-    if not isinstance(body, E.Reduce) or len(body.source) != 1 or \
-            not isinstance(body.source[0], E.ProducerLoad) or \
-            body.source[0].producer is not a["operands"][0]:
-        return None  # (a window leaving the input reads through a Select)
-    return int(kh)
+    if not isinstance(body, E.Reduce) or len(body.source) != 1:
+        return None
+    src = body.source[0]
+    if isinstance(src, E.Select):  # (a padded or overhanging window's outside positions)
+        low = src.false_value
+        if not isinstance(low, E.FloatImm) or float(low.value) > -3.0e38:
+            return None  # (not a value that never wins)
+        src = src.true_value
+    if not isinstance(src, E.ProducerLoad) or src.producer is not a["operands"][0]:
+        return None
+    return int(kh), int(sh), pad[0], pad[1]
+
+
+def takes_windows(k: int, at, pooled, plane) -> bool:
+    """Are the ``k x k`` windows (``at`` = stride, top, left padding) of a pooled plane of
+    ``pooled`` (rows, columns) over a conv plane ``plane`` (rows, columns) pooled in the
+    tiles: at stride ``k`` (overlapping ones with ``conv_lanes.POOL_OVERLAP``), every window
+    holding a pixel of the plane (the tiles clamp a window's outside positions to one)?"""
+    s = at[0]
+    if s != k and not conv_lanes.POOL_OVERLAP:
+        return False
+    return all(pad < k and (n_out - 1) * s - pad <= n_in - 1
+               for n_out, n_in, pad in zip(pooled, plane, at[1:]))
 
 
 def _at_own_position(load, stage) -> bool:
@@ -139,9 +170,10 @@ def match(ctx, order, materialize, outputs) -> ConvPool | None:
     if len(outputs) != 1:
         return None
     p = outputs[0]
-    k = _window(p)
-    if k is None:
+    window = _window(p)
+    if window is None:
         return None
+    k, at = window[0], window[1:]
     src = p.op.attrs["operands"][0]
     convs = [t for t in order if isinstance(t.op, ComputeOp) and id(t) in ctx.packed]
     if len(convs) != 1:
@@ -160,11 +192,9 @@ def match(ctx, order, materialize, outputs) -> ConvPool | None:
                s is not p and any(id(x) in chain for x in s.op.input_tensors)]
     if rest or readers:
         return None
-    ph, pw = _shape(p)[2:]
-    oh, ow = _shape(t)[2:]
-    if ph * k > oh or pw * k > ow:
+    if not takes_windows(k, at, _shape(p)[2:], _shape(t)[2:]):
         return None
-    return ConvPool(t, src, p, k)
+    return ConvPool(t, src, p, k, at)
 
 
 def prepare(ctx, cp: ConvPool, materialize) -> None:
@@ -194,4 +224,4 @@ def emit(ctx, cp: ConvPool, bodies):
     x = ctx.buf[id(t.op.attrs["operands"][0])]
     w = ctx.buf[id(t.op.attrs["operands"][1])]
     return conv_lanes_emit.emit(ctx, t, ctx.buf[id(p)], x, w, epilogue,
-                                pool=(cp.k, ph, pw, combine))
+                                pool=(cp.k, ph, pw, combine, *cp.at))

@@ -2,7 +2,9 @@
 (Relay's FuseConvPool) on ``conv_lanes`` pools in the conv's tiles: one kernel, no buffer of
 the conv's map, the pixel table listing whole windows; it matches numpy on one and two
 threads, at widths 16 to 64, a channel tail, a floor plane, a stride, a residual; where a
-window does not fit a tile the function lowers stage by stage, also matching numpy."""
+window does not fit a tile the function lowers stage by stage, also matching numpy. Padded
+and ceil-mode windows (their outside positions clamped into the window) and, with
+``conv_lanes.POOL_OVERLAP``, overlapping ones match numpy and, bit for bit, the two kernels."""
 
 import numpy as np
 import pytest
@@ -157,3 +159,140 @@ def test_the_chain_walk_does_not_recurse():
     got = conv_pool.chain_back(s, first, lambda st: [(st.prev, True)])
     assert got is not None and len(got) == 100_001
     assert conv_pool.chain_back(s, first, lambda st: [(st.prev, st is not s.prev)]) is None
+
+
+def _np_max_pool(a, k, s, pad, ceil_mode=False):
+    """numpy max pool of NCHW ``a``: ``k x k`` at stride ``s``, ``pad`` on each side (never
+    winning), the plane's size as Relay's (``ceil_mode`` windows may overhang)."""
+    n, c, h, w = a.shape
+
+    def size(x):
+        span = x + 2 * pad - k
+        return (-(-span // s) if ceil_mode else span // s) + 1
+
+    ph, pw = size(h), size(w)
+    big = np.full((n, c, h + 2 * pad + k + s, w + 2 * pad + k + s), -np.inf, a.dtype)
+    big[:, :, pad:pad + h, pad:pad + w] = a
+    out = np.full((n, c, ph, pw), -np.inf, a.dtype)
+    for dy in range(k):
+        for dx in range(k):
+            out = np.maximum(out, big[:, :, dy:dy + s * ph:s, dx:dx + s * pw:s])
+    return out
+
+
+def _build_pool(n, c, o, hw, pool, k=3, ceil_mode=False, seed=0):
+    """conv (padding k // 2) + bias + relu + ``nn.max_pool2d(**pool)``: (lib, feeds, expected,
+    the conv's output shape)."""
+    rng = np.random.default_rng(seed)
+    xv = rng.standard_normal((n, c, hw, hw)).astype("float32")
+    wv = rng.standard_normal((o, c, k, k)).astype("float32")
+    bv = rng.standard_normal(o).astype("float32")
+    p = k // 2
+    conv = np.maximum(conv_ref(xv, wv, (1, 1), (p, p, p, p)) + bv[:, None, None], 0)
+    x = relay.var("x", shape=xv.shape)
+    y = relay.nn.conv2d(x, relay.const(wv), padding=(p, p), channels=o, kernel_size=(k, k))
+    y = relay.nn.relu(relay.nn.bias_add(y, relay.const(bv)))
+    pk, ps, pp = pool
+    y = relay.nn.max_pool2d(y, (pk, pk), (ps, ps), padding=(pp, pp), ceil_mode=ceil_mode)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    return lib, {"x": xv}, _np_max_pool(conv, pk, ps, pp, ceil_mode), conv.shape
+
+
+def _two_kernels(lib_fn):
+    """The same build with FuseConvPool off: the conv's map, then the pool's own kernel."""
+    saved = fcp.ENABLED
+    fcp.ENABLED = False
+    try:
+        kernel_cache.clear_cache()
+        return lib_fn()
+    finally:
+        fcp.ENABLED = saved
+        kernel_cache.clear_cache()
+
+
+# (``apart``: also built as two kernels, whose output the pooled tiles' equals bit for bit)
+OVERLAP_CASES = [
+    dict(n=1, c=3, o=32, hw=12, pool=(3, 2, 1), apart=True),  # ResNet's 3x3 / 2, padding 1
+    dict(n=2, c=3, o=16, hw=13, pool=(3, 2, 1), apart=True),  # odd plane: last window padded
+    dict(n=1, c=8, o=32, hw=11, pool=(3, 2, 0)),    # SqueezeNet's: overlapping, unpadded
+    dict(n=1, c=3, o=32, hw=9, pool=(2, 1, 0)),     # stride 1
+    dict(n=1, c=3, o=20, hw=12, pool=(3, 2, 0), ceil_mode=True),  # overhang; channel tail
+    dict(n=1, c=4, o=32, hw=7, pool=(3, 3, 2)),     # padding 2: corner windows of one pixel
+]
+
+
+@pytest.mark.parametrize("case", OVERLAP_CASES, ids=[str(i) for i in range(len(OVERLAP_CASES))])
+def test_overlapping_and_padded_pools_match_numpy_and_the_two_kernels(case, monkeypatch):
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)  # (off by default: recomputed pixels)
+    kernel_cache.clear_cache()
+    case = dict(case)
+    apart = case.pop("apart", False)
+    lib, feeds, want, conv_shape = _build_pool(**case)
+    k = conv_kernel(lib)
+    assert "cl_pix" in _buffer_names(k.prim_func)  # pooled in conv_lanes' tiles
+    assert conv_shape not in _buffer_shapes(k.prim_func)  # no map of the conv
+    got = run_graph(lib, feeds, 1)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-4)
+    np.testing.assert_array_equal(run_graph(lib, feeds, 2), got)
+    if apart:
+        two = _two_kernels(lambda: _build_pool(**case)[0])
+        assert len(two.get_lib().kernels) == 2
+        np.testing.assert_array_equal(run_graph(two, feeds, 1), got)  # (max is exact)
+        nan = {"x": feeds["x"].copy()}
+        nan["x"][0, 0, 0, 0] = nan["x"][-1, -1, -1, 5] = np.nan  # (a corner, the last row)
+        got = run_graph(lib, nan, 1)
+        assert np.isnan(got).any() and not np.isnan(got).all()
+        np.testing.assert_array_equal(run_graph(two, nan, 1), got)  # NaNs where theirs are
+    kernel_cache.clear_cache()
+
+
+def test_window_pixels_of_a_padded_pool_clamp_into_the_window():
+    # 3x3 / 2, padding 1, on a 5x5 conv plane -> 3x3 pooled: window (0, 0) covers rows and
+    # columns -1..1, its outside positions clamped to 0; window (2, 2) rows 3..5 -> 3, 4, 4
+    g = dict(oh=5, ow=5, pool=(3, 3, 3), pool_at=(2, 1, 1))
+    assert [conv_lanes.window_pixel(g, 0, 0, r) for r in range(9)] == [
+        (0, 0), (0, 0), (0, 1), (0, 0), (0, 0), (0, 1), (1, 0), (1, 0), (1, 1)]
+    assert [conv_lanes.window_pixel(g, 2, 2, r) for r in (0, 4, 8)] == [(3, 3), (4, 4), (4, 4)]
+    # unpadded windows of k at stride k stay unclamped: the positions of the plain pool
+    g = dict(oh=4, ow=4, pool=(2, 2, 2))
+    assert conv_lanes.window_pixel(g, 1, 1, 3) == (3, 3)
+
+
+def test_pool_classes_of_overlapping_windows():
+    # 3x3 conv, padding 1, 8x8 plane, 3x3 / 2 pool padding 1 -> 4x4 pooled: the first pooled
+    # row's windows read conv rows 0..1 (filter rows 1..3 for row 0, 0..3 together), the last
+    # rows 5..7 (row 7 reads the padding below through filter row 2)
+    g = dict(oh=8, ow=8, h=8, w=8, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pt=1, pl=1,
+             pool=(3, 4, 4), pool_at=(2, 1, 1))
+    classes = conv_lanes.pool_classes(g)
+    assert sum(nr * nc for _, nr, _, nc, _, _ in classes) == 16
+    assert all(c[4] == (0, 3) and c[5] == (0, 3) for c in classes)
+
+
+def test_by_default_overlapping_windows_stay_two_kernels_and_padded_ones_pool():
+    kernel_cache.clear_cache()
+    lib, feeds, want, _ = _build_pool(n=1, c=3, o=16, hw=10, pool=(3, 2, 1))
+    assert len(lib.get_lib().kernels) == 2
+    np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+    kernel_cache.clear_cache()
+    for pool, ceil_mode in (((2, 2, 1), False), ((2, 2, 0), True)):  # padded; overhanging
+        lib, feeds, want, conv_shape = _build_pool(n=1, c=3, o=16, hw=11, pool=pool,
+                                                   ceil_mode=ceil_mode)
+        k = conv_kernel(lib)
+        assert len(lib.get_lib().kernels) == 1
+        assert "cl_pix" in _buffer_names(k.prim_func)  # pooled in the tiles
+        assert conv_shape not in _buffer_shapes(k.prim_func)
+        assert want.shape[2:] == (6, 6)
+        np.testing.assert_allclose(run_graph(lib, feeds, 1), want, rtol=2e-5, atol=2e-4)
+        kernel_cache.clear_cache()
+
+
+def test_takes_windows_every_window_must_see_the_plane(monkeypatch):
+    assert conv_pool.takes_windows(2, (2, 1, 1), (6, 6), (10, 10))  # 10 + 2 padding -> 6
+    assert not conv_pool.takes_windows(3, (2, 1, 1), (5, 5), (10, 10))  # overlapping: off
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)
+    assert conv_pool.takes_windows(3, (2, 1, 1), (5, 5), (10, 10))
+    assert not conv_pool.takes_windows(3, (2, 3, 0), (6, 5), (10, 10))  # a row all padding
+    assert not conv_pool.takes_windows(2, (2, 0, 0), (6, 5), (10, 10))  # past the last row

@@ -1,5 +1,5 @@
 """FuseConvPool (after FuseOps): a fused conv2d function whose only reader is a function of
-one ``k x k`` / ``k`` max pool becomes one function, ``max_pool2d(conv's body)``.
+one ``k x k`` max pool becomes one function, ``max_pool2d(conv's body)``.
 
 FuseOps keeps a conv and a pool apart (both anchor ops), so the conv writes its whole map and
 the pool reads it back: for ProtoNet's Conv-4 blocks (conv, batch norm, relu, 2x2 max pool)
@@ -11,8 +11,12 @@ its own). ProtoNet (``bench_model_switch``, one process, one thread, against ONN
 1.18x -> 0.95-0.96x (two A/B pairs), its two 3 -> 32 stems (batch 75 and 25) merged.
 
 Merged: a call of a ``Primitive`` function whose body is exactly ``nn.max_pool2d`` of its one
-parameter (NCHW, a ``k x k`` window at stride ``k``, ``k >= 2``, no padding, dilation 1, the
-pooled plane the floor of the conv's), whose argument is the only use of a call of a
+parameter (NCHW, a ``k x k`` window, ``k >= 2``, at stride ``k``, dilation 1, each padding
+below ``k``, every window of the pooled plane holding a conv pixel: padded and ceil-mode
+windows, whose outside positions the tiles clamp into the window; overlapping windows, at a
+stride below ``k``, only with ``schedule.conv_lanes.POOL_OVERLAP``, off: recomputing the
+shared pixels lost; ``schedule.conv_pool.takes_windows``), whose argument is the only use of
+a call of a
 ``Primitive`` function computing one float32 NCHW / OIHW conv2d of groups 1, static shapes,
 a constant weight and a filter of two or more taps, followed by elementwise or broadcast ops
 only, where ``pools_in_tiles``.
@@ -56,9 +60,11 @@ def _static(e) -> list[int] | None:
         return None
 
 
-def pool_window(fn) -> int | None:
-    """``k`` when primitive function ``fn`` is ``nn.max_pool2d(p0)`` of a ``k x k`` window at
-    stride ``k`` without padding (NCHW), else None."""
+def pool_window(fn) -> tuple[int, int, int, int] | None:
+    """``(k, stride, top padding, left padding)`` when primitive function ``fn`` is
+    ``nn.max_pool2d(p0)`` (NCHW) of a ``k x k`` window (``k >= 2``) at a stride of at most
+    ``k`` (overlapping windows from stride 1), each padding below ``k``, dilation 1; else
+    None."""
     if not _primitive(fn) or len(fn.params) != 1:
         return None
     b = fn.body
@@ -69,11 +75,13 @@ def pool_window(fn) -> int | None:
     if str(getattr(a, "layout", "NCHW")) != "NCHW" or \
             str(getattr(a, "out_layout", "") or "NCHW") != "NCHW":
         return None
-    size, strides = _ints(a.pool_size), _ints(a.strides)
-    if len(size) != 2 or len(set(size + strides)) != 1 or size[0] < 2 or \
-            any(_ints(a.padding)) or any(d != 1 for d in _ints(a.dilation)):
+    size, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
+    if len(size) != 2 or len(strides) != 2 or size[0] != size[1] or strides[0] != strides[1] \
+            or size[0] < 2 or not 1 <= strides[0] <= size[0] or \
+            any(q < 0 or q >= size[0] for q in pad) or any(d != 1 for d in _ints(a.dilation)):
         return None
-    return size[0]
+    pad = pad * 2 if len(pad) == 1 else pad
+    return size[0], strides[0], pad[0], pad[1]
 
 
 def conv_function(fn) -> bool:
@@ -138,11 +146,12 @@ class _Merge(ExprMutator):
         self.count = 0
 
     def visit_call(self, call):
-        k = pool_window(call.op) if isinstance(call.op, Function) else None
-        arg = call.args[0] if k is not None else None
+        window = pool_window(call.op) if isinstance(call.op, Function) else None
+        arg = call.args[0] if window is not None else None
         if arg is None or not isinstance(arg, Call) or not isinstance(arg.op, Function) or \
                 self.counts.get(id(arg), 0) != 1 or not conv_function(arg.op):
             return super().visit_call(call)
+        k, at = window[0], window[1:]
         pool = call.op.body
         conv_fn = arg.op
         conv = _conv_call(conv_fn)
@@ -152,7 +161,9 @@ class _Merge(ExprMutator):
         if not isinstance(weight, Constant) or not pools_in_tiles(conv, k):
             return super().visit_call(call)
         shape, pooled = _static(conv_fn.body), _static(pool)
-        if shape is None or pooled is None or pooled[2:] != [shape[2] // k, shape[3] // k]:
+        from ...schedule.conv_pool import takes_windows
+
+        if shape is None or pooled is None or not takes_windows(k, at, pooled[2:], shape[2:]):
             return super().visit_call(call)
         body = Call(pool.op, [conv_fn.body], pool.attrs, pool.type_args, pool.span)
         fn = Function(list(conv_fn.params), body, pool.checked_type, None, dict(conv_fn.attrs))
@@ -168,8 +179,9 @@ def fuse_conv_pool(func):
 
 @register("FuseConvPool")
 def FuseConvPool():  # noqa: N802 - the pass factory's name, as TVM names passes
-    """Function pass (opt 3), after FuseOps: a fused conv read only by a fused ``k x k`` /
-    ``k`` max pool, merged into one function the lowering pools in the conv's tiles."""
+    """Function pass (opt 3), after FuseOps: a fused conv read only by a fused ``k x k`` max
+    pool (stride ``k``, padded or not), merged into one function the lowering pools in the
+    conv's tiles."""
 
     def transform(func, mod, ctx):
         if not ENABLED or func.attrs is not None and (func.attrs.get("Primitive", 0) or

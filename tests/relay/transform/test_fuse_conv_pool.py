@@ -1,6 +1,7 @@
 """FuseConvPool: after FuseOps, a fused conv function read only by a fused ``k x k`` / ``k``
-max pool (no padding) becomes one function ``max_pool2d(conv's body)``; every other pool,
-conv or use is left alone."""
+max pool (padded or ceil-mode too; overlapping windows with ``conv_lanes.POOL_OVERLAP``)
+becomes one function ``max_pool2d(conv's body)``; every other pool, conv or use is left
+alone."""
 
 from __future__ import annotations
 
@@ -53,6 +54,14 @@ def _fused(f):
     return relay.transform.InferType()(mod)["main"]
 
 
+def _primitive_functions(f) -> list:
+    """The primitive functions called in ``f``."""
+    out = []
+    relay.analysis.post_order_visit(f.body, lambda e: out.append(e.op) if (
+        isinstance(e, relay.Call) and isinstance(e.op, relay.Function)) else None)
+    return out
+
+
 def _primitive_bodies(f) -> list[list[str]]:
     """The op names of each primitive function called in ``f``, in post order."""
     out = []
@@ -89,16 +98,57 @@ def test_a_window_of_three_and_a_floor_plane_merge():
     assert fuse_conv_pool(f)[1] == 1
 
 
+@pytest.mark.parametrize("pool, window", [
+    (lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)), (3, 2, 1, 1)),
+    (lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(1, 1)), (2, 2, 1, 1)),
+    (lambda y: relay.nn.max_pool2d(y, (2, 2), (1, 1)), (2, 1, 0, 0)),
+    (lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2)), (3, 2, 0, 0)),
+    (lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), ceil_mode=True), (2, 2, 0, 0)),  # 13: 7
+])
+def test_merges_overlapping_padded_and_overhanging_pools(pool, window, monkeypatch):
+    from minitvm.schedule import conv_lanes
+
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)  # (overlapping windows: off by default)
+    f = _fused(_block(pool=pool, hw=13))
+    (prim,) = [fn for fn in _primitive_functions(f) if fcp.pool_window(fn) is not None]
+    assert fcp.pool_window(prim) == window
+    out, n = fuse_conv_pool(f)
+    assert n == 1
+    assert _primitive_bodies(out) == [["nn.conv2d", "add", "nn.relu", "nn.max_pool2d"]]
+    assert tvm.ir.structural_equal(infer(out).ret_type, f.ret_type)
+
+
+def test_overlapping_pools_are_left_alone_by_default():
+    f = _fused(_block(pool=lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)),
+                      hw=13))
+    out, n = fuse_conv_pool(f)
+    assert n == 0 and out is f
+    f = _fused(_block(pool=lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(1, 1)),
+                      hw=13))
+    assert fuse_conv_pool(f)[1] == 1  # padded at stride k: merged
+
+
+def test_windows_of_only_padding_are_left_alone(monkeypatch):
+    from minitvm.schedule import conv_lanes
+
+    monkeypatch.setattr(conv_lanes, "POOL_OVERLAP", True)
+    f = _fused(_block(pool=lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(3, 3)),
+                      hw=13))  # (the first window: rows -3..-1, all padding)
+    out, n = fuse_conv_pool(f)
+    assert n == 0 and out is f
+
+
 @pytest.mark.parametrize("pool", [
-    lambda y: relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)),  # overlapping, padded
-    lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(1, 1)),  # padded
-    lambda y: relay.nn.max_pool2d(y, (2, 2), (1, 1)),                  # overlapping
+    lambda y: relay.nn.max_pool2d(y, (2, 2), (3, 3)),                  # stride past the window
+    lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), padding=(2, 2)),  # a window all padding
+    lambda y: relay.nn.max_pool2d(y, (3, 2), (2, 2)),                  # not square
     lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), dilation=(2, 2)),
-    lambda y: relay.nn.max_pool2d(y, (2, 2), (2, 2), ceil_mode=True),  # a 13-wide plane: 7
     lambda y: relay.nn.avg_pool2d(y, (2, 2), (2, 2)),
     lambda y: relay.nn.max_pool2d(relay.nn.relu(y), (2, 2), (2, 2)) * relay.const(2.0),
 ])
 def test_other_pools_are_left_alone(pool):
+    # (overlapping, padded and ceil-mode max pools were left alone before the tiles clamped a
+    # window's outside positions into it: now merged, above)
     f = _fused(_block(pool=pool, hw=13))
     out, n = fuse_conv_pool(f)
     assert n == 0 and out is f
