@@ -119,7 +119,7 @@ def infer_reshape(shape, newshape, allowzero: bool = False) -> tuple:
                 d1 = div_dim(d0, d2)
             elif d2 == -1:
                 d2 = div_dim(d0, d1)
-            elif is_static_dim(d0) and d0 != d1 * d2:
+            elif not agree(d0, d1 * d2):
                 raise ValueError(f"reshape: -4 splits dim {d0} into {d1} x {d2}, which differ "
                                  "in size")
             used_in.add(src)

@@ -97,6 +97,9 @@ def _take_rel(arg_types, attrs):
     if bd > axis or bd > len(idx.shape):
         raise ValueError(f"take: batch_dims {attrs.batch_dims} must be <= axis {axis} and the "
                          "rank of the indices")
+    if not all(agree(i, d) for i, d in zip(idx.shape[:bd], data.shape[:bd], strict=True)):
+        raise TypeError(f"take: the batch dims of the indices {type_str(idx)} do not match the "
+                        f"data's {type_str(data)} (batch_dims={bd})")
     shape = tuple(data.shape[:axis]) + tuple(idx.shape[bd:]) + tuple(data.shape[axis + 1:])
     return TensorType(shape, data.dtype)
 

@@ -200,3 +200,47 @@ def test_bias_add_of_symbolic_channels_checks_the_bias_length():
                                   a + np.arange(3.0))
     with pytest.raises(ValueError, match="bias_add"):
         vm.run(a, np.ones(1, "float32"))
+
+
+def test_dense_units_attribute_is_checked():
+    x, w = relay.var("x", shape=(relay.Any(), 3)), _any_var("w", 2)
+    vm = _vm2(x, w, relay.nn.dense(x, w, units=4))
+    a, b = np.ones((2, 3), "float32"), np.ones((4, 3), "float32")
+    np.testing.assert_array_equal(vm.run(a, b).numpy(), a @ b.T)
+    with pytest.raises(ValueError, match="units=4 does not match the weight's 5"):
+        vm.run(a, np.ones((5, 3), "float32"))  # (a (2, 5) result before)
+
+
+def test_take_batch_dims_must_match():
+    """Indices of 2 rows for data of 4 (batch_dims=1) left two output rows unwritten; the rule
+    now refuses them (take with batch_dims has no native kernel yet: the interpreter shows it)."""
+    x, i = _any_var("x", 2), _any_var("i", 2, "int32")
+    mod = tvm.IRModule.from_expr(relay.Function([x, i], relay.take(x, i, axis=1, batch_dims=1)))
+    run = relay.create_executor("debug", mod=mod).evaluate()
+    a = np.arange(12.0, dtype="float32").reshape(4, 3)
+    idx = np.array([[0, 2], [1, 1], [2, 0], [0, 0]], "int32")
+    np.testing.assert_array_equal(run(a, idx).numpy(), np.take_along_axis(a, idx, 1))
+    with pytest.raises(Exception, match="take: the batch dims of the indices"):
+        run(a, idx[:2])
+
+
+def test_layout_transform_split_checks_the_factor():
+    """NCHW -> NCHW4c of 6 channels gave one block and dropped two channels."""
+    x = _any_var("x", 4)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.layout_transform(x, "NCHW", "NCHW4c")))
+    with tvm.transform.PassContext(opt_level=3):
+        vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.arange(16.0, dtype="float32").reshape(1, 8, 1, 2)
+    np.testing.assert_array_equal(vm.run(a).numpy(),
+                                  a.reshape(1, 2, 4, 1, 2).transpose(0, 1, 3, 4, 2))
+    with pytest.raises(ValueError, match="dimension 6 is not divisible by the factor 4"):
+        vm.run(np.ones((2, 6, 2, 2), "float32"))
+
+
+def test_grid_sample_batch_must_match():
+    x, g = _any_var("x", 4), _any_var("g", 4)
+    vm = _vm2(x, g, relay.image.grid_sample(x, g))
+    grid = np.zeros((2, 2, 3, 3), "float32")
+    assert vm.run(np.ones((2, 3, 4, 4), "float32"), grid).shape == (2, 3, 3, 3)
+    with pytest.raises(ValueError, match="grid .* and the data .* differ in batch"):
+        vm.run(np.ones((2, 3, 4, 4), "float32"), grid[:1])  # (read past the grid before)
