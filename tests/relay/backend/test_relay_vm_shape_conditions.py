@@ -244,3 +244,25 @@ def test_grid_sample_batch_must_match():
     assert vm.run(np.ones((2, 3, 4, 4), "float32"), grid).shape == (2, 3, 3, 3)
     with pytest.raises(ValueError, match="grid .* and the data .* differ in batch"):
         vm.run(np.ones((2, 3, 4, 4), "float32"), grid[:1])  # (read past the grid before)
+
+
+def test_losses_of_dynamic_operands_compile_and_check_their_shapes():
+    """cross_entropy / nll_loss of two operands with their own Anys were refused at build (the
+    rule compared the Anys); they now state the equality, and the interpreter re-types a call
+    with a static result (a loss) of dynamic operands too (it broadcast (4, 3) with (1, 3))."""
+    x, y = _any_var("x", 2), _any_var("y", 2)
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], relay.nn.cross_entropy(x, y)))
+    with tvm.transform.PassContext(opt_level=3):
+        vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    run = relay.create_executor("debug", mod=mod).evaluate()
+    p = np.full((4, 3), 0.5, "float32")
+    t = np.eye(4, 3, dtype="float32")
+    want = -np.sum(t * np.log(p)) / 4
+    np.testing.assert_allclose(vm.run(p, t).numpy(), want, rtol=1e-5)
+    np.testing.assert_allclose(run(p, t).numpy(), want, rtol=1e-5)
+    for bad in (t[:1], t[:, :1]):
+        with pytest.raises(Exception, match="predictions and targets must have one shape"):
+            run(p, bad)
+        with pytest.raises((ValueError, RuntimeError),
+                           match="predictions and targets must have one shape"):
+            vm.run(p, bad)
