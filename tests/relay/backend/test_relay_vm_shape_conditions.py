@@ -266,3 +266,23 @@ def test_losses_of_dynamic_operands_compile_and_check_their_shapes():
         with pytest.raises((ValueError, RuntimeError),
                            match="predictions and targets must have one shape"):
             vm.run(p, bad)
+
+
+def test_scatter_elements_checks_the_index_extent():
+    """Indices of 5 rows scattered along axis 1 of 4-row data wrote a row past its end."""
+    x, i, u = _any_var("x", 2), _any_var("i", 2, "int32"), _any_var("u", 2)
+    vm = VirtualMachine(_exe3(x, i, u, relay.scatter_elements(x, i, u, axis=1,
+                                                              reduction="add")), tvm.cpu())
+    a = np.zeros((4, 3), "float32")
+    idx = np.array([[0, 2], [1, 1]], "int32")
+    want = a.copy()
+    np.add.at(want, (np.array([[0, 0], [1, 1]]), idx), 1.0)
+    np.testing.assert_array_equal(vm.run(a, idx, np.ones((2, 2), "float32")).numpy(), want)
+    with pytest.raises(ValueError, match="scatter_elements: dim 0 of the indices .* exceeds"):
+        vm.run(a, np.zeros((5, 2), "int32"), np.ones((5, 2), "float32"))
+
+
+def _exe3(a, b, c, body):
+    mod = tvm.IRModule.from_expr(relay.Function([a, b, c], body))
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.vm.compile(mod, target="llvm")
