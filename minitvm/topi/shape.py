@@ -6,7 +6,7 @@ from ..ir.prim_expr import Any
 from ..ir.type import TensorType
 from ..tir.expr import FloorDiv, IntImm, Mul
 from .layout import parse_layout
-from .shape_conditions import assume_divisible, assume_equal
+from .shape_conditions import agree, assume_divisible, assume_equal
 from .utils import (
     arith,
     dims_equal,
@@ -119,7 +119,7 @@ def infer_reshape(shape, newshape, allowzero: bool = False) -> tuple:
                 d1 = div_dim(d0, d2)
             elif d2 == -1:
                 d2 = div_dim(d0, d1)
-            elif is_static_dim(d0) and d0 != d1 * d2:
+            elif not agree(d0, d1 * d2):
                 raise ValueError(f"reshape: -4 splits dim {d0} into {d1} x {d2}, which differ "
                                  "in size")
             used_in.add(src)
@@ -221,7 +221,7 @@ def squeeze_axes(shape, axis):
     for a in axis:
         k = normalize_axis(a, ndim, "squeeze")
         d = shape[k]
-        if is_static_dim(d) and d != 1:
+        if not agree(d, 1):  # (a symbolic one must be 1 at each call)
             raise ValueError(f"squeeze: cannot squeeze axis {a} of shape {shape_str(shape)}: "
                              f"its dimension is {d}, not 1")
         out.append(k)

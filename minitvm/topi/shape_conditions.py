@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from ..ir.prim_expr import Any
 from .utils import dims_equal, is_static_dim
 
-__all__ = ["collect", "assume_divisible", "assume_equal", "assume_positive", "agree", "divides"]
+__all__ = ["collect", "assume_divisible", "assume_equal", "assume_positive", "agree", "at_most",
+           "divides"]
 
 # the list the innermost ``collect`` fills, or None: nobody is collecting
 _ACTIVE: contextvars.ContextVar[list | None] = contextvars.ContextVar(
@@ -76,4 +77,15 @@ def divides(num, den) -> bool:
     if is_static_dim(num) and is_static_dim(den):
         return den != 0 and num % den == 0
     assume_divisible(num, den)
+    return True
+
+
+def at_most(a, b) -> bool:
+    """False only when sizes ``a`` and ``b`` are static and ``a > b``; otherwise True, with
+    ``a <= b`` stated where one is symbolic (as ``b + 1 > a``: a slice or an index extent that
+    must fit in the size it reads)."""
+    if is_static_dim(a) and is_static_dim(b):
+        return a <= b
+    if not (isinstance(a, Any) or isinstance(b, Any) or dims_equal(a, b)):
+        _note("greater", b + 1, a)
     return True

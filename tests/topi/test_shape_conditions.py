@@ -47,3 +47,14 @@ def test_split_into_sections_states_its_division():
         relay.transform.InferType()(relay.IRModule.from_expr(
             relay.Function([x], relay.split(x, 2, axis=0).astuple())))
     assert [kind for kind, _, _ in found] == ["divisible"]
+
+
+def test_at_most_states_a_symbolic_bound():
+    from minitvm.topi.shape_conditions import at_most, collect
+
+    n = E.Var("n", "int64")
+    with collect() as found:
+        assert at_most(2, 3) and not at_most(4, 3)
+        assert at_most(n, n) and at_most(Any(), 3)
+        assert at_most(n, 5)
+    assert [(k, str(a), str(b)) for k, a, b in found] == [("greater", "6", "n")]

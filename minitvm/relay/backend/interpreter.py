@@ -140,6 +140,15 @@ def _is_static(t) -> bool:
     return False
 
 
+def _is_dynamic(t) -> bool:
+    """A tensor type (or a tuple of them) with a dimension not known statically."""
+    if isinstance(t, TensorType):
+        return not all(type(d) is int for d in t.shape)
+    if isinstance(t, TupleType):
+        return any(_is_dynamic(f) for f in t.fields)
+    return False
+
+
 def _np_arg(v):
     if type(v) is np.ndarray:
         return v
@@ -452,7 +461,9 @@ class Machine:
                 f"{describe_call(call)}")
         np_args = [_np_arg(a) for a in args]
         out_type = call._checked_type
-        if not _is_static(out_type):
+        if not _is_static(out_type) or any(
+                _is_dynamic(getattr(a, "_checked_type", None)) for a in call.args):
+            # (a static result of dynamic operands, a loss or a reduction, is checked too)
             out_type = self._runtime_type(op, call, np_args) or out_type
         try:
             res = impl(call.attrs, np_args, out_type)

@@ -8,6 +8,7 @@ from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...topi.shape import spatial_axes
+from ...topi.shape_conditions import agree
 from ...topi.utils import pad_tuple
 from ..expr import Call, Expr
 from .op import define_op
@@ -121,13 +122,16 @@ def _grid_sample_rel(arg_types, attrs):
         raise TypeError(f"{op_name}: expects NCHW or NCDHW data matching its layout, got "
                         f"{type_str(x)} with layout {attrs.layout!r}")
     nd = layouts[attrs.layout]
-    if len(grid.shape) != nd + 2 or (is_static_dim(grid.shape[1]) and grid.shape[1] != nd):
+    if len(grid.shape) != nd + 2 or not agree(grid.shape[1], nd):
         raise TypeError(f"{op_name}: grid must have shape (N, {nd}, ...) with {nd} spatial "
                         f"axes, got {type_str(grid)}")
     methods = ("nearest", "bilinear", "bicubic") if nd == 2 else ("nearest", "bilinear")
     if attrs.method not in methods:
         raise TypeError(f"{op_name}: method must be one of {', '.join(methods)}, got "
                         f"{attrs.method!r}")
+    if not agree(grid.shape[0], x.shape[0]):
+        raise TypeError(f"{op_name}: the grid {type_str(grid)} and the data {type_str(x)} differ "
+                        "in batch")
     if attrs.padding_mode not in ("zeros", "border", "reflection"):
         raise TypeError(f"{op_name}: padding_mode must be zeros, border or reflection, got "
                         f"{attrs.padding_mode!r}")
@@ -162,7 +166,7 @@ def _dilation2d_rel(arg_types, attrs):
     nchw = attrs.data_layout == "NCHW"
     n, c, h, wd = x.shape if nchw else (x.shape[0], x.shape[3], x.shape[1], x.shape[2])
     ci, kh, kw = w.shape if nchw else (w.shape[2], w.shape[0], w.shape[1])
-    if is_static_dim(c) and is_static_dim(ci) and c != ci:
+    if not agree(c, ci):
         raise TypeError(f"{op_name}: data channels {c} do not match kernel channels {ci}")
     pt, pl, pb, pr = pad_tuple(attrs.padding, 2, op_name)
     sh, sw = (int(s) for s in attrs.strides)

@@ -21,7 +21,7 @@ from ...topi.layout import (  # shared with topi's references (transform_array)
     primal_extents,
     transform_array,
 )
-from .type_relations import is_static_dim
+from ...topi.shape_conditions import divides
 
 __all__ = ["Layout", "BijectiveLayout", "layout", "bijective_layout", "transform_array",
            "LayoutAxis"]
@@ -35,10 +35,8 @@ def layout(layout_str: str, dtype: str = "int32") -> Layout:
 def _div(d, f: int, what: str):
     if isinstance(d, Any):
         return Any()
-    if is_static_dim(d):
-        if d % f:
-            raise ValueError(f"{what}: dimension {d} is not divisible by the factor {f}")
-        return d // f
+    if not divides(d, f):  # (a symbolic one must divide at each call)
+        raise ValueError(f"{what}: dimension {d} is not divisible by the factor {f}")
     return d // f
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
+from ...ir.prim_expr import Any
 from ...ir.type import TensorType, TupleType
+from ...tir import op as tir_op
+from ...topi.shape_conditions import agree, at_most
+from ...topi.utils import is_static_dim
 from ..expr import Call, Expr, Tuple, const
 from .op import define_op
 from .type_relations import broadcast_shapes, check_num_args, tensor_arg, type_str
@@ -103,9 +107,38 @@ def _matrix_set_diag_rel(arg_types, attrs):
     x = tensor_arg(arg_types, 0, "matrix_set_diag")
     if len(x.shape) < 2:
         raise TypeError(f"matrix_set_diag: the input must have rank >= 2, got {type_str(x)}")
-    if int(attrs.k1) > int(attrs.k2):
+    k1, k2 = int(attrs.k1), int(attrs.k2)
+    if k1 > k2:
         raise TypeError(f"matrix_set_diag: k1={attrs.k1} must not exceed k2={attrs.k2}")
+    diag = tensor_arg(arg_types, 1, "matrix_set_diag")
+    _check_diagonals(x, diag, k1, k2)
     return TensorType(x.shape, x.dtype)
+
+
+def _check_diagonals(x: TensorType, diag: TensorType, k1: int, k2: int) -> None:
+    """``diag`` holds diagonals ``k1..k2`` of ``x``: ``x``'s batch dims, (with several, one row
+    per diagonal,) then at least the longest diagonal's length (the kernel reads that many)."""
+    rows, cols = x.shape[-2:]
+    batch = list(x.shape[:-2]) + ([] if k1 == k2 else [k2 - k1 + 1])
+    ok = len(diag.shape) == len(batch) + 1 and all(
+        agree(d, b) for d, b in zip(diag.shape[:-1], batch, strict=True))
+    if ok and not any(isinstance(d, Any) for d in (rows, cols)):
+        longest = None
+        for d in range(k1, k2 + 1):
+            length = _tmin(rows + min(d, 0), cols - max(d, 0))
+            longest = length if longest is None else _tmax(longest, length)
+        ok = at_most(longest, diag.shape[-1])
+    if not ok:
+        raise TypeError(f"matrix_set_diag: the diagonals {type_str(diag)} do not fit "
+                        f"diagonals {k1}..{k2} of {type_str(x)}")
+
+
+def _tmin(a, b):
+    return min(a, b) if is_static_dim(a) and is_static_dim(b) else tir_op.min(a, b)
+
+
+def _tmax(a, b):
+    return max(a, b) if is_static_dim(a) and is_static_dim(b) else tir_op.max(a, b)
 
 
 define_op("einsum", _einsum_rel, pattern=OpPattern.INJECTIVE, attrs_type=EinsumAttrs,

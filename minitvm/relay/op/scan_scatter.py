@@ -8,6 +8,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.prim_expr import Any
 from ...ir.structural import structural_equal
 from ...ir.type import TensorType
+from ...topi.shape_conditions import at_most
 from ..expr import Call
 from .op import define_op
 from .type_relations import check_num_args, dims_product, normalize_axis, tensor_arg, type_str
@@ -65,12 +66,16 @@ def _may_equal(a, b) -> bool:
 def _scatter_elements_rel(arg_types, attrs):
     check_num_args("scatter_elements", arg_types, 3)
     data, idx, upd = (tensor_arg(arg_types, i, "scatter_elements") for i in range(3))
-    normalize_axis(attrs.axis, len(data.shape), "scatter_elements")
+    axis = normalize_axis(attrs.axis, len(data.shape), "scatter_elements")
     if len(idx.shape) != len(upd.shape) or len(idx.shape) != len(data.shape) or not all(
             _may_equal(i, u) for i, u in zip(idx.shape, upd.shape, strict=True)):
         raise TypeError(f"scatter_elements: indices {type_str(idx)} and updates "
                         f"{type_str(upd)} must have one shape and the rank of the data "
                         f"{type_str(data)}")
+    for k, (i, d) in enumerate(zip(idx.shape, data.shape, strict=True)):
+        if k != axis and not at_most(i, d):  # (an update's own position there is written)
+            raise TypeError(f"scatter_elements: dim {k} of the indices {type_str(idx)} exceeds "
+                            f"the data's {type_str(data)}")
     if not idx.dtype.startswith(("int", "uint")):
         raise TypeError(f"scatter_elements: indices must be integers, got {type_str(idx)}")
     if attrs.reduction not in _REDUCTIONS:

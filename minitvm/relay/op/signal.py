@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
+from ...topi.shape_conditions import agree
 from ..expr import Call, Expr, TupleWrapper
 from .annotation import _make_virtual_device
 from .op import define_op, register_numpy_only
@@ -60,7 +61,7 @@ def _stft_rel(arg_types, attrs):
     if n_fft < 1 or hop < 1 or not 0 < win <= n_fft:
         raise ValueError(f"stft: needs n_fft >= 1, hop_length >= 1 and 0 < win_length <= "
                          f"n_fft, got {n_fft}, {hop} and {win}")
-    if len(window.shape) != 1 or (is_static_dim(window.shape[0]) and window.shape[0] != win):
+    if len(window.shape) != 1 or not agree(window.shape[0], win):
         raise TypeError(f"stft: the window must have win_length={win} samples, got "
                         f"{type_str(window)}")
     t = data.shape[-1]

@@ -12,7 +12,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...tir.expr import Any
 from ...topi.shape import slice_like_axes
-from ...topi.shape_conditions import agree
+from ...topi.shape_conditions import agree, at_most
 from ..expr import Call, Constant, Expr, const
 from .op import define_op
 from .type_relations import (
@@ -97,6 +97,9 @@ def _take_rel(arg_types, attrs):
     if bd > axis or bd > len(idx.shape):
         raise ValueError(f"take: batch_dims {attrs.batch_dims} must be <= axis {axis} and the "
                          "rank of the indices")
+    if not all(agree(i, d) for i, d in zip(idx.shape[:bd], data.shape[:bd], strict=True)):
+        raise TypeError(f"take: the batch dims of the indices {type_str(idx)} do not match the "
+                        f"data's {type_str(data)} (batch_dims={bd})")
     shape = tuple(data.shape[:axis]) + tuple(idx.shape[bd:]) + tuple(data.shape[axis + 1:])
     return TensorType(shape, data.dtype)
 
@@ -122,7 +125,11 @@ def _gather_rel(arg_types, attrs):
     if len(idx.shape) != len(data.shape):
         raise TypeError(f"gather: indices {type_str(idx)} must have the rank of the data "
                         f"{type_str(data)}")
-    normalize_axis(attrs.axis, len(data.shape), "gather")
+    axis = normalize_axis(attrs.axis, len(data.shape), "gather")
+    for k, (i, d) in enumerate(zip(idx.shape, data.shape, strict=True)):
+        if k != axis and not at_most(i, d):  # (the kernel reads data at each index position)
+            raise TypeError(f"gather: dim {k} of the indices {type_str(idx)} exceeds the "
+                            f"data's {type_str(data)}")
     return TensorType(idx.shape, data.dtype)
 
 
@@ -364,6 +371,9 @@ def _slice_like_rel(arg_types, attrs):
     for a in slice_like_axes(data, like, attrs.axes):
         if a >= len(like.shape):
             raise TypeError(f"slice_like: axis {a} is out of range for {type_str(like)}")
+        if not at_most(like.shape[a], data.shape[a]):
+            raise TypeError(f"slice_like: axis {a} of {type_str(like)} is longer than the "
+                            f"data {type_str(data)}")
         shape[a] = like.shape[a]
     return TensorType(shape, data.dtype)
 
@@ -408,9 +418,13 @@ def gather_nd(data, indices, batch_dims: int = 0, index_rank=None) -> Call:
 def _sequence_mask_rel(arg_types, attrs):
     check_num_args("sequence_mask", arg_types, 2)
     data = tensor_arg(arg_types, 0, "sequence_mask")
-    tensor_arg(arg_types, 1, "sequence_mask")
+    lengths = tensor_arg(arg_types, 1, "sequence_mask")
     if attrs.axis not in (0, 1):
         raise ValueError(f"sequence_mask: axis must be 0 or 1, got {attrs.axis}")
+    if len(data.shape) < 2 or len(lengths.shape) != 1 or \
+            not agree(lengths.shape[0], data.shape[1 - attrs.axis]):
+        raise TypeError(f"sequence_mask: valid_length {type_str(lengths)} must hold one length "
+                        f"per batch entry (axis {1 - attrs.axis}) of {type_str(data)}")
     return data
 
 
@@ -432,7 +446,10 @@ def _reverse_sequence_rel(arg_types, attrs):
     if len(lengths.shape) != 1:
         raise TypeError(f"reverse_sequence: seq_lengths must be 1-D, got {type_str(lengths)}")
     normalize_axis(attrs.seq_axis, len(data.shape), "reverse_sequence")
-    normalize_axis(attrs.batch_axis, len(data.shape), "reverse_sequence")
+    batch = normalize_axis(attrs.batch_axis, len(data.shape), "reverse_sequence")
+    if not agree(lengths.shape[0], data.shape[batch]):
+        raise TypeError(f"reverse_sequence: seq_lengths {type_str(lengths)} must hold one length "
+                        f"per batch entry (axis {batch}) of {type_str(data)}")
     return data
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
+from ...topi.shape_conditions import agree
 from ..expr import Call, Expr
 from .op import define_op, register_numpy_only
 from .transform_index import ShapeOfAttrs
@@ -49,8 +50,7 @@ def _update_row_rel(arg_types, attrs):
     if len(data.shape) < 1:
         raise TypeError(f"vm.update_row: the data {type_str(data)} has no rows")
     if row.dtype != data.dtype or len(row.shape) != len(data.shape) - 1 or any(
-            is_static_dim(a) and is_static_dim(b) and int(a) != int(b)
-            for a, b in zip(row.shape, data.shape[1:])):
+            not agree(a, b) for a, b in zip(row.shape, data.shape[1:], strict=True)):
         raise TypeError(f"vm.update_row: the row {type_str(row)} is not a row of the data "
                         f"{type_str(data)}")
     if index.shape or not index.dtype.startswith(("int", "uint")):

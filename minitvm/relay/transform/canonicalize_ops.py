@@ -2,12 +2,15 @@
 
 ``nn.bias_add(x, b, axis)`` becomes ``add(x, expand_dims(b, 1, ndim - axis - 1))`` (no
 expand_dims when ``axis`` is the last dimension), which later passes and fusion treat as a plain
-broadcast add. Needs the type of ``x`` (run InferType first).
+broadcast add. Needs the type of ``x`` (run InferType first). A bias_add whose channel count
+is symbolic stays: its type relation states that the bias length matches it, which a symbolic
+kernel checks at each call (a broadcast add would silently take a bias of length 1).
 """
 
 from __future__ import annotations
 
 from ...ir.op import Op
+from ...topi.utils import is_static_dim
 from ...transform.stats import record_stat
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
@@ -34,6 +37,9 @@ class _BiasAddSimplifier(ExprMutator):
                              "run relay.transform.InferType() first")
         ndim = len(t.shape)
         axis = call.attrs.axis + ndim if call.attrs.axis < 0 else call.attrs.axis
+        b = call.args[1]._checked_type
+        if b is None or not all(is_static_dim(d) for d in (t.shape[axis], *b.shape)):
+            return new  # (a broadcast add would take a bias of 1 for any channel count)
         out = _t.add(new.args[0], expand_bias_to_match_axis(new.args[1], ndim, axis))
         out._checked_type = call._checked_type
         self.count += 1

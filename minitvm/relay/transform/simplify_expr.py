@@ -329,8 +329,10 @@ def _scalar_fill(e, dtype):
 
 
 def full_elementwise(call):
-    """``op(full, x)`` / ``op(x, full)`` for a broadcast-pattern op: pass the fill value."""
-    if not (isinstance(call.op, Op) and len(call.args) == 2
+    """``op(full, x)`` / ``op(x, full)`` for a broadcast-pattern op: pass the fill value. Not for
+    a namespaced op (``nn.bias_add``'s bias, ``nn.prelu``'s alpha must stay 1-D tensors: a scalar
+    does not type check)."""
+    if not (isinstance(call.op, Op) and len(call.args) == 2 and "." not in call.op.name
             and call.op.get_attr("TOpPattern") == OpPattern.BROADCAST):
         return None
     dtype = getattr(_type(call), "dtype", None)

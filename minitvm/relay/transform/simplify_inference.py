@@ -7,6 +7,11 @@
 * ``layer_norm``, ``group_norm`` and ``instance_norm`` become mean/variance arithmetic, and
   ``l2_normalize`` becomes ``x / sqrt(max(sum(x * x), eps))``.
 
+Where the data's channel count or a parameter's length is symbolic, a broadcasting multiply or
+add would take a parameter of length 1 for any channel count (the normalizations' own rules
+refuse it): the parameters are then tied to each other and to the channel count through
+``nn.bias_add`` (whose rule states the lengths agree, checked by a symbolic kernel at each call).
+
 Needs types (run InferType first). Difference from TVM: the epsilon of instance_norm and
 l2_normalize is a constant of the data's dtype (TVM always uses float32, which fails to type check
 for float16 data).
@@ -15,11 +20,13 @@ for float16 data).
 from __future__ import annotations
 
 from ...ir.op import Op
+from ...topi.utils import is_static_dim
 from ...transform.stats import record_stat
 from ..expr import Call, TupleGetItem, const
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
 from ..op import transform as _tr
+from ..op.nn import nn as _nn
 from ..op.reduce import VarianceAttrs, mean, sum
 from ._pass_helpers import register
 from .function_pass import function_pass
@@ -52,7 +59,28 @@ def _normalize(data, axes, eps):
     return _t.divide(_t.subtract(data, m), _t.sqrt(_t.add(var, eps)))
 
 
-def _scale_center(out, gamma, beta, attrs, ndim, axis):
+def _symbolic(ttype, axis: int, params: list) -> bool:
+    """Whether the channel count (``axis`` of ``ttype``) or a parameter's length is symbolic."""
+    dims = [ttype.shape[axis]] + [d for p in params for d in _tensor_type(p, "a norm").shape]
+    return not all(is_static_dim(d) for d in dims)
+
+
+def _tie(vec, ref):
+    """``vec``, typed as having ``ref``'s length (``bias_add`` of zeros of ``ref``)."""
+    row = _nn.bias_add(_tr.expand_dims(vec, 0), _t.zeros_like(ref), axis=1)
+    return _tr.squeeze(row, [0])
+
+
+def _scale_center(out, gamma, beta, attrs, ndim, axis, checked: bool = False):
+    if checked and (attrs.scale or attrs.center):  # (channels == len(beta) == len(gamma))
+        ref = beta if attrs.center else gamma
+        out = _nn.bias_add(out, _t.zeros_like(ref), axis=axis)
+        if attrs.scale:
+            g = _tie(gamma, beta) if attrs.center else gamma
+            out = _t.multiply(out, expand_bias_to_match_axis(g, ndim, axis))
+        if attrs.center:
+            out = _t.add(out, expand_bias_to_match_axis(beta, ndim, axis))
+        return out
     if attrs.scale:
         out = _t.multiply(out, expand_bias_to_match_axis(gamma, ndim, axis))
     if attrs.center:
@@ -60,36 +88,47 @@ def _scale_center(out, gamma, beta, attrs, ndim, axis):
     return out
 
 
-def batch_norm_to_infer(attrs, data, gamma, beta, moving_mean, moving_var, ttype):
+def batch_norm_to_infer(attrs, data, gamma, beta, moving_mean, moving_var, ttype,
+                        checked: bool = False):
     eps = const(float(attrs.epsilon), ttype.dtype)
+    ndim = len(ttype.shape)
+    axis = _norm_axis(attrs.axis, ndim)
+    if checked:  # (every parameter tied to the variance's length, it to the channels)
+        data = _nn.bias_add(data, _t.zeros_like(moving_var), axis=axis)
+        scale = _t.divide(const(1.0, ttype.dtype), _t.sqrt(_t.add(moving_var, eps)))
+        if attrs.scale:
+            scale = _t.multiply(scale, _tie(gamma, moving_var))
+        shift = _t.multiply(_t.negative(_tie(moving_mean, moving_var)), scale)
+        if attrs.center:
+            shift = _t.add(shift, _tie(beta, moving_var))
+        scaled = _t.multiply(data, expand_bias_to_match_axis(scale, ndim, axis))
+        return _t.add(scaled, expand_bias_to_match_axis(shift, ndim, axis))
     scale = _t.divide(const(1.0, ttype.dtype), _t.sqrt(_t.add(moving_var, eps)))
     if attrs.scale:
         scale = _t.multiply(scale, gamma)
     shift = _t.multiply(_t.negative(moving_mean), scale)
     if attrs.center:
         shift = _t.add(shift, beta)
-    ndim = len(ttype.shape)
-    axis = _norm_axis(attrs.axis, ndim)
     scale = expand_bias_to_match_axis(scale, ndim, axis)
     shift = expand_bias_to_match_axis(shift, ndim, axis)
     return _t.add(_t.multiply(data, scale), shift)
 
 
-def layer_norm_to_infer(attrs, data, gamma, beta, ttype):
+def layer_norm_to_infer(attrs, data, gamma, beta, ttype, checked: bool = False):
     ndim = len(ttype.shape)
     out = _normalize(data, [attrs.axis], const(float(attrs.epsilon), ttype.dtype))
-    return _scale_center(out, gamma, beta, attrs, ndim, _norm_axis(attrs.axis, ndim))
+    return _scale_center(out, gamma, beta, attrs, ndim, _norm_axis(attrs.axis, ndim), checked)
 
 
-def instance_norm_to_infer(attrs, data, gamma, beta, ttype):
+def instance_norm_to_infer(attrs, data, gamma, beta, ttype, checked: bool = False):
     ndim = len(ttype.shape)
     axis = _norm_axis(attrs.axis, ndim)
     axes = [i for i in range(1, ndim) if i != axis]
     out = _normalize(data, axes, const(float(attrs.epsilon), ttype.dtype))
-    return _scale_center(out, gamma, beta, attrs, ndim, axis)
+    return _scale_center(out, gamma, beta, attrs, ndim, axis, checked)
 
 
-def group_norm_to_infer(attrs, data, gamma, beta, ttype):
+def group_norm_to_infer(attrs, data, gamma, beta, ttype, checked: bool = False):
     ndim = len(ttype.shape)
     axis = _norm_axis(attrs.axis, ndim)
     shape = [int(d) for d in ttype.shape]
@@ -106,7 +145,7 @@ def group_norm_to_infer(attrs, data, gamma, beta, ttype):
     grouped = _tr.reshape(data, new_shape)
     out = _normalize(grouped, axes, const(float(attrs.epsilon), ttype.dtype))
     out = _tr.reshape(out, shape)
-    return _scale_center(out, gamma, beta, attrs, ndim, axis)
+    return _scale_center(out, gamma, beta, attrs, ndim, axis, checked)
 
 
 def l2_norm_to_infer(attrs, data, ttype):
@@ -139,7 +178,9 @@ class _InferenceSimplifier(ExprMutator):
             self.count += 1
             self.batch_norms += 1
             ttype = _tensor_type(orig.args[0], "nn.batch_norm")
-            return batch_norm_to_infer(call.attrs, *call.args, ttype)
+            checked = _symbolic(ttype, _norm_axis(call.attrs.axis, len(ttype.shape)),
+                                orig.args[1:])
+            return batch_norm_to_infer(call.attrs, *call.args, ttype, checked)
         if isinstance(call, Call) and call.op is self.dropout:
             self.count += 1
             self.dropouts += 1
@@ -152,7 +193,9 @@ class _InferenceSimplifier(ExprMutator):
         if rewrite is not None:
             self.count += 1
             ttype = _tensor_type(call.args[0], call.op.name)
-            return rewrite(new.attrs, new.args[0], new.args[1], new.args[2], ttype)
+            checked = _symbolic(ttype, _norm_axis(call.attrs.axis, len(ttype.shape)),
+                                call.args[1:3])
+            return rewrite(new.attrs, new.args[0], new.args[1], new.args[2], ttype, checked)
         if call.op is self.l2:
             self.count += 1
             return l2_norm_to_infer(new.attrs, new.args[0], _tensor_type(call.args[0], "l2"))

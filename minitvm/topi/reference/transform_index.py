@@ -41,7 +41,11 @@ def _take(attrs, args, out_type):
 
 @reference("gather")
 def _gather(attrs, a, t):
-    return np.take_along_axis(a[0], a[1].astype("int64"), int(attrs.axis))
+    # (indices shorter than the data on another dim read its first positions there, as the kernel)
+    data, idx = a[0], a[1].astype("int64")
+    axis = int(attrs.axis) % data.ndim
+    data = data[tuple(slice(None) if k == axis else slice(0, n) for k, n in enumerate(idx.shape))]
+    return np.take_along_axis(data, idx, axis)
 
 
 @reference("gather_nd")

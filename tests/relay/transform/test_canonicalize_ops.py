@@ -34,3 +34,21 @@ def test_deep_chain():
         e = relay.negative(e)
     f = relay.Function([x], e)
     assert canonicalize_ops(f) is f
+
+
+def test_bias_add_of_symbolic_channels_stays():
+    """A broadcast add would take a bias of length 1 for any channel count; bias_add's rule
+    states the lengths agree, which the VM's symbolic kernel checks. A dynamic batch alone
+    (static channels) is still expanded."""
+    x = relay.var("x", shape=(relay.Any(), relay.Any()))
+    b = relay.var("b", shape=(relay.Any(),))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(
+        relay.Function([x, b], relay.nn.bias_add(x, b))))
+    out = run_pass(relay.transform.CanonicalizeOps(), mod)
+    tvm.ir.assert_structural_equal(out["main"], mod["main"])
+    x2 = relay.var("x", shape=(relay.Any(), 3))
+    b2 = relay.var("b", shape=(3,))
+    mod2 = relay.transform.InferType()(tvm.IRModule.from_expr(
+        relay.Function([x2, b2], relay.nn.bias_add(x2, b2))))
+    out2 = run_pass(relay.transform.CanonicalizeOps(), mod2)
+    assert "add(" in out2["main"].astext() and "bias_add" not in out2["main"].astext()

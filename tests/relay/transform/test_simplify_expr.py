@@ -195,3 +195,16 @@ def test_full_elementwise_any_broadcast_op():
     _check(relay.Function([x], y), relay.Function([x], relay.maximum(x, relay.const(0.5))))
     z = relay.subtract(relay.zeros_like(x), x)
     _check(relay.Function([x], z), relay.Function([x], relay.subtract(relay.const(0.0), x)))
+
+
+def test_full_operand_of_bias_add_stays_a_tensor():
+    """``bias_add(x, zeros_like(b))``: a namespaced broadcast op's operand is not replaced by
+    the scalar fill (a 0-D bias does not type check); a static one is concretized to zeros."""
+    x = relay.var("x", shape=(relay.Any(), relay.Any()))
+    b = relay.var("b", shape=(relay.Any(),))
+    f = relay.Function([x, b], relay.nn.bias_add(x, relay.zeros_like(b)))
+    out = run_pass(relay.transform.SimplifyExpr(), tvm.IRModule.from_expr(f))
+    tvm.ir.assert_structural_equal(out["main"], infer(f))
+    x2, b2 = relay.var("x", shape=(2, 3)), relay.var("b", shape=(3,))
+    _check(relay.Function([x2, b2], relay.nn.bias_add(x2, relay.zeros_like(b2))),
+           relay.Function([x2, b2], relay.nn.bias_add(x2, relay.zeros((3,), "float32"))))

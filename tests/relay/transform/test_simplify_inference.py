@@ -108,3 +108,58 @@ def test_deep_chain():
     e = relay.nn.dropout(e)
     out = simplify_inference(relay.Function([x], e))
     assert isinstance(out.body, relay.Call) and out.body.op.name == "negative"
+
+
+def _symbolic_layer_norm():
+    x = relay.var("x", shape=(relay.Any(), relay.Any()))
+    g, b = relay.var("g", shape=(relay.Any(),)), relay.var("b", shape=(relay.Any(),))
+    return relay.Function([x, g, b], relay.nn.layer_norm(x, g, b))
+
+
+def test_symbolic_channels_tie_the_parameters_through_bias_add():
+    """With a symbolic channel count a broadcast multiply would take a gamma of length 1 (or a
+    data channel of 1) for any count: bias_adds state the lengths agree."""
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(_symbolic_layer_norm()))
+    out = run_pass(relay.transform.SimplifyInference(), mod)
+    text = out["main"].astext()
+    assert "nn.layer_norm" not in text and text.count("nn.bias_add") == 2
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype("float32") for s in ((4, 3), (3,), (3,))]
+    check_numerics(mod, out, args)
+    x = relay.var("x", shape=(2, 3))
+    static = infer(relay.Function([x], relay.nn.layer_norm(
+        x, relay.const(np.ones(3, "float32")), relay.const(np.zeros(3, "float32")))))
+    assert "bias_add" not in simplify_inference(static).astext()  # (static: checked by typing)
+
+
+@pytest.mark.parametrize("shapes,match", [
+    (((4, 3), (1,), (3,)), "bias_add"), (((4, 1), (3,), (3,)), "bias_add")])
+def test_symbolic_layer_norm_refuses_mismatched_parameters_in_the_vm(shapes, match):
+    from minitvm.runtime.vm import VirtualMachine
+
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(tvm.IRModule.from_expr(_symbolic_layer_norm()), target="llvm")
+    vm = VirtualMachine(exe, tvm.cpu())
+    args = [np.ones(s, "float32") for s in shapes]
+    assert vm.run(*[np.ones(s, "float32") for s in ((4, 3), (3,), (3,))]).shape == (4, 3)
+    with pytest.raises(ValueError, match=match):  # (gave a (4, 3) result before)
+        vm.run(*args)
+
+
+def test_symbolic_batch_norm_refuses_a_data_channel_of_one_in_the_vm():
+    from minitvm.runtime.vm import VirtualMachine
+
+    x = relay.var("x", shape=[relay.Any()] * 4)
+    ps = [relay.var(n, shape=(relay.Any(),)) for n in "gbmv"]
+    f = relay.Function([x, *ps], relay.nn.batch_norm(x, *ps)[0])
+    with tvm.transform.PassContext(opt_level=3):
+        vm = VirtualMachine(relay.vm.compile(tvm.IRModule.from_expr(f), target="llvm"),
+                            tvm.cpu())
+    vec = [np.full(4, v, "float32") for v in (2.0, 1.0, 0.5, 1.0)]
+    x4 = np.ones((1, 4, 2, 2), "float32")
+    want = (x4 - 0.5) / np.sqrt(1.0 + 1e-5) * 2.0 + 1.0
+    np.testing.assert_allclose(vm.run(x4, *vec).numpy(), want, rtol=1e-5)
+    with pytest.raises(ValueError, match="bias_add"):
+        vm.run(np.ones((1, 1, 2, 2), "float32"), *vec)  # (a (1, 4, 2, 2) result before)
+    with pytest.raises(ValueError, match="bias_add"):
+        vm.run(x4, vec[0], vec[1], vec[2][:1], vec[3])

@@ -8,6 +8,7 @@ import numpy as np
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
+from ....topi.shape_conditions import agree
 from ...expr import Call, Expr, const
 from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, normalize_axis, tensor_arg, type_str
@@ -67,7 +68,7 @@ def _bitserial_dense_rel(arg_types, attrs):
         raise TypeError(f"{op_name}: K={data.shape[1]} must be a multiple of the "
                         f"{attrs.pack_dtype} word")
     units = weight.shape[0] if attrs.units is None else int(attrs.units)
-    if is_static_dim(weight.shape[0]) and units != weight.shape[0]:
+    if not agree(weight.shape[0], units):
         raise TypeError(f"{op_name}: units={units} does not match the weight {type_str(weight)}")
     return TensorType((data.shape[0], units), attrs.out_dtype)
 
@@ -88,7 +89,7 @@ def _bitserial_conv2d_rel(arg_types, attrs):
     n, c, h, w = data.shape if nchw else (data.shape[0], data.shape[3], *data.shape[1:3])
     o, i, kh, kw = weight.shape if nchw else (weight.shape[3], weight.shape[2],
                                                *weight.shape[:2])
-    if is_static_dim(c) and is_static_dim(i) and c != i:
+    if not agree(c, i):
         raise TypeError(f"{op_name}: data channels {c} do not match weight in-channels {i}")
     width = _WIDTH.get(str(attrs.pack_dtype), 0)
     if width == 0 or (is_static_dim(c) and c % width):

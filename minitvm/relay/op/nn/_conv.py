@@ -98,7 +98,7 @@ def conv2d_transpose_rel(arg_types, attrs, op_name: str = "nn.conv2d_transpose")
     if not divides(d["C"], groups):
         raise TypeError(f"{op_name}: input channels {d['C']} are not divisible by groups {groups}")
     out_ch = arith(lambda o: o * groups, w["O"])
-    if attrs.channels is not None and is_static_dim(out_ch) and attrs.channels != out_ch:
+    if attrs.channels is not None and not agree(out_ch, int(attrs.channels)):
         raise TypeError(f"{op_name}: attribute channels={attrs.channels} does not match the "
                         f"weight's out-channels {out_ch}")
     strides = window_tuple(attrs.strides, 2, "strides", op_name)

@@ -13,7 +13,9 @@ import numpy as np
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
+from ....tir.expr import Any
 from ....topi.shape import window_tuple
+from ....topi.shape_conditions import agree
 from ...expr import Call, Expr
 from ..op import define_op
 from ..type_relations import check_num_args, is_static_dim, shape_str, tensor_arg
@@ -66,7 +68,7 @@ class CorrelationAttrs(Attrs):
 
 # --------------------------------------------------------------------------- type relations
 def _check_channels(op_name, attrs, out_ch, weight):
-    if attrs.channels is not None and is_static_dim(out_ch) and int(attrs.channels) != out_ch:
+    if attrs.channels is not None and not agree(out_ch, int(attrs.channels)):
         raise TypeError(f"{op_name}: attribute channels={attrs.channels} does not match the "
                         f"weight's out-channels {out_ch} (weight {shape_str(weight.shape)})")
 
@@ -85,7 +87,7 @@ def conv_transpose_nd_rel(arg_types, attrs, op_name: str, nd: int) -> TensorType
     d = shape_to_primal(data.shape, attrs.data_layout, "NC" + sp, "data", op_name)
     w = shape_to_primal(weight.shape, attrs.kernel_layout, "IO" + sp, "weight", op_name)
     groups = int(attrs.groups)
-    if is_static_dim(d["C"]) and is_static_dim(w["I"]) and d["C"] != w["I"]:
+    if not agree(d["C"], w["I"]):
         raise TypeError(f"{op_name}: input channels {d['C']} (data {shape_str(data.shape)}) do "
                         f"not match weight in-channels {w['I']} (weight "
                         f"{shape_str(weight.shape)}, kernel_layout {attrs.kernel_layout})")
@@ -137,7 +139,7 @@ def _backward_weight_rel(arg_types, attrs):
     groups = int(attrs.groups)
     if is_static_dim(d["C"]) and d["C"] % groups:
         raise TypeError(f"{op_name}: input channels {d['C']} are not divisible by groups {groups}")
-    if is_static_dim(g["N"]) and is_static_dim(d["N"]) and g["N"] != d["N"]:
+    if not agree(g["N"], d["N"]):
         raise TypeError(f"{op_name}: grad batch {g['N']} does not match data batch {d['N']}")
     kh, kw = (int(k) for k in attrs.kernel_size)
     strides = window_tuple(attrs.strides, 2, "strides", op_name)
@@ -145,7 +147,7 @@ def _backward_weight_rel(arg_types, attrs):
     pad = pad_tuple(attrs.padding, 2, op_name)
     for i, (a, k) in enumerate((("H", kh), ("W", kw))):
         want = (d[a] + pad[i] + pad[i + 2] - ((k - 1) * dilation[i] + 1)) // strides[i] + 1
-        if is_static_dim(d[a]) and is_static_dim(g[a]) and g[a] != want:
+        if not isinstance(d[a], Any) and not agree(g[a], want):
             raise TypeError(f"{op_name}: grad {_NAMES[a]} {g[a]} does not match the forward "
                             f"convolution's output {_NAMES[a]} {want}")
     w = {"O": g["C"], "I": arith(lambda c: c // groups, d["C"]), "H": kh, "W": kw}
@@ -169,7 +171,7 @@ def _deformable_rel(arg_types, attrs):
                           op_name)
     want = (want_c, res["H"], res["W"])
     got = (o["C"], o["H"], o["W"])
-    if any(is_static_dim(a) and is_static_dim(b) and a != b for a, b in zip(got, want)):
+    if not all(agree(a, b) for a, b in zip(got, want, strict=True)):
         raise TypeError(f"{op_name}: offset {shape_str(offset.shape)} must have "
                         f"deformable_groups * kh * kw * 2 = {want_c} channels and the output's "
                         f"spatial size {shape_str(want[1:])}")

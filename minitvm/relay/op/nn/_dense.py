@@ -17,7 +17,7 @@ from ._utils import arith
 
 def _check_units(op_name, attrs, units):
     u = attrs.units
-    if u is not None and u is not A.REQUIRED and is_static_dim(units) and int(u) != units:
+    if u is not None and u is not A.REQUIRED and not agree(units, int(u)):
         raise TypeError(f"{op_name}: attribute units={u} does not match the weight's {units} "
                         f"output units")
 

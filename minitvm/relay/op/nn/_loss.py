@@ -7,9 +7,10 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
+from ....topi.shape_conditions import agree
 from ...expr import Call, Expr
 from ..op import define_op
-from ..type_relations import check_num_args, dims_equal, normalize_axis, tensor_arg, type_str
+from ..type_relations import check_num_args, normalize_axis, tensor_arg, type_str
 
 __all__ = ["NLLLossAttrs", "FIFOBufferAttrs", "CTCAttrs", "nll_loss", "cross_entropy",
            "cross_entropy_with_logits", "fifo_buffer", "ctc_log_alpha"]
@@ -65,10 +66,10 @@ def _nll_loss_rel(arg_types, attrs):
         raise TypeError(f"{op_name}: expects predictions (N, C, d...), targets (N, d...) and "
                         f"weights (C,), got {type_str(pred)}, {type_str(tgt)} and {type_str(w)}")
     want = (pred.shape[0],) + tuple(pred.shape[2:])
-    if not all(dims_equal(a, b) for a, b in zip(tgt.shape, want)):
+    if not all(agree(a, b) for a, b in zip(tgt.shape, want, strict=True)):
         raise TypeError(f"{op_name}: targets {type_str(tgt)} do not match predictions "
                         f"{type_str(pred)} (need shape {want})")
-    if not dims_equal(w.shape[0], pred.shape[1]):
+    if not agree(w.shape[0], pred.shape[1]):
         raise TypeError(f"{op_name}: weights {type_str(w)} must have one entry per class "
                         f"({pred.shape[1]})")
     if not tgt.dtype.startswith(("int", "uint")):
@@ -89,7 +90,7 @@ def _ce_rel(op_name):
         check_num_args(op_name, arg_types, 2)
         x = tensor_arg(arg_types, 0, op_name)
         y = tensor_arg(arg_types, 1, op_name)
-        if len(x.shape) != len(y.shape) or not all(dims_equal(a, b)
+        if len(x.shape) != len(y.shape) or not all(agree(a, b)
                                                    for a, b in zip(x.shape, y.shape)):
             raise TypeError(f"{op_name}: predictions and targets must have one shape, got "
                             f"{type_str(x)} and {type_str(y)}")
@@ -111,7 +112,7 @@ def _fifo_rel(arg_types, attrs):
                         f"the same rank")
     axis = normalize_axis(int(attrs.axis), len(buf.shape), op_name)
     for i, (a, b) in enumerate(zip(data.shape, buf.shape)):
-        if i != axis and not dims_equal(a, b):
+        if i != axis and not agree(a, b):
             raise TypeError(f"{op_name}: data {type_str(data)} and buffer {type_str(buf)} differ "
                             f"outside axis {axis}")
     return TensorType(buf.shape, buf.dtype)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ....topi.layout import parse_layout
-from ....topi.shape_conditions import assume_positive
+from ....topi.shape_conditions import agree, assume_positive
 from ....topi.utils import arith, pad_tuple
 from ..type_relations import dims_product, is_static_dim, shape_str
 
@@ -73,7 +73,7 @@ def shape_to_primal(shape: Sequence, layout: str, primal: str, what: str = "inpu
             if name != sub:
                 continue
             inner = shape[i]
-            if is_static_dim(inner) and inner != factor:
+            if not agree(inner, factor):
                 raise TypeError(f"{op_name}: {what} {shape_str(shape)} has {inner} at sub-axis "
                                 f"{factor}{sub} of layout {layout}")
             d = dims_product([d, factor])

@@ -12,9 +12,10 @@ from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
 from ....topi.shape import window_tuple
+from ....topi.shape_conditions import agree
 from ...expr import Call, Expr
 from ..op import define_op
-from ..type_relations import check_num_args, is_static_dim, shape_str, tensor_arg, type_str
+from ..type_relations import check_num_args, shape_str, tensor_arg, type_str
 from . import attrs as A
 from ._conv_nd import get_pad_tuple3d
 from ._utils import check_positive, pad_tuple
@@ -104,8 +105,8 @@ def _winograd_conv_rel(op_name, nd):
         depth = alpha if nd == 3 and 2 < ks[0] < 8 and ks[0] == ks[1] else ks[0]
         want = (alpha, alpha) if nd == 2 else (depth, alpha, alpha)
         got = tuple(weight.shape[:nd])
-        if len(weight.shape) != nd + 2 or any(is_static_dim(g) and g != w
-                                              for g, w in zip(got, want)):
+        if len(weight.shape) != nd + 2 or not all(
+                agree(g, w) for g, w in zip(got, want, strict=True)):
             raise TypeError(f"{op_name}: the transformed weight {type_str(weight)} does not "
                             f"lead with {shape_str(want)} for tile_size {attrs.tile_size} and "
                             f"kernel {list(ks)}")

@@ -1,0 +1,55 @@
+"""The symbolic-kernel sweep (``minitvm.testing.symbolic_sweep``): on a representative op list
+the Relay VM does what the interpreter does at every valid and invalid shape, and the checker
+itself reports a kernel that accepts shapes the interpreter refuses."""
+
+import pytest
+
+from minitvm import relay
+from minitvm.testing import symbolic_sweep
+from minitvm.testing.symbolic_sweep import Case, check_case, check_op
+
+
+@pytest.mark.parametrize("name", symbolic_sweep.REPRESENTATIVE)
+def test_representative_op_agrees_with_the_interpreter(name):
+    case = symbolic_sweep.cases()[name]
+    assert len(case.shapes()) >= 4  # (valid and invalid combinations)
+    assert check_op(name) == []
+
+
+def test_the_checker_reports_a_kernel_the_interpreter_refuses(monkeypatch):
+    """squeeze's rule as it was (a symbolic dim taken to be 1 unchecked): the sweep reports the
+    kernel's answer at the shapes the interpreter refuses."""
+    from minitvm.topi import shape as topi_shape
+
+    monkeypatch.setenv("MINITVM_DISABLE_DISK_CACHE", "1")
+    monkeypatch.setattr(topi_shape, "agree", lambda a, b: not (
+        isinstance(a, int) and isinstance(b, int)) or a == b)
+    case = Case("squeeze_unchecked", [3], lambda x: relay.squeeze(x * relay.const(7.0), [2]),
+                grid=[((2, 3, 1),), ((2, 3, 4),), ((1, 1, 5),)])
+    found = check_case(case)
+    assert [(d.shapes, d.kind) for d in found] == [(((2, 3, 4),), "accepted"),
+                                                  (((1, 1, 5),), "accepted")]
+    assert "cannot squeeze axis 2" in found[0].detail
+
+
+def test_one_build_serves_every_shape():
+    calls = {"n": 0}
+
+    def build(x):
+        calls["n"] += 1  # (the sweep builds the function once: one VM for every shape)
+        return relay.reshape(x, (-1,))
+
+    found = check_case(Case("reshape_flat", [2], build, grid=[((4, 3),), ((2, 2),)]))
+    assert found == [] and calls["n"] == 1
+
+
+def test_build_failures_are_reported_not_raised():
+    found = check_case(Case("broken", [2], lambda x: relay.nn.conv2d(x, x)))
+    assert [d.kind for d in found] == ["build"] and "conv2d" in found[0].detail
+
+
+def test_main_lists_and_sweeps(capsys):
+    assert symbolic_sweep.main(["--list"]) == 0
+    assert "nn.dense" in capsys.readouterr().out.split()
+    assert symbolic_sweep.main(["--ops", "squeeze"]) == 0
+    assert "1/1 cases agree" in capsys.readouterr().out
