@@ -209,8 +209,12 @@ class _BlockGraph:
         self.order: list[GraphNode] = []
         self.nodes: dict = {}  # IR object -> node
         self.sym_deps = symbolic_definers(block.bindings)
+        self.block_outputs: set = set()
+        self.maybe_root: list[GraphNode] = []
         for binding in block.bindings:
             self._binding(binding)
+        for node in self.maybe_root:
+            node.extern_ref = not node.outputs
 
     def _add(self, ref, pattern, extern=False) -> GraphNode:
         node = GraphNode(ref)
@@ -249,7 +253,8 @@ class _BlockGraph:
             pattern = op_pattern_of(self.mod, value)
             node = self._edges(_leaves(value.args[1]), pattern, var)
         elif isinstance(value, TupleGetItem) and isinstance(value.tuple_value, Var):
-            node = self._edges([value.tuple_value], _item_pattern(self.nodes, value, var), var)
+            node = self._edges([value.tuple_value],
+                               _item_pattern(self.nodes, value, var, self.block_outputs), var)
         else:
             node = self._edges(_leaves(value), OPAQUE, var)
         for d in self.sym_deps.get(var, ()):
@@ -257,17 +262,21 @@ class _BlockGraph:
             # edge, so no group spans both sides of the match_cast
             self.nodes[d].outputs.append((node, OPAQUE))
         if not isinstance(var, DataflowVar):
-            node.extern_ref = True  # a block output is used after the block
+            # a block output is used after the block: a root of the post-dominator tree when
+            # nothing in the block uses it; when something does, it fuses into its consumers
+            # like any value (the group's function returns it as one more output)
+            self.block_outputs.add(var)
+            self.maybe_root.append(node)
 
 
-def _item_pattern(nodes: dict, item: TupleGetItem, var) -> int:
+def _item_pattern(nodes: dict, item: TupleGetItem, var, block_outputs: set) -> int:
     """The pattern of tuple-get-item ``item`` (bound to ``var``): elementwise when its tuple is
     an elementwise or broadcast call of the block used only there (batch_norm's result) and the
     field has the shape of the tuple's first (the call's own result, not batch_norm's passed-
     through statistics), so an anchor's epilogue runs on through it into a residual add; else
     injective."""
     src = nodes.get(item.tuple_value)
-    if src is None or src.extern_ref or src.pattern > BROADCAST:
+    if src is None or item.tuple_value in block_outputs or src.pattern > BROADCAST:
         return INJECTIVE
     fields = getattr(getattr(item.tuple_value, "_struct_info", None), "fields", None)
     first = getattr(fields[0], "shape", None) if fields else None

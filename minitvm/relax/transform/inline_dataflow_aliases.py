@@ -11,16 +11,21 @@ ONNX ``Identity``). Relay has no variable there, so its FuseOps grouped UNet's u
 the bias-add+concatenate as two, writing and reading the upsampled map once more.
 
 A block output (a non-dataflow ``y``) keeps its binding: it is used after the block by name.
+When ``y = x`` makes a block output of a DataflowVar ``x`` the block also reads (an LSTM step's
+new cell state: the output, and read by the new hidden state), the alias is as much a barrier:
+there ``x``'s binding defines ``y`` instead and ``x``'s uses read ``y`` (TVM's
+CanonicalizeBindings does the same), so FuseOps sees one value used inside and after the block.
 """
 
 from __future__ import annotations
 
 from ...ir.structural import structural_equal
+from ..analysis.var_analysis import free_vars
 from ..expr import DataflowVar, Function, Var, VarBinding
 from .normalize import NormalizingMutator
 from .utils import iter_bindings
 
-__all__ = ["inline_dataflow_aliases", "is_dataflow_alias"]
+__all__ = ["inline_dataflow_aliases", "is_dataflow_alias", "is_output_alias"]
 
 
 def is_dataflow_alias(binding) -> bool:
@@ -35,12 +40,62 @@ def is_dataflow_alias(binding) -> bool:
     return a is b or (a is not None and b is not None and structural_equal(a, b))
 
 
+def is_output_alias(binding) -> bool:
+    """Whether ``binding`` is ``y = x`` with ``y`` a block output (not a DataflowVar) and ``x``
+    a DataflowVar of the same struct info."""
+    if type(binding) is not VarBinding:
+        return False
+    var, value = binding.var, binding.value
+    if isinstance(var, DataflowVar) or not isinstance(value, DataflowVar):
+        return False
+    a, b = var._struct_info, value._struct_info
+    return a is b or (a is not None and b is not None and structural_equal(a, b))
+
+
+def _read_output_aliases(block) -> dict:
+    """{DataflowVar ``x``: the binding ``y = x``} for the block's output aliases whose ``x`` a
+    plain binding of the block defines and another binding of the block reads (the first
+    alias of each ``x``)."""
+    defined = {b.var for b in block.bindings if type(b) is VarBinding}
+    aliases: dict = {}
+    for b in block.bindings:
+        if is_output_alias(b) and b.value in defined and b.value not in aliases:
+            aliases[b.value] = b
+    if not aliases:
+        return {}
+    read = set()
+    for b in block.bindings:
+        if b.value in aliases and aliases[b.value] is b:
+            continue
+        for v in free_vars(b.value) if not isinstance(b.value, Var) else [b.value]:
+            if v in aliases:
+                read.add(v)
+    return {x: b for x, b in aliases.items() if x in read}
+
+
 class _AliasInliner(NormalizingMutator):
     def __init__(self, mod=None):
         super().__init__(mod)
         self.removed = 0
+        self.renamed: dict = {}  # DataflowVar x -> the block output y of ``y = x`` it becomes
+        self.dropped: set = set()  # ids of those ``y = x`` bindings
+
+    def visit_dataflow_block_(self, block):
+        for x, alias in _read_output_aliases(block).items():
+            self.renamed[x] = alias.var
+            self.dropped.add(id(alias))
+        return super().visit_dataflow_block_(block)
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
+        if id(binding) in self.dropped:
+            self.removed += 1  # (its variable is bound where its value was)
+            return
+        out = self.renamed.get(binding.var)
+        if out is not None:
+            self.builder_.emit_normalized(VarBinding(out, self.visit_expr(binding.value),
+                                                     binding.span))
+            self.set_var_remap(binding.var, out)
+            return
         if not is_dataflow_alias(binding):
             super().visit_var_binding_(binding)
             return
@@ -50,7 +105,7 @@ class _AliasInliner(NormalizingMutator):
 
 def inline_dataflow_aliases(func: Function, mod=None) -> tuple[Function, int]:
     """``func`` without its dataflow alias bindings; and how many there were."""
-    if not any(is_dataflow_alias(b) for b in iter_bindings(func)):
+    if not any(is_dataflow_alias(b) or is_output_alias(b) for b in iter_bindings(func)):
         return func, 0  # none: a scan, not a rebuild of every binding
     m = _AliasInliner(mod)
     out = m.visit_expr(func)
