@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ...ir.structural import structural_equal
 from ..analysis.var_analysis import free_vars
-from ..expr import DataflowVar, Function, Var, VarBinding
+from ..expr import Call, Constant, DataflowVar, Function, Tuple, Var, VarBinding
 from .normalize import NormalizingMutator
 from .utils import iter_bindings
 
@@ -67,10 +67,31 @@ def _read_output_aliases(block) -> dict:
     for b in block.bindings:
         if b.value in aliases and aliases[b.value] is b:
             continue
-        for v in free_vars(b.value) if not isinstance(b.value, Var) else [b.value]:
-            if v in aliases:
-                read.add(v)
+        read.update(v for v in _reads(b.value) if v in aliases)
     return {x: b for x, b in aliases.items() if x in read}
+
+
+def _reads(value) -> list:
+    """The variables a binding's value reads (its operands without a walk when they are
+    leaves, as nearly all are)."""
+    if isinstance(value, Var):
+        return [value]
+    kids = value.args if isinstance(value, Call) else value.fields \
+        if isinstance(value, Tuple) else None
+    if kids is not None and all(isinstance(k, Var | Constant) for k in kids):
+        return [k for k in kids if isinstance(k, Var)]
+    return free_vars(value)
+
+
+def _has_read_output_alias(func: Function) -> bool:
+    """Whether some output alias ``y = x`` has an ``x`` another binding reads (a cheap check
+    over the whole function, so a function without one is not rebuilt: nearly every block
+    ends in output aliases of values nothing else reads)."""
+    bindings = list(iter_bindings(func))
+    aliased = {b.value: b for b in bindings if is_output_alias(b)}
+    if not aliased:
+        return False
+    return any(v in aliased and aliased[v] is not b for b in bindings for v in _reads(b.value))
 
 
 class _AliasInliner(NormalizingMutator):
@@ -105,7 +126,8 @@ class _AliasInliner(NormalizingMutator):
 
 def inline_dataflow_aliases(func: Function, mod=None) -> tuple[Function, int]:
     """``func`` without its dataflow alias bindings; and how many there were."""
-    if not any(is_dataflow_alias(b) or is_output_alias(b) for b in iter_bindings(func)):
+    if not any(is_dataflow_alias(b) for b in iter_bindings(func)) and \
+            not _has_read_output_alias(func):
         return func, 0  # none: a scan, not a rebuild of every binding
     m = _AliasInliner(mod)
     out = m.visit_expr(func)
