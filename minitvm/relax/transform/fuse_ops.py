@@ -5,7 +5,11 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
    one node per binding (a ``call_tir``'s pattern is the callee PrimFunc's ``op_pattern``
    attribute, a tuple-get-item is injective, or elementwise for the main field of an
    elementwise call's tuple, batch_norm's: ``_item_pattern``, anything else is opaque) and one opaque node per
-   outside value it uses; the block's output variables are external references. An edge into
+   outside value it uses. A block output no binding of the block reads is an external
+   reference (a root); one the block reads fuses into its consumers like any value, the group
+   returning it too (TVM makes every block output a root, Relay's rule for one-result fused
+   functions: an LSTM step's cell state, an output read by the hidden state, split the step's
+   gates into two kernels and left the take of the step's input row a third). An edge into
    an elementwise or broadcast call from a value of another shape than its result is a
    broadcast edge (as in Relay's FuseOps; TVM's Relax labels it with the call's pattern), so an
    anchor (conv, matmul) never takes an epilogue that expands its result: an SE block's gate,
@@ -19,7 +23,8 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
    at the group's last binding (bindings are reordered by group dependencies where needed,
    counting a use of a symbolic variable as a use of the match_cast defining it).
 Before step 1 each dataflow alias ``y = x`` goes, ``y``'s uses reading ``x`` (otherwise an
-opaque node no group crosses: ``inline_dataflow_aliases``; Relay has no such variable).
+opaque node no group crosses: ``inline_dataflow_aliases``; Relay has no such variable), and so
+does an output alias ``gv = x`` of an ``x`` the block reads, ``x``'s binding defining ``gv``.
 Structurally equal groups share one function. An ``R.stop_fusion`` binding (minitvm's fusion
 barrier) is an opaque node, so no group crosses it, and is dropped once the groups are built
 (its uses read its input). Everything is iterative.
