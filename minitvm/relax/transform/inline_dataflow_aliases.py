@@ -11,7 +11,8 @@ ONNX ``Identity``). Relay has no variable there, so its FuseOps grouped UNet's u
 the bias-add+concatenate as two, writing and reading the upsampled map once more.
 
 A block output (a non-dataflow ``y``) keeps its binding: it is used after the block by name.
-When ``y = x`` makes a block output of a DataflowVar ``x`` the block also reads (an LSTM step's
+Where FuseOps fuses block outputs the block reads (``fuse_read_outputs``, minitvm's build
+pipeline) and ``y = x`` makes a block output of a DataflowVar ``x`` the block also reads (an LSTM step's
 new cell state: the output, and read by the new hidden state), the alias is as much a barrier:
 there ``x``'s binding defines ``y`` instead and ``x``'s uses read ``y`` (TVM's
 CanonicalizeBindings does the same), so FuseOps sees one value used inside and after the block.
@@ -95,14 +96,15 @@ def _has_read_output_alias(func: Function) -> bool:
 
 
 class _AliasInliner(NormalizingMutator):
-    def __init__(self, mod=None):
+    def __init__(self, mod=None, output_aliases: bool = False):
         super().__init__(mod)
+        self.output_aliases = output_aliases
         self.removed = 0
         self.renamed: dict = {}  # DataflowVar x -> the block output y of ``y = x`` it becomes
         self.dropped: set = set()  # ids of those ``y = x`` bindings
 
     def visit_dataflow_block_(self, block):
-        for x, alias in _read_output_aliases(block).items():
+        for x, alias in (_read_output_aliases(block) if self.output_aliases else {}).items():
             self.renamed[x] = alias.var
             self.dropped.add(id(alias))
         return super().visit_dataflow_block_(block)
@@ -124,11 +126,13 @@ class _AliasInliner(NormalizingMutator):
         self.set_var_remap(binding.var, self.visit_expr(binding.value))
 
 
-def inline_dataflow_aliases(func: Function, mod=None) -> tuple[Function, int]:
-    """``func`` without its dataflow alias bindings; and how many there were."""
+def inline_dataflow_aliases(func: Function, mod=None,
+                            output_aliases: bool = False) -> tuple[Function, int]:
+    """``func`` without its dataflow alias bindings, and with ``output_aliases`` its output
+    aliases of values the block reads (FuseOps' ``fuse_read_outputs``); and how many went."""
     if not any(is_dataflow_alias(b) for b in iter_bindings(func)) and \
-            not _has_read_output_alias(func):
+            not (output_aliases and _has_read_output_alias(func)):
         return func, 0  # none: a scan, not a rebuild of every binding
-    m = _AliasInliner(mod)
+    m = _AliasInliner(mod, output_aliases)
     out = m.visit_expr(func)
     return (out if m.removed else func), m.removed

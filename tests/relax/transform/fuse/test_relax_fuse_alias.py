@@ -22,8 +22,8 @@ def _aliases(func) -> list:
     return [b for blk in func.body.blocks for b in blk.bindings if isinstance(b.value, Var)]
 
 
-def _fused(mod):
-    return rt.FuseOps()(rt.AnnotateTIROpPattern()(rt.LegalizeOps()(mod)))
+def _fused(mod, **options):
+    return rt.FuseOps(**options)(rt.AnnotateTIROpPattern()(rt.LegalizeOps()(mod)))
 
 
 def _chain(alias_sinfo=None):
@@ -123,13 +123,13 @@ def test_an_output_alias_of_a_value_the_block_reads_binds_that_value():
             gv1 = bb.emit_output(d)
         bb.emit_func_output(relax.Tuple([gv, gv1]))
     func = bb.get()["main"]
-    out, n = inline_dataflow_aliases(func)
+    out, n = inline_dataflow_aliases(func, output_aliases=True)
     assert n == 1
     bindings = out.body.blocks[0].bindings
     assert [b.var.name_hint for b in bindings] == ["gv", "lv1", "gv1"]
     assert bindings[1].value.args[0] is bindings[0].var  # add reads gv
     assert [b.var.name_hint for b in _aliases(out)] == ["gv1"]
-    fused = _fused(bb.get())
+    fused = _fused(bb.get(), fuse_read_outputs=True)
     (name, _), = _primitive(fused)
     assert name == "fused_exp_add"
     rng = np.random.default_rng(2)
@@ -156,6 +156,6 @@ def test_output_aliases_in_a_100k_binding_block_at_the_default_recursion_limit()
                     outs.append(bb.emit_output(v))  # (read by the next exp)
             outs.append(bb.emit_output(v))
         bb.emit_func_output(relax.Tuple(outs))
-    out, n = inline_dataflow_aliases(bb.get()["main"])
+    out, n = inline_dataflow_aliases(bb.get()["main"], output_aliases=True)
     assert n == 10 and sys.getrecursionlimit() == limit
     assert len(out.body.blocks[0].bindings) == 100_001
