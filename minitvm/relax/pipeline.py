@@ -1,7 +1,8 @@
 """Relax pipelines (TVM's ``relax.get_pipeline``): ``"zero"`` — legalize every op to a PrimFunc,
 annotate op patterns, fold constants, fuse — and ``"default_build"`` — the zero pipeline followed
 by the lowering to the VM (``lowering_pipeline``). Passes another part of minitvm provides
-(LegalizeOps, FuseOps...) are included when they are present."""
+(LegalizeOps, FuseOps...) are included when they are present. FuseOps runs with minitvm's
+``fuse_read_outputs`` (a block output the block reads fuses into its consumers)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ _LOWERING = ("RemoveStopFusion", "FoldTransposeIntoConsumer", "RewriteDataflowRe
              "VMShapeLower", "AttachGlobalSymbol")
 
 
+# minitvm's options of passes in its build pipelines (the passes' defaults are TVM's)
+_OPTIONS = {"FuseOps": {"fuse_read_outputs": True}}
+
+
 def _passes(names) -> list:
     from . import transform
 
@@ -32,7 +37,7 @@ def _passes(names) -> list:
     for name in names:
         factory = getattr(transform, name, None)
         if factory is not None:
-            out.append(factory())
+            out.append(factory(**_OPTIONS.get(name, {})))
     return out
 
 

@@ -5,7 +5,11 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
    one node per binding (a ``call_tir``'s pattern is the callee PrimFunc's ``op_pattern``
    attribute, a tuple-get-item is injective, or elementwise for the main field of an
    elementwise call's tuple, batch_norm's: ``_item_pattern``, anything else is opaque) and one opaque node per
-   outside value it uses; the block's output variables are external references. An edge into
+   outside value it uses. A block output is an external reference (a root: TVM's rule, Relay's
+   for one-result fused functions); with ``fuse_read_outputs`` (minitvm's build pipeline) one
+   the block reads fuses into its consumers like any value, the group returning it too (an
+   LSTM step's cell state, an output read by the hidden state, split the step's gates into two
+   kernels and left the take of the step's input row a third). An edge into
    an elementwise or broadcast call from a value of another shape than its result is a
    broadcast edge (as in Relay's FuseOps; TVM's Relax labels it with the call's pattern), so an
    anchor (conv, matmul) never takes an epilogue that expands its result: an SE block's gate,
@@ -19,7 +23,9 @@ bindings of each dataflow block into ``Primitive`` Relax functions.
    at the group's last binding (bindings are reordered by group dependencies where needed,
    counting a use of a symbolic variable as a use of the match_cast defining it).
 Before step 1 each dataflow alias ``y = x`` goes, ``y``'s uses reading ``x`` (otherwise an
-opaque node no group crosses: ``inline_dataflow_aliases``; Relay has no such variable).
+opaque node no group crosses: ``inline_dataflow_aliases``; Relay has no such variable), and
+with ``fuse_read_outputs`` so does an output alias ``gv = x`` of an ``x`` the block reads,
+``x``'s binding defining ``gv``.
 Structurally equal groups share one function. An ``R.stop_fusion`` binding (minitvm's fusion
 barrier) is an opaque node, so no group crosses it, and is dropped once the groups are built
 (its uses read its input). Everything is iterative.
@@ -227,13 +233,17 @@ def symbolic_definers(bindings, known=None) -> dict:
 class _BlockGraph:
     """The indexed forward graph of one dataflow block (nodes in post-DFS order)."""
 
-    def __init__(self, mod: IRModule, block: DataflowBlock):
+    def __init__(self, mod: IRModule, block: DataflowBlock, read_outputs: bool = False):
         self.mod = mod
         self.order: list[GraphNode] = []
         self.nodes: dict = {}  # IR object -> node
         self.sym_deps = symbolic_definers(block.bindings)
+        self.block_outputs: set = set()
+        self.maybe_root: list[GraphNode] = []
         for binding in block.bindings:
             self._binding(binding)
+        for node in self.maybe_root:  # (TVM's rule: every block output is a root)
+            node.extern_ref = not (read_outputs and node.outputs)
 
     def _add(self, ref, pattern, extern=False) -> GraphNode:
         node = GraphNode(ref)
@@ -272,7 +282,8 @@ class _BlockGraph:
             pattern = op_pattern_of(self.mod, value)
             node = self._edges(_leaves(value.args[1]), pattern, var)
         elif isinstance(value, TupleGetItem) and isinstance(value.tuple_value, Var):
-            node = self._edges([value.tuple_value], _item_pattern(self.nodes, value, var), var)
+            node = self._edges([value.tuple_value],
+                               _item_pattern(self.nodes, value, var, self.block_outputs), var)
         else:
             node = self._edges(_leaves(value), OPAQUE, var)
         for d in self.sym_deps.get(var, ()):
@@ -280,17 +291,21 @@ class _BlockGraph:
             # edge, so no group spans both sides of the match_cast
             self.nodes[d].outputs.append((node, OPAQUE))
         if not isinstance(var, DataflowVar):
-            node.extern_ref = True  # a block output is used after the block
+            # a block output is used after the block: a root of the post-dominator tree when
+            # nothing in the block uses it; when something does, it fuses into its consumers
+            # like any value (the group's function returns it as one more output)
+            self.block_outputs.add(var)
+            self.maybe_root.append(node)
 
 
-def _item_pattern(nodes: dict, item: TupleGetItem, var) -> int:
+def _item_pattern(nodes: dict, item: TupleGetItem, var, block_outputs: set) -> int:
     """The pattern of tuple-get-item ``item`` (bound to ``var``): elementwise when its tuple is
     an elementwise or broadcast call of the block used only there (batch_norm's result) and the
     field has the shape of the tuple's first (the call's own result, not batch_norm's passed-
     through statistics), so an anchor's epilogue runs on through it into a residual add; else
     injective."""
     src = nodes.get(item.tuple_value)
-    if src is None or src.extern_ref or src.pattern > BROADCAST:
+    if src is None or item.tuple_value in block_outputs or src.pattern > BROADCAST:
         return INJECTIVE
     fields = getattr(getattr(item.tuple_value, "_struct_info", None), "fields", None)
     first = getattr(fields[0], "shape", None) if fields else None
@@ -669,9 +684,9 @@ def _topo_sort(bindings, var2group, deps) -> list:
     return out
 
 
-def _partition_block(fuse_opt_level: int, max_depth: int):
+def _partition_block(fuse_opt_level: int, max_depth: int, read_outputs: bool = False):
     def run(mod, block) -> dict:
-        graph = _BlockGraph(mod, block)
+        graph = _BlockGraph(mod, block, read_outputs)
         groups = partition_graph(graph.order, fuse_opt_level, max_depth)
         return {n.ref: groups[n.index].find_root() for n in graph.order}
 
@@ -695,22 +710,23 @@ def make_grouped_functions(mod: IRModule, partition,
     return mod, table.added
 
 
-def fuse_ops(mod: IRModule, fuse_opt_level: int = 2,
-             max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[IRModule, int]:
+def fuse_ops(mod: IRModule, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH,
+             read_outputs: bool = False) -> tuple[IRModule, int]:
     """The pass body: the fused module and how many grouped functions were added."""
     if fuse_opt_level != 0:
-        mod = _without_dataflow_aliases(mod)
-    return make_grouped_functions(mod, _partition_block(fuse_opt_level, max_depth))
+        mod = _without_dataflow_aliases(mod, read_outputs)
+    return make_grouped_functions(mod, _partition_block(fuse_opt_level, max_depth,
+                                                        read_outputs))
 
 
-def _without_dataflow_aliases(mod: IRModule) -> IRModule:
+def _without_dataflow_aliases(mod: IRModule, read_outputs: bool = False) -> IRModule:
     """The dataflow aliases ``y = x`` of the non-primitive functions inlined (an alias is no
     call the graph can fuse: left in, it would be a barrier; ``inline_dataflow_aliases``)."""
     out = None
     for gv, func in mod.functions.items():
         if isinstance(func, Function) and not _nonzero_attr(func, "Primitive") \
                 and not _nonzero_attr(func, "Codegen"):
-            new, removed = inline_dataflow_aliases(func, mod)
+            new, removed = inline_dataflow_aliases(func, mod, read_outputs)
             if removed:
                 out = out or mod.shallow_copy()
                 out[gv] = new
@@ -730,14 +746,20 @@ def _without_stop_fusion(mod: IRModule) -> IRModule:
 
 
 @register_pass("relax.transform.FuseOps")  # Relay holds the bare name
-def FuseOps(fuse_opt_level: int = -1):  # noqa: N802 - TVM's name
-    """Module pass (opt 0): fuse ``call_tir`` bindings into ``Primitive`` functions.
+def FuseOps(fuse_opt_level: int = -1, fuse_read_outputs: bool = False):  # noqa: N802
+    """Module pass (opt 0): fuse ``call_tir`` bindings into ``Primitive`` functions (TVM's
+    name and grouping).
 
     Parameters
     ----------
     fuse_opt_level : int
         0 fuses nothing; -1 (the default) uses the PassContext's opt_level. The config
         ``relax.FuseOps.max_depth`` caps a group's size (default 256).
+    fuse_read_outputs : bool
+        minitvm's: a block output the block also reads fuses into its consumers, the group
+        returning it too (an LSTM step: one kernel for the take and both states' gates, not
+        three). False (TVM's rule): every block output ends its group. ``relax.build``'s
+        pipeline sets it.
     """
 
     def run(mod, ctx):
@@ -745,7 +767,7 @@ def FuseOps(fuse_opt_level: int = -1):  # noqa: N802 - TVM's name
             return mod
         level = ctx.opt_level if fuse_opt_level == -1 else fuse_opt_level
         max_depth = int(ctx.config.get("relax.FuseOps.max_depth", DEFAULT_MAX_DEPTH))
-        mod, added = fuse_ops(mod, level, max_depth)
+        mod, added = fuse_ops(mod, level, max_depth, fuse_read_outputs)
         record_stat("fused functions", added)
         return _without_stop_fusion(mod)
 

@@ -124,3 +124,16 @@ def test_a_symbolic_input_size_is_a_clear_error():
     model.graph.input.append(helper.make_tensor_value_info("W", F, [1, 3 * _HIDDEN, "W"]))
     with pytest.raises(ONNXImportError, match="needs a static input size"):
         from_onnx(model)
+
+
+def test_an_lstm_step_is_the_recurrent_matmul_and_one_gate_kernel():
+    """FuseOps groups the step's take of its input row and the gates of both new states (the
+    cell state an output the hidden state reads) into one kernel returning both."""
+    mod = relax.get_pipeline("zero")(from_onnx(_model("LSTM", "forward")))
+    (loop,) = [f for gv, f in mod.functions.items() if "_loop" in gv.name_hint]
+    step = loop.body.blocks[-1].bindings[-1].value.true_branch.blocks[0].bindings
+    tirs = [b.value.args[0].name_hint for b in step
+            if isinstance(b.value, relax.Call) and getattr(b.value.op, "name", "") ==
+            "relax.call_tir"]
+    assert len(tirs) == 3 and tirs[0] == "matmul" and tirs[2].startswith("add"), tirs
+    assert tirs[1].startswith("fused_take_") and tirs[1].endswith("_tanh_multiply"), tirs

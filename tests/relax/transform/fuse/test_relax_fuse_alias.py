@@ -22,8 +22,8 @@ def _aliases(func) -> list:
     return [b for blk in func.body.blocks for b in blk.bindings if isinstance(b.value, Var)]
 
 
-def _fused(mod):
-    return rt.FuseOps()(rt.AnnotateTIROpPattern()(rt.LegalizeOps()(mod)))
+def _fused(mod, **options):
+    return rt.FuseOps(**options)(rt.AnnotateTIROpPattern()(rt.LegalizeOps()(mod)))
 
 
 def _chain(alias_sinfo=None):
@@ -108,3 +108,54 @@ def test_unet_up_path_groups_interleave_add_and_concat():
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     got = vm["main"](tvm.nd.array(x), tvm.nd.array(skip)).numpy()
     np.testing.assert_allclose(got, _reference(x, skip, w, bias), rtol=1e-5, atol=1e-5)
+
+
+def test_an_output_alias_of_a_value_the_block_reads_binds_that_value():
+    """``gv = c`` where the block reads ``c`` again: ``c``'s binding defines ``gv``, its reads
+    read ``gv``; an output alias of a value read nowhere else stays (``gv1 = d``)."""
+    x = relax.Var("x", relax.TensorStructInfo((4, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            c = bb.emit(relax.op.exp(x))
+            d = bb.emit(relax.op.add(c, x))
+            gv = bb.emit_output(c)
+            gv1 = bb.emit_output(d)
+        bb.emit_func_output(relax.Tuple([gv, gv1]))
+    func = bb.get()["main"]
+    out, n = inline_dataflow_aliases(func, output_aliases=True)
+    assert n == 1
+    bindings = out.body.blocks[0].bindings
+    assert [b.var.name_hint for b in bindings] == ["gv", "lv1", "gv1"]
+    assert bindings[1].value.args[0] is bindings[0].var  # add reads gv
+    assert [b.var.name_hint for b in _aliases(out)] == ["gv1"]
+    fused = _fused(bb.get(), fuse_read_outputs=True)
+    (name, _), = _primitive(fused)
+    assert name == "fused_exp_add"
+    rng = np.random.default_rng(2)
+    xv = rng.standard_normal((4, 8)).astype("float32")
+    want = [np.exp(xv), np.exp(xv) + xv]
+    for mod in (bb.get(), fused):
+        got = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())["main"](tvm.nd.array(xv))
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-6)
+
+
+def test_output_aliases_in_a_100k_binding_block_at_the_default_recursion_limit():
+    import sys
+
+    limit = sys.getrecursionlimit()
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            v, outs = x, []
+            for k in range(100_000):
+                v = bb.emit(relax.op.exp(v))
+                if k % 10_000 == 0:
+                    outs.append(bb.emit_output(v))  # (read by the next exp)
+            outs.append(bb.emit_output(v))
+        bb.emit_func_output(relax.Tuple(outs))
+    out, n = inline_dataflow_aliases(bb.get()["main"], output_aliases=True)
+    assert n == 10 and sys.getrecursionlimit() == limit
+    assert len(out.body.blocks[0].bindings) == 100_001

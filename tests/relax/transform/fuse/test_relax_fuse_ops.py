@@ -21,9 +21,9 @@ def parse(relax_text: str) -> tvm.IRModule:
                                    .replace("=H", "=" + H).replace("(H, H)", f"({H}, {H})")))
 
 
-def fuse_check(before: str, expected: str, inputs=((4, 8),)):
+def fuse_check(before: str, expected: str, inputs=((4, 8),), **options):
     b, e = parse(before), parse(expected)
-    after = check(rt.FuseOps(), b, e)
+    after = check(rt.FuseOps(**options), b, e)
     assert_same_results(b, after, "main", random_inputs(inputs))
     return after
 
@@ -333,8 +333,7 @@ def main(x: R.Tensor(("n", 8), dtype="float32")) -> R.Tensor(("n", 8), dtype="fl
 """, inputs=((5, 8),))
 
 
-def test_block_outputs_are_not_fused_into_their_consumers():
-    before = parse("""
+_OUTPUT_READ_IN_BLOCK = """
 @R.function
 def main(x: F32) -> R.Tuple(F32, F32):
     cls = Module
@@ -344,10 +343,72 @@ def main(x: F32) -> R.Tuple(F32, F32):
         gv1 = R.call_tir(cls.exp, (gv,), out_sinfo=F32)
         R.output(gv, gv1)
     return (gv, gv1)
-""")
+"""
+
+
+def test_block_outputs_are_not_fused_into_their_consumers():
+    """TVM's rule (FuseOps' default): a block output ends its group."""
+    before = parse(_OUTPUT_READ_IN_BLOCK)
     after = rt.FuseOps()(before)
     names = sorted(gv.name_hint for gv in after.functions if "fused" in gv.name_hint)
     assert names == ["fused_exp_relu"]
+    assert_same_results(before, after, "main", random_inputs([(4, 8)]))
+
+
+def test_block_outputs_read_in_the_block_fuse_into_their_consumers_and_stay_outputs():
+    # (minitvm's fuse_read_outputs, relax.build's pipeline: a Relax function returns a
+    # tuple, so the group returns the output beside its own result)
+    fuse_check("""
+@R.function
+def main(x: F32) -> R.Tuple(F32, F32):
+    cls = Module
+    with R.dataflow():
+        a = R.call_tir(cls.exp, (x,), out_sinfo=F32)
+        gv = R.call_tir(cls.relu, (a,), out_sinfo=F32)
+        gv1 = R.call_tir(cls.exp, (gv,), out_sinfo=F32)
+        R.output(gv, gv1)
+    return (gv, gv1)
+""", """
+@R.function(private=True)
+def fused_exp_relu_exp(x: F32) -> R.Tuple(F32, F32):
+    R.func_attr({"Primitive": 1})
+    cls = Module
+    with R.dataflow():
+        a = R.call_tir(cls.exp, (x,), out_sinfo=F32)
+        gv = R.call_tir(cls.relu, (a,), out_sinfo=F32)
+        gv1 = R.call_tir(cls.exp, (gv,), out_sinfo=F32)
+        R.output(gv, gv1)
+    return (gv, gv1)
+
+@R.function
+def main(x: F32) -> R.Tuple(F32, F32):
+    cls = Module
+    with R.dataflow():
+        lv: R.Tuple(F32, F32) = cls.fused_exp_relu_exp(x)
+        gv: F32 = lv[0]
+        gv1: F32 = lv[1]
+        R.output(gv, gv1)
+    return (gv, gv1)
+""", fuse_read_outputs=True)
+
+
+def test_a_block_output_read_nowhere_in_the_block_still_ends_its_group():
+    before = parse("""
+@R.function
+def main(x: F32) -> R.Tuple(F32, F32):
+    cls = Module
+    with R.dataflow():
+        a = R.call_tir(cls.exp, (x,), out_sinfo=F32)
+        gv = R.call_tir(cls.relu, (a,), out_sinfo=F32)
+        b = R.call_tir(cls.exp, (a,), out_sinfo=F32)
+        gv1 = R.call_tir(cls.opaque_copy, (b,), out_sinfo=F32)
+        R.output(gv, gv1)
+    return (gv, gv1)
+""")
+    after = rt.FuseOps(fuse_read_outputs=True)(before)
+    # ``a`` feeds the output ``gv`` and ``b`` (read by an opaque op): no common post-dominator
+    names = sorted(gv.name_hint for gv in after.functions if "fused" in gv.name_hint)
+    assert names == []
     assert_same_results(before, after, "main", random_inputs([(4, 8)]))
 
 
@@ -374,3 +435,44 @@ def test_levels_above_zero_fuse(level):
         "cls.opaque_copy, (a,)", "cls.relu, (a,)"))
     after = rt.FuseOps(fuse_opt_level=level)(before)
     assert "fused_exp_relu" in [gv.name_hint for gv in after.functions]
+
+
+def test_a_block_output_aliasing_a_value_the_block_reads_is_no_barrier():
+    # an LSTM step: the new cell state ``c`` is an output (``gv = c``) and read by the new
+    # hidden state; ``c``'s binding defines ``gv`` and all three ops are one group (``gv1 = h``
+    # stays: nothing in the block reads ``h``)
+    fuse_check("""
+@R.function
+def main(x: F32) -> R.Tuple(F32, F32):
+    cls = Module
+    with R.dataflow():
+        a = R.call_tir(cls.exp, (x,), out_sinfo=F32)
+        c = R.call_tir(cls.relu, (a,), out_sinfo=F32)
+        h = R.call_tir(cls.add, (c, a), out_sinfo=F32)
+        gv: F32 = c
+        gv1: F32 = h
+        R.output(gv, gv1)
+    return (gv, gv1)
+""", """
+@R.function(private=True)
+def fused_exp_relu_add(x: F32) -> R.Tuple(F32, F32):
+    R.func_attr({"Primitive": 1})
+    cls = Module
+    with R.dataflow():
+        a = R.call_tir(cls.exp, (x,), out_sinfo=F32)
+        gv = R.call_tir(cls.relu, (a,), out_sinfo=F32)
+        gv1 = R.call_tir(cls.add, (gv, a), out_sinfo=F32)
+        R.output(gv, gv1)
+    return (gv, gv1)
+
+@R.function
+def main(x: F32) -> R.Tuple(F32, F32):
+    cls = Module
+    with R.dataflow():
+        lv: R.Tuple(F32, F32) = cls.fused_exp_relu_add(x)
+        gv: F32 = lv[0]
+        lv1: F32 = lv[1]
+        gv1: F32 = lv1
+        R.output(gv, gv1)
+    return (gv, gv1)
+""", fuse_read_outputs=True)
