@@ -53,14 +53,20 @@ def _i32(d) -> E.PrimExpr:
     return d if d.dtype == "int32" else E.Cast("int32", d)
 
 
+def _row_geometry(src, axis: int) -> tuple:
+    """(dtype, row length and inner stride as int32, the inner and outer extents, the item
+    form) of the rows of ``src`` along ``axis``."""
+    dt = src.dtype
+    inner_dim = prod_dims(src.shape[axis + 1:], "int64")
+    outer = prod_dims(src.shape[:axis], "int64")
+    return (dt, _i32(src.shape[axis]), _i32(inner_dim), inner_dim, outer,
+            _Keyed if _bits(dt) <= 32 else _Pairs)
+
+
 def sort_rows_symbolic(ctx, x, y, src, axis: int, largest: bool) -> S.Stmt:
     """Statements writing into ``y`` the positions of each row of ``src`` along ``axis`` in
     the selection order (``x`` / ``y`` flat views; see the module)."""
-    dt = src.dtype
-    inner_dim = prod_dims(src.shape[axis + 1:], "int64")
-    n, inner = _i32(src.shape[axis]), _i32(inner_dim)
-    outer = prod_dims(src.shape[:axis], "int64")
-    form = _Keyed if _bits(dt) <= 32 else _Pairs
+    dt, n, inner, inner_dim, outer, form = _row_geometry(src, axis)
 
     def row(idx):
         o, i = idx
@@ -94,11 +100,7 @@ def select_rows_symbolic(ctx, x, y, src, axis: int, k: int, largest: bool) -> S.
     kernels' insertion chain (``k <= MAX_K``) or heap (``selection.insertion_row`` /
     ``heap_row``) over the run-time row, the heap's kept items sorted as ``sort_rows_symbolic``
     sorts a row."""
-    dt = src.dtype
-    inner_dim = prod_dims(src.shape[axis + 1:], "int64")
-    n, inner = _i32(src.shape[axis]), _i32(inner_dim)
-    outer = prod_dims(src.shape[:axis], "int64")
-    form = _Keyed if _bits(dt) <= 32 else _Pairs
+    dt, n, inner, inner_dim, outer, form = _row_geometry(src, axis)
 
     def row(idx):
         o, i = idx
