@@ -358,17 +358,7 @@ def test_block_outputs_are_not_fused_into_their_consumers():
 def test_block_outputs_read_in_the_block_fuse_into_their_consumers_and_stay_outputs():
     # (minitvm's fuse_read_outputs, relax.build's pipeline: a Relax function returns a
     # tuple, so the group returns the output beside its own result)
-    fuse_check("""
-@R.function
-def main(x: F32) -> R.Tuple(F32, F32):
-    cls = Module
-    with R.dataflow():
-        a = R.call_tir(cls.exp, (x,), out_sinfo=F32)
-        gv = R.call_tir(cls.relu, (a,), out_sinfo=F32)
-        gv1 = R.call_tir(cls.exp, (gv,), out_sinfo=F32)
-        R.output(gv, gv1)
-    return (gv, gv1)
-""", """
+    fuse_check(_OUTPUT_READ_IN_BLOCK, """
 @R.function(private=True)
 def fused_exp_relu_exp(x: F32) -> R.Tuple(F32, F32):
     R.func_attr({"Primitive": 1})
