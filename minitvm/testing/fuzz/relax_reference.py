@@ -32,7 +32,16 @@ from ...tir import IntImm
 __all__ = ["evaluate", "NoReference", "StructInfoMismatch", "EmptyReduction"]
 
 #: Reductions without an identity: undefined on an empty tensor.
-_NO_IDENTITY = frozenset({"max", "min", "argmax", "argmin"})
+# reductions with no value over an empty axis (max / min give their identity: ``_identity``)
+_NO_IDENTITY = frozenset({"argmax", "argmin"})
+
+
+def _identity(name: str, dt: np.dtype):
+    """What Relax's max / min give over an empty axis: -inf / +inf (ONNX's ReduceMax /
+    ReduceMin identity, TVM's kernels'), an integer type's extreme."""
+    if dt.kind in "iu":
+        return np.iinfo(dt).min if name == "max" else np.iinfo(dt).max
+    return -np.inf if name == "max" else np.inf
 
 
 class NoReference(NotImplementedError):
@@ -287,6 +296,8 @@ def _call_op(call: Call, args: list, sym: dict, sinfo):
         return np.zeros(shape, sinfo.dtype)  # an empty result (softmax of an empty axis...)
     if name in _NO_IDENTITY and any(a.size == 0 for a in args):
         raise EmptyReduction(f"relax.{name} of an empty tensor {args[0].shape}")
+    if name in ("max", "min") and args[0].size == 0 and shape is not None:
+        return np.full(shape, _identity(name, np.dtype(sinfo.dtype)), sinfo.dtype)
     with np.errstate(all="ignore"):
         if impl is not None:
             out = impl(call, args, sym)

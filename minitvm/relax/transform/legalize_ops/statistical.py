@@ -18,9 +18,10 @@ def _axes(call):
 
 def checked_nonempty(bb, call, axes, result):
     """``result`` (the legalized ``call``), through ``vm.builtin.check_nonempty`` when a
-    reduced axis (``axes``; None: all) of the argument has a symbolic size: max / min / argmax /
-    argmin have no identity value, so over an axis empty at run time the VM raises (as numpy)
-    instead of returning the kernel's -inf / +inf / -1. The check reads the argument's shape
+    reduced axis (``axes``; None: all) of the argument has a symbolic size: argmax / argmin
+    have no index to give, so over an axis empty at run time the VM raises (as numpy) instead
+    of returning the kernel's -1. (max / min give their identity, -inf / +inf, as TVM's kernels
+    and ONNX's ReduceMax / ReduceMin do: no check.) The check reads the argument's shape
     from its struct info (a shape value, not the tensor), after the kernel: the argument's
     producer still fuses with the reduction. Static sizes need no check (0 is refused when
     typed)."""
@@ -48,8 +49,7 @@ CHECK_NONEMPTY = "vm.builtin.check_nonempty"
 def _make(name: str, fn):
     def legalize(bb, call):
         axes, keep = _axes(call), bool(call.attrs.keepdims)
-        res = call_topi(bb, lambda x: fn(x, axes, keep), call.args[0], name=name)
-        return checked_nonempty(bb, call, axes, res) if name in ("max", "min") else res
+        return call_topi(bb, lambda x: fn(x, axes, keep), call.args[0], name=name)
 
     legalize.__name__ = f"legalize_{name}"
     return legalize
