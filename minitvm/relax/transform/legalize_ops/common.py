@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ....ir.op import Op
 from ....ir.prim_expr import IntImm, PrimExpr
 from ...expr import Call, Expr, PrimValue, ShapeExpr
+from ...op._common import prove_equal
 from ...struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 
 __all__ = ["register_legalize", "get_legalize", "LegalizeFunc", "call_topi", "out_shape",
@@ -130,14 +131,6 @@ def int_values(values) -> list[int]:
     return out
 
 
-def _provably_same(a, b) -> bool:
-    from ....ir.structural import structural_equal
-
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return int(a.value) == int(b.value)
-    return bool(structural_equal(a, b, map_free_vars=False))
-
-
 def tie_dim(bb, arg: Expr, axis: int, size: PrimExpr) -> Expr:
     """``arg`` whose dimension ``axis`` is ``size`` (another operand's extent the kernel reads
     it by): ``arg`` itself where that is provably so, else a ``match_cast`` to it, which the VM
@@ -148,7 +141,7 @@ def tie_dim(bb, arg: Expr, axis: int, size: PrimExpr) -> Expr:
             not bb.block_is_open():
         return arg
     shape = list(sinfo.shape.values)
-    if _provably_same(shape[axis], size):
+    if prove_equal(shape[axis], size):
         return arg
     shape[axis] = size
     return bb.match_cast(arg, TensorStructInfo(shape, sinfo.dtype, vdevice=sinfo.vdevice))
