@@ -74,6 +74,19 @@ class Report:
                 {"kind": f.kind, "pass": tag + f.pass_name, "seed": f.seed,
                  "detail": f.detail[:500], "program": f.program[:4000]})
 
+    def keep_found(self, found: list, findings: list, tag: str, label: str,
+                   counts: collections.Counter, stats: dict, features, width: int) -> None:
+        """Keep each finding of ``found`` (``keep``; appended to ``findings``), print it under
+        ``label`` (its detail cut at ``width``), and refresh the run's finding counts and
+        feature tallies in ``stats``."""
+        for f in found:
+            findings.append(f)
+            self.keep(f, tag, counts)
+            print(f"  {label} finding: [{f.kind}] {f.pass_name} seed {f.seed}: "
+                  f"{f.detail[:width]}", flush=True)
+        stats["findings"] = {f"{a} / {b}": v for (a, b), v in counts.items()}
+        stats["features"] = dict(features)
+
     def write(self) -> None:
         if "programs" in self.data:
             self.data["programs"]["findings"] = {f"{k[0]} / {k[1]}": v
@@ -215,13 +228,7 @@ def run_relax_programs(args, report: Report) -> list:
         stats.update(count=i + 1, pass_runs=stats["pass_runs"] + len(names),
                      builds=stats["builds"] + builds, last_seed=seed,
                      seconds=round(time.time() - t0, 1))
-        for f in found:
-            findings.append(f)
-            report.keep(f, "relax:", counts)
-            print(f"  relax finding: [{f.kind}] {f.pass_name} seed {f.seed}: "
-                  f"{f.detail[:200]}", flush=True)
-        stats["findings"] = {f"{a} / {b}": v for (a, b), v in counts.items()}
-        stats["features"] = dict(features)
+        report.keep_found(found, findings, "relax:", "relax", counts, stats, features, 200)
         if found or (i + 1) % 10 == 0:
             report.write()
         if (i + 1) % 25 == 0:
@@ -327,13 +334,7 @@ def _run_generated(args, report: Report, key: str, tag: str, seeds: list, genera
             found = [Finding("checker-error", key, seed, f"{type(err).__name__}: {err}",
                              "")]
         stats.update(count=i + 1, last_seed=seed, seconds=round(time.time() - t0, 1))
-        for f in found:
-            findings.append(f)
-            report.keep(f, tag, counts)
-            print(f"  {tag} finding: [{f.kind}] {f.pass_name} seed {f.seed}: "
-                  f"{f.detail[:300]}", flush=True)
-        stats["findings"] = {f"{a} / {b}": v for (a, b), v in counts.items()}
-        stats["features"] = dict(features)
+        report.keep_found(found, findings, tag, tag, counts, stats, features, 300)
         if found or (i + 1) % 25 == 0:
             report.write()
         if (i + 1) % 100 == 0:
