@@ -191,7 +191,8 @@ def _aligned_resolved(typed: Function, kept: set) -> dict:
 def symbolic_function(func: Function) -> tuple[Function, list, list]:
     """``func`` re-typed with a ``tir.Var`` for each distinct ``Any`` of its parameters, those
     variables, and the conditions its shape rules assumed of them (``topi.shape_conditions``:
-    an exact division, two equal element counts), which each call must check; raises ``LoweringError`` when a result dimension stays unknown (an output
+    an exact division, two equal sizes, a positive extent), which each call must check; raises
+    ``LoweringError`` when a result dimension stays unknown (an output
     whose size depends on values: arange, nonzero, a shape computed from data).
 
     Two Anys the program could not tell equal (a reshape's ``-1`` gives a fresh one for the same
@@ -443,8 +444,8 @@ def schedule_symbolic(func: Function, options: LoweringOptions,
 def _compiled(func: Function, name: str, options: LoweringOptions, const_inputs: frozenset,
               store=None):
     """``(native kernel, variables, input shapes, output (shape, dtype)s, kernel var places,
-    shape conditions)`` of ``func``'s symbolic kernel (its object code through the disk cache; the record written
-    to ``store`` once made); raises its lowering error."""
+    shape conditions)`` of ``func``'s symbolic kernel (its object code through the disk
+    cache; the record written to ``store`` once made); raises its lowering error."""
     made = schedule_symbolic(func, options, const_inputs, store)
     if isinstance(made, Exception):
         raise made
