@@ -13,9 +13,10 @@ dynamic axis broadcast at size 1, runs the per-shape specialization instead) and
 outputs. A function whose output shape depends on values, or with an op not lowered
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
 Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort along a
-static axis, of a whole dynamic one or a fixed k of it, unique, all-class NMS, valid counts and box NMS, RoI
-pools) go through their rule when it takes symbolic extents
-(``SYMBOLIC_RULE_TAGS``).
+static axis, of a whole dynamic one or a fixed k of it, unique, all-class NMS, valid counts and
+box NMS, RoI pools) go through their rule when it takes symbolic extents
+(``SYMBOLIC_RULE_TAGS``). What the shape rules assumed of the sizes (``topi.shape_conditions``)
+is checked at each new shape the same way as the typing's equalities.
 """
 
 from __future__ import annotations
