@@ -298,3 +298,46 @@ def test_haswell_3x3_convs_take_the_avx2_winograd_default(c, o, hw, winograd):
                for s in walk_stmts(k.prim_func.body)) == winograd
     xv = rng.standard_normal((1, c, hw, hw)).astype("float32")
     np.testing.assert_allclose(_run(lib, {"x": xv}), _np_conv(xv, wv), rtol=1e-4, atol=1e-3)
+
+
+def test_kernels_lowered_after_the_build_keep_its_mcpu():
+    """A Relay VM kernel compiled at run time (a per-shape specialization, at its first call with
+    new shapes) is made for the build's -mcpu, outside the build's scope: the lowering options
+    carry the CPU and ``backend.compile.made_for`` enters it."""
+    from minitvm.relay.backend.vm.kernels import ShapeSpecializer
+    from minitvm.runtime import vm as runtime_vm
+
+    cpu = target_cpu.codegen_cpu("haswell")
+    x = relay.var("x", shape=(relay.Any(), 12))
+    fn = relay.Function([x], relay.reshape(x * relay.const(2.0), relay.shape_of(x)))
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(tvm.IRModule.from_expr(fn), target="llvm -mcpu=haswell")
+    (spec,) = [k.run for k in exe.get_lib().kernels.values() if isinstance(k.run, ShapeSpecializer)]
+    assert spec.options.cpu == cpu
+    xv = np.arange(36, dtype="float32").reshape(3, 12)
+    got = runtime_vm.VirtualMachine(exe, tvm.cpu()).invoke("main", xv).numpy()
+    np.testing.assert_array_equal(got, xv * 2)
+
+    # a specialization with vector work (a conv of a run-time batch), lowered lazily with those
+    # options outside any -mcpu scope: AVX2's code, not the host's (its options without the CPU)
+    import dataclasses
+
+    rng = np.random.default_rng(5)
+    wv = rng.standard_normal((16, 8, 3, 3)).astype("float32")
+    d = relay.var("d", shape=(relay.Any(), 8, 10, 10))
+    conv = relay.Function([d], relay.nn.relu(relay.nn.conv2d(d, relay.const(wv), padding=(1, 1))))
+    conv = relay.transform.InferType()(tvm.IRModule.from_expr(conv))["main"]
+    conv = relay.Function(conv.params, conv.body, attrs=tvm.ir.make_node("DictAttrs", Primitive=1))
+    conv = relay.transform.InferType()(tvm.IRModule.from_expr(conv))["main"]
+    dv = rng.standard_normal((2, 8, 10, 10)).astype("float32")
+    irs = {}
+    for name, options in [("haswell", spec.options),
+                          ("host", dataclasses.replace(spec.options, cpu=None))]:
+        lazy = ShapeSpecializer(conv, f"lazy_conv_{name}", options)
+        assert jit.codegen_target() is None
+        (out,) = lazy([dv])
+        np.testing.assert_allclose(out, np.maximum(_np_conv(dv, wv), 0), rtol=1e-4, atol=1e-3)
+        ((kernel, _),) = lazy.cache.values()
+        irs[name] = kernel.ir
+    assert irs["haswell"] != irs["host"]
+    assert "<8 x float>" in irs["haswell"] and "<32 x float>" not in irs["haswell"]
