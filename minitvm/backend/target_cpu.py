@@ -76,6 +76,23 @@ def codegen_cpu(mcpu: str) -> tuple[str, str] | None:
     return mcpu, limited_features(features, cls)
 
 
+def code_cpu_name(target) -> str:
+    """The LLVM name of the CPU a build for ``target`` makes kernels for: its ``-mcpu`` where
+    builds honour it (``codegen_cpu``), else the host's."""
+    cpu = codegen_cpu(_mcpu(target)) if not isinstance(target, dict) else None
+    return cpu[0] if cpu is not None else jit.real_host_cpu()[0]
+
+
+def same_vector_isa(cpu_a: str, cpu_b: str) -> bool:
+    """Do kernels made for LLVM CPUs ``cpu_a`` and ``cpu_b`` take the same schedules (AVX2's or
+    AVX-512's vector width; VNNI counts as AVX-512)? True where either name is unknown."""
+    a, b = (_WIDTH.get(isa_class(c) or "") for c in (cpu_a, cpu_b))
+    return a is None or b is None or a == b
+
+
+_WIDTH = {"avx2": 256, "avx512": 512, "vnni": 512}
+
+
 def _mcpu(target) -> str:
     from ..target import Target
 

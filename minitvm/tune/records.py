@@ -2,8 +2,10 @@
 
 A record holds the workload key (``minitvm.schedule.knobs``: op, shapes, dtype, layout), the
 knob values, the measured costs in seconds (empty and an ``error`` text for a failed
-candidate), a timestamp, the target and the host CPU. Records are keyed by workload alone, so a
-file written while tuning one model serves every model sharing its workloads.
+candidate), a timestamp, the target and the CPU the candidate's code was made for (the host's,
+or the target's ``-mcpu``: ``backend.target_cpu``). Records are keyed by workload alone, so a
+file written while tuning one model serves every model sharing its workloads; a build uses only
+records of code for its own vector width (an AVX2 build none tuned as AVX-512 code).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backend.target_cpu import code_cpu_name, same_vector_isa
 from ..schedule.knobs import KnobTable, key_text
 
 RECORD_VERSION = 1
@@ -141,7 +144,8 @@ def save_records(records: Iterable[Record], path: str | os.PathLike) -> None:
 def best_records(records: Iterable[Record], target="llvm", cpu: str | None = None
                  ) -> dict[str, Record]:
     """The fastest successful configuration per workload for ``target`` (and ``cpu`` when
-    given: records measured on another CPU are used only for workloads with none from this one).
+    given: records made for another CPU are used only for workloads with none for this one, and
+    only where that CPU has the same vector width: ``target_cpu.same_vector_isa``).
 
     A configuration measured several times (a second tuning run) has its costs pooled in the
     record returned. Where a workload has confirmation-round records (``Record.confirm``),
@@ -149,7 +153,8 @@ def best_records(records: Iterable[Record], target="llvm", cpu: str | None = Non
     low by the choice itself, while the round measures the finalists and the default afresh.
     """
     kind = _target_kind(target)
-    records = [r for r in records if r.ok and _target_kind(r.target) == kind]
+    records = [r for r in records if r.ok and _target_kind(r.target) == kind and
+               (cpu is None or not r.cpu or same_vector_isa(r.cpu, cpu))]
     confirmed = {(r.key, cpu is None or r.cpu == cpu) for r in records if r.confirm}
     pooled: dict[tuple, Record] = {}
     for r in records:
@@ -172,9 +177,11 @@ def best_records(records: Iterable[Record], target="llvm", cpu: str | None = Non
 
 
 def knob_table(records, target="llvm", cpu: str | None = None) -> KnobTable:
-    """The knob table of the best record per workload (records, a database or a path)."""
+    """The knob table of the best record per workload (records, a database or a path) for a
+    build for ``target``: for the CPU it makes code for (``cpu``, default: its ``-mcpu`` where
+    builds honour it, else the host)."""
     if isinstance(records, (str, os.PathLike)):
         records = load_records(records)
-    cpu = host_cpu() if cpu is None else cpu
+    cpu = code_cpu_name(target) if cpu is None else cpu
     best = best_records(records, target, cpu or None)
     return KnobTable({k: r.knobs for k, r in best.items()})

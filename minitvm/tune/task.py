@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..backend.options import lowering_options
+from ..backend.target_cpu import for_target
 from ..ir.module import IRModule
 from ..relay.backend.te_compiler import build_te
 from ..relay.expr import Call, Function
@@ -100,9 +101,12 @@ def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int
     if _is_relax(mod):
         return _extract_relax(mod, params, target)
     ctx = PassContext.current()
-    with PassContext(opt_level=opt_level, config=dict(getattr(ctx, "config", {}) or {}),
-                     disabled_pass=list(getattr(ctx, "disabled_pass", []) or [])):
-        opt_mod, _ = optimize(mod, target, params)
+    # as relay.build: optimized for a plain llvm target (its NCHW kernels; an x86 -mcpu would
+    # re-block convs for TVM's templates), the kernels scheduled for the -mcpu's CPU
+    with for_target(target), PassContext(
+            opt_level=opt_level, config=dict(getattr(ctx, "config", {}) or {}),
+            disabled_pass=list(getattr(ctx, "disabled_pass", []) or [])):
+        opt_mod, _ = optimize(mod, "llvm", params)
         base = lowering_options()
     tasks: dict[str, Task] = {}
     for call in _primitive_calls(opt_mod["main"]):
@@ -110,8 +114,9 @@ def extract_tasks(mod, params: dict | None = None, target="llvm", opt_level: int
         table = KnobTable(trace=True)
         try:
             inputs, consts, outputs = build_te(func)
-            lower_te(list(inputs) + [c[0] for c in consts], outputs, "extract",
-                     options=dataclasses.replace(base, knobs=table))
+            with for_target(target):
+                lower_te(list(inputs) + [c[0] for c in consts], outputs, "extract",
+                         options=dataclasses.replace(base, knobs=table))
         except (LoweringError, ValueError, TypeError, NotImplementedError, KeyError):
             continue  # this function runs in numpy: nothing to tune
         for text, (key, space, _) in table.seen.items():

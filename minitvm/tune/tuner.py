@@ -13,9 +13,10 @@ import statistics
 import time
 from pathlib import Path
 
+from ..backend.target_cpu import code_cpu_name, for_target
 from ..schedule.knobs import builtin_table
 from .progress import Progress
-from .records import Record, RecordDatabase, host_cpu
+from .records import Record, RecordDatabase
 from .runner import LocalRunner, MeasureResult
 from .search import EvolutionarySearch, RandomSearch
 from .task import Task, extract_tasks
@@ -55,10 +56,13 @@ def tune_tasks(tasks: list[Task], database: RecordDatabase | str | os.PathLike |
     run, owned = _make_runner(runner, timeout)
     report = Progress(len(tasks), progress, verbose=verbose)
     deadline = time.perf_counter() + seconds if seconds is not None else None
-    cpu = host_cpu()
-    builtin = builtin_table()
     try:
         for n, task in enumerate(tasks):
+            # (the CPU the task's code is made for: its target's -mcpu, or the host; its
+            # records carry it, and the built-in table of its vector ISA seeds the search)
+            cpu = code_cpu_name(task.target)
+            with for_target(task.target):
+                builtin = builtin_table()
             search = (RandomSearch(task.space, seed + n) if strategy == "random" else
                       EvolutionarySearch(task.space, seed + n))
             default = task.space.default()

@@ -341,3 +341,35 @@ def test_kernels_lowered_after_the_build_keep_its_mcpu():
         irs[name] = kernel.ir
     assert irs["haswell"] != irs["host"]
     assert "<8 x float>" in irs["haswell"] and "<32 x float>" not in irs["haswell"]
+
+
+def test_tuning_for_an_mcpu_tunes_its_kernels_and_its_records_serve_its_builds():
+    """``extract_tasks`` for ``llvm -mcpu=haswell`` finds the workloads relay.build makes for
+    it (NCHW convs with AVX2's knob spaces; it found none: it optimized for the -mcpu, whose x86
+    rule re-blocks convs into ops that have no kernel here), the records carry the CPU the code
+    was made for, and a build for the host's vector width does not take AVX2's knobs."""
+    from minitvm import tune
+    from minitvm.tune.runner import MeasureResult
+
+    fn, _ = _conv(np.random.default_rng(6))
+    mod = tvm.IRModule.from_expr(fn)
+    tasks = tune.extract_tasks(mod, target="llvm -mcpu=haswell")
+    assert [t.workload[0] for t in tasks] == ["conv2d_nchw"]
+    assert all(t.target == "llvm -mcpu=haswell" for t in tasks)
+    from minitvm.tune.builtin import declared_space
+
+    with jit.generating_for(*target_cpu.codegen_cpu("haswell")):  # (AVX2's register tiles)
+        assert [t.space for t in tasks] == [declared_space(t.workload) for t in tasks]
+    if HOST_AVX512:  # (the host's differ)
+        assert [t.space for t in tasks] != [declared_space(t.workload) for t in tasks]
+
+    class Scripted:  # a cost per candidate, in this process: the records are what is checked
+        def run(self, task, candidates):
+            return [MeasureResult([1e-3 / (1 + i)]) for i in range(len(candidates))]
+
+    db = tune.tune_tasks(tasks, None, trials=3, runner=Scripted(), progress="none", confirm=0)
+    assert len(db) == 3 * len(tasks) and {r.cpu for r in db} == {"haswell"}
+    haswell = tune.knob_table(db, "llvm -mcpu=haswell")
+    assert set(haswell.entries) == {t.key for t in tasks}
+    if HOST_AVX512:
+        assert tune.knob_table(db, "llvm").entries == {}
