@@ -10,6 +10,8 @@ implicit GEMM instead (``schedule.conv_direct``), which tiles the pixels. Measur
 Xeon, one thread, thread CPU ms, SiamFC's correlation (1x128x24x24 by a 2x64x8x8 run-time
 weight, 2 groups): grouped 0.61, split 0.15. With a constant weight, or with fewer
 multiply-adds a group, the split measured the same or slower (``MIN_GROUP_MACS``).
+(Winograd's run-time weight transform, ``schedule.conv_winograd.RUN_TIME_WEIGHTS``, takes 3x3
+convs of wider groups; those of at most ``MAX_OUT_PER_GROUP`` outputs measured faster split.)
 Relay's Legalize of ``nn.conv2d`` decides with ``split_plan``.
 """
 
@@ -17,11 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+ENABLED = True  # (off: every grouped conv stays grouped; for A/B runs)
 MAX_GROUPS = 4  # at most this many groups (each part is a kernel of its own)
 MAX_OUT_PER_GROUP = 4  # at most this many output channels a group (at least 4x padding waste)
 # at least this many multiply-adds a group (an output image): below, the parts' own kernels
-# (the input's and the weight's slices, the concatenation) cost more than the padding saves
-MIN_GROUP_MACS = 1 << 18
+# (the input's and the weight's slices, the concatenation) cost what the padding saves. Intel
+# Xeon, one thread, run-time weight, conv + relu, one process A/B, 7 interleaved rounds, thread
+# CPU ms, grouped / split (multiply-adds a group): won, 2 groups 64 -> 1 8x8 at 24x24 0.595 /
+# 0.139 (1.2M), 2 of 64 -> 4 5x5 at 24x24 0.290 / 0.119 (1.6M), 4 of 32 -> 1 3x3 at 34x34
+# 0.288 / 0.092 (333K), 2 of 32 -> 2 3x3 at 34x34 0.153 / 0.050, 2 of 32 -> 4 0.152 / 0.070,
+# 2 of 32 -> 4 3x3 at 20x20 0.062 / 0.033 (461K), at 12x12 0.031 / 0.022 (166K); below it,
+# 2 of 16 -> 2 3x3 at 16x16 0.0082 / 0.0088 (74K), 3 of 16 -> 2 3x3 / 2 at 28x28 0.0126 /
+# 0.0262 (56K) (but 2 of 32 -> 1 3x3 at 16x16 0.046 / 0.012 (74K)). With a constant weight,
+# grouped / split, 2 of 64 -> 1 8x8 at 24x24 0.542 / 0.562, 2 of 32 -> 2 3x3 at 30x30 0.116 /
+# 0.128, 4 of 16 -> 4 3x3 at 32x32 0.074 / 0.061, 2 of 16 -> 4 3x3 at 56x56 0.103 / 0.237
+MIN_GROUP_MACS = 1 << 17
 
 
 def split_plan(data_shape: Sequence | None, weight_shape: Sequence | None,
@@ -35,7 +47,7 @@ def split_plan(data_shape: Sequence | None, weight_shape: Sequence | None,
     Only for a weight computed at run time: a constant weight is packed once at build time,
     and an ungrouped conv's packing pads its output channels to 16 as well (no gain)."""
     groups = int(groups)
-    if not 2 <= groups <= MAX_GROUPS or str(dtype) != "float32" or \
+    if not ENABLED or not 2 <= groups <= MAX_GROUPS or str(dtype) != "float32" or \
             str(out_dtype or dtype) != "float32":
         return None
     if data_shape is None or weight_shape is None or len(data_shape) != 4 or \

@@ -71,7 +71,7 @@ def test_built_matches_the_definition(shape, wshape, kw):
     ((1, 128, 24, 24), (2, 64, 8, 8), dict(groups=2, dilation=(2, 2))),  # dilated
     ((1, 160, 24, 24), (5, 32, 8, 8), dict(groups=5)),  # more than MAX_GROUPS
     ((1, 128, 24, 24), (16, 64, 8, 8), dict(groups=2)),  # 8 outputs a group
-    ((1, 48, 14, 14), (6, 16, 3, 3), dict(groups=3)),  # too little work a group
+    ((1, 48, 10, 10), (6, 16, 3, 3), dict(groups=3)),  # too little work a group
     ((1, 64, 24, 24), (64, 1, 3, 3), dict(groups=64)),  # depthwise
     ((1, 24, 24, 128), (8, 8, 64, 2), dict(groups=2, data_layout="NHWC", kernel_layout="HWIO",
                                            kernel_size=(8, 8), channels=2)),  # another layout
@@ -85,3 +85,11 @@ def test_a_constant_weight_stays_grouped():
     w = np.ones((2, 64, 8, 8), "float32")
     (conv,) = _convs(_mod((1, 128, 24, 24), w.shape, const_weight=w, groups=2))
     assert int(conv.attrs.groups) == 2
+
+
+def test_switched_off_stays_grouped(monkeypatch):
+    from minitvm.topi import grouped_split
+
+    monkeypatch.setattr(grouped_split, "ENABLED", False)
+    convs = _convs(_mod((1, 128, 24, 24), (2, 64, 8, 8), groups=2))
+    assert [int(c.attrs.groups) for c in convs] == [2]
