@@ -10,8 +10,9 @@ implicit GEMM instead (``schedule.conv_direct``), which tiles the pixels. Measur
 Xeon, one thread, thread CPU ms, SiamFC's correlation (1x128x24x24 by a 2x64x8x8 run-time
 weight, 2 groups): grouped 0.61, split 0.15. With a constant weight, or with fewer
 multiply-adds a group, the split measured the same or slower (``MIN_GROUP_MACS``).
-(Winograd's run-time weight transform, ``schedule.conv_winograd.RUN_TIME_WEIGHTS``, takes 3x3
-convs of wider groups; those of at most ``MAX_OUT_PER_GROUP`` outputs measured faster split.)
+(3x3 convs of at most ``MAX_OUT_PER_GROUP`` outputs a group, which the grouped schedules, among
+them Winograd's run-time weight transform (``schedule.conv_winograd.RUN_TIME_WEIGHTS``), pad
+the same way, measured faster split too: ``MIN_GROUP_MACS``.)
 Relay's Legalize of ``nn.conv2d`` decides with ``split_plan``.
 """
 
@@ -50,8 +51,9 @@ def split_plan(data_shape: Sequence | None, weight_shape: Sequence | None,
     if not ENABLED or not 2 <= groups <= MAX_GROUPS or str(dtype) != "float32" or \
             str(out_dtype or dtype) != "float32":
         return None
-    if data_shape is None or weight_shape is None or len(data_shape) != 4 or \
-            len(weight_shape) != 4 or tuple(int(v) for v in dilation) != (1, 1):
+    if data_shape is None or weight_shape is None or out_shape is None or \
+            len(data_shape) != 4 or len(weight_shape) != 4 or len(out_shape) != 4 or \
+            tuple(int(v) for v in dilation) != (1, 1):
         return None
     try:
         c, o, cg = int(data_shape[1]), int(weight_shape[0]), int(weight_shape[1])
