@@ -240,6 +240,15 @@ NARROW_WEIGHT = 0.85
 # regnet_like's graph order its 48 g3 at 56x56 0.427 / 0.356.)
 GROUPED_NARROW_CHANNELS = 32
 GROUPED_NARROW_MIN_GAIN = {"rocketlake": 2.1, "avx512": 1.95, "avx2": 1.95}
+# (Not acted on: a 24x24 output, where F(4x4)'s one band of 36 tiles is a 32-tile panel and a
+# 4-tile tail (``real_share`` 0.75, gain 3.0 against F(2x2)'s 2.25), measured faster at F(2x2)
+# with 32 or 64 channels a group. Intel Xeon, one thread, conv + bias + relu alone, 9
+# interleaved rounds, thread CPU ms, default F(4x4) / F(2x2) (ONNX Runtime): SiamFC's 2 groups
+# of 32 at 26x26 -> 24x24 batch 2 0.282 / 0.216 (0.282), again 0.307 / 0.233 (0.297); dense
+# 64 -> 64 at 24x24 0.178 / 0.168 (0.249), at 26x26 -> 24x24 batch 2 0.371 / 0.341 (0.502); but
+# 128 -> 128 at 24x24 0.576 / 0.638 (1.057), and grouped 4 of 32 at 28x28 (share 0.766) 0.356 /
+# 0.426, 2 of 64 at 32x32 0.436 / 0.557, 2 of 32 at 56x56 0.556 / 0.596 kept F(4x4). One
+# geometry's data: no rule drawn from it.)
 # a grouped conv whose weight the graph computes (a hypernetwork's dynamic conv: its batch as
 # groups) has the weight transformed per call (``transform_at_run_time``, scalar code: about
 # 130 multiply-adds and a2 scattered stores a filter) on planes of at least

@@ -17,6 +17,7 @@ from ..tensor import add, cast, multiply, subtract
 from ..transform import expand_dims, strided_slice
 from ._legalize_conv2d_layout import legalize_conv2d_layout
 from ._legalize_dilated import legalize_dilated_conv2d
+from ._legalize_grouped import legalize_grouped_conv2d
 from .nn import conv2d, pad
 
 
@@ -84,9 +85,12 @@ register_hook("conv2d_alter_int8_common", ExprWithOp, conv2d_alter_int8_common)
 @register_legalize("nn.conv2d")
 def legalize_conv2d(attrs, inputs, types):
     """TVM's nn.conv2d Legalize hook: the target's ``topi.nn.conv2d_legalize`` rule, else a
-    dilated float conv over its dilation phases (``_legalize_dilated``), else a conv in another
-    layout than NCHW/OIHW relaid out to it (``_legalize_conv2d_layout``)."""
+    dilated float conv over its dilation phases (``_legalize_dilated``), else a grouped conv of
+    few groups with few output channels a group as one conv per group (``_legalize_grouped``),
+    else a conv in another layout than NCHW/OIHW relaid out to it (``_legalize_conv2d_layout``)."""
     out = topi_nn.conv2d_legalize(attrs, inputs, types)
     if out is None:
         out = legalize_dilated_conv2d(attrs, inputs, types)
+    if out is None:
+        out = legalize_grouped_conv2d(attrs, inputs, types)
     return out if out is not None else legalize_conv2d_layout(attrs, inputs, types)
