@@ -11,13 +11,16 @@ vector ISA (AVX2 code on an AVX-512 host; not AVX-512 code on an AVX2 host: that
 the host's code, with a warning). The features are the host's limited to the named CPU's
 vector ISA (``limited_features``), so they never name an instruction the host lacks; LLVM
 schedules for the named CPU. CPU names outside ``topi.x86.utils``' tables (an Arm
-``-mcpu``, none at all) leave the host's code, as before.
+``-mcpu``, none at all) leave the host's code, as before. ``-mattr`` entries turn features of
+that CPU on or off (``llvm -mattr=-avx512f``: the host's CPU, AVX2 code), within what the host
+runs and the AVX2 floor every kernel here is made for.
 """
 
 from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Sequence
 
 from ..runtime import jit
 from ..topi.x86 import utils as x86
@@ -57,29 +60,64 @@ def limited_features(host_features: str, cls: str) -> str:
     return ",".join(out)
 
 
-def codegen_cpu(mcpu: str) -> tuple[str, str] | None:
-    """(cpu, features) kernels for ``-mcpu=mcpu`` are made with on this host, or None where the
-    host's own code is made (no ``mcpu``, the host's own name, an unknown or non-x86 name, or a
-    vector ISA the host lacks: then with a ``UserWarning``)."""
+def codegen_cpu(mcpu: str, mattr: Sequence[str] = ()) -> tuple[str, str] | None:
+    """(cpu, features) kernels for ``-mcpu=mcpu -mattr=...`` are made with on this host, or None
+    where the host's own code is made (no ``mcpu`` nor ``mattr``, the host's own name, an
+    unknown or non-x86 name, or a vector ISA the host lacks: then with a ``UserWarning``).
+    ``mattr`` (``["+avx2", "-avx512f"]``) turns features of the CPU's on or off (``with_mattr``)."""
     host, features = jit.real_host_cpu()
-    if not mcpu or mcpu == host:
-        return None
-    cls = isa_class(mcpu)
-    if cls is None:
-        return None
-    have = {f[1:] for f in features.split(",") if f.startswith("+")}
-    if not set(_NEEDS[cls]) <= have:
-        warnings.warn(f"target -mcpu={mcpu}: this host ({host}) lacks its vector ISA "
-                      f"({cls}); the kernels are made for the host, which runs them",
-                      stacklevel=3)
-        return None
-    return mcpu, limited_features(features, cls)
+    cpu, base = host, features
+    if mcpu and mcpu != host and isa_class(mcpu) is not None:
+        cls = isa_class(mcpu)
+        have = {f[1:] for f in features.split(",") if f.startswith("+")}
+        if set(_NEEDS[cls]) <= have:
+            cpu, base = mcpu, limited_features(features, cls)
+        else:
+            warnings.warn(f"target -mcpu={mcpu}: this host ({host}) lacks its vector ISA "
+                          f"({cls}); the kernels are made for the host, which runs them",
+                          stacklevel=3)
+    if mattr:
+        base = with_mattr(base, features, mattr)
+    return None if (cpu, base) == (host, features) else (cpu, base)
+
+
+# features minitvm's kernels always use: x86 code here is AVX2 code at least
+_FLOOR = ("avx", "avx2", "fma", "f16c", "sse4.1", "sse4.2", "ssse3", "sse3", "sse2", "sse")
+
+
+def with_mattr(features: str, host_features: str, mattr: Sequence[str]) -> str:
+    """LLVM feature string ``features`` with a target's ``-mattr`` entries applied: ``-x`` turns
+    x off (``-avx512f`` every AVX-512 feature with it, as LLVM does), ``+x`` on where the host
+    has it. Entries the host cannot run (``+x`` it lacks) or that take away the AVX2 floor
+    every kernel is made for (``-avx2``) are left out, with a ``UserWarning``."""
+    host = {f[1:] for f in host_features.split(",") if f.startswith("+")}
+    state = {f[1:]: f[0] == "+" for f in features.split(",") if f[:1] in "+-" and len(f) > 1}
+    for entry in mattr:
+        entry = str(entry).strip()
+        name = entry[1:]
+        if entry[:1] not in "+-" or not name:
+            warnings.warn(f"target -mattr entry {entry!r} is not '+feature' or '-feature': "
+                          "left out", stacklevel=4)
+        elif entry[0] == "+" and name not in host:
+            warnings.warn(f"target -mattr={entry}: this host lacks {name}; left out (the "
+                          "kernels run in this process)", stacklevel=4)
+        elif entry[0] == "-" and name in _FLOOR:
+            warnings.warn(f"target -mattr={entry}: minitvm's x86 kernels need {name}; left "
+                          "out", stacklevel=4)
+        else:
+            state[name] = entry[0] == "+"
+    out = ",".join(("+" if on else "-") + f for f, on in state.items())
+    if not state.get("avx512f", False):
+        out = limited_features(out, "avx2")
+    elif not state.get("avx512vnni", False):
+        out = limited_features(out, "avx512")
+    return out
 
 
 def code_cpu_name(target) -> str:
     """The LLVM name of the CPU a build for ``target`` makes kernels for: its ``-mcpu`` where
     builds honour it (``codegen_cpu``), else the host's."""
-    cpu = codegen_cpu(_mcpu(target)) if not isinstance(target, dict) else None
+    cpu = codegen_cpu(*_mcpu_mattr(target)) if not isinstance(target, dict) else None
     return cpu[0] if cpu is not None else jit.real_host_cpu()[0]
 
 
@@ -93,23 +131,26 @@ def same_vector_isa(cpu_a: str, cpu_b: str) -> bool:
 _WIDTH = {"avx2": 256, "avx512": 512, "vnni": 512}
 
 
-def _mcpu(target) -> str:
+def _mcpu_mattr(target) -> tuple[str, list[str]]:
+    """(``-mcpu``, ``-mattr`` entries) of ``target`` (a str, a ``Target``, or None: the current
+    target's)."""
     from ..target import Target
 
     if target is None:
         target = Target.current()
     if target is None:
-        return ""
+        return "", []
     if isinstance(target, str):
         target = Target(target)
-    return str(getattr(target, "mcpu", "") or "")
+    return str(getattr(target, "mcpu", "") or ""), \
+        [str(a) for a in (getattr(target, "mattr", None) or [])]
 
 
 @contextlib.contextmanager
 def for_target(target):
     """Kernels made inside are for ``target``'s ``-mcpu`` (a str, a ``Target``, or None: the
     current target's) where ``codegen_cpu`` honours it; else the host's, as before."""
-    cpu = codegen_cpu(_mcpu(target)) if not isinstance(target, dict) else None
+    cpu = codegen_cpu(*_mcpu_mattr(target)) if not isinstance(target, dict) else None
     if cpu is None:
         yield
         return

@@ -373,3 +373,34 @@ def test_tuning_for_an_mcpu_tunes_its_kernels_and_its_records_serve_its_builds()
     assert set(haswell.entries) == {t.key for t in tasks}
     if HOST_AVX512:
         assert tune.knob_table(db, "llvm").entries == {}
+
+
+@pytest.mark.skipif(not HOST_AVX512, reason="the host has no AVX-512 to turn off")
+def test_mattr_turning_avx512_off_builds_avx2_code():
+    """``llvm -mattr=-avx512f`` keeps the host CPU but makes AVX2 code (every AVX-512 feature
+    off with it, as LLVM does), as ``-mcpu=haswell`` does; the numbers are the same."""
+    cpu = target_cpu.codegen_cpu("", ["-avx512f"])
+    assert cpu is not None and cpu[0] == jit.real_host_cpu()[0]
+    assert not [f for f in cpu[1].split(",") if f.startswith("+avx512")]
+    fn, inputs = _conv(np.random.default_rng(7))
+    lib = _build(fn, "llvm -mattr=-avx512f")
+    with jit.generating_for(*cpu):
+        asm = "\n".join(jit.assembly(k.ir, getattr(k.compiled, "opt", 3))
+                        for k in lib.get_lib().kernels.values() if k.kind == "native" and k.ir)
+    assert asm and not _avx512_lines(asm)
+    np.testing.assert_allclose(_run(lib, inputs), _want_conv(fn, inputs), rtol=1e-4, atol=1e-4)
+
+
+def test_mattr_entries_the_host_cannot_run_or_kernels_need_are_left_out():
+    host = "+avx,+avx2,+fma,+sse4.2,+avx512f,+avx512vl,+avx512vnni,-amx-tile"
+    with pytest.warns(UserWarning, match="lacks amx-tile"):
+        assert target_cpu.with_mattr(host, host, ["+amx-tile"]) == host
+    with pytest.warns(UserWarning, match="need avx2"):
+        assert target_cpu.with_mattr(host, host, ["-avx2"]) == host
+    with pytest.warns(UserWarning, match="not '\\+feature'"):
+        assert target_cpu.with_mattr(host, host, ["avx2"]) == host
+    off = target_cpu.with_mattr(host, host, ["-avx512f"])
+    assert off == "+avx,+avx2,+fma,+sse4.2,-avx512f,-avx512vl,-avx512vnni,-amx-tile"
+    assert target_cpu.with_mattr(host, host, ["-avx512vnni"]) == \
+        "+avx,+avx2,+fma,+sse4.2,+avx512f,+avx512vl,-avx512vnni,-amx-tile"
+    assert target_cpu.codegen_cpu("", ["+avx2"]) is None  # (nothing changes: the host's code)
