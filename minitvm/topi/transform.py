@@ -490,7 +490,10 @@ def _gather_nd(attrs, inputs, out_type):
     shape = out_dims(out_tensor_types(out_type)[0])
     data, ind = inputs
     ds, ins = dims(data), dims(ind)
-    m, bd = ins[0], int(attrs.batch_dims)
+    bd = int(attrs.batch_dims)
+    m = ins[0]
+    if not isinstance(m, int):  # (a symbolic kernel's: the rank its rule took, checked)
+        m = int(attrs.index_rank) if attrs.index_rank is not None else len(ds) - bd
     ny = len(ins) - 1  # the (batch + y) dims of the index tensor, which lead the output
 
     def body(*i):

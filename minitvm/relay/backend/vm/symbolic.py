@@ -125,9 +125,11 @@ def _scatter_pairs(call) -> list:
     if call.op.name == "scatter_elements":
         want = list(idx.shape)
     else:
-        m = idx.shape[0] if idx.shape else None
-        if not isinstance(m, int | E.IntImm):
+        if not idx.shape:
             return []
+        m = idx.shape[0]  # (a run-time one: the rank the ranks allow, as the rule takes it)
+        if not isinstance(m, int | E.IntImm):
+            m = len(idx.shape) - 1 + len(data.shape) - len(upd.shape)
         want = list(idx.shape[1:]) + list(data.shape[int(m):])
     if len(want) != len(upd.shape):
         return []
