@@ -203,6 +203,9 @@ def _cases() -> dict[str, Case]:
         Case("nn.batch_matmul_nt", [3, 3],
              lambda x, y: nn.batch_matmul(x, y, transpose_b=False)),
         Case("einsum", [2, 2], lambda x, y: relay.einsum([x, y], "ij,jk->ik")),
+        Case("einsum_batch", [3, 3], lambda x, y: relay.einsum([x, y], "bij,bjk->bik")),
+        Case("einsum_ellipsis", [3, 2], lambda x, y: relay.einsum([x, y], "...ij,jk->...ik")),
+        Case("einsum_diag_sum", [2], lambda x: relay.einsum([x], "ii->i")),
         # convolutions: channels, windows
         Case("nn.conv2d", [4, 4], lambda x, w: nn.conv2d(x, w)),
         Case("nn.conv2d_groups", [4, (4, 1, 3, 3)],
