@@ -6,8 +6,8 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
-from ....topi.shape_conditions import at_most, divides
-from ....topi.utils import arith
+from ....topi.shape_conditions import assume_positive, at_most, divides
+from ....topi.utils import arith, is_static_dim
 from ...expr import Call
 from ..op import define_op
 from ..type_relations import check_num_args, tensor_arg, type_str
@@ -98,6 +98,13 @@ def _dilate_rel(arg_types, attrs):
     if len(strides) != len(x.shape) or min(strides, default=1) < 1:
         raise TypeError(f"nn.dilate: needs one positive stride per axis of {type_str(x)}, got "
                         f"{strides}")
+    for d, s in zip(x.shape, strides, strict=True):
+        # ((d - 1) * s + 1 of an empty axis is negative: refused, or stated of a symbolic size)
+        if s != 1 and is_static_dim(d) and d < 1:
+            raise TypeError(f"nn.dilate: cannot dilate an empty axis by stride {s} "
+                            f"({type_str(x)})")
+        if s != 1:
+            assume_positive(d)
     return TensorType(tuple(arith(lambda v, s=s: (v - 1) * s + 1, d) if s != 1 else d
                             for d, s in zip(x.shape, strides, strict=True)), x.dtype)
 
