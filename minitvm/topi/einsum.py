@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from .broadcast import ax_names, broadcast_shape, is_one
-from .utils import compute, out_tensor_types, static_shape
+from .utils import compute, out_dims, out_tensor_types
 
 __all__ = ["einsum", "parse_einsum", "EinsumSpec"]
 
@@ -149,6 +149,6 @@ def einsum(subscripts: str, *operands, out_shape=None):
 @compute("einsum")
 def _einsum_compute(attrs, inputs, out_type):
     """Relay's ``einsum`` (its operands a tuple): one ``T_einsum`` stage."""
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
     out = einsum(str(attrs.equation), *inputs, out_shape=shape or None)
     return [out]

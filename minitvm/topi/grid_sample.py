@@ -8,7 +8,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .utils import as_float as _f
-from .utils import compute, out_tensor_types, static_shape
+from .utils import compute, out_dims, out_tensor_types, static_shape
 from .utils import i32 as _i
 
 _F = "float32"
@@ -19,9 +19,9 @@ def _affine_grid(attrs, inputs, out_type):
     """``grid[n, i, h, w] = theta[n, i] . (x_w, y_h, 1)`` over corner-aligned points of
     [-1, 1] (x first, as PyTorch's affine_grid with align_corners)."""
     t = out_tensor_types(out_type)[0]
-    shape = static_shape(t)
+    shape = out_dims(t)  # (the batch may be a symbolic kernel's size; the grid is static)
     theta = inputs[0]
-    h, w = shape[2], shape[3]
+    h, w = (int(s) for s in attrs.target_shape)
 
     def axis_point(j, n):
         return _f(-1.0) + _f(j) * _f(2.0 / (n - 1)) if n > 1 else _f(-1.0)

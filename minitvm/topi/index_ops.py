@@ -31,7 +31,9 @@ def _scatter_nd(attrs, inputs, out_type):
     """Relay puts the index tuple on the FIRST dim of ``indices`` (as its gather_nd);
     ``transform_extra.scatter_nd`` takes it on the last, so the indices are moved there."""
     data, ind, upd = inputs
-    ins = dims(ind)
+    ins = list(dims(ind))
+    if ins and not isinstance(ins[0], int):  # (a symbolic kernel's: the rule's rank, checked)
+        ins[0] = len(ins) - 1 + len(dims(data)) - len(dims(upd))
     mode = str(attrs.mode)
     if len(ins) == 1:  # one index tuple: a (1, M) list, updates gain the unit dim
         last = te.compute([1, ins[0]], lambda _, k: ind[k], name="scatter_nd_indices")

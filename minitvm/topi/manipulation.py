@@ -321,6 +321,25 @@ def trilu(x, k, upper: bool):
     return _compute(list(x.shape), body, "trilu")
 
 
+def _int(v) -> int | None:
+    return int(v.value) if isinstance(v, E.IntImm) else v if isinstance(v, int) else None
+
+
+def _reflect_index(j, n, widest):
+    """numpy's ``reflect`` source index of position ``j`` along an axis of ``n``: one mirror
+    where the pads are known to fit in one reflection (``widest <= n - 1``), else the periodic
+    form (period ``2 (n - 1)``, at least 1: a single element repeats) that numpy's wider
+    pads and a run-time ``n`` need; the one mirror read out of bounds there."""
+    size = _int(n)
+    if size is not None and widest is not None and widest <= size - 1:
+        return E.Select(j < 0, -j, E.Select(j >= n, (n - 1) * 2 - j, j))
+    if size == 1:
+        return E.IntImm(j.dtype, 0)
+    period = E.Max((n - 1) * 2, E.IntImm(n.dtype, 1))
+    t = E.FloorMod(j, period)
+    return E.Select(t >= n, period - t, t)
+
+
 def pad(x, pad_before, pad_after, pad_value=0.0, mode: str = "constant",
         name: str = "PadInput"):
     """``topi.nn.pad`` (stage ``PadInput``): constant, edge or reflect padding."""
@@ -340,7 +359,7 @@ def pad(x, pad_before, pad_after, pad_value=0.0, mode: str = "constant",
                 if mode == "edge":
                     j = E.Min(E.Max(j, E.IntImm("int64", 0)), n - 1)
                 elif mode == "reflect":
-                    j = E.Select(j < 0, -j, E.Select(j >= n, (n - 1) * 2 - j, j))
+                    j = _reflect_index(j, n, max(_int(b), _int(pad_after[d])))
                 else:
                     conds.append(E.And(j >= 0, j < n))
             idx.append(j)

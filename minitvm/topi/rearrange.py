@@ -21,6 +21,12 @@ def _nchw_index(layout: str, i):
                      f"{layout!r}")
 
 
+def _index(d):
+    """A channel count in index arithmetic: an int32 constant, or the size expression of a
+    symbolic kernel (whose shape rule stated the divisibility it needs)."""
+    return _i(int(d)) if isinstance(d, int | E.IntImm) else d
+
+
 def _in_layout(layout: str, n, c, h, w):
     return (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
 
@@ -35,14 +41,14 @@ def depth_to_space(x, block_size: int, layout: str = "NCHW", mode: str = "DCR", 
     if shape is None:
         n, c, h, w = _nchw_index(layout, list(x.shape))
         shape = _in_layout(layout, n, c // (b * b), h * b, w * b)
-    cout = int(_nchw_index(layout, list(shape))[1])
+    cout = _index(_nchw_index(layout, list(shape))[1])
     bb = _i(b)
 
     def body(*i):
         n, c, y, xx = _nchw_index(layout, i)
         by, bx = E.FloorMod(y, bb), E.FloorMod(xx, bb)
         if mode == "DCR":
-            src = (by * bb + bx) * _i(cout) + c
+            src = (by * bb + bx) * cout + c
         else:
             src = c * _i(b * b) + by * bb + bx
         return x[_in_layout(layout, n, src, E.FloorDiv(y, bb), E.FloorDiv(xx, bb))]
@@ -58,12 +64,12 @@ def space_to_depth(x, block_size: int, layout: str = "NCHW", shape=None):
     n, c, h, w = _nchw_index(layout, list(x.shape))
     if shape is None:
         shape = _in_layout(layout, n, c * b * b, h // b, w // b)
-    cin = int(c)
+    cin = _index(c)
     bb = _i(b)
 
     def body(*i):
         n, k, y, xx = _nchw_index(layout, i)
-        blk, ch = E.FloorDiv(k, _i(cin)), E.FloorMod(k, _i(cin))
+        blk, ch = E.FloorDiv(k, cin), E.FloorMod(k, cin)
         by, bx = E.FloorDiv(blk, bb), E.FloorMod(blk, bb)
         return x[_in_layout(layout, n, ch, y * bb + by, xx * bb + bx)]
 

@@ -66,8 +66,13 @@ def _reduction(reducer, name, post=None, prep=None):
 
 
 def _mean_post(v, count, dtype):
+    """The sum ``v`` over ``count`` elements (an int, or a size expression in a symbolic
+    kernel: an empty axis gives 0 / 0, NaN, as numpy's mean)."""
     if dtype.startswith("float"):
-        return v / E.FloatImm(dtype, float(count))
+        return v / (E.FloatImm(dtype, float(count)) if isinstance(count, int) else
+                    E.Cast(dtype, count))
+    if not isinstance(count, int):  # (an integer division by a run-time 0 would trap)
+        raise ValueError("an integer mean over a symbolic axis is lowered per shape")
     return E.Div(v, E._to_expr(count, dtype))
 
 

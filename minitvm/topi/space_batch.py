@@ -10,11 +10,17 @@ from .utils import compute, dims, fconst, out_dims, out_tensor_types
 from .utils import i32 as _i
 
 
-def _block_offset(batch, n: int, block):
+def _c(v):
+    """An extent in index arithmetic: an int32 constant, or a symbolic kernel's size
+    expression."""
+    return _i(v) if isinstance(v, int) else v
+
+
+def _block_offset(batch, n, block):
     """``(o_1..o_m, b)``: output batch ``batch`` is ``flat(o_1..o_m) * n + b`` (row-major over
     the block offsets, the first block dim most significant)."""
-    b = E.FloorMod(batch, _i(n))
-    rest = E.FloorDiv(batch, _i(n))
+    b = E.FloorMod(batch, _c(n))
+    rest = E.FloorDiv(batch, _c(n))
     offs = []
     for blk in reversed(block):
         offs.append(E.FloorMod(rest, _i(blk)))
@@ -43,9 +49,9 @@ def space_to_batch_nd(x, block_shape, paddings, pad_value: float = 0.0, shape=No
             if lo:
                 conds.append(p >= _i(0))
             if hi:
-                conds.append(p < _i(xs[1 + k]))
+                conds.append(p < _c(xs[1 + k]))
             # clamped, so a padded position never loads out of bounds
-            src.append(E.Max(E.Min(p, _i(xs[1 + k] - 1)), _i(0)) if lo or hi else p)
+            src.append(E.Max(E.Min(p, _c(xs[1 + k] - 1)), _i(0)) if lo or hi else p)
         val = x[tuple(src + list(i[m + 1:]))]
         if not conds:
             return val
@@ -75,7 +81,7 @@ def batch_to_space_nd(x, block_shape, crops, shape=None):
             u = i[1 + k] + _i(crops[k][0]) if crops[k][0] else i[1 + k]
             flat = flat * _i(block[k]) + E.FloorMod(u, _i(block[k]))
             src.append(E.FloorDiv(u, _i(block[k])))
-        return x[tuple([flat * _i(n) + i[0]] + src + list(i[m + 1:]))]
+        return x[tuple([flat * _c(n) + i[0]] + src + list(i[m + 1:]))]
 
     return te.compute(list(shape), body, name="batch_to_space_nd")
 

@@ -9,6 +9,7 @@ from .layout import Layout, primal_extents, primal_groups
 from .utils import (
     compute,
     dims,
+    dims_equal,
     load_bcast,
     out_dims,
     out_tensor_types,
@@ -372,17 +373,21 @@ def _pad(attrs, inputs, out_type):
     return [te.compute(shape, body, name="pad")]
 
 
-def _mirror_index(j, n: int, mode: str):
+def _mirror_index(j, n, mode: str):
     """The source index of padded position ``j`` (relative to the data's start) along an axis
-    of ``n``: ``edge`` repeats the border, ``reflect`` mirrors about it (border once),
-    ``symmetric`` mirrors beside it (border twice). The pads are at most one reflection wide
-    (the type relations check it); the clamp keeps any read inside the data."""
-    if mode == "edge" or n == 1:
-        return E.Max(E.Min(j, _i(n - 1)), _i(0))
-    low, high = (-j, _i(2 * n - 2) - j) if mode == "reflect" else \
-        (_i(-1) - j, _i(2 * n - 1) - j)
+    of ``n`` (an int, or a size variable in a symbolic kernel): ``edge`` repeats the border,
+    ``reflect`` mirrors about it (border once), ``symmetric`` mirrors beside it (border twice).
+    The pads are at most one reflection wide (the type relations check it, or state it of a
+    symbolic size); the clamp keeps any read inside the data."""
+    def c(v):
+        return _i(v) if isinstance(v, int) else v
+
+    if mode == "edge" or (isinstance(n, int) and n == 1):
+        return E.Max(E.Min(j, c(n - 1)), _i(0))
+    low, high = (-j, c(2 * n - 2) - j) if mode == "reflect" else \
+        (_i(-1) - j, c(2 * n - 1) - j)
     j = E.Select(j < 0, low, E.Select(j >= n, high, j))
-    return E.Max(E.Min(j, _i(n - 1)), _i(0))
+    return E.Max(E.Min(j, c(n - 1)), _i(0))
 
 
 def _mirrored(x, pad_width, mode: str, shape):
@@ -396,7 +401,8 @@ def _mirrored(x, pad_width, mode: str, shape):
         idx = []
         for d, n in enumerate(xs):
             j = i[d] - before[d] if before[d] else i[d]
-            idx.append(_mirror_index(j, n, mode) if before[d] or shape[d] != n else j)
+            idx.append(_mirror_index(j, n, mode) if before[d] or not dims_equal(shape[d], n)
+                       else j)
         return x[tuple(idx)]
 
     return te.compute(shape, body, name="pad")
@@ -484,7 +490,10 @@ def _gather_nd(attrs, inputs, out_type):
     shape = out_dims(out_tensor_types(out_type)[0])
     data, ind = inputs
     ds, ins = dims(data), dims(ind)
-    m, bd = ins[0], int(attrs.batch_dims)
+    bd = int(attrs.batch_dims)
+    m = ins[0]
+    if not isinstance(m, int):  # (a symbolic kernel's: the rank its rule took, checked)
+        m = int(attrs.index_rank) if attrs.index_rank is not None else len(ds) - bd
     ny = len(ins) - 1  # the (batch + y) dims of the index tensor, which lead the output
 
     def body(*i):

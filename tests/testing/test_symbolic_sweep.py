@@ -48,6 +48,17 @@ def test_build_failures_are_reported_not_raised():
     assert [d.kind for d in found] == ["build"] and "conv2d" in found[0].detail
 
 
+def test_a_program_neither_side_types_is_told_apart(capsys):
+    """gather_nd with a run-time index rank has a result of unknown rank: the interpreter
+    cannot type it either, so the sweep says so instead of counting it a VM refusal."""
+    found = check_op("gather_nd")
+    assert [(d.kind, d.untyped) for d in found] == [("build", True)]
+    assert "pass index_rank" in found[0].detail
+    assert symbolic_sweep.main(["--ops", "gather_nd"]) == 0
+    assert "1 neither the VM nor the interpreter can type (gather_nd)" in \
+        capsys.readouterr().out
+
+
 def test_main_lists_and_sweeps(capsys):
     assert symbolic_sweep.main(["--list"]) == 0
     assert "nn.dense" in capsys.readouterr().out.split()

@@ -8,6 +8,7 @@ from ...ir.op import Op, OpPattern
 from ...ir.prim_expr import Any, PrimExpr
 from ...ir.type import TensorType, TupleType
 from ...tir import expr as E
+from ...topi.shape_conditions import agree
 from ..expr import Call, Constant, Expr, TupleWrapper
 from .op import define_op
 from .type_relations import check_num_args, normalize_axis, tensor_arg, type_str
@@ -82,8 +83,8 @@ def _searchsorted_rel(arg_types, attrs):
     check_num_args("searchsorted", arg_types, 2)
     seq = tensor_arg(arg_types, 0, "searchsorted")
     vals = tensor_arg(arg_types, 1, "searchsorted")
-    if len(seq.shape) > 1 and (len(seq.shape) != len(vals.shape)
-                               or tuple(seq.shape[:-1]) != tuple(vals.shape[:-1])):
+    if len(seq.shape) > 1 and (len(seq.shape) != len(vals.shape) or not all(
+            agree(a, b) for a, b in zip(seq.shape[:-1], vals.shape[:-1], strict=True))):
         raise TypeError(f"searchsorted: the leading dims of sorted_sequence {type_str(seq)} "
                         f"and values {type_str(vals)} must match")
     return TensorType(vals.shape, attrs.dtype)

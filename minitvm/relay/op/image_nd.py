@@ -142,7 +142,7 @@ def _affine_grid_rel(arg_types, attrs):
     op_name = "image.affine_grid"
     check_num_args(op_name, arg_types, 1)
     theta = tensor_arg(arg_types, 0, op_name)
-    if len(theta.shape) != 3 or tuple(theta.shape[1:]) != (2, 3):
+    if len(theta.shape) != 3 or not (agree(theta.shape[1], 2) and agree(theta.shape[2], 3)):
         raise TypeError(f"{op_name}: expects affine matrices of shape (N, 2, 3), got "
                         f"{type_str(theta)}")
     if attrs.target_shape is None or len(tuple(attrs.target_shape)) != 2:

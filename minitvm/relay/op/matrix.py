@@ -33,6 +33,27 @@ class MatrixSetDiagAttrs(Attrs):
                ("sub_diag_right_align", True))
 
 
+def _label_sizes_agree(a, b) -> bool:
+    """May one label have sizes ``a`` and ``b``? Static ones must be equal or one 1 (numpy
+    broadcasts it); with a symbolic one they are stated equal (a run-time 1 breaks the
+    condition, and that shape is typed on its own)."""
+    if is_static_dim(a) and is_static_dim(b):
+        return a == b or 1 in (a, b)
+    if (is_static_dim(a) and a == 1) or (is_static_dim(b) and b == 1):
+        return True
+    return agree(a, b)
+
+
+def _label_size(a, b):
+    """The size of a label seen with sizes ``a`` and ``b`` (``_label_sizes_agree``): not the
+    broadcast 1, not an unknown ``Any`` where the other is known."""
+    if is_static_dim(a) and a == 1:
+        return b
+    if (is_static_dim(b) and b == 1) or isinstance(b, Any):
+        return a
+    return b if isinstance(a, Any) else a
+
+
 def einsum_output_shape(equation: str, shapes: list) -> tuple:
     """The output shape of ``np.einsum(equation, *arrays)`` for arrays of ``shapes`` (labels are
     letters; ``...`` broadcasts), or a TypeError naming the mismatch."""
@@ -57,12 +78,16 @@ def einsum_output_shape(equation: str, shapes: list) -> tuple:
         if "..." in term:
             ell = broadcast_shapes(ell, tuple(dims[len(before):len(before) + n_ell]), "einsum")
             dims = dims[:len(before)] + dims[len(before) + n_ell:]
-        for label, d in zip(labels, dims):
-            d = int(d)
+        own: dict = {}  # (a label repeated in one operand, a diagonal: no broadcast, numpy's)
+        for label, d in zip(labels, dims, strict=False):
+            if label in own and not agree(own[label], d):
+                raise TypeError(f"einsum: label {label!r} repeats in {term!r} with sizes "
+                                f"{own[label]} and {d}")
+            own.setdefault(label, d)
             old = sizes.get(label)
-            if old is not None and old != d and 1 not in (old, d):
+            if old is not None and not _label_sizes_agree(old, d):
                 raise TypeError(f"einsum: label {label!r} has sizes {old} and {d}")
-            sizes[label] = d if old in (None, 1) else old
+            sizes[label] = d if old is None else _label_size(old, d)
     if not arrow:
         counts: dict[str, int] = {}
         for term in inputs:

@@ -8,7 +8,8 @@ from ...ir.op import Op, OpPattern
 from ...ir.prim_expr import Any
 from ...ir.structural import structural_equal
 from ...ir.type import TensorType
-from ...topi.shape_conditions import at_most
+from ...topi.shape_conditions import agree, at_most
+from ...topi.utils import is_static_dim
 from ..expr import Call
 from .op import define_op
 from .type_relations import check_num_args, dims_product, normalize_axis, tensor_arg, type_str
@@ -87,7 +88,15 @@ def _scatter_elements_rel(arg_types, attrs):
 def _scatter_nd_rel(arg_types, attrs):
     check_num_args("scatter_nd", arg_types, 3)
     data, idx, upd = (tensor_arg(arg_types, i, "scatter_nd") for i in range(3))
-    m = int(idx.shape[0]) if idx.shape else 0
+    if idx.shape and not is_static_dim(idx.shape[0]):
+        # (a run-time index rank: the one the ranks allow, updates being indices.shape[1:] +
+        # data.shape[m:], stated equal to the indices' first dim; the kernel checks it)
+        m = len(idx.shape) - 1 + len(data.shape) - len(upd.shape)
+        if not 1 <= m <= len(data.shape) or not agree(idx.shape[0], m):
+            raise TypeError(f"scatter_nd: updates {type_str(upd)} and indices {type_str(idx)} "
+                            f"leave no index rank within the data {type_str(data)}")
+    else:
+        m = int(idx.shape[0]) if idx.shape else 0
     if not idx.shape or m > len(data.shape):
         raise TypeError(f"scatter_nd: indices {type_str(idx)} must index at most the rank of "
                         f"the data {type_str(data)} in their first dimension")

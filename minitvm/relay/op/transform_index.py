@@ -18,6 +18,7 @@ from .op import define_op
 from .type_relations import (
     broadcast_shapes,
     check_num_args,
+    is_static_dim,
     normalize_axis,
     shape_str,
     tensor_arg,
@@ -394,10 +395,17 @@ def _gather_nd_rel(arg_types, attrs):
     idx = tensor_arg(arg_types, 1, "gather_nd")
     if not idx.shape:
         raise TypeError("gather_nd: indices must have at least one dimension")
-    m = attrs.index_rank if attrs.index_rank is not None else idx.shape[0]
-    if not isinstance(m, int):
-        raise TypeError("gather_nd: the index rank (indices.shape[0]) must be static")
     bd = int(attrs.batch_dims)
+    m = attrs.index_rank if attrs.index_rank is not None else idx.shape[0]
+    if not is_static_dim(m) and len(data.shape) - bd == 1:
+        m = 1  # (the only index rank the data allows: stated of the run-time size below)
+    if not is_static_dim(m):
+        raise TypeError(f"gather_nd: the index rank (indices.shape[0] = {m}) is a run-time "
+                        "size, which leaves the result's rank unknown: pass index_rank")
+    m = int(m)
+    if not agree(idx.shape[0], m):
+        raise TypeError(f"gather_nd: indices {type_str(idx)} hold index tuples of "
+                        f"{idx.shape[0]} along their first dim, not index_rank {m}")
     if bd + m > len(data.shape):
         raise TypeError(f"gather_nd: indices {type_str(idx)} index more dims than the data "
                         f"{type_str(data)} has")

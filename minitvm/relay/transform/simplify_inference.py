@@ -131,20 +131,18 @@ def instance_norm_to_infer(attrs, data, gamma, beta, ttype, checked: bool = Fals
 def group_norm_to_infer(attrs, data, gamma, beta, ttype, checked: bool = False):
     ndim = len(ttype.shape)
     axis = _norm_axis(attrs.axis, ndim)
-    shape = [int(d) for d in ttype.shape]
     groups = int(attrs.num_groups)
-    new_shape, axes = [], []
-    for i, d in enumerate(shape):
-        if i == axis:
-            new_shape += [groups, d // groups]
-            axes.append(i + 1)
-            continue
-        if i >= axis:
-            axes.append(i + 1)
-        new_shape.append(d)
-    grouped = _tr.reshape(data, new_shape)
+    axes = list(range(axis + 1, ndim + 1))  # (the channels within a group, and what follows)
+    if all(is_static_dim(d) for d in ttype.shape):
+        shape = list(ttype.shape)
+        new_shape = shape[:axis] + [groups, shape[axis] // groups] + shape[axis + 1:]
+        grouped = _tr.reshape(data, new_shape)
+    else:  # (run-time sizes: keep the dims before, split the channels, keep the rest)
+        grouped = _tr.reshape(data, [0] * axis + [-4, groups, -1] + ([-2] if axis + 1 < ndim
+                                                                     else []))
     out = _normalize(grouped, axes, const(float(attrs.epsilon), ttype.dtype))
-    out = _tr.reshape(out, shape)
+    out = _tr.reshape(out, list(ttype.shape)) if all(is_static_dim(d) for d in ttype.shape) \
+        else _tr.reshape_like(out, data)
     return _scale_center(out, gamma, beta, attrs, ndim, axis, checked)
 
 

@@ -125,9 +125,11 @@ def _scatter_pairs(call) -> list:
     if call.op.name == "scatter_elements":
         want = list(idx.shape)
     else:
-        m = idx.shape[0] if idx.shape else None
-        if not isinstance(m, int | E.IntImm):
+        if not idx.shape:
             return []
+        m = idx.shape[0]  # (a run-time one: the rank the ranks allow, as the rule takes it)
+        if not isinstance(m, int | E.IntImm):
+            m = len(idx.shape) - 1 + len(data.shape) - len(upd.shape)
         want = list(idx.shape[1:]) + list(data.shape[int(m):])
     if len(want) != len(upd.shape):
         return []
@@ -147,6 +149,18 @@ def _operand_pairs(call) -> list:
     return pairs
 
 
+def _bias_pairs(call) -> list:
+    """The bias length and the data's dim at ``axis`` of a ``nn.bias_add`` (both ways): what
+    ties a normalization's parameters to the channels it scales (SimplifyInference's
+    ``_tie``)."""
+    data, bias = (a.checked_type for a in call.args)
+    if not (isinstance(data, TensorType) and isinstance(bias, TensorType)) or \
+            len(bias.shape) != 1 or not data.shape:
+        return []
+    d = data.shape[int(call.attrs.axis) % len(data.shape)]
+    return [(bias.shape[0], d), (d, bias.shape[0])]
+
+
 def _aligned_pairs(e) -> list:
     """(argument dimension, the dimension an aligned op's typing matched it with) of call
     ``e``: a broadcast's or batch_matmul's result dims against its arguments' (right-aligned),
@@ -154,6 +168,8 @@ def _aligned_pairs(e) -> list:
     as one extent (``_OPERAND_AXES``)."""
     if e.op.name in _OPERAND_AXES:
         return _operand_pairs(e)
+    if e.op.name == "nn.bias_add":
+        return _bias_pairs(e)
     if e.op.name in _PAIRED_OPS:
         return _scatter_pairs(e)
     if e.op.get_attr("TOpPattern") not in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \

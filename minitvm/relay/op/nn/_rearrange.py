@@ -6,7 +6,8 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
-from ....tir.expr import Any
+from ....topi.shape_conditions import assume_positive, at_most, divides
+from ....topi.utils import arith, is_static_dim
 from ...expr import Call
 from ..op import define_op
 from ..type_relations import check_num_args, tensor_arg, type_str
@@ -32,10 +33,8 @@ class DilateAttrs(Attrs):
 def _nchw(x, layout, name):
     if layout not in ("NCHW", "NHWC") or len(x.shape) != 4:
         raise TypeError(f"{name}: expects 4-D NCHW or NHWC data, got {type_str(x)}")
-    n, c, h, w = (x.shape if layout == "NCHW" else (x.shape[0], x.shape[3], x.shape[1],
-                                                   x.shape[2]))
-    # (the batch may be dynamic, ``Any``: it passes through; the other dims are static)
-    return (n if isinstance(n, Any) else int(n)), int(c), int(h), int(w)
+    # (each dim an int, a symbolic size or ``Any``: a dynamic one passes through ``arith``)
+    return x.shape if layout == "NCHW" else (x.shape[0], x.shape[3], x.shape[1], x.shape[2])
 
 
 def _out(layout, n, c, h, w):
@@ -47,12 +46,15 @@ def _depth_to_space_rel(arg_types, attrs):
     x = tensor_arg(arg_types, 0, "nn.depth_to_space")
     n, c, h, w = _nchw(x, attrs.layout, "nn.depth_to_space")
     b = int(attrs.block_size)
-    if b < 1 or c % (b * b):
+    if b < 1 or not divides(c, b * b):  # (symbolic channels: checked at each call)
         raise TypeError(f"nn.depth_to_space: channels {c} are not divisible by "
                         f"block_size^2 = {b * b}")
     if attrs.mode not in ("DCR", "CRD"):
         raise TypeError(f"nn.depth_to_space: mode must be DCR or CRD, got {attrs.mode!r}")
-    return TensorType(_out(attrs.layout, n, c // (b * b), h * b, w * b), x.dtype)
+    if b == 1:
+        return TensorType(x.shape, x.dtype)
+    return TensorType(_out(attrs.layout, n, arith(lambda d: d // (b * b), c),
+                           arith(lambda d: d * b, h), arith(lambda d: d * b, w)), x.dtype)
 
 
 def _space_to_depth_rel(arg_types, attrs):
@@ -60,10 +62,13 @@ def _space_to_depth_rel(arg_types, attrs):
     x = tensor_arg(arg_types, 0, "nn.space_to_depth")
     n, c, h, w = _nchw(x, attrs.layout, "nn.space_to_depth")
     b = int(attrs.block_size)
-    if b < 1 or h % b or w % b:
+    if b < 1 or not (divides(h, b) and divides(w, b)):
         raise TypeError(f"nn.space_to_depth: height {h} and width {w} must be divisible by "
                         f"block_size {b}")
-    return TensorType(_out(attrs.layout, n, c * b * b, h // b, w // b), x.dtype)
+    if b == 1:
+        return TensorType(x.shape, x.dtype)
+    return TensorType(_out(attrs.layout, n, arith(lambda d: d * (b * b), c),
+                           arith(lambda d: d // b, h), arith(lambda d: d // b, w)), x.dtype)
 
 
 def _mirror_pad_rel(arg_types, attrs):
@@ -76,11 +81,14 @@ def _mirror_pad_rel(arg_types, attrs):
     if attrs.mode not in ("SYMMETRIC", "REFLECT"):
         raise TypeError(f"nn.mirror_pad: mode must be SYMMETRIC or REFLECT, got {attrs.mode!r}")
     limit = 0 if attrs.mode == "SYMMETRIC" else 1
-    for d, (a, b) in zip(x.shape, pw):
-        if a < 0 or b < 0 or max(a, b) > int(d) - limit:
+    out = []
+    for d, (a, b) in zip(x.shape, pw, strict=True):
+        # (a symbolic size must hold the widest pad plus the edge REFLECT skips: stated)
+        if a < 0 or b < 0 or (max(a, b) and not at_most(max(a, b) + limit, d)):
             raise TypeError(f"nn.mirror_pad: padding {(a, b)} is too large for a dimension "
                             f"of size {d} in {attrs.mode} mode")
-    return TensorType(tuple(int(d) + a + b for d, (a, b) in zip(x.shape, pw)), x.dtype)
+        out.append(arith(lambda v, p=a + b: v + p, d) if a + b else d)
+    return TensorType(tuple(out), x.dtype)
 
 
 def _dilate_rel(arg_types, attrs):
@@ -90,7 +98,15 @@ def _dilate_rel(arg_types, attrs):
     if len(strides) != len(x.shape) or min(strides, default=1) < 1:
         raise TypeError(f"nn.dilate: needs one positive stride per axis of {type_str(x)}, got "
                         f"{strides}")
-    return TensorType(tuple((int(d) - 1) * s + 1 for d, s in zip(x.shape, strides)), x.dtype)
+    for d, s in zip(x.shape, strides, strict=True):
+        # ((d - 1) * s + 1 of an empty axis is negative: refused, or stated of a symbolic size)
+        if s != 1 and is_static_dim(d) and d < 1:
+            raise TypeError(f"nn.dilate: cannot dilate an empty axis by stride {s} "
+                            f"({type_str(x)})")
+        if s != 1:
+            assume_positive(d)
+    return TensorType(tuple(arith(lambda v, s=s: (v - 1) * s + 1, d) if s != 1 else d
+                            for d, s in zip(x.shape, strides, strict=True)), x.dtype)
 
 
 define_op("nn.depth_to_space", _depth_to_space_rel, pattern=OpPattern.INJECTIVE,

@@ -9,6 +9,8 @@ import numpy as np
 from ....ir.attrs import make_attrs_class
 from ....ir.op import OpPattern
 from ....ir.type import TensorType
+from ....topi.shape_conditions import at_most, divides
+from ....topi.utils import arith, is_static_dim
 from ...expr import Call
 from ..op import define_op
 from ..type_relations import check_num_args, tensor_arg
@@ -25,8 +27,6 @@ def _check(op, data, block, pairs, what):
     if len(data.shape) < len(block) + 1:
         raise TypeError(f"{op}: data of rank {len(data.shape)} has too few dims for block "
                         f"{list(block)}")
-    if any(not isinstance(d, int) for d in data.shape):
-        raise TypeError(f"{op}: needs a static shape, got {data.shape}")
 
 
 def _s2b_rel(arg_types, attrs):
@@ -36,12 +36,12 @@ def _s2b_rel(arg_types, attrs):
     block, pads = tuple(attrs.block_shape), tuple(attrs.paddings)
     _check(op, data, block, pads, "paddings")
     shape = list(data.shape)
-    for i, (b, (lo, hi)) in enumerate(zip(block, pads), start=1):
-        padded = shape[i] + lo + hi
-        if padded % b:
+    for i, (b, (lo, hi)) in enumerate(zip(block, pads, strict=True), start=1):
+        padded = arith(lambda d, p=lo + hi: d + p, shape[i]) if lo + hi else shape[i]
+        if not divides(padded, b):  # (a symbolic size: stated, checked at each call)
             raise TypeError(f"{op}: padded dim {i} ({padded}) is not divisible by block {b}")
-        shape[i] = padded // b
-    shape[0] = shape[0] * int(np.prod(block))
+        shape[i] = arith(lambda d, b=b: d // b, padded)
+    shape[0] = arith(lambda d: d * int(np.prod(block)), shape[0])
     return TensorType(shape, data.dtype)
 
 
@@ -52,12 +52,14 @@ def _b2s_rel(arg_types, attrs):
     block, crops = tuple(attrs.block_shape), tuple(attrs.crops)
     _check(op, data, block, crops, "crops")
     prod = int(np.prod(block))
-    if data.shape[0] % prod:
+    if not divides(data.shape[0], prod):
         raise TypeError(f"{op}: batch {data.shape[0]} is not divisible by {prod}")
     shape = list(data.shape)
-    shape[0] //= prod
-    for i, (b, (lo, hi)) in enumerate(zip(block, crops), start=1):
-        shape[i] = shape[i] * b - lo - hi
+    shape[0] = arith(lambda d: d // prod, shape[0])
+    for i, (b, (lo, hi)) in enumerate(zip(block, crops, strict=True), start=1):
+        if lo + hi and not is_static_dim(shape[i]):  # (a static one is not checked, as TVM)
+            at_most(lo + hi, arith(lambda d, b=b: d * b, shape[i]))  # (stated: crops fit)
+        shape[i] = arith(lambda d, b=b, c=lo + hi: d * b - c, shape[i])
     return TensorType(shape, data.dtype)
 
 
