@@ -359,7 +359,8 @@ def pad(x, pad_before, pad_after, pad_value=0.0, mode: str = "constant",
                 if mode == "edge":
                     j = E.Min(E.Max(j, E.IntImm("int64", 0)), n - 1)
                 elif mode == "reflect":
-                    j = _reflect_index(j, n, max(_int(b), _int(pad_after[d])))
+                    widths = (_int(b), _int(pad_after[d]))
+                    j = _reflect_index(j, n, None if None in widths else max(widths))
                 else:
                     conds.append(E.And(j >= 0, j < n))
             idx.append(j)
