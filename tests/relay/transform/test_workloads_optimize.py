@@ -31,26 +31,48 @@ def _workload(name):
     return mod, params, inputs
 
 
-def _run(mod, params, inputs):
+def _interpret(mod, params, inputs):
     ex = relay.create_executor("debug", mod=mod, params=params)
     main = relay.transform.InferType()(mod)["main"]
     names = [p.name_hint for p in main.params if p.name_hint not in (params or {})]
     return ex.evaluate()(*[inputs[n] for n in names]).numpy()
 
 
-@functools.cache
+# (workload, params bound, structural hash) -> [(module, output)]
+_OUTPUTS: dict[tuple[str, bool, int], list] = {}
+
+
+def _run(name, mod, params=None):
+    """``name``'s inputs through the interpreter on ``mod`` (``params`` bound by name).
+
+    The interpreter's output is a function of the module, the params and the inputs alone, so a
+    module structurally equal to one already run (constants compared by value) reuses that
+    output: most passes leave most workloads as they were (every Relax pass on a Relay
+    module), and each rerun cost half a second of resnet18 in the numpy reference convs."""
+    _, workload_params, inputs = _workload(name)
+    assert params is None or params is workload_params
+    key = (name, params is not None, tvm.ir.structural_hash(mod))
+    seen = _OUTPUTS.setdefault(key, [])
+    for ran, out in seen:
+        if tvm.ir.structural_equal(ran, mod):
+            return out
+    out = _interpret(mod, params, inputs)
+    seen.append((mod, out))
+    return out
+
+
 def _reference(name):
-    mod, params, inputs = _workload(name)
-    return _run(mod, params, inputs)
+    mod, params, _ = _workload(name)
+    return _run(name, mod, params)
 
 
 @pytest.mark.parametrize("opt_level", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_optimize_preserves_outputs(name, opt_level):
-    mod, params, inputs = _workload(name)
+    mod, params, _ = _workload(name)
     with tvm.transform.PassContext(opt_level=opt_level):
         opt, _ = relay.optimize(mod, target="llvm", params=params)
-    got = _run(opt, None, inputs)
+    got = _run(name, opt)
     tol = 1e-3 if opt_level == 4 else 1e-4  # FastMath at 4: documented bound
     np.testing.assert_allclose(got, _reference(name), rtol=tol, atol=tol)
 
@@ -88,13 +110,13 @@ def _single_passes():
 @pytest.mark.parametrize("pass_name", _single_passes())
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet", "bert"])
 def test_each_pass_alone_preserves_outputs(name, pass_name):
-    mod, params, inputs = _workload(name)
+    mod, params, _ = _workload(name)
     p = get_pass(pass_name, **(_ARGS.get(pass_name) or {}))
     typed = relay.transform.InferType()(mod)
     with tvm.transform.PassContext(opt_level=4):
         out = p(typed)
     if "main" not in out:
         return
-    got = _run(out, params, inputs)
+    got = _run(name, out, params)
     tol = _TOLERANCE.get(pass_name, 1e-3)
     np.testing.assert_allclose(got, _reference(name), rtol=tol, atol=tol)
