@@ -113,6 +113,51 @@ def storage_tensor(vm, size, device_index, dtype, site, offset, shape, tensor_dt
                       offset)
 
 
+def site_tensor(offset: int, tensor_dtype: str):
+    """``storage_tensor`` for one allocation site of generated code (a storage holding one
+    tensor): ``alloc(size, shape)``. It keeps the site's last two tensors and hands one back
+    itself once nothing else refers to it or to its memory (the tensor's count of references,
+    and its owning buffer's: numpy's views of it point at that buffer), so a loop's step makes
+    no array, not even a view: the tensor of two steps before is free by then (a loop-carried
+    output is alive while the next step allocates). Otherwise a new 64-byte aligned buffer of
+    ``size[0]`` bytes (numpy's error when the tensor does not fit), which replaces the older.
+    A reuse that a program could observe would be a bug: these counts see every reference."""
+    dt = _dt(tensor_dtype)
+    refs = sys.getrefcount
+    # the site's tensors, newest first, each with the size value it was made for and the
+    # bytes it needs (a later call with a smaller storage is checked as a new one would be)
+    new_t = new_size = new_need = old_t = old_size = old_need = None
+
+    def alloc(size, shape):
+        nonlocal new_t, new_size, new_need, old_t, old_size, old_need
+        t = new_t
+        # references to a free tensor: ``new_t``, ``t``, getrefcount's argument; to its
+        # buffer: the tensor's base, the argument
+        if t is not None and refs(t) == 3 and refs(t.base) == 2 and t.shape == shape and \
+                (size is new_size or size[0] >= new_need):
+            return t
+        t = old_t
+        if t is not None and refs(t) == 3 and refs(t.base) == 2 and t.shape == shape and \
+                (size is old_size or size[0] >= old_need):
+            old_t, old_size, old_need, new_t, new_size, new_need = \
+                new_t, new_size, new_need, t, old_size, old_need
+            return t
+        t = None
+        nbytes = max(int(size[0]), 1)
+        owner = np.empty(nbytes + ALIGN, np.uint8)
+        start = (-owner.ctypes.data) % ALIGN
+        made = np.ndarray(shape, dt, owner[start:start + nbytes], offset)  # (numpy's bound)
+        made = np.ndarray(made.shape, dt, owner, start + offset)  # (its base: the owner)
+        old_t, old_size, old_need = new_t, new_size, new_need
+        new_t, new_size, new_need = made, size, offset + made.nbytes
+        alloc.buffers += 1
+        return made
+
+    alloc.builtin = storage_tensor
+    alloc.buffers = 0  # how many buffers it made (tests: a loop's steps reuse them)
+    return alloc
+
+
 def alloc_tensor(vm, shape, dtype, device_index=0):
     return np.empty(tuple(int(d) for d in shape), _dt(dtype))
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .builtins import alloc_storage, make_shape, storage_tensor
+from .builtins import alloc_storage, make_shape, site_tensor, storage_tensor
 from .executable import (
     ARG_CONST,
     ARG_CTX,
@@ -186,7 +186,14 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
                 for k, r in slots:
                     args[k] = f"r{r}"
             if more:
-                lines.append(f"{ind}r{dst} = {name_of(storage_tensor)}({', '.join(args + more)})")
+                offset, _, dtype = tensors[pc][1]
+                if len(args) == 5:  # (vm, size, device, dtype, site)
+                    # the site's own allocator, which reuses its free tensors: (size, shape)
+                    fn = name_of(site_tensor(offset, dtype))
+                    lines.append(f"{ind}r{dst} = {fn}({args[1]}, {more[1]})")
+                else:
+                    lines.append(f"{ind}r{dst} = {name_of(storage_tensor)}"
+                                 f"({', '.join(args + more)})")
                 continue
             fn = target.direct if isinstance(target, NativeKernel) else target  # one frame
             lines.append(f"{ind}r{dst} = {name_of(fn)}({', '.join(args)})")
