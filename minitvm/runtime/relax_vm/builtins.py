@@ -401,20 +401,32 @@ def update_row_site(tmpl: list, positions: list):
     fuzzer); a loop's result given to another loop, a constant, an argument are not this
     site's either."""
     owned: dict = {}
+    last = None  # a weak reference to the buffer this site made last (most calls write it)
+    nd = np.ndarray
 
-    def site(*regs):
-        args = list(tmpl)
-        for p, v in zip(positions, regs, strict=True):
-            args[p] = v
-        data, row, index = args
-        k = _row_index(data, index)
-        mine = owned.get(id(data))
-        if mine is None or mine() is not data or not data.flags.writeable:
-            data = data.copy()
-            key = id(data)
-            owned[key] = weakref.ref(data, lambda _, key=key: owned.pop(key, None))
+    def write(data, row, index):
+        nonlocal last
+        k = index.item() if type(index) is nd and index.ndim == 0 else None
+        if type(k) is not int or not 0 <= k < data.shape[0]:
+            k = _row_index(data, index)  # (another index's conversion, or the error)
+        if last is None or last() is not data or not data.flags.writeable:
+            mine = owned.get(id(data))
+            if mine is None or mine() is not data or not data.flags.writeable:
+                data = data.copy()
+                key = id(data)
+                mine = owned[key] = weakref.ref(data, lambda _, key=key: owned.pop(key, None))
+            last = mine
         data[k] = row
         return data
+
+    if list(positions) == [0, 1, 2]:  # (every argument a register: the loops' sites)
+        site = write
+    else:
+        def site(*regs):
+            args = list(tmpl)
+            for p, v in zip(positions, regs, strict=True):
+                args[p] = v
+            return write(*args)
 
     site.builtin = update_row
     return site
