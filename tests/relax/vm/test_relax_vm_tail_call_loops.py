@@ -281,6 +281,18 @@ def test_a_loop_never_reuses_a_tensor_a_later_step_still_sees(view):
     assert all(o.numpy().tobytes() == k.tobytes() for o, k in zip(first, kept, strict=True))
 
 
+def test_tuples_are_built_and_read_in_the_generated_code_itself():
+    ex, vm = _build(_carry_loop(False), True)
+    x = np.array([3.0, -7.0], "float32")
+    vm.straight_line = True
+    fast = vm["main"](np.array(4, "int64"), x)
+    used = list(vm._straight[id(ex.functions["carry"])].__globals__.values())
+    assert not any(v is builtins.make_tuple or v is builtins.tuple_getitem for v in used)
+    vm.straight_line = False
+    slow = vm["main"](np.array(4, "int64"), x)
+    assert [o.numpy().tobytes() for o in fast] == [o.numpy().tobytes() for o in slow]
+
+
 class _FakeVM:
     def __init__(self):
         self._storage_cache, self._storage_offset = {}, {}
