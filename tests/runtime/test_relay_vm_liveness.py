@@ -105,3 +105,33 @@ def test_a_recursive_loop_drops_registers_at_its_call(monkeypatch):
     for _ in range(300):
         ref = np.tanh(ref * np.float32(1.5)) + np.float32(0.25)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_fresh_tensor_storages_are_storages_of_the_next_tensor_only():
+    from minitvm.runtime.vm.liveness import fresh_tensor_storages
+
+    code = [(B.ALLOC_STORAGE, 8, 64, "int64", 2),     # 0: only the next tensor's: fresh
+            (B.ALLOC_TENSOR, 2, 0, (), "int64", 3),
+            (B.ALLOC_STORAGE, 64, 64, "float32", 4),  # 2: two tensors in it
+            (B.ALLOC_TENSOR, 4, 0, (4,), "float32", 5),
+            (B.ALLOC_TENSOR, 4, 16, (4,), "float32", 6),
+            (B.ALLOC_STORAGE, 64, 64, "float32", 7),  # 5: its tensor at an offset
+            (B.ALLOC_TENSOR, 7, 16, (4,), "float32", 8),
+            (B.ALLOC_STORAGE, 16, 64, "float32", 9),  # 7: a jump lands on its tensor
+            (B.ALLOC_TENSOR, 9, 0, (4,), "float32", 10),
+            (B.IF, 3, 3, 1, -1),
+            (B.RET, 10)]
+    assert fresh_tensor_storages(code) == {0}
+    moved = code[:2] + [(B.MOVE, 2, 11)] + code[2:]  # the storage register read again
+    assert 0 not in fresh_tensor_storages(moved)
+    assert fresh_tensor_storages(code + [(999, 1)]) == frozenset()  # (an unknown opcode)
+
+
+def test_fresh_tensor_storages_of_a_100k_instruction_function():
+    from minitvm.runtime.vm.liveness import fresh_tensor_storages
+
+    n = 50_000
+    code = [ins for k in range(n) for ins in ((B.ALLOC_STORAGE, 4, 64, "float32", 2 * k),
+                                               (B.ALLOC_TENSOR, 2 * k, 0, (1,), "float32",
+                                                2 * k + 1))]
+    assert fresh_tensor_storages(code + [(B.GOTO, -2 * n)]) == set(range(0, 2 * n, 2))

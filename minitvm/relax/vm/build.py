@@ -35,6 +35,7 @@ from ..transform.lower_utils import no_gc
 from .codegen import TAIL_CALL_LOOPS, codegen
 from .const_prepack import apply_packs, compact_constants, constant_params, kernels_as_values
 from .const_scalars import inline_scalars, scalar_params
+from .scalar_kernel import scalar_expression
 
 __all__ = ["build", "compile_cost", "compile_kernels"]
 
@@ -131,6 +132,9 @@ def compile_kernels(prims: dict, options, const_params: dict | None = None,
         rec = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address,
                      ir=ir_text, compiled=compiled, kernel=fn, prim_func=fast)
         spec = kernel_spec(fn.sig)
+        scalar = scalar_expression(fast)
+        if scalar is not None and len(fast.params) == len(spec["params"]):
+            spec["scalar"] = scalar  # the VM may evaluate it in Python (a loop's counter)
         attrs = prims[name].attrs
         axis = dict(attrs.items()).get(CONCAT_AXIS_ATTR) if attrs is not None else None
         if axis is not None:  # the native entry may run it in place (native_entry)

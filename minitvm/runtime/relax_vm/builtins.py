@@ -113,6 +113,51 @@ def storage_tensor(vm, size, device_index, dtype, site, offset, shape, tensor_dt
                       offset)
 
 
+def site_tensor(offset: int, tensor_dtype: str):
+    """``storage_tensor`` for one allocation site of generated code (a storage holding one
+    tensor): ``alloc(size, shape)``. It keeps the site's last two tensors and hands one back
+    itself once nothing else refers to it or to its memory (the tensor's count of references,
+    and its owning buffer's: numpy's views of it point at that buffer), so a loop's step makes
+    no array, not even a view: the tensor of two steps before is free by then (a loop-carried
+    output is alive while the next step allocates). Otherwise a new 64-byte aligned buffer of
+    ``size[0]`` bytes (numpy's error when the tensor does not fit), which replaces the older.
+    A reuse that a program could observe would be a bug: these counts see every reference."""
+    dt = _dt(tensor_dtype)
+    refs = sys.getrefcount
+    # the site's tensors, newest first, each with the size value it was made for and the
+    # bytes it needs (a later call with a smaller storage is checked as a new one would be)
+    new_t = new_size = new_need = old_t = old_size = old_need = None
+
+    def alloc(size, shape):
+        nonlocal new_t, new_size, new_need, old_t, old_size, old_need
+        t = new_t
+        # references to a free tensor: ``new_t``, ``t``, getrefcount's argument; to its
+        # buffer: the tensor's base, the argument
+        if t is not None and refs(t) == 3 and refs(t.base) == 2 and t.shape == shape and \
+                (size is new_size or size[0] >= new_need):
+            return t
+        t = old_t
+        if t is not None and refs(t) == 3 and refs(t.base) == 2 and t.shape == shape and \
+                (size is old_size or size[0] >= old_need):
+            old_t, old_size, old_need, new_t, new_size, new_need = \
+                new_t, new_size, new_need, t, old_size, old_need
+            return t
+        t = None
+        nbytes = max(int(size[0]), 1)
+        owner = np.empty(nbytes + ALIGN, np.uint8)
+        start = (-owner.ctypes.data) % ALIGN
+        made = np.ndarray(shape, dt, owner[start:start + nbytes], offset)  # (numpy's bound)
+        made = np.ndarray(made.shape, dt, owner, start + offset)  # (its base: the owner)
+        old_t, old_size, old_need = new_t, new_size, new_need
+        new_t, new_size, new_need = made, size, offset + made.nbytes
+        alloc.buffers += 1
+        return made
+
+    alloc.builtin = storage_tensor
+    alloc.buffers = 0  # how many buffers it made (tests: a loop's steps reuse them)
+    return alloc
+
+
 def alloc_tensor(vm, shape, dtype, device_index=0):
     return np.empty(tuple(int(d) for d in shape), _dt(dtype))
 
@@ -356,20 +401,32 @@ def update_row_site(tmpl: list, positions: list):
     fuzzer); a loop's result given to another loop, a constant, an argument are not this
     site's either."""
     owned: dict = {}
+    last = None  # a weak reference to the buffer this site made last (most calls write it)
+    nd = np.ndarray
 
-    def site(*regs):
-        args = list(tmpl)
-        for p, v in zip(positions, regs, strict=True):
-            args[p] = v
-        data, row, index = args
-        k = _row_index(data, index)
-        mine = owned.get(id(data))
-        if mine is None or mine() is not data or not data.flags.writeable:
-            data = data.copy()
-            key = id(data)
-            owned[key] = weakref.ref(data, lambda _, key=key: owned.pop(key, None))
+    def write(data, row, index):
+        nonlocal last
+        k = index.item() if type(index) is nd and index.ndim == 0 else None
+        if type(k) is not int or not 0 <= k < data.shape[0]:
+            k = _row_index(data, index)  # (another index's conversion, or the error)
+        if last is None or last() is not data or not data.flags.writeable:
+            mine = owned.get(id(data))
+            if mine is None or mine() is not data or not data.flags.writeable:
+                data = data.copy()
+                key = id(data)
+                mine = owned[key] = weakref.ref(data, lambda _, key=key: owned.pop(key, None))
+            last = mine
         data[k] = row
         return data
+
+    if list(positions) == [0, 1, 2]:  # (every argument a register: the loops' sites)
+        site = write
+    else:
+        def site(*regs):
+            args = list(tmpl)
+            for p, v in zip(positions, regs, strict=True):
+                args[p] = v
+            return write(*args)
 
     site.builtin = update_row
     return site

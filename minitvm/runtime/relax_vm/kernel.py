@@ -173,6 +173,89 @@ def _eval_dim(e, args) -> int:
     return min(a, b) if op == "min" else max(a, b)
 
 
+_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+_CMP = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _wrap(bits: int):
+    """Python ints wrapped as a ``bits``-bit two's complement integer (the machine's add)."""
+    lo, hi, mask, half = -(1 << (bits - 1)), (1 << (bits - 1)) - 1, (1 << bits) - 1, \
+        1 << (bits - 1)
+    return lambda x: x if lo <= x <= hi else ((x + half) & mask) - half
+
+
+def _scalar_source(e, params: list, env: dict) -> str | None:
+    """Python source of a scalar kernel's expression node (``relax.vm.scalar_kernel``) over
+    the arguments ``a<k>``; None for anything it does not know (the spec is data: only these
+    forms become code)."""
+    if not isinstance(e, list) or len(e) < 3 or not isinstance(e[1], str):
+        return None
+    op, dtype, rest = e[0], e[1], e[2:]
+    if dtype != "bool" and dtype not in _INT_BITS and dtype not in _UINT_BITS:
+        return None
+    if op == "const" and len(rest) == 1 and type(rest[0]) is int:
+        return repr(bool(rest[0])) if dtype == "bool" else repr(rest[0])
+    if op == "load" and len(rest) == 1 and type(rest[0]) is int and \
+            0 <= rest[0] < len(params) and params[rest[0]][1] == dtype:
+        return f"a{rest[0]}.item()"
+    subs = [_scalar_source(a, params, env) for a in rest]
+    if any(s is None for s in subs):
+        return None
+    if op == "not" and len(subs) == 1:
+        return f"(not {subs[0]})"
+    if op == "cast" and len(subs) == 1:
+        if dtype == "bool":
+            return f"({subs[0]} != 0)"
+        return _wrapped(f"int({subs[0]})", dtype, env)
+    if len(subs) != 2:
+        return None
+    a, b = subs
+    if op in _CMP or op in ("and", "or"):
+        return f"({a} {op} {b})" if op in _CMP or dtype == "bool" else None
+    if op in ("min", "max"):
+        return f"{op}({a}, {b})"
+    if op in ("+", "-", "*") and dtype != "bool":
+        return _wrapped(f"({a} {op} {b})", dtype, env)
+    return None
+
+
+def _wrapped(src: str, dtype: str, env: dict) -> str:
+    if dtype in _UINT_BITS:
+        return f"({src} & {(1 << _UINT_BITS[dtype]) - 1})"
+    env[f"w{_INT_BITS[dtype]}"] = _wrap(_INT_BITS[dtype])
+    return f"w{_INT_BITS[dtype]}({src})"
+
+
+def _scalar_call(name: str, spec: dict, native):
+    """The kernel as Python when its spec has a scalar expression (``spec["scalar"]``): checks
+    every argument as the native fast path does (and that the output is writable), computes
+    with Python ints and stores the result; anything else goes to ``native``. None when there
+    is no expression, or no fast native path to fall back to."""
+    scalar, params = spec.get("scalar"), spec["params"]
+    if not isinstance(scalar, dict) or native is None or \
+            any(p[0] != "buf" or p[2] != 0 for p in params):
+        return None
+    out, env = scalar.get("out"), {"ND": _ND, "native": native}
+    expr = _scalar_source(scalar.get("expr"), params, env)
+    if expr is None or type(out) is not int or not 0 <= out < len(params) or \
+            scalar["expr"][1] != params[out][1]:
+        return None
+    conds = []
+    for k, p in enumerate(params):
+        env[f"d{k}"] = np.dtype(p[1])
+        conds.append(f"type(a{k}) is ND and a{k}.dtype is d{k} and a{k}.ndim == 0")
+    conds.append(f"a{out}.flags.writeable")
+    names = ", ".join(f"a{k}" for k in range(len(params)))
+    src = (f"def call(*args):\n    if len(args) == {len(params)}:\n"
+           f"        {names}, = args\n"
+           f"        if {' and '.join(conds)}:\n"
+           f"            a{out}[()] = {expr}\n            return None\n"
+           f"    return native(*args)\n")
+    exec(compile(src, f"<relax scalar kernel {name}>", "exec"), env)  # noqa: S102
+    return env["call"]
+
+
 class NativeKernel:
     """A callable kernel: ``k(*arrays_and_scalars)``; checks kinds, dtypes, ranks and constant
     dimensions, then calls the machine code."""
@@ -217,11 +300,14 @@ class NativeKernel:
                    f"    return checked(args)\n")
             exec(compile(src, f"<relax kernel {name}>", "exec"), env)  # noqa: S102
             self.direct = env["call"]
+        scalar = _scalar_call(name, spec, self.direct if self._fast is not None else None)
+        if scalar is not None:
+            self.direct = scalar
         self._sym = None
         if self._fast is None and LAYOUT_OK and params and self._bufpos and \
                 not any(self._float_vars):
             self._sym = self._symbolic_call()
-        if self._fast is None:
+        if self._fast is None and scalar is None:
             self.direct = self._sym if self._sym is not None else self.__call__
 
     def __call__(self, *args):

@@ -23,7 +23,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .builtins import alloc_storage, make_shape, storage_tensor
+from .builtins import (
+    alloc_storage,
+    make_shape,
+    make_tuple,
+    site_tensor,
+    storage_tensor,
+    tuple_getitem,
+)
 from .executable import (
     ARG_CONST,
     ARG_CTX,
@@ -186,7 +193,20 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
                 for k, r in slots:
                     args[k] = f"r{r}"
             if more:
-                lines.append(f"{ind}r{dst} = {name_of(storage_tensor)}({', '.join(args + more)})")
+                offset, _, dtype = tensors[pc][1]
+                if len(args) == 5:  # (vm, size, device, dtype, site)
+                    # the site's own allocator, which reuses its free tensors: (size, shape)
+                    fn = name_of(site_tensor(offset, dtype))
+                    lines.append(f"{ind}r{dst} = {fn}({args[1]}, {more[1]})")
+                else:
+                    lines.append(f"{ind}r{dst} = {name_of(storage_tensor)}"
+                                 f"({', '.join(args + more)})")
+                continue
+            if target is make_tuple:  # (the builtins' own expressions: no call)
+                lines.append(f"{ind}r{dst} = ({''.join(a + ', ' for a in args)})")
+                continue
+            if target is tuple_getitem and len(args) == 2 and args[1].isdigit():
+                lines.append(f"{ind}r{dst} = {args[0]}[{args[1]}]")
                 continue
             fn = target.direct if isinstance(target, NativeKernel) else target  # one frame
             lines.append(f"{ind}r{dst} = {name_of(fn)}({', '.join(args)})")

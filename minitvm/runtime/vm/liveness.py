@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import bytecode as B
 
-__all__ = ["kill_points", "read_after_update_row"]
+__all__ = ["fresh_tensor_storages", "kill_points", "read_after_update_row"]
 
 
 def _uses(ins: tuple) -> list[int] | None:
@@ -179,3 +179,34 @@ def read_after_update_row(instructions: list[tuple]) -> frozenset[int]:
             return frozenset(pc for pc in rows if instructions[pc][1] != instructions[pc][4]
                              and instructions[pc][1] in live_out(pc, instructions[pc]))
     return frozenset(rows)
+
+
+def fresh_tensor_storages(instructions: list[tuple]) -> frozenset[int]:
+    """The pcs of ``AllocStorage`` instructions whose storage holds just the one tensor the next
+    instruction makes in it, at offset 0, and nothing else mentions (no other instruction reads
+    or writes its register; no jump lands between the two): the VM may make that tensor as a
+    fresh array of its own, one allocation instead of a storage and a view of it."""
+    count: dict[int, int] = {}
+    targets = set()
+    for pc, ins in enumerate(instructions):
+        op = ins[0]
+        if op == B.GOTO:
+            targets.add(pc + ins[1])
+            continue
+        if op == B.IF:
+            targets.update((pc + ins[3], pc + ins[4]))
+            regs = [ins[1], ins[2]]
+        else:
+            regs = _uses(ins)
+            if regs is None:
+                return frozenset()  # (an opcode this analysis does not know)
+        for r in regs:
+            count[r] = count.get(r, 0) + 1
+    out = set()
+    for pc, ins in enumerate(instructions[:-1]):
+        nxt = instructions[pc + 1]
+        if ins[0] == B.ALLOC_STORAGE and nxt[0] == B.ALLOC_TENSOR and nxt[1] == ins[4] and \
+                nxt[2] == 0 and count.get(ins[4]) == 2 and pc + 1 not in targets and \
+                nxt[5] != ins[4]:
+            out.add(pc)
+    return frozenset(out)

@@ -24,7 +24,7 @@ from ..ndarray import NDArray, contiguous, cpu
 from ..py_layout import LAYOUT_OK
 from . import bytecode as B
 from .executable import Executable, _type_text
-from .liveness import dead_at_calls, kill_points, read_after_update_row
+from .liveness import dead_at_calls, fresh_tensor_storages, kill_points, read_after_update_row
 from .native_entry import KILL, MISS, RECORD, native_function
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
@@ -443,14 +443,14 @@ class VirtualMachine:
         if site is not None:
             args = [*inputs, *ins[6]] if ins[6] else inputs
             bound = site[0]
-            outs = bound(args) if bound is not None else None
+            outs = bound.run(args) if bound is not None else None
             if outs is not None:
                 return outs
             if all(type(a) is np.ndarray for a in args):
                 bound = site[0] = self.exe.kernels[ins[1]].run.bind(args)
                 if bound is not None and site[1]:
                     bound.keep_outputs()
-            outs = bound(args) if bound is not None else None
+            outs = bound.run(args) if bound is not None else None
             if outs is not None:
                 return outs
         return self._invoke_packed(ins[1], inputs, None)
@@ -491,6 +491,8 @@ class VirtualMachine:
             dead = dead_at_calls(f.instructions, f.register_file_size) \
                 if KILL_DEAD_REGISTERS and kills is None else None
             read_after = read_after_update_row(f.instructions)
+            # a loop's storages of one tensor: that tensor made fresh (one allocation a step)
+            fresh = fresh_tensor_storages(f.instructions) if loop else frozenset()
             for pc, ins in enumerate(f.instructions):
                 if kills is not None and pc and kills[pc - 1]:
                     code.append((_KILL, kills[pc - 1]))
@@ -504,6 +506,17 @@ class VirtualMachine:
                         else None
                     code.append((op, idx, tuple(args[:arity - nout]), tuple(args[arity - nout:]),
                                  bool(dyn), fast, tuple(k.consts), site))
+                elif op == B.ALLOC_STORAGE:  # (the tensor made next, when it is fresh)
+                    # (nothing dropped between the two: the tensor's instruction comes next)
+                    nxt = f.instructions[pc + 1] if pc in fresh and \
+                        (kills is None or not kills[pc]) else None
+                    made = None
+                    if nxt is not None:
+                        dt = np.dtype(nxt[4])
+                        shape = tuple(nxt[3])
+                        if math.prod(shape) * dt.itemsize <= ins[1]:
+                            made = (nxt[5], shape, dt)
+                    code.append((*ins[:5], made))
                 elif op == B.ALLOC_TENSOR:
                     dt = np.dtype(ins[4])
                     shape = tuple(ins[3])
@@ -539,7 +552,13 @@ class VirtualMachine:
                     outs = [regs[r] for r in ins[3]]
                     fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
                 elif ins[4]:
-                    outs = self._invoke_dynamic(ins, [regs[r] for r in ins[2]])
+                    site = ins[7]  # (its binding first, here: a loop's step makes this call)
+                    bound = site[0] if site is not None else None
+                    outs = None
+                    if bound is not None:
+                        outs = bound.run([*[regs[r] for r in ins[2]], *ins[6]])
+                    if outs is None:
+                        outs = self._invoke_dynamic(ins, [regs[r] for r in ins[2]])
                     for r, v in zip(ins[3], outs):
                         regs[r] = v
                 else:
@@ -547,8 +566,13 @@ class VirtualMachine:
                                         [regs[r] for r in ins[3]])
                 pc += 1
             elif op == ALLOC_STORAGE:
-                regs[ins[4]] = empty(ins[1], uint8)
-                pc += 1
+                made = ins[5]
+                if made is None:
+                    regs[ins[4]] = empty(ins[1], uint8)
+                    pc += 1
+                else:  # its one tensor, fresh (liveness.fresh_tensor_storages): both done
+                    regs[made[0]] = empty(made[1], made[2])
+                    pc += 2
             elif op == _KILL:
                 for r in ins[1]:
                     regs[r] = None

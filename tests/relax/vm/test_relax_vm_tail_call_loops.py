@@ -5,7 +5,8 @@ takes the source's register, and ``alloc_storage`` reuses a loop-carried output'
 steps later. Each against the build with ``relax.vm.tail_call_loops`` off (frames: bitwise the
 same outputs) and numpy. A loop runs as generated Python (``straight_line``): bitwise the
 interpreter's outputs, its heap's shapes made once when nothing in the loop writes the heap, a
-storage and its one tensor made by one ``storage_tensor`` call."""
+storage and its one tensor made by one call of the site's allocator, which reuses a tensor of
+two steps before only when nothing refers to it or its memory."""
 
 from __future__ import annotations
 
@@ -205,20 +206,91 @@ def test_a_move_before_its_sources_kill_takes_its_register():
     assert not any(ins[0] == MOVE for ins in ex_main[:-2])  # (only the result's, by the ret)
 
 
+def _site_allocators(vm, func) -> list:
+    """The ``site_tensor`` allocators of ``func``'s generated code."""
+    run = vm._straight[id(func)]
+    return [v for v in run.__globals__.values()
+            if getattr(v, "builtin", None) is builtins.storage_tensor and hasattr(v, "buffers")]
+
+
 def test_the_loop_reuses_its_storage_two_steps_later():
+    # (the generated code's allocators, builtins.site_tensor: the interpreter's alloc_storage
+    # keeps two buffers a site too, test_alloc_storage_keeps_two_buffers_a_site)
     ex, vm = _build(_row_loop(), True)
-    seen = set()
-    real = vm._storage_cache.__class__
-
-    class Spy(real):
-        def __setitem__(self, key, value):
-            seen.add(id(value))
-            super().__setitem__(key, value)
-
-    vm._storage_cache = Spy(vm._storage_cache)
     x = np.arange(100 * 3, dtype="float32").reshape(100, 3)
     np.testing.assert_array_equal(vm["main"](x).numpy(), x * 2 + 1)
-    assert len(seen) < 20  # (not one buffer a step: 100 steps)
+    sites = _site_allocators(vm, ex.functions["rows"])
+    assert sites and sum(s.buffers for s in sites) <= 3 * len(sites)  # (not one a step: 100)
+
+
+def _carry_loop(view: bool):
+    """main(n, x [2]): f(i, a, b) = f(i - 1, a * 0.5 + 1, a) while 0 < i, returning (a, b):
+    each step's result is made at one site while the two before are alive (``b`` the step
+    before's ``a``; with ``view``, ``b`` is a reshape of it: a view of its memory)."""
+    i = relax.Var("i", relax.TensorStructInfo([], "int64"))
+    a = relax.Var("a", relax.TensorStructInfo([2], "float32"))
+    b = relax.Var("b", relax.TensorStructInfo([2, 1] if view else [2], "float32"))
+    gv = relax.GlobalVar("carry")
+    ret = relax.TupleStructInfo([a.struct_info, b.struct_info])
+    gv._checked_type = relax.FuncStructInfo([i.struct_info, a.struct_info, b.struct_info], ret)
+    bb = relax.BlockBuilder()
+
+    def body(bb):
+        go = bb.emit(relax.op.less(relax.const(np.array(0, "int64")), i))
+        bb.begin_binding_block()
+        dec = bb.emit(relax.op.subtract(i, relax.const(np.array(1, "int64"))))
+        nxt = bb.emit(relax.op.add(relax.op.multiply(a, relax.const(np.float32(0.5))),
+                                   relax.const(np.float32(1.0))))
+        old = bb.emit(relax.op.reshape(a, [2, 1])) if view else a
+        again = bb.emit(relax.Call(gv, [dec, nxt, old]))
+        then = relax.SeqExpr([bb.end_block()], again)
+        return bb.emit(relax.If(go, then, relax.SeqExpr([], relax.Tuple([a, b]))))
+
+    fgv = _private(bb, gv, "carry", [i, a, b], body)
+    n = relax.Var("n", relax.TensorStructInfo([], "int64"))
+    x = relax.Var("x", relax.TensorStructInfo([2], "float32"))
+    with bb.function("main", [n, x]):
+        start = bb.emit(relax.op.reshape(x, [2, 1])) if view else x
+        bb.emit_func_output(bb.emit(relax.Call(gv, [n, x, start])))
+    return _finish(bb, gv, fgv)
+
+
+@pytest.mark.parametrize("view", [False, True])
+def test_a_loop_never_reuses_a_tensor_a_later_step_still_sees(view):
+    ex, vm = _build(_carry_loop(view), True)
+    x = np.array([3.0, -7.0], "float32")
+    want_a, want_b = x, x
+    for steps in (0, 1, 2, 3, 9):
+        a = x
+        for _ in range(steps):
+            a, b = a * np.float32(0.5) + np.float32(1.0), a
+        want_a, want_b = a, (b if steps else x)
+        vm.straight_line = True
+        fast = vm["main"](np.array(steps, "int64"), x)
+        assert callable(vm._straight[id(ex.functions["carry"])])
+        vm.straight_line = False
+        slow = vm["main"](np.array(steps, "int64"), x)
+        for f, s, w in zip(fast, slow, (want_a, want_b.reshape(2, 1) if view else want_b),
+                           strict=True):
+            assert f.numpy().tobytes() == s.numpy().tobytes() == w.tobytes()
+    # results the caller holds are never handed out again
+    vm.straight_line = True
+    first = vm["main"](np.array(5, "int64"), x)
+    kept = [o.numpy().copy() for o in first]
+    vm["main"](np.array(6, "int64"), x * 3)
+    assert all(o.numpy().tobytes() == k.tobytes() for o, k in zip(first, kept, strict=True))
+
+
+def test_tuples_are_built_and_read_in_the_generated_code_itself():
+    ex, vm = _build(_carry_loop(False), True)
+    x = np.array([3.0, -7.0], "float32")
+    vm.straight_line = True
+    fast = vm["main"](np.array(4, "int64"), x)
+    used = list(vm._straight[id(ex.functions["carry"])].__globals__.values())
+    assert not any(v is builtins.make_tuple or v is builtins.tuple_getitem for v in used)
+    vm.straight_line = False
+    slow = vm["main"](np.array(4, "int64"), x)
+    assert [o.numpy().tobytes() for o in fast] == [o.numpy().tobytes() for o in slow]
 
 
 class _FakeVM:

@@ -62,3 +62,28 @@ def test_bound_call_refuses_other_shapes_dtypes_layouts():
     assert strided.shape == (2, 3) and not strided.flags.c_contiguous
     assert bound([strided, wv]) is None
     assert bound([xv]) is None
+
+
+def test_generated_run_is_the_call_bit_for_bit_and_refuses_the_same():
+    vm = _dense_vm()
+    rng = np.random.default_rng(2)
+    wv = rng.standard_normal((4, 3)).astype("float32")
+    xv = rng.standard_normal((2, 3)).astype("float32")
+    idx = next(ins[1] for code, _, _, _ in vm._code for ins in code
+               if ins[0] == runtime_vm.vm.B.INVOKE_PACKED and ins[4])
+    bound = vm.exe.kernels[idx].run.bind([xv, wv])
+    assert bound.run is not bound.__call__  # (generated: one frame)
+    for keep in (False, True):
+        if keep:
+            bound.keep_outputs()
+        got, want = bound.run([xv, wv]), bound([xv, wv])
+        assert got[0].tobytes() == want[0].tobytes() and got[0] is not want[0]
+        assert bound.run([xv.astype("float64"), wv]) is None
+        assert bound.run([rng.standard_normal((3, 3)).astype("float32"), wv]) is None
+        assert bound.run([xv]) is None
+    # kept outputs: written again only once nothing else holds them
+    first = bound.run([xv, wv])[0]
+    held = first.copy()
+    for _ in range(4):
+        bound.run([xv + 1, wv])
+    assert first.tobytes() == held.tobytes()

@@ -100,18 +100,26 @@ def test_arguments_that_are_other_parameters_move_in_parallel(count):
 
 
 def test_a_loops_dynamic_kernels_reuse_their_outputs(monkeypatch):
+    # (a binding's generated ``run`` reuses the outputs, BoundCall._outputs' rule inlined:
+    # the spy compares each output with the array the pair kept from two calls before)
     calls = {"fresh": 0, "reused": 0}
-    real = bound_call.BoundCall._outputs
+    real = bound_call.BoundCall.keep_outputs
 
-    def spy(self):
-        before = [id(p[1]) for p in self.kept] if self.kept is not None else None
-        outs = real(self)
-        if before is not None:
-            for o, b in zip(outs, before):
-                calls["reused" if id(o) == b else "fresh"] += 1
-        return outs
+    def keep(self):
+        real(self)
+        run = self.run
 
-    monkeypatch.setattr(bound_call.BoundCall, "_outputs", spy)
+        def spy(inputs, self=self, run=run):
+            before = [id(p[1]) for p in self.kept]
+            outs = run(inputs)
+            if outs is not None:
+                for o, b in zip(outs, before, strict=True):
+                    calls["reused" if id(o) == b else "fresh"] += 1
+            return outs
+
+        self.run = spy
+
+    monkeypatch.setattr(bound_call.BoundCall, "keep_outputs", keep)
     _, vm = _compile(_counting_loop(True), True)
     x = np.linspace(-1, 1, 4).astype("float32")
     got = vm.run(x).numpy()
@@ -119,6 +127,23 @@ def test_a_loops_dynamic_kernels_reuse_their_outputs(monkeypatch):
     assert calls["reused"] > 250 and calls["fresh"] < 10, calls
     again = vm.run(x).numpy()  # (the last result, held here, is not written over)
     np.testing.assert_array_equal(got, again)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_loops_storages_of_one_tensor_make_it_fresh(dynamic):
+    # (the counter's compare and decrement results: one array each a step, no storage and
+    # view; bitwise the build without the loop, whose frames allocate as before)
+    exe, vm = _compile(_counting_loop(dynamic), True)
+    index = next(k for k, f in enumerate(exe.functions) if f.name == "loop")
+    code = vm._code[index][0]
+    made = [ins for ins in code if ins[0] == B.ALLOC_STORAGE and ins[5] is not None]
+    assert made and all(code[pc + 1][0] == B.ALLOC_TENSOR and code[pc + 1][5] == ins[5][0]
+                        for pc, ins in enumerate(code) if ins in made)
+    _, vm_off = _compile(_counting_loop(dynamic), False)
+    x = np.linspace(-1, 1, 4).astype("float32")
+    got = vm.run(x).numpy()
+    assert got.tobytes() == vm_off.run(x).numpy().tobytes()
+    np.testing.assert_allclose(got, _reference(x), rtol=1e-5, atol=1e-6)
 
 
 def test_tail_calls_found_through_a_hundred_thousand_lets():

@@ -39,7 +39,7 @@ class BoundCall:
     weight's identity)."""
 
     __slots__ = ("shapes", "dtypes", "packs", "consts", "outs", "fast", "entry", "kvars",
-                 "address", "tramp", "kept", "matches")
+                 "address", "tramp", "kept", "matches", "run")
 
     def __init__(self, inputs: list, packs: list, consts: tuple, outs: list, fast=None,
                  address: int | None = None, kvars=None):
@@ -59,10 +59,13 @@ class BoundCall:
         self.tramp = call_trampoline()[big] if fast is None and LAYOUT_OK else None
         self.kept: list | None = None  # per output, its last two arrays (keep_outputs)
         self.matches = _matcher(self.shapes, self.dtypes, self.packs)
+        # ``run(inputs)``: the call in one generated frame (``__call__`` where there is none)
+        self.run = _generated_call(self)
 
     def keep_outputs(self) -> None:
         """Reuse outputs across calls once they are dead (a call site in a loop)."""
         self.kept = [[None, None] for _ in self.outs]
+        self.run = _generated_call(self)
 
     def _outputs(self) -> list:
         kept = self.kept
@@ -115,3 +118,53 @@ def _matcher(shapes: tuple, dtypes: tuple, packs: tuple):
         conds.append(f"a{pos} is p{pos}")
     names = ", ".join(f"a{k}" for k in range(len(shapes)))
     return eval(f"lambda {names}: {' and '.join(conds) or 'True'}", env)  # noqa: S307
+
+
+def _generated_call(bc: BoundCall):
+    """``bc.__call__`` as one generated function of the inputs (the checks of ``_matcher``, the
+    packed weights, ``_outputs``' reuse of dead outputs, the native call, inlined: a loop makes
+    this call every step); ``bc.__call__`` itself for the ctypes pointer-array entry."""
+    if bc.fast is None and bc.tramp is None:
+        return bc.__call__
+    env: dict = {"ND": np.ndarray, "empty": np.empty, "refs": sys.getrefcount, "pool": threadpool,
+                 "fast": bc.fast, "tramp": bc.tramp, "addr": bc.address, "kvars": bc.kvars}
+    conds = []
+    for k, (shape, dtype) in enumerate(zip(bc.shapes, bc.dtypes, strict=True)):
+        env[f"s{k}"], env[f"d{k}"] = shape, dtype
+        conds.append(f"type(a{k}) is ND and a{k}.shape == s{k} and a{k}.dtype == d{k} and "
+                     f"a{k}.flags.c_contiguous")
+    for pos, src, packed in bc.packs:
+        env[f"p{pos}"], env[f"q{pos}"] = src, packed
+        conds.append(f"a{pos} is p{pos}")
+    n = len(bc.shapes)
+    lines = ["def run(inputs):", f"    if len(inputs) != {n}:", "        return None"]
+    if n:
+        lines.append(f"    {', '.join(f'a{k}' for k in range(n))}, = inputs")
+    if conds:
+        lines += [f"    if not ({' and '.join(conds)}):", "        return None"]
+    for pos, _, _ in bc.packs:
+        lines.append(f"    a{pos} = q{pos}")
+    for j, (shape, dtype) in enumerate(bc.outs):
+        env[f"os{j}"], env[f"od{j}"] = shape, dtype
+        if bc.kept is None:
+            lines.append(f"    o{j} = empty(os{j}, dtype=od{j})")
+            continue
+        env[f"k{j}"] = bc.kept[j]
+        # free: referenced by the pair, ``o<j>`` and getrefcount's argument only
+        lines += [f"    o{j} = k{j}[1]",
+                  f"    if o{j} is None or refs(o{j}) != 3:",
+                  f"        o{j} = empty(os{j}, dtype=od{j})",
+                  f"    k{j}[1] = k{j}[0]",
+                  f"    k{j}[0] = o{j}"]
+    for c, value in enumerate(bc.consts):
+        env[f"c{c}"] = value
+    every = [f"a{k}" for k in range(n)] + [f"c{c}" for c in range(len(bc.consts))] + \
+        [f"o{j}" for j in range(len(bc.outs))]
+    tup = f"({', '.join(every)}{',' if len(every) == 1 else ''})"
+    if bc.fast is not None:
+        lines.append(f"    fast({tup}, pool.get_num_threads())")
+    else:
+        lines.append(f"    tramp({tup}, {len(every)}, addr, kvars, pool.get_num_threads())")
+    lines.append(f"    return [{', '.join(f'o{j}' for j in range(len(bc.outs)))}]")
+    exec(compile("\n".join(lines) + "\n", "<relay vm bound call>", "exec"), env)  # noqa: S102
+    return env["run"]
