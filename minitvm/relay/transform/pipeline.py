@@ -24,6 +24,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
         p("RemoveUnusedFunctions", entry_functions=["main"]),
         p("ToBasicBlockNormalForm"),
         Sequential([p("QnnLegalize"), p("QnnCanonicalize")], opt_level=0, name="qnn.Legalize"),
+        # ConvertBlockedOps (opt_level 0) is minitvm's: the x86 AlterOpLayout rules' blocked
+        # convs / packed dense (a module altered by hand under an x86 -mcpu) back to the NCHW /
+        # NC ops that have native kernels
+        p("ConvertBlockedOps"),
     ]
     if homogeneous:
         # ConvertNHWCConvs (opt_level 3) is minitvm's: NHWC conv models (TFLite) move to NCHW

@@ -1,0 +1,97 @@
+"""ConvertBlockedOps: the channel-blocked ops of the x86 AlterOpLayout rules
+(``nn.contrib_conv2d_NCHWc``, ``nn.contrib_depthwise_conv2d_NCHWc``, ``nn.contrib_dense_pack``)
+back to the plain ops whose native kernels minitvm has, before Legalize.
+
+relay.build optimizes for a plain ``llvm`` target, so it never makes these ops; a module whose
+passes ran by hand under ``llvm -mcpu=<x86 cpu>``, or parsed from TVM-printed optimized Relay,
+holds them, and they had no compute (numpy at run time). The convolutions go back to NCHW by
+ConvertLayout (``{op: ["NCHW", "OIHW"]}``, the hooks of ``op/nn/_layout_hooks_blocked.py``),
+which carries NCHW through the ops between two of them, so the blocked graph's
+``layout_transform`` pairs meet and SimplifyExpr cancels them; a constant blocked weight's
+transform back to OIHW folds at build time. A packed dense becomes ``nn.dense`` of its weight
+laid out back to NC (also folded for a constant). The kernels are then those of the unblocked
+model: the conv / depthwise / GEMM schedules, not a loop nest over the blocked layout.
+
+minitvm's own pass, opt_level 0: without it these ops have no native code at all."""
+
+from __future__ import annotations
+
+from ...ir.op import Op
+from ...transform.stats import record_stat
+from ..analysis.properties import walk
+from ..expr import Call
+from ..expr_functor import ExprMutator
+from ._pass_helpers import register
+from .convert_layout import convert_layout
+from .function_pass import function_pass
+
+__all__ = ["BLOCKED_CONVS", "ConvertBlockedOps", "convert_blocked_ops"]
+
+BLOCKED_CONVS = ("nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc")
+_DENSE_PACK = "nn.contrib_dense_pack"
+_DESIRED = {name: ["NCHW", "OIHW"] for name in BLOCKED_CONVS}
+
+
+def _blocked_ops(func) -> tuple[bool, bool]:
+    """(has a blocked convolution, has a packed dense) in ``func``'s own body."""
+    conv = dense = False
+    for e in walk(func, enter=lambda f: f is func):
+        if isinstance(e, Call) and isinstance(e.op, Op):
+            conv = conv or e.op.name in BLOCKED_CONVS
+            dense = dense or e.op.name == _DENSE_PACK
+    return conv, dense
+
+
+class _UnpackDense(ExprMutator):
+    """``contrib_dense_pack(x, w)`` -> ``dense(x, layout_transform(w, weight_layout, "NC"))``."""
+
+    def __init__(self):
+        super().__init__()
+        self.rewritten = 0
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        if not (isinstance(new, Call) and isinstance(new.op, Op) and
+                new.op.name == _DENSE_PACK):
+            return new
+        from ..op.nn import dense
+        from ..op.transform import layout_transform
+
+        data, weight = new.args
+        layout = str(new.attrs.weight_layout)
+        if layout != "NC":
+            weight = layout_transform(weight, layout, "NC")
+        self.rewritten += 1
+        out = dense(data, weight, units=new.attrs.units, out_dtype=new.attrs.out_dtype)
+        return Call(out.op, out.args, out.attrs, None, new.span)
+
+
+def convert_blocked_ops(func):
+    """(function, ops rewritten): ``func`` with its blocked convolutions in NCHW and its packed
+    dense calls as ``nn.dense``; ``func`` itself when it has neither. Needs a typed ``func``."""
+    conv, dense = _blocked_ops(func)
+    count = 0
+    if conv:
+        func, _ = convert_layout(func, _DESIRED)
+        count += 1
+    if dense:
+        mutator = _UnpackDense()
+        func = mutator.visit(func)
+        count += mutator.rewritten
+    return func, count
+
+
+@register("ConvertBlockedOps")
+def ConvertBlockedOps():  # noqa: N802 - the pass factory's name, as TVM names passes
+    """Function pass (opt 0): blocked NCHWc convolutions and packed dense back to NCHW / NC."""
+
+    def transform(func, mod, ctx):
+        if func.attrs is not None and (func.attrs.get("Primitive", 0) or
+                                       func.attrs.get("Compiler")):
+            return func
+        out, count = convert_blocked_ops(func)
+        record_stat("blocked functions converted", count)
+        return out
+
+    return function_pass(transform, opt_level=0, name="ConvertBlockedOps",
+                         required=["InferType"], needs=["typed"])
