@@ -7,8 +7,9 @@ passes ran by hand under ``llvm -mcpu=<x86 cpu>``, or parsed from TVM-printed op
 holds them, and they had no compute (numpy at run time). The convolutions go back to NCHW by
 ConvertLayout (``{op: ["NCHW", "OIHW"]}``, the hooks of ``op/nn/_layout_hooks_blocked.py``),
 which carries NCHW through the ops between two of them, so the blocked graph's
-``layout_transform`` pairs meet and SimplifyExpr cancels them; a constant blocked weight's
-transform back to OIHW folds at build time. A packed dense becomes ``nn.dense`` of its weight
+``layout_transform`` calls meet in chains (NCHW -> NCHW16c -> NCHW8c -> NCHW where two convs
+blocked differently meet): each chain becomes one transform, none where it ends where it began.
+A constant blocked weight's transform back to OIHW folds at build time. A packed dense becomes ``nn.dense`` of its weight
 laid out back to NC (also folded for a constant). The kernels are then those of the unblocked
 model: the conv / depthwise / GEMM schedules, not a loop nest over the blocked layout.
 
@@ -42,6 +43,32 @@ def _blocked_ops(func) -> tuple[bool, bool]:
     return conv, dense
 
 
+def _is_transform(e) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "layout_transform"
+
+
+class _FoldTransformChains(ExprMutator):
+    """``layout_transform(layout_transform(x, A, B), B, C)`` -> ``layout_transform(x, A, C)``,
+    or ``x`` where C is A. The layouts a chain passes through are those of the graph's own
+    tensors (channel blocks dividing the channels: no padding), so every step is a bijection
+    and the composition is exact."""
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        if not (_is_transform(new) and _is_transform(new.args[0])):
+            return new
+        from ..op.transform import layout_transform
+
+        inner = new.args[0]
+        src, dst = str(inner.attrs.src_layout), str(new.attrs.dst_layout)
+        if str(inner.attrs.dst_layout) != str(new.attrs.src_layout):
+            return new
+        if src == dst:
+            return inner.args[0]
+        out = layout_transform(inner.args[0], src, dst)
+        return Call(out.op, out.args, out.attrs, None, new.span)
+
+
 class _UnpackDense(ExprMutator):
     """``contrib_dense_pack(x, w)`` -> ``dense(x, layout_transform(w, weight_layout, "NC"))``."""
 
@@ -73,6 +100,7 @@ def convert_blocked_ops(func):
     count = 0
     if conv:
         func, _ = convert_layout(func, _DESIRED)
+        func = _FoldTransformChains().visit(func)
         count += 1
     if dense:
         mutator = _UnpackDense()

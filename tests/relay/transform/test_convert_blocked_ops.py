@@ -1,0 +1,217 @@
+"""ConvertBlockedOps: the x86 AlterOpLayout rules' blocked ops (contrib_conv2d_NCHWc,
+contrib_depthwise_conv2d_NCHWc, contrib_dense_pack) go back to NCHW conv2d / dense in
+relay.build, so they build natively (they had no compute) and compute what the NCHW op does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.contrib import graph_executor
+from minitvm.relay.transform.convert_blocked_ops import convert_blocked_ops
+from minitvm.topi.testing import conv2d_nchw_python
+
+AVX512 = "llvm -mcpu=skylake-avx512"
+AVX2 = "llvm -mcpu=core-avx2"
+_RNG = np.random.default_rng(0)
+
+
+def _typed(f):
+    return relay.transform.InferType()(tvm.IRModule.from_expr(f))
+
+
+def _build(mod, params=None):
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    assert not lib.get_lib().fallback_functions, lib.get_lib().summary()
+    return lib
+
+
+def _run(lib, **inputs):
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for k, v in inputs.items():
+        g.set_input(k, v)
+    g.run()
+    return g.get_output(0).numpy()
+
+
+def _rand(*shape, dtype="float32"):
+    return _RNG.standard_normal(shape).astype(dtype)
+
+
+def _block_weight(w, ic_bn, oc_bn):
+    """OIHW -> OIHW{ic_bn}i{oc_bn}o in numpy."""
+    o, i, kh, kw = w.shape
+    return np.ascontiguousarray(
+        w.reshape(o // oc_bn, oc_bn, i // ic_bn, ic_bn, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+
+
+def _blocked_conv_fn(x_shape, w, ic_bn, oc_bn, stride, pad, bias=None):
+    """layout_transform -> contrib_conv2d_NCHWc (constant blocked weight) -> bias -> relu ->
+    layout_transform back, as the AlterOpLayout rule writes it."""
+    x = relay.var("x", shape=x_shape)
+    data = relay.layout_transform(x, "NCHW", f"NCHW{ic_bn}c")
+    y = relay.nn.contrib_conv2d_nchwc(
+        data, relay.const(_block_weight(w, ic_bn, oc_bn)), strides=stride, padding=pad,
+        channels=w.shape[0], kernel_size=w.shape[2:], data_layout=f"NCHW{ic_bn}c",
+        kernel_layout=f"OIHW{ic_bn}i{oc_bn}o", out_layout=f"NCHW{oc_bn}c")
+    if bias is not None:
+        b = bias.reshape(1, w.shape[0] // oc_bn, 1, 1, oc_bn)
+        y = relay.nn.relu(relay.add(y, relay.const(b)))
+    return relay.Function([x], relay.layout_transform(y, f"NCHW{oc_bn}c", "NCHW"))
+
+
+@pytest.mark.parametrize("cin,cout,ic_bn,oc_bn,k,stride,pad", [
+    (8, 8, 4, 4, 3, 1, 1),
+    (16, 32, 8, 16, 3, 2, 1),
+    (16, 16, 16, 16, 1, 1, 0),
+    (15, 10, 5, 5, 3, 1, 2),   # odd channel blocks
+    (6, 21, 3, 7, 3, 2, 0),    # ic_bn != oc_bn, both odd, stride 2, no padding
+])
+def test_blocked_conv_builds_natively_and_matches(cin, cout, ic_bn, oc_bn, k, stride, pad):
+    x, w, b = _rand(1, cin, 11, 11), _rand(cout, cin, k, k), _rand(cout)
+    mod = _typed(_blocked_conv_fn(x.shape, w, ic_bn, oc_bn, (stride, stride), (pad, pad), b))
+    lib = _build(mod)
+    ref = np.maximum(conv2d_nchw_python(x, w, stride, pad) + b.reshape(1, -1, 1, 1), 0)
+    np.testing.assert_allclose(_run(lib, x=x), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_conv_converts_to_one_nchw_conv():
+    """Structure: the pass leaves an NCHW conv2d; after relay.optimize the data transforms
+    cancel (none left) and the weight's folds into a constant."""
+    w, b = _rand(16, 8, 3, 3), _rand(16)
+    mod = _typed(_blocked_conv_fn((1, 8, 6, 6), w, 4, 8, (1, 1), (1, 1), b))
+    func, count = convert_blocked_ops(mod["main"])
+    text = tvm.IRModule.from_expr(func).astext()
+    assert count == 1 and "contrib_conv2d_NCHWc" not in text
+    assert 'nn.conv2d(' in text and 'data_layout="NCHW"' not in text.replace(
+        'data_layout="NCHW", kernel_layout="OIHW"', "")  # only plain NCHW/OIHW convs
+    with tvm.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(mod, target="llvm")
+    otext = opt.astext()
+    assert "layout_transform" not in otext and "NCHWc" not in otext
+
+
+def test_depthwise_blocked_builds_natively_and_matches():
+    c, bn = 24, 8
+    x, w, b = _rand(1, c, 9, 9), _rand(c, 1, 3, 3), _rand(c)
+    xv = relay.var("x", shape=x.shape)
+    wb = np.ascontiguousarray(w.reshape(c // bn, bn, 1, 1, 3, 3).transpose(0, 2, 4, 5, 3, 1))
+    y = relay.nn.contrib_depthwise_conv2d_nchwc(
+        relay.layout_transform(xv, "NCHW", f"NCHW{bn}c"), relay.const(wb), strides=(2, 2),
+        padding=(1, 1), groups=c, channels=c, kernel_size=(3, 3), data_layout=f"NCHW{bn}c",
+        kernel_layout=f"OIHW1i{bn}o", out_layout=f"NCHW{bn}c")
+    y = relay.clip(relay.add(y, relay.const(b.reshape(1, c // bn, 1, 1, bn))), 0.0, 6.0)
+    mod = _typed(relay.Function([xv], relay.layout_transform(y, f"NCHW{bn}c", "NCHW")))
+    lib = _build(mod)
+    ref = np.clip(conv2d_nchw_python(x, w, 2, 1, groups=c) + b.reshape(1, -1, 1, 1), 0, 6)
+    np.testing.assert_allclose(_run(lib, x=x), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [4, 16])
+def test_dense_pack_builds_natively_and_matches(n):
+    x, w, b = _rand(3, 20), _rand(32, 20), _rand(32)
+    xv = relay.var("x", shape=x.shape)
+    wp = np.ascontiguousarray(w.reshape(32 // n, n, 20).transpose(0, 2, 1))  # NC -> NC{n}n
+    y = relay.nn.contrib_dense_pack(xv, relay.const(wp), weight_layout=f"NC{n}n")
+    mod = _typed(relay.Function([xv], relay.nn.relu(relay.nn.bias_add(y, relay.const(b)))))
+    func, count = convert_blocked_ops(mod["main"])
+    assert count == 1 and "nn.dense(" in tvm.IRModule.from_expr(func).astext()
+    lib = _build(mod)
+    np.testing.assert_allclose(_run(lib, x=x), np.maximum(x @ w.T + b, 0), rtol=1e-4,
+                               atol=1e-4)
+
+
+def _resnet_block():
+    x = relay.var("x", shape=(1, 16, 12, 12))
+    w1, w2 = relay.var("w1", shape=(16, 16, 3, 3)), relay.var("w2", shape=(16, 16, 3, 3))
+    b = relay.var("b", shape=(16,))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w1, padding=(1, 1)), b))
+    y = relay.nn.bias_add(relay.nn.conv2d(y, w2, padding=(1, 1)), b)
+    y = relay.nn.max_pool2d(relay.nn.relu(relay.add(y, x)), (2, 2), (2, 2))
+    params = {"w1": _rand(16, 16, 3, 3) * 0.2, "w2": _rand(16, 16, 3, 3) * 0.2, "b": _rand(16)}
+    return relay.Function([x, w1, w2, b], y), params
+
+
+def _mobilenet_block():
+    x = relay.var("x", shape=(1, 8, 10, 10))
+    w1, w2 = relay.var("w1", shape=(32, 8, 1, 1)), relay.var("w2", shape=(32, 1, 3, 3))
+    w3 = relay.var("w3", shape=(8, 32, 1, 1))
+    y = relay.clip(relay.nn.conv2d(x, w1), 0.0, 6.0)
+    y = relay.clip(relay.nn.conv2d(y, w2, padding=(1, 1), groups=32, channels=32,
+                                   kernel_size=(3, 3)), 0.0, 6.0)
+    y = relay.add(relay.nn.conv2d(y, w3), x)
+    params = {"w1": _rand(32, 8, 1, 1) * 0.3, "w2": _rand(32, 1, 3, 3) * 0.3,
+              "w3": _rand(8, 32, 1, 1) * 0.3}
+    return relay.Function([x, w1, w2, w3], y), params
+
+
+def _mlp():
+    x = relay.var("x", shape=(2, 24))
+    w1, w2 = relay.var("w1", shape=(32, 24)), relay.var("w2", shape=(16, 32))
+    y = relay.nn.dense(relay.nn.relu(relay.nn.dense(x, w1)), w2)
+    return relay.Function([x, w1, w2], y), {"w1": _rand(32, 24), "w2": _rand(16, 32)}
+
+
+@pytest.mark.parametrize("make", [_resnet_block, _mobilenet_block, _mlp])
+@pytest.mark.parametrize("target", [AVX512, AVX2])
+def test_alter_op_layout_then_build(make, target):
+    """The flow of a TVM user: AlterOpLayout by hand under an x86 -mcpu, then relay.build:
+    every kernel native, the same result as the plain build, no blocked op or layout transform
+    left in the optimized module."""
+    func, params = make()
+    mod = _typed(func)
+    with tvm.target.Target(target), tvm.transform.PassContext(opt_level=3):
+        altered = relay.transform.AlterOpLayout()(mod)
+    text = altered.astext()
+    assert "NCHWc" in text or "dense_pack" in text
+    x = _rand(*[int(d) for d in func.params[0].type_annotation.shape])
+    got = _run(_build(altered, params), x=x)
+    np.testing.assert_allclose(got, _run(_build(mod, params), x=x), rtol=1e-4, atol=1e-4)
+    bound = relay.build_module.bind_params_by_name(altered["main"], params)
+    with tvm.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(tvm.IRModule.from_expr(bound), target="llvm")
+    otext = opt.astext()
+    assert "NCHWc" not in otext and "dense_pack" not in otext
+    assert "layout_transform" not in otext
+
+
+def test_run_time_blocked_weight():
+    """A blocked weight that is a run-time input: its transform back to OIHW runs natively."""
+    x, w = _rand(1, 8, 6, 6), _rand(8, 8, 3, 3)
+    xv, wv = relay.var("x", shape=x.shape), relay.var("w", shape=(2, 2, 3, 3, 4, 4))
+    y = relay.nn.contrib_conv2d_nchwc(
+        relay.layout_transform(xv, "NCHW", "NCHW4c"), wv, padding=(1, 1), channels=8,
+        kernel_size=(3, 3), data_layout="NCHW4c", kernel_layout="OIHW4i4o", out_layout="NCHW4c")
+    mod = _typed(relay.Function([xv, wv], relay.layout_transform(y, "NCHW4c", "NCHW")))
+    lib = _build(mod)
+    np.testing.assert_allclose(_run(lib, x=x, w=_block_weight(w, 4, 4)),
+                               conv2d_nchw_python(x, w, 1, 1), rtol=1e-4, atol=1e-4)
+
+
+def test_functions_without_blocked_ops_are_unchanged():
+    x, w = relay.var("x", shape=(1, 4, 6, 6)), relay.var("w", shape=(4, 4, 3, 3))
+    func = _typed(relay.Function([x, w], relay.nn.relu(relay.nn.conv2d(x, w))))["main"]
+    assert convert_blocked_ops(func) == (func, 0)
+
+
+def test_convert_layout_hook_errors_name_the_layout():
+    w = _rand(8, 8, 3, 3)
+    mod = _typed(_blocked_conv_fn((1, 8, 6, 6), w, 4, 4, (1, 1), (1, 1)))
+    with pytest.raises(ValueError, match="NHWC"):
+        with tvm.transform.PassContext(opt_level=3):
+            relay.transform.ConvertLayout({"nn.contrib_conv2d_NCHWc": ["NHWC", "default"]})(mod)
+
+
+def test_deep_chain_after_dense_pack():
+    """The pass's walks and rewrites survive a 100,000-op chain (no recursion per node)."""
+    x = relay.var("x", shape=(1, 8))
+    y = relay.nn.contrib_dense_pack(x, relay.const(_rand(2, 8, 4)), weight_layout="NC4n")
+    for _ in range(100_000):
+        y = relay.nn.relu(y)
+    func = relay.Function([x], y)
+    func = relay.transform.InferType()(tvm.IRModule.from_expr(func))["main"]
+    out, count = convert_blocked_ops(func)
+    assert count == 1
