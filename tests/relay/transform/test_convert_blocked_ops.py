@@ -10,7 +10,7 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
-from minitvm.relay.transform.convert_blocked_ops import convert_blocked_ops
+from minitvm.relay.transform.convert_blocked_ops import _FoldTransformChains, convert_blocked_ops
 from minitvm.topi.testing import conv2d_nchw_python
 
 AVX512 = "llvm -mcpu=skylake-avx512"
@@ -67,11 +67,11 @@ def _blocked_conv_fn(x_shape, w, ic_bn, oc_bn, stride, pad, bias=None):
     (8, 8, 4, 4, 3, 1, 1),
     (16, 32, 8, 16, 3, 2, 1),
     (16, 16, 16, 16, 1, 1, 0),
-    (15, 10, 5, 5, 3, 1, 2),   # odd channel blocks
+    (15, 10, 5, 5, 3, 2, 2),   # odd channel blocks, stride 2
     (6, 21, 3, 7, 3, 2, 0),    # ic_bn != oc_bn, both odd, stride 2, no padding
 ])
 def test_blocked_conv_builds_natively_and_matches(cin, cout, ic_bn, oc_bn, k, stride, pad):
-    x, w, b = _rand(1, cin, 11, 11), _rand(cout, cin, k, k), _rand(cout)
+    x, w, b = _rand(1, cin, 7, 7), _rand(cout, cin, k, k), _rand(cout)
     mod = _typed(_blocked_conv_fn(x.shape, w, ic_bn, oc_bn, (stride, stride), (pad, pad), b))
     lib = _build(mod)
     ref = np.maximum(conv2d_nchw_python(x, w, stride, pad) + b.reshape(1, -1, 1, 1), 0)
@@ -125,7 +125,7 @@ def test_dense_pack_builds_natively_and_matches(n):
 
 
 def _resnet_block():
-    x = relay.var("x", shape=(1, 16, 12, 12))
+    x = relay.var("x", shape=(1, 16, 6, 6))
     w1, w2 = relay.var("w1", shape=(16, 16, 3, 3)), relay.var("w2", shape=(16, 16, 3, 3))
     b = relay.var("b", shape=(16,))
     y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w1, padding=(1, 1)), b))
@@ -206,12 +206,32 @@ def test_convert_layout_hook_errors_name_the_layout():
 
 
 def test_deep_chain_after_dense_pack():
-    """The pass's walks and rewrites survive a 100,000-op chain (no recursion per node)."""
+    """The pass's walk and dense rewrite survive a 100,000-op chain (no recursion per node);
+    the dense path needs no types."""
     x = relay.var("x", shape=(1, 8))
     y = relay.nn.contrib_dense_pack(x, relay.const(_rand(2, 8, 4)), weight_layout="NC4n")
+    relu = relay.nn.relu(x).op
     for _ in range(100_000):
-        y = relay.nn.relu(y)
-    func = relay.Function([x], y)
-    func = relay.transform.InferType()(tvm.IRModule.from_expr(func))["main"]
-    out, count = convert_blocked_ops(func)
+        y = relay.Call(relu, [y])
+    out, count = convert_blocked_ops(relay.Function([x], y))
     assert count == 1
+    e = out.body
+    while isinstance(e, relay.Call) and e.op.name == "nn.relu":
+        e = e.args[0]
+    assert e.op.name == "nn.dense"
+
+
+def test_transform_chains_fold_in_a_deep_chain():
+    """100,000 alternating NCHW <-> NCHW4c transforms fold away (no recursion per node); a
+    chain NCHW -> NCHW8c -> NCHW4c becomes one transform."""
+    x = relay.var("x", shape=(1, 8, 2, 2))
+    there, back = relay.layout_transform(x, "NCHW", "NCHW4c"), relay.layout_transform(
+        x, "NCHW4c", "NCHW")
+    y = x
+    for _ in range(50_000):  # the calls built directly, sharing attrs: a fast build
+        y = relay.Call(back.op, [relay.Call(there.op, [y], there.attrs)], back.attrs)
+    assert _FoldTransformChains().visit(relay.Function([x], y)).body is x
+    z = relay.layout_transform(relay.layout_transform(x, "NCHW", "NCHW8c"), "NCHW8c", "NCHW4c")
+    folded = _FoldTransformChains().visit(z)
+    assert folded.args[0] is x and str(folded.attrs.src_layout) == "NCHW"
+    assert str(folded.attrs.dst_layout) == "NCHW4c"
