@@ -235,3 +235,31 @@ def test_transform_chains_fold_in_a_deep_chain():
     folded = _FoldTransformChains().visit(z)
     assert folded.args[0] is x and str(folded.attrs.src_layout) == "NCHW"
     assert str(folded.attrs.dst_layout) == "NCHW4c"
+
+
+def _int8_conv_and_dense():
+    x = relay.var("x", shape=(1, 32, 6, 6), dtype="uint8")
+    w = relay.var("w", shape=(32, 32, 3, 3), dtype="int8")
+    dw = relay.var("dw", shape=(16, 32), dtype="int8")
+    y = relay.nn.conv2d(x, w, padding=(1, 1), out_dtype="int32")
+    y = relay.cast(relay.clip(relay.right_shift(y, relay.const(8)), 0, 255), "uint8")
+    y = relay.reshape(relay.strided_slice(y, [0, 0, 0, 0], [1, 32, 1, 1]), (1, 32))
+    y = relay.nn.dense(y, dw, out_dtype="int32")
+    rng = np.random.default_rng(5)
+    params = {"w": rng.integers(-20, 20, (32, 32, 3, 3)).astype("int8"),
+              "dw": rng.integers(-20, 20, (16, 32)).astype("int8")}
+    return relay.Function([x, w, dw], y), params
+
+
+def test_int8_alter_op_layout_then_build():
+    """The x86 int8 rules (OIHW4i16o4i conv kernel, NC16n4c dense weight under cascadelake)
+    build natively and compute exactly what the plain int8 build does."""
+    func, params = _int8_conv_and_dense()
+    mod = _typed(func)
+    with tvm.target.Target("llvm -mcpu=cascadelake"), tvm.transform.PassContext(opt_level=3):
+        altered = relay.transform.AlterOpLayout()(mod)
+    text = altered.astext()
+    assert "OIHW4i16o4i" in text and "NC16n4c" in text
+    x = np.random.default_rng(6).integers(0, 255, (1, 32, 6, 6)).astype("uint8")
+    np.testing.assert_array_equal(_run(_build(altered, params), x=x),
+                                  _run(_build(mod, params), x=x))
