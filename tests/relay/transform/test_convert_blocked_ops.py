@@ -10,6 +10,7 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
+from minitvm.relay.op.nn._layout_hooks_blocked import blocked_kernel_layout
 from minitvm.relay.transform.convert_blocked_ops import _FoldTransformChains, convert_blocked_ops
 from minitvm.topi.testing import conv2d_nchw_python
 
@@ -263,3 +264,21 @@ def test_int8_alter_op_layout_then_build():
     x = np.random.default_rng(6).integers(0, 255, (1, 32, 6, 6)).astype("uint8")
     np.testing.assert_array_equal(_run(_build(altered, params), x=x),
                                   _run(_build(mod, params), x=x))
+
+
+def test_kernel_layout_attr_left_at_its_default():
+    """contrib_conv2d_nchwc's constructor defaults kernel_layout to OIHW; the kernel's rank
+    tells its real layout (as TVM's compute reads it), and the result is still right."""
+    assert blocked_kernel_layout((2, 2, 3, 3, 4, 4), "OIHW") == "OIHW4i4o"
+    assert blocked_kernel_layout((2, 2, 3, 3, 4, 16, 4), "OIHW") == "OIHW4i16o4i"
+    assert blocked_kernel_layout((2, 2, 3, 3, 4, 8), "OIHW4i8o") == "OIHW4i8o"
+    with pytest.raises(ValueError, match="rank 5"):
+        blocked_kernel_layout((2, 2, 3, 3, 4), "OIHW")
+    x, w = _rand(1, 8, 5, 5), _rand(8, 8, 3, 3)
+    xv = relay.var("x", shape=x.shape)
+    y = relay.nn.contrib_conv2d_nchwc(
+        relay.layout_transform(xv, "NCHW", "NCHW4c"), relay.const(_block_weight(w, 4, 4)),
+        padding=(1, 1), channels=8, kernel_size=(3, 3), data_layout="NCHW4c")
+    mod = _typed(relay.Function([xv], relay.layout_transform(y, "NCHW4c", "NCHW")))
+    np.testing.assert_allclose(_run(_build(mod), x=x), conv2d_nchw_python(x, w, 1, 1),
+                               rtol=1e-4, atol=1e-4)

@@ -19,7 +19,26 @@ from .nn import conv2d
 _BLOCKED = re.compile(r"NCHW(\d+)c")
 
 
-def _unblocked_conv(attrs, inputs, desired_layouts, op_name: str):
+def blocked_kernel_layout(kernel_shape, kernel_layout: str) -> str:
+    """The layout a blocked convolution's kernel really has: its ``kernel_layout`` attr where
+    that fits the kernel's rank, else the one its rank implies (as TVM's NCHWc computes read it
+    from the shape: rank 6 ``OIHW{i}i{o}o``, rank 7 ``OIHW{i}i{o}o{n}i``; the ops' constructors
+    default the attr to ``OIHW``)."""
+    from ..layout import Layout
+
+    rank = len(kernel_shape)
+    if Layout(kernel_layout).ndim() == rank:
+        return kernel_layout
+    dims = [int(d) for d in kernel_shape[4:]]
+    if rank == 6:
+        return f"OIHW{dims[0]}i{dims[1]}o"
+    if rank == 7:
+        return f"OIHW{dims[0]}i{dims[1]}o{dims[2]}i"
+    raise ValueError(f"blocked convolution: a kernel of rank {rank} ({list(kernel_shape)}) fits "
+                     f"neither its layout {kernel_layout!r} nor a blocked OIHW layout")
+
+
+def _unblocked_conv(attrs, inputs, tinfos, desired_layouts, op_name: str):
     """The NCHW / OIHW ``nn.conv2d`` of a blocked convolution's attrs (desired layouts
     ``["NCHW", "OIHW" | "default"]``), or the blocked call re-blocked as asked (``NCHW{x}c`` with
     a blocked kernel layout)."""
@@ -34,6 +53,12 @@ def _unblocked_conv(attrs, inputs, desired_layouts, op_name: str):
             raise ValueError(f"{op_name}: an NCHW convolution takes an OIHW kernel, got the "
                              f"desired kernel layout {kernel_layout!r}")
         new_attrs.update(data_layout="NCHW", kernel_layout="OIHW", out_layout="")
+        actual = blocked_kernel_layout(tinfos[1].shape, str(attrs["kernel_layout"]))
+        if actual != str(attrs["kernel_layout"]):
+            # the attr misstates the kernel, so the rewriter would not transform it: do it here
+            from ..transform import layout_transform
+
+            weight = layout_transform(weight, actual, "OIHW")
         return conv2d(data, weight, **new_attrs)
     if _BLOCKED.fullmatch(data_layout) and kernel_layout != "default":
         from ._contrib_more import contrib_depthwise_conv2d_nchwc
@@ -50,11 +75,12 @@ def _unblocked_conv(attrs, inputs, desired_layouts, op_name: str):
 @register_convert_op_layout("nn.contrib_conv2d_NCHWc")
 def convert_conv2d_nchwc(attrs, inputs, tinfos, desired_layouts):
     """contrib_conv2d_NCHWc in the desired layouts: NCHW gives the plain conv2d."""
-    return _unblocked_conv(attrs, inputs, desired_layouts, "nn.contrib_conv2d_NCHWc")
+    return _unblocked_conv(attrs, inputs, tinfos, desired_layouts, "nn.contrib_conv2d_NCHWc")
 
 
 @register_convert_op_layout("nn.contrib_depthwise_conv2d_NCHWc")
 def convert_depthwise_conv2d_nchwc(attrs, inputs, tinfos, desired_layouts):
     """contrib_depthwise_conv2d_NCHWc in the desired layouts: NCHW gives the grouped conv2d
     (groups = channels) that the depthwise kernels take."""
-    return _unblocked_conv(attrs, inputs, desired_layouts, "nn.contrib_depthwise_conv2d_NCHWc")
+    return _unblocked_conv(attrs, inputs, tinfos, desired_layouts,
+                           "nn.contrib_depthwise_conv2d_NCHWc")
