@@ -110,13 +110,23 @@ def convert_blocked_ops(func):
 
 
 @register("ConvertBlockedOps")
-def ConvertBlockedOps():  # noqa: N802 - the pass factory's name, as TVM names passes
-    """Function pass (opt 0): blocked NCHWc convolutions and packed dense back to NCHW / NC."""
+def ConvertBlockedOps(after_alter_op_layout: bool = False):  # noqa: N802 - TVM's pass naming
+    """Function pass (opt 0): blocked NCHWc convolutions and packed dense back to NCHW / NC.
+
+    ``after_alter_op_layout``: the instance relay.build's pipeline runs right after its own
+    AlterOpLayout, which makes blocked ops only under an x86 ``-mcpu`` target
+    (``relay.optimize(mod, target="llvm -mcpu=skylake-avx512")``); elsewhere it does nothing,
+    sparing a large graph a second walk."""
 
     def transform(func, mod, ctx):
         if func.attrs is not None and (func.attrs.get("Primitive", 0) or
                                        func.attrs.get("Compiler")):
             return func
+        if after_alter_op_layout:
+            from ...topi.x86.utils import is_x86_target
+
+            if not is_x86_target():
+                return func
         out, count = convert_blocked_ops(func)
         record_stat("blocked functions converted", count)
         return out

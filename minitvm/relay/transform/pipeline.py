@@ -56,7 +56,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     if homogeneous:
         if not is_vm:
             passes.append(p("InferType"))
-        passes += [p("AlterOpLayout"), p("SimplifyExprPostAlterOp")]
+        # (an x86 -mcpu target in scope: the blocked ops AlterOpLayout just made go back to
+        # NCHW / NC, which have the native kernels; before FoldConstant folds their weights)
+        passes += [p("AlterOpLayout"), p("SimplifyExprPostAlterOp"),
+                   p("ConvertBlockedOps", after_alter_op_layout=True)]
     # DenseOfTransposeToMatmul (opt_level 3) is minitvm's: ``a @ b`` of a run-time ``b``, which
     # the importers write as a dense of b's transpose, reads b in place (no transpose kernel);
     # after the FoldConstant that folds a weight's transpose

@@ -282,3 +282,24 @@ def test_kernel_layout_attr_left_at_its_default():
     mod = _typed(relay.Function([xv], relay.layout_transform(y, "NCHW4c", "NCHW")))
     np.testing.assert_allclose(_run(_build(mod), x=x), conv2d_nchw_python(x, w, 1, 1),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_optimize_and_build_under_an_x86_target():
+    """relay.optimize / relay.build / the VM given an x86 -mcpu target: the pipeline's own
+    AlterOpLayout blocks the convs (under relay.optimize), and the instance of the pass after it
+    takes them back; everything native, same result as the plain build."""
+    func, params = _mobilenet_block()
+    mod = _typed(func)
+    with tvm.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(mod, target=AVX512, params=params)
+    text = opt.astext()
+    assert "NCHWc" not in text and "layout_transform" not in text
+    x = _rand(1, 8, 10, 10)
+    ref = _run(_build(mod, params), x=x)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target=AVX512, params=params)
+        vm_out = relay.create_executor("vm", mod=mod, target=AVX512).evaluate()(
+            x, *[params[p.name_hint] for p in func.params[1:]]).numpy()
+    assert not lib.get_lib().fallback_functions
+    np.testing.assert_allclose(_run(lib, x=x), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(vm_out, ref, rtol=1e-4, atol=1e-4)
