@@ -20,7 +20,7 @@ from __future__ import annotations
 from ...ir.op import Op
 from ...transform.stats import record_stat
 from ..analysis.properties import walk
-from ..expr import Call
+from ..expr import Call, Function
 from ..expr_functor import ExprMutator
 from ._pass_helpers import register
 from .convert_layout import convert_layout
@@ -31,6 +31,50 @@ __all__ = ["BLOCKED_CONVS", "ConvertBlockedOps", "convert_blocked_ops"]
 BLOCKED_CONVS = ("nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc")
 _DENSE_PACK = "nn.contrib_dense_pack"
 _DESIRED = {name: ["NCHW", "OIHW"] for name in BLOCKED_CONVS}
+
+
+def _has_blocked_op(body) -> bool:
+    """Does ``body`` (not entering nested functions) call a blocked op?"""
+    return any(isinstance(e, Call) and isinstance(e.op, Op) and
+               e.op.name in (*BLOCKED_CONVS, _DENSE_PACK) for e in walk(body, enter=lambda f: False))
+
+
+class _DefuseBlocked(ExprMutator):
+    """Inlines the called ``Primitive`` function literals that hold a blocked op (a module
+    optimized elsewhere, fused already), so that their ops convert and FuseOps fuses them
+    again; other fused calls are kept."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        fn = new.op if isinstance(new, Call) else None
+        if not (isinstance(fn, Function) and fn.attrs is not None and
+                fn.attrs.get("Primitive", 0) and _has_blocked_op(fn.body)):
+            return new
+        from .defuse_ops import _Substitute
+
+        self.count += 1
+        return _Substitute(dict(zip(fn.params, new.args))).visit(fn.body)
+
+
+def _fused_blocked(func) -> bool:
+    """Does ``func`` call a Primitive function literal holding a blocked op?"""
+    return any(isinstance(e, Call) and isinstance(e.op, Function) and e.op.attrs is not None
+               and e.op.attrs.get("Primitive", 0) and _has_blocked_op(e.op.body)
+               for e in walk(func, enter=lambda f: f is func))
+
+
+def _typed_function(func, mod):
+    """``func`` type-checked beside ``mod``'s functions (it may call them)."""
+    from ...ir.module import IRModule
+    from .infer_type import infer_type_module
+
+    tmp = mod.shallow_copy() if mod is not None else IRModule()
+    tmp["__convert_blocked_ops"] = func
+    return infer_type_module(tmp)["__convert_blocked_ops"]
 
 
 def _blocked_ops(func) -> tuple[bool, bool]:
@@ -93,11 +137,17 @@ class _UnpackDense(ExprMutator):
         return Call(out.op, out.args, out.attrs, None, new.span)
 
 
-def convert_blocked_ops(func):
+def convert_blocked_ops(func, mod=None):
     """(function, ops rewritten): ``func`` with its blocked convolutions in NCHW and its packed
-    dense calls as ``nn.dense``; ``func`` itself when it has neither. Needs a typed ``func``."""
-    conv, dense = _blocked_ops(func)
+    dense calls as ``nn.dense``; ``func`` itself when it has neither. Needs a typed ``func``;
+    fused functions holding blocked ops are inlined first (``mod``: the module ``func`` is
+    type-checked in after that)."""
     count = 0
+    if _fused_blocked(func):
+        defuser = _DefuseBlocked()
+        func = _typed_function(defuser.visit(func), mod)
+        count += defuser.count
+    conv, dense = _blocked_ops(func)
     if conv:
         func, _ = convert_layout(func, _DESIRED)
         func = _FoldTransformChains().visit(func)
@@ -127,7 +177,7 @@ def ConvertBlockedOps(after_alter_op_layout: bool = False):  # noqa: N802 - TVM'
 
             if not is_x86_target():
                 return func
-        out, count = convert_blocked_ops(func)
+        out, count = convert_blocked_ops(func, mod)
         record_stat("blocked functions converted", count)
         return out
 

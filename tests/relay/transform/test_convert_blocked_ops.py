@@ -303,3 +303,19 @@ def test_optimize_and_build_under_an_x86_target():
     assert not lib.get_lib().fallback_functions
     np.testing.assert_allclose(_run(lib, x=x), ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(vm_out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_fused_blocked_functions_are_inlined_and_converted():
+    """A module optimized (fused) with its blocked ops, as TVM prints optimized Relay: the
+    Primitive functions holding blocked convs are inlined, converted and fused again; every
+    kernel native, the plain build's result."""
+    func, params = _resnet_block()
+    mod = _typed(func)
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=["ConvertBlockedOps"]):
+        fused, _ = relay.optimize(mod, target=AVX512, params=params)
+    assert "contrib_conv2d_NCHWc" in fused.astext()
+    x = _rand(1, 16, 6, 6)
+    np.testing.assert_allclose(_run(_build(fused), x=x), _run(_build(mod, params), x=x),
+                               rtol=1e-4, atol=1e-4)
+    out, count = convert_blocked_ops(fused["main"], fused)
+    assert count == 2 + 1 and "NCHWc" not in tvm.IRModule.from_expr(out).astext()
