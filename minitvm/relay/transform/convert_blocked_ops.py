@@ -35,8 +35,9 @@ _DESIRED = {name: ["NCHW", "OIHW"] for name in BLOCKED_CONVS}
 
 def _has_blocked_op(body) -> bool:
     """Does ``body`` (not entering nested functions) call a blocked op?"""
-    return any(isinstance(e, Call) and isinstance(e.op, Op) and
-               e.op.name in (*BLOCKED_CONVS, _DENSE_PACK) for e in walk(body, enter=lambda f: False))
+    names = (*BLOCKED_CONVS, _DENSE_PACK)
+    return any(isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in names
+               for e in walk(body, enter=lambda f: False))
 
 
 class _DefuseBlocked(ExprMutator):
@@ -60,13 +61,6 @@ class _DefuseBlocked(ExprMutator):
         return _Substitute(dict(zip(fn.params, new.args))).visit(fn.body)
 
 
-def _fused_blocked(func) -> bool:
-    """Does ``func`` call a Primitive function literal holding a blocked op?"""
-    return any(isinstance(e, Call) and isinstance(e.op, Function) and e.op.attrs is not None
-               and e.op.attrs.get("Primitive", 0) and _has_blocked_op(e.op.body)
-               for e in walk(func, enter=lambda f: f is func))
-
-
 def _typed_function(func, mod):
     """``func`` type-checked beside ``mod``'s functions (it may call them)."""
     from ...ir.module import IRModule
@@ -77,14 +71,20 @@ def _typed_function(func, mod):
     return infer_type_module(tmp)["__convert_blocked_ops"]
 
 
-def _blocked_ops(func) -> tuple[bool, bool]:
-    """(has a blocked convolution, has a packed dense) in ``func``'s own body."""
-    conv = dense = False
+def _blocked_ops(func) -> tuple[bool, bool, bool]:
+    """(has a blocked convolution, has a packed dense, calls a Primitive function literal
+    holding a blocked op) in ``func``'s own body: one walk, as every build runs it."""
+    conv = dense = fused = False
     for e in walk(func, enter=lambda f: f is func):
-        if isinstance(e, Call) and isinstance(e.op, Op):
+        if not isinstance(e, Call):
+            continue
+        if isinstance(e.op, Op):
             conv = conv or e.op.name in BLOCKED_CONVS
             dense = dense or e.op.name == _DENSE_PACK
-    return conv, dense
+        elif isinstance(e.op, Function) and e.op.attrs is not None and \
+                e.op.attrs.get("Primitive", 0):
+            fused = fused or _has_blocked_op(e.op.body)
+    return conv, dense, fused
 
 
 def _is_transform(e) -> bool:
@@ -143,11 +143,12 @@ def convert_blocked_ops(func, mod=None):
     fused functions holding blocked ops are inlined first (``mod``: the module ``func`` is
     type-checked in after that)."""
     count = 0
-    if _fused_blocked(func):
+    conv, dense, fused = _blocked_ops(func)
+    if fused:
         defuser = _DefuseBlocked()
         func = _typed_function(defuser.visit(func), mod)
         count += defuser.count
-    conv, dense = _blocked_ops(func)
+        conv, dense, _ = _blocked_ops(func)
     if conv:
         func, _ = convert_layout(func, _DESIRED)
         func = _FoldTransformChains().visit(func)
