@@ -49,6 +49,7 @@ from .fuse_attention import FuseAttention  # noqa: E402,F401
 from .split_conv_pool import SplitConvPool  # noqa: E402,F401
 from .fuse_conv_pool import FuseConvPool  # noqa: E402,F401
 from .convert_nhwc_convs import ConvertNHWCConvs  # noqa: E402,F401
+from .convert_blocked_ops import ConvertBlockedOps  # noqa: E402,F401
 from .fold_explicit_padding import FoldExplicitPadding  # noqa: E402,F401
 from .dynamic_to_static import DynamicToStatic  # noqa: E402,F401
 from .to_mixed_precision import ToMixedPrecision  # noqa: E402,F401

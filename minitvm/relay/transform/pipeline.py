@@ -24,6 +24,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
         p("RemoveUnusedFunctions", entry_functions=["main"]),
         p("ToBasicBlockNormalForm"),
         Sequential([p("QnnLegalize"), p("QnnCanonicalize")], opt_level=0, name="qnn.Legalize"),
+        # ConvertBlockedOps (opt_level 0) is minitvm's: the x86 AlterOpLayout rules' blocked
+        # convs / packed dense (a module altered by hand under an x86 -mcpu) back to the NCHW /
+        # NC ops that have native kernels
+        p("ConvertBlockedOps"),
     ]
     if homogeneous:
         # ConvertNHWCConvs (opt_level 3) is minitvm's: NHWC conv models (TFLite) move to NCHW
@@ -52,7 +56,10 @@ def relay_build_pipeline(opt_level: int | None = None, target=None, homogeneous:
     if homogeneous:
         if not is_vm:
             passes.append(p("InferType"))
-        passes += [p("AlterOpLayout"), p("SimplifyExprPostAlterOp")]
+        # (an x86 -mcpu target in scope: the blocked ops AlterOpLayout just made go back to
+        # NCHW / NC, which have the native kernels; before FoldConstant folds their weights)
+        passes += [p("AlterOpLayout"), p("SimplifyExprPostAlterOp"),
+                   p("ConvertBlockedOps", after_alter_op_layout=True)]
     # DenseOfTransposeToMatmul (opt_level 3) is minitvm's: ``a @ b`` of a run-time ``b``, which
     # the importers write as a dense of b's transpose, reads b in place (no transpose kernel);
     # after the FoldConstant that folds a weight's transpose

@@ -13,7 +13,6 @@ from minitvm.topi import testing as tt
 RNG = np.random.default_rng(8)
 
 
-@pytest.mark.numpy_fallback("nn.contrib_depthwise_conv2d_NCHWc has no native compute")
 def test_depthwise_conv2d_nchwc():
     x = RNG.standard_normal((1, 8, 5, 6)).astype("float32")
     w = RNG.standard_normal((8, 1, 3, 3)).astype("float32")
@@ -31,7 +30,6 @@ def test_depthwise_conv2d_nchwc():
             packed_w.shape)
 
 
-@pytest.mark.numpy_fallback("nn.contrib_dense_pack has no native compute")
 def test_dense_pack():
     x = RNG.standard_normal((3, 5)).astype("float32")
     w = RNG.standard_normal((8, 5)).astype("float32")

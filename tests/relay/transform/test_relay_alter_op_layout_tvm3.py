@@ -79,7 +79,6 @@ def test_strided_slice_along_blocked_channels_nhwc_axes():
     _check(before, _fn(relay.layout_transform(y, "NHWC4c", "NHWC")), _hook("NHWC4c"))
 
 
-@pytest.mark.numpy_fallback("nn.contrib_conv2d_NCHWc has no native compute")
 def test_strided_slice_on_nchw4c_computes_the_original_slice():
     """TVM's test_alter_layout_strided_slice compares TVM's blocked program (contrib_conv2d_NCHWc
     on NCHW4c/OIHW4i4o, the slice on blocks 4..21) with the original numerically, on the graph,
@@ -502,7 +501,6 @@ def test_untyped_weight_of_a_blocked_conv_is_typed_from_its_attributes():
 VNNI = "llvm -mcpu=cascadelake"
 
 
-@pytest.mark.numpy_fallback("nn.contrib_dense_pack has no native compute")
 def test_vnni_dense_packs_its_weight_nc16n4c():
     """Under a VNNI CPU TVM's x86 rule turns a uint8 x int8 dense whose (N, K) divide by
     (16, 4) into contrib_dense_pack with an NC16n4c weight; the program computes the same

@@ -224,7 +224,6 @@ def _int8_args(func, seed=0):
     (VNNI, 4, 16, 4, 16, 3),        # 4 input channels: one 4-byte group
     (AVX2, 16, 16, 8, 8, 3),        # AVX2: 8 int32 lanes
 ])
-@pytest.mark.numpy_fallback("nn.contrib_conv2d_NCHWc has no native compute")
 def test_x86_int8_conv2d_blocks_input_channels_twice(target, c_in, c_out, ic_bn, oc_bn, kernel):
     """TVM's x86 AlterOpLayout rule for uint8 x int8 conv2d (conv2d_NCHWc_int8.x86, fallback
     configuration): the input-channel block is split again into the 4 bytes one int32 lane of

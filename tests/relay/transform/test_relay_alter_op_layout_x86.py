@@ -211,7 +211,6 @@ def _small_net():
 
 
 @pytest.mark.parametrize("executor", ["graph", "vm"])
-@pytest.mark.numpy_fallback("nn.contrib_conv2d_NCHWc has no native compute")
 def test_altered_program_builds_and_matches(executor):
     """The blocked program compiles (opt_level 3) and computes what the original computes in
     the unoptimized interpreter, on random inputs."""

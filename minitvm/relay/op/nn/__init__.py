@@ -28,5 +28,6 @@ from ._winograd import (  # noqa: E402
 from ._bit_sparse import bitpack, bitserial_conv2d, bitserial_dense, sparse_conv2d  # noqa: E402
 from . import _layout_hooks_nd  # noqa: E402,F401  (layout rules of the N-d ops)
 from . import _alter_layout_x86  # noqa: E402,F401  (x86 AlterOpLayout rules, dense layout rules)
+from . import _layout_hooks_blocked  # noqa: E402,F401  (blocked convs back to NCHW)
 from . import _legalize_cpu  # noqa: E402,F401  (nn.conv2d Legalize: int8 rules, dilation phases)
 from . import _legalize_conv_nd  # noqa: E402,F401  (conv1d as conv2d, conv2d_transpose per phase)
