@@ -43,23 +43,30 @@ def _reshape(ctx):
 
 
 def _dynamic_target(ctx, xs, shape: list[int]) -> list[int]:
-    """RESHAPE of an input with a dynamic batch (``xs[0]`` None): a target with -1 keeps it
-    (Relay infers that dim); a static target whose first dim is the batch the file stores for
-    the input (a model saved at batch 1 writes ``[1, ...]``) and whose other dims hold the
-    rest of the input carries the batch through (that dim becomes -1); any other static
-    target would fold the batch into other dims, which no batch but the stored one allows."""
-    if xs.count(None) > 1 or xs[0] is not None:
-        raise ctx.fail(f"input shape {xs}: only a dynamic batch (the first dim) is supported")
+    """RESHAPE of an input with run-time dims (None in ``xs``: the batch, a sequence length,
+    an image size): a target with one -1 keeps it (Relay sizes that dim when the model runs;
+    TFLite allows no other special value, and its 0 is a dim of size 0, which Relay's reshape
+    would read as 'copy', so a 0 is refused); a static target whose first dim is the batch the
+    file stores for the input (a model saved at batch 1 writes ``[1, ...]``), where only the
+    batch is dynamic and the other dims hold the rest of the input, carries the batch through
+    (that dim becomes -1); any other static target fixes a size the input leaves open, which
+    no size but the stored one allows."""
+    dims = "(" + ", ".join("?" if d is None else str(d) for d in xs) + ")"
+    if 0 in shape:
+        raise ctx.fail(f"the new shape {shape} of the input {dims} has a dim of size 0")
     if -1 in shape:
         return shape
     t = ctx.importer.subgraph.Tensors(ctx.input_ids[0])
     stored = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
-    rest = int(np.prod(xs[1:]))
-    if shape and stored and shape[0] == stored[0] and int(np.prod(shape[1:])) == rest:
-        return [-1, *shape[1:]]
-    raise ctx.fail(f"the new shape {shape} folds the dynamic batch of the input "
-                   "(" + ", ".join("?" if d is None else str(d) for d in xs) + ") into "
-                   "other dims (the model reshapes for its stored batch only)")
+    if xs[0] is None and None not in xs[1:]:
+        rest = int(np.prod(xs[1:]))
+        if shape and stored and shape[0] == stored[0] and int(np.prod(shape[1:])) == rest:
+            return [-1, *shape[1:]]
+        raise ctx.fail(f"the new shape {shape} folds the dynamic batch of the input {dims} "
+                       "into other dims (the model reshapes for its stored batch only)")
+    raise ctx.fail(f"the new shape {shape} is static but the input {dims} has run-time dims "
+                   f"(stored {tuple(stored)}): the model reshapes for its stored sizes only "
+                   "(a -1, or a shape computed from SHAPE, keeps them open)")
 
 
 @register("CONCATENATION")

@@ -131,3 +131,32 @@ def _dims(ctx, shape, what: str = "the output shape") -> list[int]:
         raise ctx.fail(f"{what} ({dims}) has more than one dynamic dimension; only one (the "
                        "batch) is supported")
     return [-1 if d is None else int(d) for d in shape]
+
+
+def merge_leading(x, k: int):
+    """``x`` with its first ``k`` dims merged into one (``k`` 0: a new leading 1), by Relay's
+    special reshape values (-3 merges two dims, -2 copies the rest), so run-time dims among
+    them or after them need no size at import."""
+    if k == 0:
+        return _op.expand_dims(x, 0)
+    for _ in range(k - 1):
+        x = _op.reshape(x, [-3, -2])
+    return x
+
+
+def split_leading(ctx, x, dims, what: str = "the output shape"):
+    """``x``'s first dim split into ``dims`` (None: a run-time size; at most one, its size
+    is what the others leave), the rest kept (-2): the inverse of ``merge_leading``."""
+    dims = list(dims)
+    if not dims:
+        return _op.squeeze(x, [0])
+    if dims.count(None) > 1:
+        shown = ", ".join("?" if d is None else str(d) for d in dims)
+        raise ctx.fail(f"{what}: the leading dims ({shown}) hold more than one run-time size, "
+                       "which one merged dim cannot be split back into")
+    for i in range(len(dims) - 1):
+        rest = dims[i + 1:]
+        d = -1 if dims[i] is None else dims[i]
+        r = -1 if None in rest else int(np.prod(rest))
+        x = _op.reshape(x, [0] * i + [-4, d, r, -2])
+    return x

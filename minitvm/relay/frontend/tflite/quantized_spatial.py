@@ -26,6 +26,10 @@ from .quantized_tensor import (
 from .tensor_data import infer_shape
 
 
+def _shape_text(shape) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+
+
 # ------------------------------------------------------------------ pools, reductions, resize
 def _average_pool(ctx):
     """AVERAGE_POOL_2D as TFLite's integer kernel (``exact_spatial.average_pool``)."""
@@ -35,6 +39,10 @@ def _average_pool(ctx):
     h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
     kh, kw, sh, sw = opt.FilterHeight(), opt.FilterWidth(), opt.StrideH(), opt.StrideW()
     pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+    if None in pads:
+        raise ctx.fail(f"SAME padding with stride ({sh}, {sw}) over a run-time spatial size "
+                       f"(input {_shape_text(shape)}) is not supported for the integer "
+                       "average pool: import that size static, or use stride 1 or VALID")
     qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
     return exact_spatial.average_pool(x, qx.dtype, ctx.layout, (kh, kw), (sh, sw), pads, qlo,
                                       qhi)
