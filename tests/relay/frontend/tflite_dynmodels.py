@@ -146,3 +146,33 @@ def image_model(size: int = 12) -> bytes:
     t.b.output(up)
     t.b.output(m)
     return t.b.finish()
+
+
+def quantized_image_model(dtype: str = "int8", size: int = 12):
+    """The image model's quantized counterpart (QTwin, as TFLite's converter writes it): conv
+    stride 2 SAME (padded by the zero point), depthwise, MAX_POOL 2x2 stride 2 SAME, AVERAGE_POOL
+    3x3 stride 1 SAME, RESIZE_NEAREST to a fixed 8x8 and its MEAN over H and W (LiteRT's integer
+    MEAN over a run-time size is refused: its multipliers depend on the count); returns the
+    QTwin."""
+    from tflite_qtwin import QTwin
+
+    t = QTwin(dtype, 21)
+    x = t.input("x", (1, size, size, 3), scale=1 / 64)
+    c = t.conv(x, 8, 3, 2, "relu6")
+    d = t.conv(c, 0, 3, 1, "relu6", depthwise=True)
+    mp = t.pool("max", d, 2, 2, "SAME")
+    ap = t.pool("avg", mp, 3, 1, "SAME")
+    r = t.resize(ap, (8, 8), "nearest")
+    t.finish([ap, t.mean(r, [1, 2], True)])
+    t.b.signatures[t.b.inputs[0]] = (1, -1, -1, 3)
+    return t
+
+
+def quantized_text_model(dtype: str = "int8", tokens: int = 6):
+    """QTwin's transformer encoder with its RESHAPEs writing -1 for the token count."""
+    from tflite_qtwin import transformer_encoder
+
+    t, _ = transformer_encoder(dtype, tokens=tokens, dim=16, heads=2, ffn=32, layers=1,
+                               open_tokens=True)
+    t.b.signatures[t.b.inputs[0]] = (1, -1, 16)
+    return t

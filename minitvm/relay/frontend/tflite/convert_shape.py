@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
+from ..common import ImportError_
 from .op_context import _activation, _axis, _dims, _ints, register
 from .tensor_data import infer_shape
 
@@ -114,6 +115,13 @@ def _unpack(ctx):
     shape = infer_shape(x)
     axis = _axis(int(ctx.options().Axis()), len(shape))
     n = shape[axis]
+    if n is None:  # one output per index: a Relay function's outputs are fixed at import
+        dims = ", ".join("?" if d is None else str(d) for d in shape)
+        at = "" if ctx.index is None else f" (operator {ctx.index})"
+        raise ImportError_(f"UNPACK{at}: axis {axis} of the input's dynamic shape ({dims}) is "
+                           "a run-time size, and UNPACK has one output per index along it: "
+                           "Relay needs the output count when the model is imported; give "
+                           "that dim a static size in shape_dict")
     parts = _op.split(x, n, axis)
     return [_op.squeeze(parts[i], [axis]) for i in range(n)]
 

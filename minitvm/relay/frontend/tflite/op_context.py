@@ -43,6 +43,7 @@ class OpContext:
         self.importer = importer
         self.op = op
         self.name = name
+        self.index: int | None = None  # the operator's position in the subgraph, if known
         self.input_ids = [int(i) for i in op.InputsAsNumpy()]
         self.layout = "NHWC"  # of the 4-D inputs; NCHW where ``layout.convert_in_nchw`` says
         self.inputs = [importer.tensor_expr(i) if i >= 0 else None for i in self.input_ids]

@@ -57,6 +57,12 @@ def _reduction(ctx):
     axes = sorted({int(a) % nd for a in ctx.value(1, "the reduction axes").reshape(-1)})
     opt = ctx.options()
     keep = bool(opt.KeepDims()) if opt is not None else False
+    shape = infer_shape(x)
+    if any(shape[a] is None for a in axes):
+        # LiteRT's integer kernels fold 1 / count into fixed-point multipliers chosen for it
+        raise ctx.fail(f"the integer {ctx.name} over axes {axes} of the input "
+                       f"{_shape_text(shape)} reduces a run-time size; its LiteRT multipliers "
+                       "depend on the count: import that size static (shape_dict)")
     qi, qout = (qx.s, qx.z), (qo.s, qo.z)
     if ctx.name == "SUM":
         return exact_spatial.reduce_sum(x, axes, keep, qx.dtype, qi, qout)
