@@ -115,7 +115,8 @@ def image_model(size: int = 12) -> bytes:
     """x (1, H, W, 3) -> CONV_2D stride 2 SAME -> DEPTHWISE 3x3 SAME -> MAX_POOL 2x2 SAME,
     AVERAGE_POOL 3x3 stride 1 SAME -> RESIZE_BILINEAR (half pixel) to the input's H and W
     (SHAPE -> STRIDED_SLICE [1:3]) and RESIZE_NEAREST to twice the pooled size (SHAPE * 2) ->
-    the resized map and its MEAN over H, W."""
+    the resized map, its MEAN over H, W, and the map with a one-pixel border cropped
+    (STRIDED_SLICE with negative ends)."""
     t = Net(13)
     n, h, w = 1, size, size
     x = t.b.input("x", (n, h, w, 3), signature=(1, -1, -1, 3))
@@ -143,8 +144,14 @@ def image_model(size: int = 12) -> bytes:
     nn = t.op("RESIZE_NEAREST_NEIGHBOR", [ap, two], (n, 2 * h4, 2 * w4, 8),
               "ResizeNearestNeighborOptions", AlignCorners=False, HalfPixelCenters=False)
     m = t.op("MEAN", [nn, t.i32([1, 2])], (n, 8), "ReducerOptions", KeepDims=False)
+    # a one-pixel border cropped off the run-time H and W (ends counted from the end)
+    crop = t.op("STRIDED_SLICE", [up, t.i32([0, 1, 1, 0]), t.i32([0, -1, -1, 0]),
+                                  t.i32([1, 1, 1, 1])], (n, h - 2, w - 2, 8),
+                "StridedSliceOptions", BeginMask=9, EndMask=9, EllipsisMask=0, NewAxisMask=0,
+                ShrinkAxisMask=0)
     t.b.output(up)
     t.b.output(m)
+    t.b.output(crop)
     return t.b.finish()
 
 

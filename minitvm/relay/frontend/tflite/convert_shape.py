@@ -208,6 +208,7 @@ def _strided_slice(ctx):
         begin, end, strides, n = begin + [0], end + [0], strides + [1], n + 1
     consumed = sum(1 for i in range(n) if not (elm >> i) & 1 and not (nm >> i) & 1)
     ranges, out_shape, dim = [], [], 0  # ranges: per input dim (start, stop, step)
+    shrunk, new_at = [], []  # input dims dropped; output positions of new axes
     for i in range(n):
         if (elm >> i) & 1:
             for _ in range(ndim - consumed):
@@ -216,6 +217,7 @@ def _strided_slice(ctx):
                 dim += 1
             continue
         if (nm >> i) & 1:
+            new_at.append(len(out_shape))
             out_shape.append(1)
             continue
         if dim >= ndim:
@@ -227,11 +229,14 @@ def _strided_slice(ctx):
             ranges.append(r)
             if not (sm >> i) & 1:
                 out_shape.append(size)
+            else:
+                shrunk.append(dim)
         elif (sm >> i) & 1:
             b = begin[i] + d if begin[i] < 0 else begin[i]
             if not 0 <= b < d:
                 raise ctx.fail(f"index {begin[i]} is out of range for axis {dim} of size {d}")
             ranges.append((b, b + 1, 1))
+            shrunk.append(dim)
         else:
             if strides[i] == 0:
                 raise ctx.fail("a stride is 0")
@@ -257,6 +262,12 @@ def _strided_slice(ctx):
     for k, r in enumerate(ranges):
         if r[2] < 0 and shape[k] is not None:
             out = _op.take(out, _expr.const(np.array(list(range(*r)), "int32")), axis=k)
+    if out_shape.count(None) > 1:  # several run-time dims: no reshape target holds them
+        if shrunk:  # (a shrunk run-time index left no row: squeeze refuses it when it runs)
+            out = _op.squeeze(out, shrunk)
+        for p in new_at:
+            out = _op.expand_dims(out, p)
+        return out
     return _op.reshape(out, _dims(ctx, out_shape))
 
 
