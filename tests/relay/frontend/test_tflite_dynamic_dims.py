@@ -154,3 +154,20 @@ def test_integer_mean_over_a_run_time_size_is_refused():
     with pytest.raises(ImportError_, match=r"MEAN: the integer MEAN over axes \[1, 2\] of the "
                                            r"input \(1, \?, \?, 4\) reduces a run-time size"):
         relay.frontend.from_tflite(t.b.finish(), shape_dict={"x": (1, -1, -1, 4)})
+
+
+def test_batch_and_sequence_both_run_time():
+    """(batch, time, features) with both leading dims run-time sizes: FULLY_CONNECTED
+    keep_num_dims and BATCH_MATMUL split their merged dim back by sizes read when the model
+    runs (one merged dim cannot be split into two unknowns by reshape values)."""
+    t = models.Net(14)
+    x = t.b.input("x", (1, 5, 6), signature=(-1, -1, 6))
+    h = t.fc(x, (1, 5, 6), 8)
+    s = t.op("BATCH_MATMUL", [h, h], (1, 5, 5), "BatchMatMulOptions", AdjX=False, AdjY=True)
+    p = t.op("SOFTMAX", [s], (1, 5, 5), "SoftmaxOptions", Beta=1.0)
+    y = t.op("BATCH_MATMUL", [p, h], (1, 5, 8), "BatchMatMulOptions", AdjX=False, AdjY=False)
+    t.b.output(y)
+    mod = _compare(t.b.finish(), {"x": (-1, -1, 6)},
+                   lambda n, r: {"x": r.standard_normal((n // 3, n, 6)).astype("float32")},
+                   (3, 7, 12))
+    assert str(mod["main"].ret_type) == "Tensor[(?, ?, 8), float32]"

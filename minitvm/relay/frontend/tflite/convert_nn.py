@@ -138,7 +138,7 @@ def _fully_connected(ctx):
     if b is not None:
         out = _nn.bias_add(out, b, axis=-1)
     if opt is not None and opt.KeepNumDims() and len(xs) != 2:
-        out = split_leading(ctx, out, xs[:-1])
+        out = split_leading(ctx, out, xs[:-1], like=x)
     return _activation(ctx, out, opt.FusedActivationFunction() if opt is not None else 0)
 
 
@@ -223,7 +223,7 @@ def _batch_matmul(ctx):
     # by Relay's special reshape values, not by sizes
     out = _nn.batch_matmul(merge_leading(a, len(batch)), merge_leading(b, len(batch)),
                            transpose_b=tb)
-    return split_leading(ctx, out, batch)
+    return split_leading(ctx, out, batch, like=a)
 
 
 @register("TRANSPOSE_CONV")

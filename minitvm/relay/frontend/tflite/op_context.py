@@ -145,16 +145,27 @@ def merge_leading(x, k: int):
     return x
 
 
-def split_leading(ctx, x, dims, what: str = "the output shape"):
-    """``x``'s first dim split into ``dims`` (None: a run-time size; at most one, its size
-    is what the others leave), the rest kept (-2): the inverse of ``merge_leading``."""
+def split_leading(ctx, x, dims, like=None, what: str = "the output shape"):
+    """``x``'s first dim split into ``dims`` (None: a run-time size), the rest kept (-2): the
+    inverse of ``merge_leading``. One run-time size is what the others leave; with more, their
+    sizes are read when the model runs from the leading dims of ``like`` (the tensor that was
+    merged), the known dims then restored to the type."""
     dims = list(dims)
     if not dims:
         return _op.squeeze(x, [0])
     if dims.count(None) > 1:
-        shown = ", ".join("?" if d is None else str(d) for d in dims)
-        raise ctx.fail(f"{what}: the leading dims ({shown}) hold more than one run-time size, "
-                       "which one merged dim cannot be split back into")
+        if like is None:
+            shown = ", ".join("?" if d is None else str(d) for d in dims)
+            raise ctx.fail(f"{what}: the leading dims ({shown}) hold more than one run-time "
+                           "size, which one merged dim cannot be split back into")
+        from .tensor_data import infer_shape
+
+        k, rest = len(dims), infer_shape(x)[1:]
+        sizes = _op.concatenate([
+            _op.strided_slice(_op.shape_of(like, "int64"), [0], [k]),
+            _op.strided_slice(_op.shape_of(x, "int64"), [1], [1 + len(rest)])], 0)
+        known = [0 if d is None else d for d in dims + list(rest)]
+        return _op.reshape(_op.reshape(x, sizes), known)  # (a dyn.reshape, then the type)
     for i in range(len(dims) - 1):
         rest = dims[i + 1:]
         d = -1 if dims[i] is None else dims[i]
