@@ -171,3 +171,24 @@ def test_batch_and_sequence_both_run_time():
                    lambda n, r: {"x": r.standard_normal((n // 3, n, 6)).astype("float32")},
                    (3, 7, 12))
     assert str(mod["main"].ret_type) == "Tensor[(?, ?, 8), float32]"
+
+
+def test_converter_reshape_by_a_packed_run_time_length_keeps_the_channels():
+    """TF's converter writes EXPAND_DIMS of a run-time length as SHAPE -> STRIDED_SLICE
+    (shrink) -> PACK [1, 1, T, C] -> RESHAPE: a dyn.reshape whose packed constants (the
+    channels) stay static in the type, so the CONV_2D after it converts."""
+    t = models.Net(15)
+    x = t.b.input("x", (1, 10, 4), signature=(1, -1, 4))
+    shape = t.op("SHAPE", [x], (3,), "ShapeOptions", "int32", OutType=2)
+    steps = t.op("STRIDED_SLICE", [shape, t.i32([1]), t.i32([2]), t.i32([1])], (),
+                 "StridedSliceOptions", "int32", BeginMask=0, EndMask=0, EllipsisMask=0,
+                 NewAxisMask=0, ShrinkAxisMask=1)
+    dims = t.op("PACK", [t.i32(1), t.i32(1), steps, t.i32(4)], (4,), "PackOptions", "int32",
+                ValuesCount=4, Axis=0)
+    e = t.op("RESHAPE", [x, dims], (1, 1, 10, 4))
+    c = t.conv(e, (1, 1, 10, 4), 6, 1, 3, stride=2)
+    t.b.output(t.op("SQUEEZE", [c], (1, 5, 6), "SqueezeOptions", SqueezeDims=[1]))
+    mod = _compare(t.b.finish(), {"x": (1, -1, 4)},
+                   lambda n, r: {"x": r.standard_normal((1, n, 4)).astype("float32")},
+                   (5, 10, 13))
+    assert str(mod["main"].ret_type) == "Tensor[(1, ?, 6), float32]"

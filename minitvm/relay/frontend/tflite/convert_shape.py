@@ -27,7 +27,7 @@ def _reshape(ctx):
     elif shape_in is not None and None in infer_shape(x):
         # computed from the dynamic batch (SHAPE -> STRIDED_SLICE -> PACK, as the converter
         # writes it): a dyn.reshape, its size known when the model runs
-        return _op.reshape(x, _op.cast(shape_in, "int64"))
+        return _op.reshape(_op.reshape(x, _op.cast(shape_in, "int64")), _known_dims(shape_in))
     elif shape_in is not None:
         raise ctx.fail("the new shape must be a constant tensor (or the new_shape attribute)")
     else:  # neither: the output tensor's declared shape
@@ -41,6 +41,24 @@ def _reshape(ctx):
         known = int(np.prod([d for d in shape if d != -1]))
         shape[shape.index(-1)] = total // known
     return _op.reshape(x, shape)
+
+
+def _known_dims(shape_in) -> list[int]:
+    """The dims of a computed RESHAPE target that are constants where the importer stacked it
+    (PACK of a run-time size and constants, as TF's converter writes it), 0 ('copy': the
+    run-time size the dyn.reshape gives) for the others, so the dims a later converter needs
+    (a conv's channels) stay static in the type."""
+    from ...op.op import Op
+
+    if isinstance(shape_in, _expr.Call) and isinstance(shape_in.op, Op) and \
+            shape_in.op.name == "stack" and isinstance(shape_in.args[0], _expr.Tuple):
+        out = []
+        for f in shape_in.args[0].fields:
+            v = f.data.numpy() if isinstance(f, _expr.Constant) else None
+            out.append(int(v) if v is not None and v.size == 1 and int(v) > 0 else 0)
+        return out
+    n = int(infer_shape(shape_in)[0])
+    return [0] * n
 
 
 def _dynamic_target(ctx, xs, shape: list[int]) -> list[int]:
