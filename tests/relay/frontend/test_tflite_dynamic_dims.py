@@ -192,3 +192,29 @@ def test_converter_reshape_by_a_packed_run_time_length_keeps_the_channels():
                    lambda n, r: {"x": r.standard_normal((1, n, 4)).astype("float32")},
                    (5, 10, 13))
     assert str(mod["main"].ret_type) == "Tensor[(1, ?, 6), float32]"
+
+
+def test_pools_with_a_stride_over_run_time_sizes():
+    """AVERAGE_POOL_2D / MAX_POOL_2D 3x3 stride 2 SAME over run-time H, W: padded when they
+    run (the average over in-bounds taps only: window sums of x over those of ones)."""
+    t = models.Net(16)
+    x = t.b.input("x", (1, 9, 9, 4), signature=(1, -1, -1, 4))
+    pool = dict(FilterHeight=3, FilterWidth=3, StrideH=2, StrideW=2, Padding=0,
+                FusedActivationFunction=0)
+    t.b.output(t.op("AVERAGE_POOL_2D", [x], (1, 5, 5, 4), "Pool2DOptions", **pool))
+    t.b.output(t.op("MAX_POOL_2D", [x], (1, 5, 5, 4), "Pool2DOptions", **pool))
+    _compare(t.b.finish(), {"x": (1, -1, -1, 4)},
+             lambda n, r: {"x": r.standard_normal((1, n, n + 1, 4)).astype("float32")},
+             (4, 7, 10))
+
+
+def test_integer_average_pool_with_a_stride_over_a_run_time_size_is_refused():
+    from tflite_qtwin import QTwin
+
+    t = QTwin("int8", 3)
+    x = t.input("x", (1, 6, 6, 4))
+    t.finish([t.pool("avg", x, 3, 2, "SAME")])
+    with pytest.raises(ImportError_, match=r"AVERAGE_POOL_2D: SAME padding with stride \(2, 2\) "
+                                           r"over a run-time spatial size \(input "
+                                           r"\(1, \?, \?, 4\)\)"):
+        relay.frontend.from_tflite(t.b.finish(), shape_dict={"x": (1, -1, -1, 4)})
