@@ -617,13 +617,15 @@ def _erf_gelu(v):
 
 
 def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, layers=2, seed=3,
-                        lead=1):
+                        lead=1, open_tokens=False):
     """A BERT-like encoder as TFLite's converter writes it, fully quantized: FULLY_CONNECTED
     (keep_num_dims) projections, RESHAPE / TRANSPOSE into heads, BATCH_MATMUL of two
     activations, SOFTMAX (the 1/sqrt(d) scale as its beta), GELU, residual ADDs and LayerNorm
     decomposed into MEAN / SQUARED_DIFFERENCE / ADD / RSQRT / SUB / MUL. ``lead``: the batch
-    its RESHAPE targets write (1, the stored batch; -1: any batch)."""
+    its RESHAPE targets write (1, the stored batch; -1: any batch); ``open_tokens``: they
+    write -1 for the token count instead (a model for any sequence length; ``lead`` 1)."""
     t = QTwin(dtype, seed)
+    seq = -1 if open_tokens else tokens
     dh = dim // heads
     x = t.input("input", (1, tokens, dim), scale=0.05)
     eps = t.b.constant("eps", np.array([1], dtype), quant=(1e-3, 0))
@@ -631,7 +633,7 @@ def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, laye
     soft_q = (1 / 256, -128 if dtype == "int8" else 0)
 
     def heads_of(h):  # (1, T, D) -> (1, H, T, dh)
-        return t.transpose(t.reshape(h, (lead, tokens, heads, dh)), (0, 2, 1, 3))
+        return t.transpose(t.reshape(h, (lead, seq, heads, dh)), (0, 2, 1, 3))
 
     def mean(v):
         return t.mean(v, [-1], True)
@@ -650,7 +652,7 @@ def transformer_encoder(dtype="int8", tokens=64, dim=128, heads=2, ffn=256, laye
         p = t.op("SOFTMAX", [s], lambda a: _softmax(a, beta), "SoftmaxOptions", params=soft_q,
                  Beta=beta)
         a = t.batch_matmul(p, v)  # (1, H, T, dh)
-        a = t.reshape(t.transpose(a, (0, 2, 1, 3)), (lead, tokens, dim))
+        a = t.reshape(t.transpose(a, (0, 2, 1, 3)), (lead, seq, dim))
         x = layer_norm(t.binary("ADD", x, t.fully_connected(a, dim, keep_num_dims=True)))
         h = t.op("GELU", [t.fully_connected(x, ffn, keep_num_dims=True)], _erf_gelu,
                  "GeluOptions", Approximate=False)

@@ -26,9 +26,15 @@ def from_tflite(model, shape_dict=None, dtype_dict=None, op_converter=None):
         the batch's size are then converted for any batch: a RESHAPE target with -1 keeps it,
         and a stored target that starts with the stored batch (``[1, ...]`` of a model saved
         at batch 1) and holds the rest of the input carries the batch through; a target that
-        folds the batch into other dims, or a second dynamic dimension, is a clear error.
-        STRIDED_SLICE may count from the batch's end or walk it backwards, SPLIT / SPLIT_V may
-        cut it (a size that does not fit fails when the model runs); UNPACK of it cannot.
+        folds the batch into other dims is a clear error. STRIDED_SLICE may count from the
+        batch's end or walk it backwards, SPLIT / SPLIT_V may cut it (a size that does not fit
+        fails when the model runs). Other dims may be run-time sizes too (a sequence length,
+        ``{"ids": (1, -1)}``; an image's H and W, ``(1, -1, -1, 3)``): SAME convs and pools
+        whose stride is over such a size are padded when they run, RESIZE to a size computed
+        by SHAPE ops resizes to it at run time, RESHAPE keeps one -1 open, BATCH_MATMUL and
+        FULLY_CONNECTED carry run-time matrix / leading dims; a static RESHAPE target over a
+        run-time dim, UNPACK along one (its output count), and the integer MEAN / SUM over
+        one (LiteRT's multipliers depend on the count) are clear errors.
     dtype_dict : dict of str to str, optional
         Input dtypes (default: the types stored in the model).
 

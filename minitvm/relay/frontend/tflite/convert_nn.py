@@ -9,23 +9,79 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
-from .op_context import _activation, _dims, _ints, register
+from ..common import infer_dtype
+from .op_context import _activation, _ints, merge_leading, register, split_leading
 from .tensor_data import infer_shape
 
 
 def _same_pads(in_size, k, stride, dilation):
+    """TF's SAME pads (before, after) of one axis; a run-time size (None): stride 1 pads
+    ``eff - 1`` whatever the size; a larger stride's pads depend on the size, (None, None)
+    (``pad_at_run_time`` computes them)."""
     eff = (k - 1) * dilation + 1
+    if in_size is None:
+        if stride != 1:
+            return None, None
+        return (eff - 1) // 2, eff - 1 - (eff - 1) // 2
     out = -(-in_size // stride)
     total = max((out - 1) * stride + eff - in_size, 0)
     return total // 2, total - total // 2
 
 
 def _conv_pads(padding, h, w, kh, kw, sh, sw, dh, dw):
+    """(top, left, bottom, right); None on an axis whose SAME pads depend on its run-time size."""
     if padding == 1:  # VALID
         return (0, 0, 0, 0)
     t, b = _same_pads(h, kh, sh, dh)
     left, r = _same_pads(w, kw, sw, dw)
     return (t, left, b, r)
+
+
+def pad_at_run_time(x, pads, axes, windows, value):
+    """Pad ``x`` (4-D) on the spatial ``axes`` (h, w) whose ``pads`` are None by TF's SAME rule
+    computed from the run-time size (``windows``: per axis (effective kernel, stride)): the
+    pad total is ``eff - ((size - 1) % stride + 1)`` (at least 0), the smaller half before;
+    returns ``(x padded, pads with those axes 0)``. Static axes keep their pads."""
+    if None not in pads:
+        return x, pads
+    from ...op import dyn as _dyn
+
+    if not isinstance(value, _expr.Expr):
+        value = _expr.const(np.array(value, "float32"))
+
+    def i64(v):
+        return _expr.const(np.array(v, "int64"), "int64")
+
+    shape = _op.shape_of(x, "int64")
+    rows = [[i64(0), i64(0)] for _ in range(4)]
+    out = list(pads)
+    padded = set()
+    for k, axis in enumerate(axes):
+        if pads[k] is None:
+            padded.add(axis)
+            eff, stride = windows[k]
+            size = _op.take(shape, i64(axis), axis=0)
+            rem = _op.add(_op.floor_mod(_op.subtract(size, i64(1)), i64(stride)), i64(1))
+            total = _op.maximum(_op.subtract(i64(eff), rem), i64(0))
+            before = _op.floor_divide(total, i64(2))
+            rows[axis] = [before, _op.subtract(total, before)]
+            out[k], out[k + 2] = 0, 0
+    widths = _op.reshape(_op.stack([e for row in rows for e in row], 0), (4, 2))
+    # dyn.nn.pad types every dim as a run-time size: the ones it leaves alone stay static
+    xs = infer_shape(x)
+    keep = [0 if d is None or a in padded else d
+            for a, d in enumerate(xs)]
+    return _op.reshape(_dyn.nn.pad(x, widths, value), keep), tuple(out)
+
+
+def _spatial_axes(layout: str) -> tuple[int, int]:
+    return (1, 2) if layout == "NHWC" else (2, 3)
+
+
+def _windows(opt, kh: int, kw: int) -> tuple:
+    """(effective kernel, stride) of h and w of a conv's options."""
+    return (((kh - 1) * opt.DilationHFactor() + 1, opt.StrideH()),
+            ((kw - 1) * opt.DilationWFactor() + 1, opt.StrideW()))
 
 
 @register("CONV_2D")
@@ -39,6 +95,7 @@ def _conv2d(ctx):
         raise ctx.fail(f"input channels {c} do not match the filter's {ci} (per group)")
     pads = _conv_pads(opt.Padding(), h, wd, kh, kw, opt.StrideH(), opt.StrideW(),
                       opt.DilationHFactor(), opt.DilationWFactor())
+    x, pads = pad_at_run_time(x, pads, (1, 2), _windows(opt, kh, kw), 0.0)
     w_hwio = _op.transpose(w, (1, 2, 3, 0))
     out = _nn.conv2d(x, w_hwio, strides=(opt.StrideH(), opt.StrideW()), padding=pads,
                      dilation=(opt.DilationHFactor(), opt.DilationWFactor()), channels=o,
@@ -58,6 +115,7 @@ def _depthwise(ctx):
     _, kh, kw, cm = infer_shape(w)
     pads = _conv_pads(opt.Padding(), h, wd, kh, kw, opt.StrideH(), opt.StrideW(),
                       opt.DilationHFactor(), opt.DilationWFactor())
+    x, pads = pad_at_run_time(x, pads, (1, 2), _windows(opt, kh, kw), 0.0)
     w_hwoi = _op.transpose(w, (1, 2, 3, 0))  # (1, kh, kw, C*M) -> (kh, kw, C*M, 1)
     out = _nn.conv2d(x, w_hwoi, strides=(opt.StrideH(), opt.StrideW()), padding=pads,
                      dilation=(opt.DilationHFactor(), opt.DilationWFactor()), groups=c,
@@ -80,7 +138,7 @@ def _fully_connected(ctx):
     if b is not None:
         out = _nn.bias_add(out, b, axis=-1)
     if opt is not None and opt.KeepNumDims() and len(xs) != 2:
-        out = _op.reshape(out, _dims(ctx, xs[:-1] + (units,)))
+        out = split_leading(ctx, out, xs[:-1], like=x)
     return _activation(ctx, out, opt.FusedActivationFunction() if opt is not None else 0)
 
 
@@ -94,6 +152,21 @@ def pool_window(ctx, kind: str):
     kh, kw = opt.FilterHeight(), opt.FilterWidth()
     sh, sw = opt.StrideH(), opt.StrideW()
     pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+    if None in pads:  # SAME with a stride over a run-time size: padded when it runs
+        axes, win = _spatial_axes(ctx.layout), ((kh, sh), (kw, sw))
+        if kind == "max":
+            dt = infer_dtype(x)  # (quantized max pools come here too)
+            low = np.finfo(dt).min if dt.startswith("float") else np.iinfo(dt).min
+            x, pads = pad_at_run_time(x, pads, axes, win, _expr.const(np.array(low, dt)))
+            return _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
+        # the mean over the window's values only: the window sums of x and of ones, both
+        # zero-padded alike
+        xp, pads = pad_at_run_time(x, pads, axes, win, 0.0)
+        ones, _ = pad_at_run_time(_op.ones_like(x), _conv_pads(
+            opt.Padding(), h, w, kh, kw, sh, sw, 1, 1), axes, win, 0.0)
+        return _op.divide(
+            _nn.avg_pool2d(xp, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout),
+            _nn.avg_pool2d(ones, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout))
     if kind == "max":
         return _nn.max_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout)
     return _nn.avg_pool2d(x, (kh, kw), (sh, sw), (1, 1), pads, layout=ctx.layout,
@@ -135,24 +208,22 @@ def _batch_matmul(ctx):
         a = _op.transpose(a, list(range(len(sa) - 2)) + [len(sa) - 1, len(sa) - 2])
         sa = sa[:-2] + (sa[-1], sa[-2])
     tb = bool(opt is not None and opt.AdjY())
-    if None in sa[-2:] or None in sb[-2:]:
-        raise ctx.fail(f"the matrix dims of {sa} x {sb} must be static")
-    if None in sa[:-2] or None in sb[:-2]:  # a dynamic batch: both operands carry it
-        if len(sa) != len(sb) or any(p != q for p, q in zip(sa[:-2], sb[:-2])):
-            raise ctx.fail(f"the batch dims of {sa} x {sb} broadcast over a dynamic batch")
-        batch = sa[:-2]
+    lead_a, lead_b = sa[:-2], sb[:-2]
+    if None in lead_a or None in lead_b:  # run-time batch dims: both operands carry them
+        if len(sa) != len(sb) or any(p != q for p, q in zip(lead_a, lead_b)):
+            raise ctx.fail(f"the batch dims of {sa} x {sb} broadcast over a run-time size")
+        batch = lead_a
     else:
-        batch = tuple(int(d) for d in np.broadcast_shapes(sa[:-2], sb[:-2]))
-    if sa[:-2] != batch:  # batch dims broadcast (e.g. a rank-2 constant right operand)
+        batch = tuple(int(d) for d in np.broadcast_shapes(lead_a, lead_b))
+    if lead_a != batch:  # batch dims broadcast (e.g. a rank-2 constant right operand)
         a = _op.broadcast_to(a, batch + sa[-2:])
-    if sb[:-2] != batch:
+    if lead_b != batch:
         b = _op.broadcast_to(b, batch + sb[-2:])
-    nb = -1 if None in batch else int(np.prod(batch)) if batch else 1
-    a3 = _op.reshape(a, (nb,) + sa[-2:])
-    b3 = _op.reshape(b, (nb,) + sb[-2:])
-    out = _nn.batch_matmul(a3, b3, transpose_b=tb)
-    n = sb[-2] if tb else sb[-1]
-    return _op.reshape(out, _dims(ctx, batch + (sa[-2], n)))
+    # the matrix dims (a sequence length, say) may be run-time sizes: merged and split back
+    # by Relay's special reshape values, not by sizes
+    out = _nn.batch_matmul(merge_leading(a, len(batch)), merge_leading(b, len(batch)),
+                           transpose_b=tb)
+    return split_leading(ctx, out, batch, like=a)
 
 
 @register("TRANSPOSE_CONV")

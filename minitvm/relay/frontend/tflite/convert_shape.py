@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import expr as _expr
 from ... import op as _op
+from ..common import ImportError_
 from .op_context import _activation, _axis, _dims, _ints, register
 from .tensor_data import infer_shape
 
@@ -26,7 +27,7 @@ def _reshape(ctx):
     elif shape_in is not None and None in infer_shape(x):
         # computed from the dynamic batch (SHAPE -> STRIDED_SLICE -> PACK, as the converter
         # writes it): a dyn.reshape, its size known when the model runs
-        return _op.reshape(x, _op.cast(shape_in, "int64"))
+        return _op.reshape(_op.reshape(x, _op.cast(shape_in, "int64")), _known_dims(shape_in))
     elif shape_in is not None:
         raise ctx.fail("the new shape must be a constant tensor (or the new_shape attribute)")
     else:  # neither: the output tensor's declared shape
@@ -42,24 +43,49 @@ def _reshape(ctx):
     return _op.reshape(x, shape)
 
 
+def _known_dims(shape_in) -> list[int]:
+    """The dims of a computed RESHAPE target that are constants where the importer stacked it
+    (PACK of a run-time size and constants, as TF's converter writes it), 0 ('copy': the
+    run-time size the dyn.reshape gives) for the others, so the dims a later converter needs
+    (a conv's channels) stay static in the type."""
+    from ...op.op import Op
+
+    if isinstance(shape_in, _expr.Call) and isinstance(shape_in.op, Op) and \
+            shape_in.op.name == "stack" and isinstance(shape_in.args[0], _expr.Tuple):
+        out = []
+        for f in shape_in.args[0].fields:
+            v = f.data.numpy() if isinstance(f, _expr.Constant) else None
+            out.append(int(v) if v is not None and v.size == 1 and int(v) > 0 else 0)
+        return out
+    n = int(infer_shape(shape_in)[0])
+    return [0] * n
+
+
 def _dynamic_target(ctx, xs, shape: list[int]) -> list[int]:
-    """RESHAPE of an input with a dynamic batch (``xs[0]`` None): a target with -1 keeps it
-    (Relay infers that dim); a static target whose first dim is the batch the file stores for
-    the input (a model saved at batch 1 writes ``[1, ...]``) and whose other dims hold the
-    rest of the input carries the batch through (that dim becomes -1); any other static
-    target would fold the batch into other dims, which no batch but the stored one allows."""
-    if xs.count(None) > 1 or xs[0] is not None:
-        raise ctx.fail(f"input shape {xs}: only a dynamic batch (the first dim) is supported")
+    """RESHAPE of an input with run-time dims (None in ``xs``: the batch, a sequence length,
+    an image size): a target with one -1 keeps it (Relay sizes that dim when the model runs;
+    TFLite allows no other special value, and its 0 is a dim of size 0, which Relay's reshape
+    would read as 'copy', so a 0 is refused); a static target whose first dim is the batch the
+    file stores for the input (a model saved at batch 1 writes ``[1, ...]``), where only the
+    batch is dynamic and the other dims hold the rest of the input, carries the batch through
+    (that dim becomes -1); any other static target fixes a size the input leaves open, which
+    no size but the stored one allows."""
+    dims = "(" + ", ".join("?" if d is None else str(d) for d in xs) + ")"
+    if 0 in shape:
+        raise ctx.fail(f"the new shape {shape} of the input {dims} has a dim of size 0")
     if -1 in shape:
         return shape
     t = ctx.importer.subgraph.Tensors(ctx.input_ids[0])
     stored = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
-    rest = int(np.prod(xs[1:]))
-    if shape and stored and shape[0] == stored[0] and int(np.prod(shape[1:])) == rest:
-        return [-1, *shape[1:]]
-    raise ctx.fail(f"the new shape {shape} folds the dynamic batch of the input "
-                   "(" + ", ".join("?" if d is None else str(d) for d in xs) + ") into "
-                   "other dims (the model reshapes for its stored batch only)")
+    if xs[0] is None and None not in xs[1:]:
+        rest = int(np.prod(xs[1:]))
+        if shape and stored and shape[0] == stored[0] and int(np.prod(shape[1:])) == rest:
+            return [-1, *shape[1:]]
+        raise ctx.fail(f"the new shape {shape} folds the dynamic batch of the input {dims} "
+                       "into other dims (the model reshapes for its stored batch only)")
+    raise ctx.fail(f"the new shape {shape} is static but the input {dims} has run-time dims "
+                   f"(stored {tuple(stored)}): the model reshapes for its stored sizes only "
+                   "(a -1, or a shape computed from SHAPE, keeps them open)")
 
 
 @register("CONCATENATION")
@@ -107,6 +133,13 @@ def _unpack(ctx):
     shape = infer_shape(x)
     axis = _axis(int(ctx.options().Axis()), len(shape))
     n = shape[axis]
+    if n is None:  # one output per index: a Relay function's outputs are fixed at import
+        dims = ", ".join("?" if d is None else str(d) for d in shape)
+        at = "" if ctx.index is None else f" (operator {ctx.index})"
+        raise ImportError_(f"UNPACK{at}: axis {axis} of the input's dynamic shape ({dims}) is "
+                           "a run-time size, and UNPACK has one output per index along it: "
+                           "Relay needs the output count when the model is imported; give "
+                           "that dim a static size in shape_dict")
     parts = _op.split(x, n, axis)
     return [_op.squeeze(parts[i], [axis]) for i in range(n)]
 
@@ -193,6 +226,7 @@ def _strided_slice(ctx):
         begin, end, strides, n = begin + [0], end + [0], strides + [1], n + 1
     consumed = sum(1 for i in range(n) if not (elm >> i) & 1 and not (nm >> i) & 1)
     ranges, out_shape, dim = [], [], 0  # ranges: per input dim (start, stop, step)
+    shrunk, new_at = [], []  # input dims dropped; output positions of new axes
     for i in range(n):
         if (elm >> i) & 1:
             for _ in range(ndim - consumed):
@@ -201,6 +235,7 @@ def _strided_slice(ctx):
                 dim += 1
             continue
         if (nm >> i) & 1:
+            new_at.append(len(out_shape))
             out_shape.append(1)
             continue
         if dim >= ndim:
@@ -212,11 +247,14 @@ def _strided_slice(ctx):
             ranges.append(r)
             if not (sm >> i) & 1:
                 out_shape.append(size)
+            else:
+                shrunk.append(dim)
         elif (sm >> i) & 1:
             b = begin[i] + d if begin[i] < 0 else begin[i]
             if not 0 <= b < d:
                 raise ctx.fail(f"index {begin[i]} is out of range for axis {dim} of size {d}")
             ranges.append((b, b + 1, 1))
+            shrunk.append(dim)
         else:
             if strides[i] == 0:
                 raise ctx.fail("a stride is 0")
@@ -242,6 +280,12 @@ def _strided_slice(ctx):
     for k, r in enumerate(ranges):
         if r[2] < 0 and shape[k] is not None:
             out = _op.take(out, _expr.const(np.array(list(range(*r)), "int32")), axis=k)
+    if out_shape.count(None) > 1:  # several run-time dims: no reshape target holds them
+        if shrunk:  # (a shrunk run-time index left no row: squeeze refuses it when it runs)
+            out = _op.squeeze(out, shrunk)
+        for p in new_at:
+            out = _op.expand_dims(out, p)
+        return out
     return _op.reshape(out, _dims(ctx, out_shape))
 
 

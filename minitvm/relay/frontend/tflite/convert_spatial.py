@@ -3,7 +3,9 @@ SPACE_TO_DEPTH / DEPTH_TO_SPACE and SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND."""
 
 from __future__ import annotations
 
+from ... import expr as _expr
 from ... import op as _op
+from ...op import dyn as _dyn
 from ...op import nn as _nn
 from .op_context import _ints, register
 
@@ -27,7 +29,10 @@ def _mirror_pad(ctx):
 def _resize(method):
     def convert(ctx):
         x = ctx.inputs[0]
-        size = _ints(ctx, 1, "the output size")
+        size_in = ctx.importer.fold(ctx.inputs[1])
+        # a size computed when the model runs (SHAPE of a run-time sized tensor): dyn resize
+        size = _ints(ctx, 1, "the output size") if isinstance(size_in, _expr.Constant) \
+            else None
         opt = ctx.options()
         align = bool(opt.AlignCorners()) if opt is not None else False
         half = bool(opt.HalfPixelCenters()) if opt is not None else False
@@ -38,9 +43,11 @@ def _resize(method):
         else:
             mode = "asymmetric"
         rounding = "round_prefer_ceil" if align else "floor"
-        return _op.image.resize2d(x, size, layout="NHWC", method=method,
-                                  coordinate_transformation_mode=mode,
-                                  rounding_method=rounding if method != "linear" else "")
+        kw = dict(layout="NHWC", method=method, coordinate_transformation_mode=mode,
+                  rounding_method=rounding if method != "linear" else "")
+        if size is None:
+            return _dyn.resize2d(x, _op.cast(size_in, "int64"), **kw)
+        return _op.image.resize2d(x, size, **kw)
 
     return convert
 

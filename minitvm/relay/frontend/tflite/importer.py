@@ -165,6 +165,7 @@ class TFLiteImporter:
             op = sg.Operators(i)
             name = self._opcode_name(op)
             ctx = OpContext(self, op, name)
+            ctx.index = i
             try:
                 out = convert_in_nchw(ctx, quantized_converter(ctx) or CONVERTERS[name])
             except ImportError_:

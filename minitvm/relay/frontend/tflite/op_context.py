@@ -43,6 +43,7 @@ class OpContext:
         self.importer = importer
         self.op = op
         self.name = name
+        self.index: int | None = None  # the operator's position in the subgraph, if known
         self.input_ids = [int(i) for i in op.InputsAsNumpy()]
         self.layout = "NHWC"  # of the 4-D inputs; NCHW where ``layout.convert_in_nchw`` says
         self.inputs = [importer.tensor_expr(i) if i >= 0 else None for i in self.input_ids]
@@ -131,3 +132,43 @@ def _dims(ctx, shape, what: str = "the output shape") -> list[int]:
         raise ctx.fail(f"{what} ({dims}) has more than one dynamic dimension; only one (the "
                        "batch) is supported")
     return [-1 if d is None else int(d) for d in shape]
+
+
+def merge_leading(x, k: int):
+    """``x`` with its first ``k`` dims merged into one (``k`` 0: a new leading 1), by Relay's
+    special reshape values (-3 merges two dims, -2 copies the rest), so run-time dims among
+    them or after them need no size at import."""
+    if k == 0:
+        return _op.expand_dims(x, 0)
+    for _ in range(k - 1):
+        x = _op.reshape(x, [-3, -2])
+    return x
+
+
+def split_leading(ctx, x, dims, like=None, what: str = "the output shape"):
+    """``x``'s first dim split into ``dims`` (None: a run-time size), the rest kept (-2): the
+    inverse of ``merge_leading``. One run-time size is what the others leave; with more, their
+    sizes are read when the model runs from the leading dims of ``like`` (the tensor that was
+    merged), the known dims then restored to the type."""
+    dims = list(dims)
+    if not dims:
+        return _op.squeeze(x, [0])
+    if dims.count(None) > 1:
+        if like is None:
+            shown = ", ".join("?" if d is None else str(d) for d in dims)
+            raise ctx.fail(f"{what}: the leading dims ({shown}) hold more than one run-time "
+                           "size, which one merged dim cannot be split back into")
+        from .tensor_data import infer_shape
+
+        k, rest = len(dims), infer_shape(x)[1:]
+        sizes = _op.concatenate([
+            _op.strided_slice(_op.shape_of(like, "int64"), [0], [k]),
+            _op.strided_slice(_op.shape_of(x, "int64"), [1], [1 + len(rest)])], 0)
+        known = [0 if d is None else d for d in dims + list(rest)]
+        return _op.reshape(_op.reshape(x, sizes), known)  # (a dyn.reshape, then the type)
+    for i in range(len(dims) - 1):
+        rest = dims[i + 1:]
+        d = -1 if dims[i] is None else dims[i]
+        r = -1 if None in rest else int(np.prod(rest))
+        x = _op.reshape(x, [0] * i + [-4, d, r, -2])
+    return x

@@ -14,6 +14,7 @@ from ..onnx.ops_extra import int_conv, int_matmul
 from . import (
     products16,
 )
+from .convert_nn import pad_at_run_time
 from .importer import (
     CONVERTERS,
     _conv_pads,
@@ -106,6 +107,10 @@ def _conv(ctx, depthwise: bool):
     sh, sw = opt.StrideH(), opt.StrideW()
     dh, dw = opt.DilationHFactor(), opt.DilationWFactor()
     pads = _conv_pads(opt.Padding(), h, wd, kh, kw, sh, sw, dh, dw)
+    # SAME with a stride over a run-time size: padded by the input's zero point (a zero
+    # value) when it runs
+    x, pads = pad_at_run_time(x, pads, (1, 2), (((kh - 1) * dh + 1, sh), ((kw - 1) * dw + 1, sw)),
+                              _expr.const(np.array(np.asarray(qx.zp).reshape(-1)[0], qx.dtype)))
     attrs = {"kernel_shape": [kh, kw], "strides": [sh, sw], "dilations": [dh, dw],
              "pads": list(pads), "group": groups}
     ictx = _IntContext(ctx)

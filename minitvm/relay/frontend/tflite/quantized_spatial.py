@@ -26,6 +26,10 @@ from .quantized_tensor import (
 from .tensor_data import infer_shape
 
 
+def _shape_text(shape) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+
+
 # ------------------------------------------------------------------ pools, reductions, resize
 def _average_pool(ctx):
     """AVERAGE_POOL_2D as TFLite's integer kernel (``exact_spatial.average_pool``)."""
@@ -35,6 +39,10 @@ def _average_pool(ctx):
     h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
     kh, kw, sh, sw = opt.FilterHeight(), opt.FilterWidth(), opt.StrideH(), opt.StrideW()
     pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
+    if None in pads:
+        raise ctx.fail(f"SAME padding with stride ({sh}, {sw}) over a run-time spatial size "
+                       f"(input {_shape_text(shape)}) is not supported for the integer "
+                       "average pool: import that size static, or use stride 1 or VALID")
     qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
     return exact_spatial.average_pool(x, qx.dtype, ctx.layout, (kh, kw), (sh, sw), pads, qlo,
                                       qhi)
@@ -49,6 +57,12 @@ def _reduction(ctx):
     axes = sorted({int(a) % nd for a in ctx.value(1, "the reduction axes").reshape(-1)})
     opt = ctx.options()
     keep = bool(opt.KeepDims()) if opt is not None else False
+    shape = infer_shape(x)
+    if any(shape[a] is None for a in axes):
+        # LiteRT's integer kernels fold 1 / count into fixed-point multipliers chosen for it
+        raise ctx.fail(f"the integer {ctx.name} over axes {axes} of the input "
+                       f"{_shape_text(shape)} reduces a run-time size; its LiteRT multipliers "
+                       "depend on the count: import that size static (shape_dict)")
     qi, qout = (qx.s, qx.z), (qo.s, qo.z)
     if ctx.name == "SUM":
         return exact_spatial.reduce_sum(x, axes, keep, qx.dtype, qi, qout)
