@@ -12,6 +12,10 @@ from minitvm.relay.analysis.op_names import calls_any, calls_op_with_attr, op_na
 from minitvm.relay.transform.canonicalize_cast import canonicalize_cast
 from minitvm.relay.transform.canonicalize_ops import canonicalize_ops
 from minitvm.relay.transform.flatten_atrous_conv import flatten_atrous_conv
+from minitvm.relay.transform.fold_scale_axis import (
+    backward_fold_scale_axis,
+    forward_fold_scale_axis,
+)
 from minitvm.relay.transform.fuse_attention import fuse_attention
 from minitvm.relay.transform.fuse_conv_pool import fuse_conv_pool
 from minitvm.relay.transform.legalize import legalize
@@ -50,8 +54,18 @@ def _typed(func):
 def test_passes_without_their_operators_return_the_function_and_agree_with_the_rewrite():
     x = relay.var("x", shape=(1, 4, 8, 8))
     w = relay.const(np.ones((4, 4, 3, 3), "float32"))
+    s = relay.const(np.full((4, 1, 1), 2.0, "float32"))
     y = relay.nn.relu(relay.add(relay.nn.conv2d(x, w, padding=(1, 1)), relay.const(1.0)))
     func = _typed(relay.Function([x], relay.sum(y, axis=[1])))
+    # scales without a conv or dense to fold them into
+    scaled = _typed(relay.Function([x], relay.multiply(relay.nn.relu(relay.multiply(x, s)), s)))
+    for make, rewrite in [
+        (relay.transform.BackwardFoldScaleAxis, lambda f: backward_fold_scale_axis(f)[0]),
+        (relay.transform.ForwardFoldScaleAxis, lambda f: forward_fold_scale_axis(f)[0]),
+    ]:
+        with tvm.transform.PassContext(opt_level=3):
+            assert make()(tvm.IRModule.from_expr(scaled))["main"] is scaled, make
+        tvm.ir.assert_structural_equal(rewrite(scaled), scaled)
     mod = tvm.IRModule.from_expr(func)
     with tvm.transform.PassContext(opt_level=3):
         for make, rewrite in [
