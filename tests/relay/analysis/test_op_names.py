@@ -96,3 +96,24 @@ def test_passes_with_their_operators_still_rewrite():
     assert "nn.batch_norm" not in names and "nn.bias_add" in names
     with tvm.transform.PassContext(opt_level=3):
         assert "nn.bias_add" not in op_names(relay.transform.CanonicalizeOps()(mod)["main"])
+
+
+def test_alter_op_layout_skips_only_elementwise_and_broadcast_functions():
+    """Elementwise / broadcast ops pass on layouts nothing defines: AlterOpLayout returns the
+    function itself, as its rewriter does; a conv (an alter hook) or a pool (a layout) is
+    rewritten as before."""
+    from minitvm.relay.transform.alter_op_layout import _nothing_to_alter, alter_op_layout
+
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    c = relay.const(np.ones((4, 1, 1), "float32"))
+    y = relay.multiply(relay.nn.relu(relay.add(x, relay.const(1.0))), c)
+    y = relay.cast(relay.cast(y, "float16"), "float32")
+    y = relay.where(relay.greater(y, relay.const(0.0)), relay.exp(y), relay.negative(y))
+    func = _typed(relay.Function([x], y))
+    assert _nothing_to_alter(func)
+    with tvm.transform.PassContext(opt_level=3):
+        assert relay.transform.AlterOpLayout()(tvm.IRModule.from_expr(func))["main"] is func
+    tvm.ir.assert_structural_equal(alter_op_layout(func)[0], func)
+    w = relay.const(np.ones((4, 4, 3, 3), "float32"))
+    assert not _nothing_to_alter(_typed(relay.Function([x], relay.nn.conv2d(x, w))))
+    assert not _nothing_to_alter(_typed(relay.Function([x], relay.nn.max_pool2d(x))))
