@@ -3,8 +3,10 @@ blocked-layout variant such as NCHW16c) and insert the layout transforms this ne
 
 from __future__ import annotations
 
+from ...ir.op import Op, OpPattern
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
+from ..analysis.op_names import op_names
 from ..expr import Call
 from .function_pass import function_pass
 from .layout_rewrite import LayoutRewriter
@@ -32,11 +34,28 @@ def alter_op_layout(func):
     return rw.visit(func), rw.inserted
 
 
+def _nothing_to_alter(func) -> bool:
+    """Whether ``func`` calls only elementwise and broadcast operators without an alter hook:
+    their layout rules only pass on the layouts of their inputs, and with no operator that
+    defines one every layout stays undefined, so the rewriter keeps every call as it is."""
+    ops = op_names(func)
+    for name in ops:
+        op = Op.get(name)
+        pattern = op.get_attr("TOpPattern")
+        if op.get_attr("FTVMAlterOpLayout") is not None or pattern is None or \
+                pattern > OpPattern.BROADCAST:
+            return False
+    return True
+
+
 @register_pass("AlterOpLayout")
 def AlterOpLayout():
     """Alter op layouts through FTVMAlterOpLayout hooks (function pass, opt_level 3)."""
 
     def transform(func, mod, ctx):
+        if _nothing_to_alter(func):
+            record_stat("layout transforms inserted", 0)
+            return func
         out, inserted = alter_op_layout(func)
         record_stat("layout transforms inserted", inserted)
         return out

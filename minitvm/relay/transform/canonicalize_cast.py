@@ -11,6 +11,7 @@ import re
 
 from ...ir.op import Op, OpPattern
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..expr import Call
 from ..expr_functor import ExprMutator
 from ._pass_helpers import register
@@ -72,6 +73,9 @@ def CanonicalizeCast():  # noqa: N802 - TVM's name
     """Function pass (opt 3, requires InferType): duplicate shared up-casts per consumer."""
 
     def transform(func, mod, ctx):
+        if not calls_any(func, ("cast",)):  # (no cast to duplicate: the same function)
+            record_stat("duplicated casts", 0)
+            return func
         m = _CastCanonicalizer()
         out = m.visit(func)
         record_stat("duplicated casts", m.count)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...ir.op import Op
 from ...topi.utils import is_static_dim
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
 from ._pass_helpers import register
@@ -56,6 +57,9 @@ def CanonicalizeOps():  # noqa: N802 - TVM's name
     """Function pass (opt 3, requires InferType): expand nn.bias_add into expand_dims + add."""
 
     def transform(func, mod, ctx):
+        if not calls_any(func, ("nn.bias_add",)):  # (nothing to expand: the same function)
+            record_stat("expanded bias_adds", 0)
+            return func
         m = _BiasAddSimplifier()
         out = m.visit(func)
         record_stat("expanded bias_adds", m.count)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ...ir.op import Op
 from ...transform.registry import register_pass
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..expr import Call
 from ..expr_functor import ExprMutator
 from ..op.nn.nn import conv2d
@@ -105,6 +106,9 @@ def FlattenAtrousConv():
     """Fold space_to_batch/conv2d/batch_to_space into a dilated conv2d (function pass, opt 0)."""
 
     def transform(func, mod, ctx):
+        if not all(calls_any(func, names) for names in _STAGES):
+            record_stat("flattened atrous convs", 0)
+            return func  # (a stage's op missing: no atrous conv)
         out, n = flatten_atrous_conv(func)
         record_stat("flattened atrous convs", n)
         return out

@@ -41,6 +41,7 @@ from ...transform.registry import register_pass
 from ...transform.sequential import Sequential
 from ...transform.stats import record_stat
 from ..adt import Match
+from ..analysis.op_names import calls_any
 from ..expr import Call, Constant, Function, If, Let, Tuple, TupleGetItem
 from ..expr_functor import ExprMutator, dataflow_children
 from ..op.tensor import divide, multiply
@@ -746,6 +747,9 @@ def backward_fold_scale_axis(func):
 
 
 # ------------------------------------------------------------------------------------ the passes
+#: the ops every scale message starts from (``_fwd_prep`` / ``_bwd_prep``): a function calling
+#: none of them has nothing to fold, and both passes return it without the preparing walk
+_SCALED = (*_CONVS, "nn.dense")
 
 
 @register_pass("BackwardFoldScaleAxis")
@@ -753,6 +757,9 @@ def BackwardFoldScaleAxis():
     """Fold scales applied after conv2d/conv3d/dense into their weights (function pass, 3)."""
 
     def transform(func, mod, ctx):
+        if not calls_any(func, _SCALED):
+            record_stat("backward-folded scales", 0)
+            return func
         out, n = backward_fold_scale_axis(func)
         record_stat("backward-folded scales", n)
         return out
@@ -766,6 +773,9 @@ def ForwardFoldScaleAxis():
     """Fold scales applied before conv2d/conv3d/dense into their weights (function pass, 3)."""
 
     def transform(func, mod, ctx):
+        if not calls_any(func, _SCALED):
+            record_stat("forward-folded scales", 0)
+            return func
         out, n = forward_fold_scale_axis(func)
         record_stat("forward-folded scales", n)
         return out

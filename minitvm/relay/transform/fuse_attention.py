@@ -16,6 +16,7 @@ from ...ir.op import Op
 from ...ir.type import TensorType
 from ...schedule.attention import worth_fusing
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..expr import Call, Constant, Function, Var
 from ..expr_functor import ExprMutator
 from ._pass_helpers import dataflow_use_counts, register
@@ -139,6 +140,9 @@ def FuseAttention():  # noqa: N802 - the pass factory's name, as TVM names passe
         if func.attrs is not None and (func.attrs.get("Primitive", 0) or
                                        func.attrs.get("Compiler")):
             return func
+        if not (calls_any(func, ("nn.softmax",)) and calls_any(func, ("nn.batch_matmul",))):
+            record_stat("attentions fused", 0)
+            return func  # (no softmax or no batch_matmul: no attention)
         out, count = fuse_attention(func)
         record_stat("attentions fused", count)
         return out

@@ -28,6 +28,7 @@ from ...ir.op import Op
 from ...ir.type import TensorType
 from ...transform.graph_partitioner import BROADCAST
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..expr import Call, Constant, Function, Var
 from ..expr_functor import ExprMutator, dataflow_post_order
 from ._pass_helpers import dataflow_use_counts, register
@@ -187,6 +188,9 @@ def FuseConvPool():  # noqa: N802 - the pass factory's name, as TVM names passes
         if not ENABLED or func.attrs is not None and (func.attrs.get("Primitive", 0) or
                                                       func.attrs.get("Compiler")):
             return func
+        if not (calls_any(func, ("nn.max_pool2d",)) and calls_any(func, ("nn.conv2d",))):
+            record_stat("conv + max pool functions merged", 0)
+            return func  # (no max pool or no conv: nothing to merge)
         out, count = fuse_conv_pool(func)
         record_stat("conv + max pool functions merged", count)
         return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 from ...ir.op import Op
 from ...topi.utils import is_static_dim
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..expr import Call, TupleGetItem, const
 from ..expr_functor import ExprMutator
 from ..op import tensor as _t
@@ -152,6 +153,11 @@ def l2_norm_to_infer(attrs, data, ttype):
     return _t.divide(data, _t.sqrt(total))
 
 
+#: the ops _InferenceSimplifier rewrites
+_REWRITTEN = ("nn.batch_norm", "nn.dropout", "nn.layer_norm", "nn.group_norm",
+              "nn.instance_norm", "nn.l2_normalize")
+
+
 class _InferenceSimplifier(ExprMutator):
     def __init__(self):
         super().__init__()
@@ -210,6 +216,9 @@ def SimplifyInference():  # noqa: N802 - TVM's name
     """Function pass (opt 0, requires InferType): lower batch_norm, dropout and the norms."""
 
     def transform(func, mod, ctx):
+        if not calls_any(func, _REWRITTEN):  # (none of its ops: the same function)
+            record_stat("expanded batch_norms", 0)
+            return func
         m = _InferenceSimplifier()
         out = m.visit(func)
         record_stat("expanded batch_norms", m.batch_norms)

@@ -39,6 +39,7 @@ from ...ir.op import Op
 from ...ir.type import TensorType
 from ...transform import channel_parts as channel_parts_
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..expr import Call, Constant, const
 from ..expr_functor import ExprMutator
 from ..op.nn.nn import conv2d
@@ -210,6 +211,9 @@ def SplitConvPool():  # noqa: N802 - the pass factory's name, as TVM names passe
         if func.attrs is not None and (func.attrs.get("Primitive", 0) or
                                        func.attrs.get("Compiler")):
             return func
+        if not (calls_any(func, ("nn.conv2d",)) and calls_any(func, _POOLS)):
+            record_stat("conv + pool pairs split", 0)
+            return func  # (no conv or no pool: nothing to split)
         out, count = split_conv_pool(func)
         record_stat("conv + pool pairs split", count)
         return out

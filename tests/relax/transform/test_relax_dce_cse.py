@@ -322,3 +322,41 @@ def test_referenced_globals_are_those_of_the_walk():
     assert names == {"half", "helper", "other", "last"}
     # every function is reachable from main: DCE keeps them all
     assert len(rt.DeadCodeElimination()(mod).functions) == 5
+
+
+def test_use_def_reads_flat_calls_as_the_walk_does():
+    """The use-def chain reads a call of leaves and tuples of leaves (call_tir, a closure call,
+    a packed call with a shape) in one loop: the same unused variables as the walk, which it
+    still takes for nested calls, tuples of tuples and functions."""
+    from minitvm.ir.expr import GlobalVar
+    from minitvm.relax.transform import dead_code_elimination as dce
+
+    t4 = relax.TensorStructInfo([4], "float32")
+    x = relax.Var("x", t4)
+    f = relax.Var("f", relax.FuncStructInfo([t4], t4))
+    f2 = relax.Var("f2", relax.FuncStructInfo([t4, relax.PrimStructInfo("int64")], t4))
+    nested = relax.TupleStructInfo([relax.TupleStructInfo([t4])])
+    f3 = relax.Var("f3", relax.FuncStructInfo([nested], t4))
+    k = GlobalVar("k")
+    n = tir.Var("n", "int64")
+    c = relax.const(np.ones(4, "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, f, f2, f3]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.call_tir(k, relax.Tuple([x, c]), t4))
+            b = bb.emit(relax.op.call_tir(k, relax.Tuple([a]), t4, tir_vars=relax.ShapeExpr([n])))
+            read = bb.emit(relax.Call(f2, [x, relax.PrimValue(n)]))
+            g = bb.emit(relax.Call(f3, [relax.Tuple([relax.Tuple([b])])]))
+            h = bb.emit(relax.op.add(g, relax.TupleGetItem(relax.Tuple([b, read]), 0)))
+            unused = bb.emit(relax.op.call_tir(k, relax.Tuple([h, a]), t4))
+            out = bb.emit_output(relax.Call(f, [h]))
+        bb.emit_func_output(out)
+    func = bb.get()["main"]
+    flat = dce._unused_vars(func)
+    walk = dce._UseDef._flat_call
+    try:
+        dce._UseDef._flat_call = lambda self, call, user: False
+        walked = dce._unused_vars(func)
+    finally:
+        dce._UseDef._flat_call = walk
+    assert flat == walked and unused in flat and read not in flat and b not in flat

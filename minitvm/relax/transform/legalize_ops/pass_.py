@@ -23,8 +23,8 @@ from ....transform.decorators import module_pass
 from ....transform.stats import record_stat
 from ...expr import Call, Constant, Function, ShapeExpr, Tuple
 from ...struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
-from ..normalize import NormalizingMutator
-from ..utils import has_relax_function, register
+from ..normalize import NormalizingMutator, is_normalized
+from ..utils import has_relax_function, is_flat_value, iter_bindings, register
 from .common import known_struct_info
 
 __all__ = ["LegalizeOps", "legalize_module"]
@@ -103,6 +103,27 @@ class _Legalizer(NormalizingMutator):
         # (op, attrs, arg keys) -> (call_tir op, arg positions, out sinfo args, tir_vars)
         self.cache: dict = {}
         self.skeys: dict = {}  # id(struct info) -> (struct info, key)
+
+    def has_work(self, func: Function) -> bool:
+        """Whether visiting ``func`` could change it or warn: False for a normalized function
+        whose bindings are all flat calls of Relax's own quiet ops (``call_tir``...), globals,
+        externs or variables, or other flat values, with no legalization for any of those ops
+        (a lowered 100,000-binding function, seen again, is then one scan, not a rebuild)."""
+        seen: dict = {}  # op -> whether its calls need the visit
+        for b in iter_bindings(func):
+            v = b.value
+            if not is_flat_value(v):
+                return True
+            if isinstance(v, Call) and isinstance(v.op, Op):
+                op = v.op
+                busy = seen.get(op)
+                if busy is None:
+                    name = op.name
+                    quiet = name in _NO_WARNING or name.startswith(_NO_WARNING_PREFIXES)
+                    busy = seen[op] = not quiet or self._lookup(op) is not None
+                if busy:
+                    return True
+        return is_normalized(func) is not None
 
     def _lookup(self, op: Op):
         fn = self.cmap.get(op.name)
@@ -212,7 +233,7 @@ def legalize_module(mod, customize_legalize_map=None, enable_warning: bool = Tru
         return mod
     mutator = _Legalizer(mod, customize_legalize_map, enable_warning)
     for gv, func in list(mod.functions.items()):
-        if not isinstance(func, Function):
+        if not isinstance(func, Function) or not mutator.has_work(func):
             continue
         new = mutator.visit_expr(func)
         if new is not func:

@@ -159,3 +159,31 @@ def test_output_aliases_in_a_100k_binding_block_at_the_default_recursion_limit()
     out, n = inline_dataflow_aliases(bb.get()["main"], output_aliases=True)
     assert n == 10 and sys.getrecursionlimit() == limit
     assert len(out.body.blocks[0].bindings) == 100_001
+
+
+def test_reads_of_calls_of_tuples_agree_with_free_vars():
+    """The reads of a call of leaves and tuples of leaves (call_tir's operands, a tir_vars
+    shape, a closure call) are free_vars' without its walk; a nested call or function still
+    takes the walk."""
+    from minitvm import tir
+    from minitvm.ir.expr import GlobalVar
+    from minitvm.relax.analysis import free_vars
+    from minitvm.relax.transform.inline_dataflow_aliases import _reads
+
+    t4 = relax.TensorStructInfo([4], "float32")
+    x, y = Var("x", t4), relax.DataflowVar("y", t4)
+    f = Var("f", relax.FuncStructInfo([t4], t4))
+    c = relax.const(np.ones(4, "float32"))
+    n = tir.Var("n", "int64")
+    k = GlobalVar("k")
+    values = [
+        relax.op.call_tir(k, relax.Tuple([x, y, c]), t4),
+        relax.op.call_tir(k, relax.Tuple([x, y]), t4, tir_vars=relax.ShapeExpr([n])),
+        relax.Call(f, [x, relax.Tuple([y, c]), relax.PrimValue(n), relax.StringImm("s")]),
+        relax.Call(f, [relax.Tuple([relax.Tuple([y])])]),
+        relax.Call(Function([x], x), [relax.Tuple([y])]),
+        relax.Tuple([x, relax.Tuple([y, x])]),
+        relax.op.add(x, relax.TupleGetItem(relax.Tuple([y]), 0)),
+    ]
+    for v in values:
+        assert {id(e) for e in _reads(v)} == {id(e) for e in free_vars(v)}, v

@@ -268,3 +268,44 @@ def test_scalar_constant_arguments_are_part_of_the_reuse_key():
     vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
     np.testing.assert_allclose(vm["main"](tvm.nd.array(xv)).numpy(), (xv ** 1.5) ** 3,
                                rtol=1e-5)
+
+
+def test_a_lowered_function_is_scanned_not_rebuilt():
+    """A normalized function of flat call_tir / global calls and tuples (LegalizeOps run again
+    on its own output) is left as the same object, equal to what the full visit gives; an op
+    to legalize, an op that warns, or a non-normalized function still takes the visit."""
+    from minitvm.relax.transform.legalize_ops.pass_ import _Legalizer
+
+    mod = from_source("""
+@I.ir_module
+class Before:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.multiply(a, x)
+            t = (a, b)
+            c = t[1]
+            R.output(c)
+        return c
+""")
+    lowered = LegalizeOps()(mod)
+    func = lowered["main"]
+    legalizer = _Legalizer(lowered, {}, True)
+    assert not legalizer.has_work(func)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = LegalizeOps()(lowered)
+    assert again["main"] is func
+    tvm.ir.assert_structural_equal(legalizer.visit_expr(func), func)  # the visit agrees
+    assert legalizer.has_work(mod["main"])  # R.add, R.multiply: to legalize
+    from minitvm.relax.op.base import register_op_rule
+
+    op = register_op_rule("relax.test_legalize_scan_warns",
+                          lambda call, ctx: call.args[0].struct_info, num_inputs=1)
+    quiet_less = one_op_module(lambda v: relax.Call(op, [v]), [tensor((2,))])
+    assert _Legalizer(quiet_less, {}, True).has_work(quiet_less["main"])  # it must warn
+    x = relax.Var("x", relax.TensorStructInfo([2], "float32"))
+    gv = lowered.get_global_var("main")
+    bare = relax.Function([x], relax.SeqExpr([], relax.Call(gv, [x])))  # body not a leaf...
+    assert _Legalizer(lowered, {}, True).has_work(bare)  # ...no struct info: not normalized
