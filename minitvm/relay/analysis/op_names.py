@@ -11,6 +11,7 @@ object, so the walk is made once for the run of passes).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 
 from ...ir.node import Node, node_operands
@@ -18,7 +19,9 @@ from ...ir.op import Op
 
 __all__ = ["op_names", "calls_any", "calls_op_with_attr"]
 
-_KEEP = 4  # expressions remembered per thread (kept alive with the answer: ids stay unique)
+# expressions remembered per thread, by weak reference (a build does not keep a big program
+# alive after it; a dead entry's id may be reused, which the reference tells apart)
+_KEEP = 4
 _LOCAL = threading.local()
 
 
@@ -28,7 +31,7 @@ def _ops(expr) -> dict[str, Op]:
     if memo is None:
         memo = _LOCAL.memo = {}
     hit = memo.get(id(expr))
-    if hit is not None and hit[0] is expr:
+    if hit is not None and hit[0]() is expr:
         return hit[1]
     ops: dict[str, Op] = {}
     seen: set[int] = set()
@@ -42,9 +45,13 @@ def _ops(expr) -> dict[str, Op]:
             continue
         seen.add(id(e))
         stack.extend(node_operands(e))
+    try:
+        ref = weakref.ref(expr)
+    except TypeError:  # (an object without weak references: not remembered)
+        return ops
     if len(memo) >= _KEEP:
         memo.pop(next(iter(memo)))
-    memo[id(expr)] = (expr, ops)
+    memo[id(expr)] = (ref, ops)
     return ops
 
 

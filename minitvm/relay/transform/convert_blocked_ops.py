@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ...ir.op import Op
 from ...transform.stats import record_stat
+from ..analysis.op_names import calls_any
 from ..analysis.properties import walk
 from ..expr import Call, Function
 from ..expr_functor import ExprMutator
@@ -73,7 +74,10 @@ def _typed_function(func, mod):
 
 def _blocked_ops(func) -> tuple[bool, bool, bool]:
     """(has a blocked convolution, has a packed dense, calls a Primitive function literal
-    holding a blocked op) in ``func``'s own body: one walk, as every build runs it."""
+    holding a blocked op) in ``func``'s own body: every build asks, and most functions call
+    none of them (``op_names``, which the pipeline's other passes share, answers that)."""
+    if not calls_any(func, (*BLOCKED_CONVS, _DENSE_PACK)):
+        return False, False, False
     conv = dense = fused = False
     for e in walk(func, enter=lambda f: f is func):
         if not isinstance(e, Call):

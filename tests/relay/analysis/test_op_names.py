@@ -117,3 +117,21 @@ def test_alter_op_layout_skips_only_elementwise_and_broadcast_functions():
     w = relay.const(np.ones((4, 4, 3, 3), "float32"))
     assert not _nothing_to_alter(_typed(relay.Function([x], relay.nn.conv2d(x, w))))
     assert not _nothing_to_alter(_typed(relay.Function([x], relay.nn.max_pool2d(x))))
+
+
+def test_remembered_expressions_are_not_kept_alive():
+    """The memo holds weak references: a program is freed after the passes that asked about it
+    (a 100,000-node build would otherwise stay in memory), and a new expression reusing its id
+    is walked afresh."""
+    import gc
+    import weakref
+
+    x = relay.var("x", shape=(2,))
+    f = relay.Function([x], relay.nn.relu(x))
+    assert op_names(f) == {"nn.relu"}
+    ref = weakref.ref(f)
+    del f
+    gc.collect()
+    assert ref() is None
+    g = relay.Function([x], relay.exp(x))
+    assert op_names(g) == {"exp"}
