@@ -18,23 +18,19 @@ Empty blocks left behind are dropped by normalization.
 from __future__ import annotations
 
 from ...ir.expr import GlobalVar
-from ...ir.op import Op
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
+from ..analysis.leaf_reads import leaf_reads
 from ..expr import (
     Call,
     Constant,
     DataflowBlock,
     DataflowVar,
-    DataTypeImm,
     ExternFunc,
     Function,
     If,
     MatchCast,
-    PrimValue,
     SeqExpr,
-    ShapeExpr,
-    StringImm,
     Tuple,
     TupleGetItem,
     Var,
@@ -204,34 +200,18 @@ class _UseDef:
             elif isinstance(e, Function):
                 stack.append((e.body, None))
 
-
     def _flat_call(self, call: Call, user) -> bool:
         """Record the variables a call of leaves and tuples of leaves reads (a call_tir: most
         bindings) as the walk would, without pushing its operands; False (nothing recorded)
         for any other call."""
-        found = [call.op] if isinstance(call.op, Var) else []
-        if not isinstance(call.op, Var | Op | GlobalVar | ExternFunc):
+        found = leaf_reads(call)
+        if found is None:
             return False
-        for a in call.args:
-            if isinstance(a, Var):
-                found.append(a)
-            elif type(a) is Tuple:
-                for f in a.fields:
-                    if isinstance(f, Var):
-                        found.append(f)
-                    elif not isinstance(f, _NO_VARS):
-                        return False
-            elif not isinstance(a, _NO_VARS):
-                return False
         if user is None:
             self.outputs.update(found)
         elif found:
             self.uses.setdefault(user, []).extend(found)
         return True
-
-
-#: leaves that hold no Relax variable (the walk passes over them)
-_NO_VARS = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, GlobalVar, ExternFunc, Op)
 
 
 def _unused_vars(func: Function) -> set:

@@ -21,8 +21,9 @@ CanonicalizeBindings does the same), so FuseOps sees one value used inside and a
 from __future__ import annotations
 
 from ...ir.structural import structural_equal
+from ..analysis.leaf_reads import leaf_reads
 from ..analysis.var_analysis import free_vars
-from ..expr import Call, Constant, DataflowVar, Function, Tuple, Var, VarBinding
+from ..expr import DataflowVar, Function, Var, VarBinding
 from .normalize import NormalizingMutator
 from .utils import iter_bindings
 
@@ -77,34 +78,8 @@ def _reads(value) -> list:
     leaves, as nearly all are)."""
     if isinstance(value, Var):
         return [value]
-    kids = value.args if isinstance(value, Call) else value.fields \
-        if isinstance(value, Tuple) else None
-    if kids is None:
-        return free_vars(value)
-    if all(isinstance(k, Var | Constant) for k in kids):
-        return [k for k in kids if isinstance(k, Var)]
-    # a call of leaves and tuples of leaves (``call_tir(f, (a, b))``, nearly every binding
-    # after legalization): free_vars' two walks of it cost 8 % of a 100,000-call relax.build.
-    # The same variables (a leaf without operands, a GlobalVar or a ShapeExpr, holds none)
-    op = value.op if isinstance(value, Call) else None
-    if isinstance(op, Var):
-        out = [op]
-    elif op is None or not type(op)._node_operands:
-        out = []
-    else:
-        return free_vars(value)
-    for k in kids:
-        if isinstance(k, Var):
-            out.append(k)
-        elif type(k) is Tuple:
-            for f in k.fields:
-                if isinstance(f, Var):
-                    out.append(f)
-                elif type(f)._node_operands:
-                    return free_vars(value)
-        elif type(k)._node_operands:
-            return free_vars(value)
-    return out
+    found = leaf_reads(value)  # (nearly every binding after legalization: no walk)
+    return found if found is not None else free_vars(value)
 
 
 def _has_read_output_alias(func: Function) -> bool:
