@@ -1,0 +1,50 @@
+"""CI sample of the Relax pass-sequence fuzzer (``fuzz_long --relax-pass-programs``): generated
+Relax programs through a random sequence of high-level passes, then relax.build, against the
+numpy reference of the original program; a planted wrong pass is found and the sequence shrunk
+to it."""
+
+from minitvm.testing.fuzz import relax_pass_sequences
+from minitvm.testing.fuzz.relax_pass_sequences import (
+    check_relax_sequence,
+    draw_sequence,
+    generate_pass_program,
+    sequence_pass_names,
+)
+
+
+def test_sequences_are_drawn_from_high_level_passes():
+    names = sequence_pass_names()
+    assert "FoldConstant" in names and "EliminateCommonSubexpr" in names
+    assert "LegalizeOps" not in names and "ToMixedPrecision" not in names
+    seqs = [draw_sequence(s) for s in range(30)]
+    assert seqs == [draw_sequence(s) for s in range(30)]
+    assert all(1 <= len(q) <= 6 for q in seqs) and any(len(set(q)) < len(q) for q in seqs)
+
+
+def test_static_program_through_a_sequence():
+    prog = generate_pass_program(0)
+    assert check_relax_sequence(prog, ("FoldConstant", "EliminateCommonSubexpr", "FuseOps")) \
+        == []
+
+
+def test_symbolic_program_at_sizes():
+    prog = generate_pass_program(1)
+    assert prog.symbolic
+    assert check_relax_sequence(prog, ("ToNonDataflow", "ConvertToDataflow",
+                                       "DeadCodeElimination"), sizes=[3, 0]) == []
+
+
+def test_a_planted_wrong_pass_is_found_and_named(monkeypatch):
+    prog = generate_pass_program(0)
+    other = generate_pass_program(2).mod  # a different program: different values or types
+    real = relax_pass_sequences.make_relax_pass
+
+    def make(name):
+        if name == "Normalize":  # planted: "Normalize" swaps in another program
+            return lambda mod: other
+        return real(name)
+
+    monkeypatch.setattr(relax_pass_sequences, "make_relax_pass", make)
+    found = check_relax_sequence(prog, ("FoldConstant", "Normalize", "DeadCodeElimination"))
+    assert len(found) == 1 and found[0].kind in ("mismatch", "exception")
+    assert "(minimal ['Normalize'])" in found[0].detail
