@@ -48,3 +48,21 @@ def test_a_planted_wrong_pass_is_found_and_named(monkeypatch):
     found = check_relax_sequence(prog, ("FoldConstant", "Normalize", "DeadCodeElimination"))
     assert len(found) == 1 and found[0].kind in ("mismatch", "exception")
     assert "(minimal ['Normalize'])" in found[0].detail
+
+
+def test_a_reduction_read_only_by_an_implied_match_cast_may_be_dropped():
+    """Seed 600211: argmin over the symbolic axis, read only by ``match_cast(gv1,
+    R.Tensor((), "bool"))``, a cast to the struct info gv1 already has. The build keeps the
+    cast (the VM raises at n = 0, as the reference does); CanonicalizeBindings drops it, as
+    TVM's, and the argmin with it. Both are right: the oracle accepts the value the program
+    has when implied casts are not reads."""
+    import pytest
+
+    from minitvm.testing.fuzz.relax_reference import EmptyReduction, evaluate
+
+    prog = generate_pass_program(600211)
+    inputs = prog.inputs(0, seed=1)
+    with pytest.raises(EmptyReduction):
+        evaluate(prog.mod, inputs)
+    assert len(evaluate(prog.mod, inputs, implied_casts=False)) == 3
+    assert check_relax_sequence(prog, ("CanonicalizeBindings",), sizes=[0]) == []

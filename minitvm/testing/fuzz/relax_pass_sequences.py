@@ -21,11 +21,11 @@ from ... import transform as _transform
 from .boundaries import relax_near_boundary
 from .differential import DEFAULT_RTOL, Finding
 from .relax_differential import (
-    _compare,
     _floor,
     _reference_on,
     _run_vm,
     _script,
+    compare_reference,
     make_relax_pass,
     standalone_pass_names,
 )
@@ -87,7 +87,7 @@ def _problem(prog: RelaxProgram, sequence, sizes: list[int]) -> tuple[str, str] 
                 got = _run_vm(vm, inputs)
         except Exception as err:  # noqa: BLE001
             return "exception", f"VM at n={n}: {type(err).__name__}: {str(err)[:400]}"
-        diff = _compare(ref, got, _floor(prog))
+        diff = compare_reference(prog, inputs, ref, got)
         if diff:
             if not isinstance(ref, BaseException):
                 near = relax_near_boundary(
