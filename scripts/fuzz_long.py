@@ -26,6 +26,12 @@ The same programs from executables saved / exported and loaded back (``--saved-p
 Relax programs with recursive loops, vm.builtin.update_row and passes before the build
 (``--relax-loop-programs``, ``relax_loop_generator``).
 
+Relay programs through the graph executor and the VM under a random opt_level and disabled_pass
+set (``--build-programs``, ``build_matrix``), Relax programs through random sequences of passes
+before relax.build (``--relax-pass-programs``, ``relax_pass_sequences``), and chains of float16 /
+int8 / uint8 / bool casts fed values at their jumps, compared exactly (``--cast-programs``,
+``cast_generator``).
+
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
 end while the first pair works from its start -- ``--merge`` counts each seed once).
