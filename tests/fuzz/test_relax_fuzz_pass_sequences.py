@@ -66,3 +66,11 @@ def test_a_reduction_read_only_by_an_implied_match_cast_may_be_dropped():
         evaluate(prog.mod, inputs)
     assert len(evaluate(prog.mod, inputs, implied_casts=False)) == 3
     assert check_relax_sequence(prog, ("CanonicalizeBindings",), sizes=[0]) == []
+
+
+def test_generator_keeps_arg_reductions_off_static_empty_axes():
+    """Seed 700036 drew argmax over a (0,) tensor, which the struct info rightly refuses (no
+    index to give): the generator failed. It now draws no arg-reduction over a static empty
+    axis (max / min there give their identity and stay)."""
+    prog = generate_pass_program(700036)
+    assert "R.argmax" not in prog.mod.script() or "(0," not in prog.mod.script()
