@@ -26,6 +26,12 @@ The same programs from executables saved / exported and loaded back (``--saved-p
 Relax programs with recursive loops, vm.builtin.update_row and passes before the build
 (``--relax-loop-programs``, ``relax_loop_generator``).
 
+Relay programs through the graph executor and the VM under a random opt_level and disabled_pass
+set (``--build-programs``, ``build_matrix``), Relax programs through random sequences of passes
+before relax.build (``--relax-pass-programs``, ``relax_pass_sequences``), and chains of float16 /
+int8 / uint8 / bool casts fed values at their jumps, compared exactly (``--cast-programs``,
+``cast_generator``).
+
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
 end while the first pair works from its start -- ``--merge`` counts each seed once).
@@ -292,6 +298,47 @@ def run_relax_loop_programs(args, report: Report) -> list:
                           generate_loop_program, check_relax_loops)
 
 
+def run_relay_build_programs(args, report: Report) -> list:
+    """Relay programs through relay.build + the graph executor and relay.vm.compile + the VM
+    against the interpreter, each under the seed's opt_level (0-3) and random disabled_pass
+    set (``build_matrix``)."""
+    from minitvm.testing.fuzz.build_matrix import check_build_matrix, generate_build_program
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+    k, n = args.shard
+    seeds = [args.seed + i for i in range(args.build_programs)][k::n]
+    return _run_generated(args, report, "relay_build_programs", GENERATED_TAGS[
+        "relay_build_programs"], seeds, generate_build_program, check_build_matrix)
+
+
+def run_relax_pass_programs(args, report: Report) -> list:
+    """Relax programs through the seed's sequence of high-level passes, then relax.build, at
+    a schedule of sizes against the reference (``relax_pass_sequences``)."""
+    from minitvm.testing.fuzz.relax_pass_sequences import (
+        check_relax_sequence,
+        generate_pass_program,
+    )
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+    k, n = args.shard
+    seeds = [args.seed + i for i in range(args.relax_pass_programs)][k::n]
+    return _run_generated(args, report, "relax_pass_programs", GENERATED_TAGS[
+        "relax_pass_programs"], seeds, generate_pass_program, check_relax_sequence)
+
+
+def run_cast_programs(args, report: Report) -> list:
+    """Programs of casts between float16 / int8 / uint8 / bool at their jumps
+    (``cast_generator``): Relay through every executor (even seeds), Relax through
+    relax.build (odd seeds)."""
+    from minitvm.testing.fuzz.cast_generator import check_cast_program, generate_cast_program
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+    k, n = args.shard
+    seeds = [args.seed + i for i in range(args.cast_programs)][k::n]
+    return _run_generated(args, report, "cast_programs", GENERATED_TAGS["cast_programs"],
+                          seeds, generate_cast_program, check_cast_program)
+
+
 def run_relax_size_programs(args, report: Report) -> list:
     """Relax programs with a symbolic batch: one relax.build, a schedule of sizes."""
     from minitvm.testing.fuzz.relax_differential import check_relax_sizes
@@ -413,7 +460,8 @@ def merge(paths: list[str], out: str) -> int:
             "seconds": max(p["seconds"] for p, _ in progs), "findings": dict(counts)}
         if all(sum(p["findings"].values()) <= MAX_FINDINGS for p, _ in progs):
             counts = collections.Counter(f"{f['kind']} / {f['pass']}"
-                                         for f in merged["program_findings"])
+                                         for f in merged["program_findings"]
+                                         if not f["pass"].startswith(RUN_TAGS))
             merged["programs"]["findings"] = dict(counts)
     rprogs = [p["relax_programs"] for p in parts if "relax_programs" in p]
     if rprogs:
@@ -428,6 +476,10 @@ def merge(paths: list[str], out: str) -> int:
             "builds": sum(p["builds"] for p in rprogs),
             "seconds": max(p["seconds"] for p in rprogs), "findings": dict(rcounts),
             "features": dict(feats)}
+    for key in GENERATED_KEYS:
+        got = [p[key] for p in parts if key in p]
+        if got:
+            merged[key] = _merge_generated(got)
     for key in ("parser", "library", "relax_parser", "relax_library"):
         got = [p[key] for p in parts if key in p]
         if got:
@@ -444,6 +496,37 @@ def merge(paths: list[str], out: str) -> int:
         merged.get(k, {}).get("failures") for k in ("parser", "library", "relax_parser",
                                                     "relax_library"))
     return 1 if bad else 0
+
+
+#: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
+#: finding has none).
+RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
+            "relax-passes:", "casts:")
+
+#: The report sections of the generated-program runs (``_run_generated``), in run order,
+#: and the tags of the newer ones' findings.
+GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
+                  "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
+                  "cast_programs")
+GENERATED_TAGS = {"relay_build_programs": "build:", "relax_pass_programs": "relax-passes:",
+                  "cast_programs": "casts:"}
+
+
+def _merge_generated(got: list[dict]) -> dict:
+    """One section from the same ``_run_generated`` section of several shards: counts, plans,
+    generator errors and per-kind findings and feature tallies summed (shards work disjoint
+    seeds), the longest shard's seconds, every shard's last seed."""
+    findings: collections.Counter = collections.Counter()
+    features: collections.Counter = collections.Counter()
+    for g in got:
+        findings.update(g.get("findings", {}))
+        features.update(g.get("features", {}))
+    return {"count": sum(g["count"] for g in got),
+            "planned": sum(g.get("planned", 0) for g in got),
+            "seconds": max(g["seconds"] for g in got),
+            "last_seed": [g.get("last_seed") for g in got],
+            "generator_errors": sum(g.get("generator_errors", 0) for g in got),
+            "findings": dict(findings), "features": dict(features)}
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
@@ -516,6 +599,17 @@ def _parser() -> argparse.ArgumentParser:
                     help="random Relax programs with recursive loops (vm.builtin.update_row, "
                          "recurrences, closures): one relax.build, a schedule of lengths, "
                          "built and exported / loaded")
+    ap.add_argument("--build-programs", type=int, default=0,
+                    help="random Relay programs through relay.build + graph executor and "
+                         "relay.vm.compile + VM vs the interpreter, each under a random "
+                         "opt_level 0-3 and disabled_pass set")
+    ap.add_argument("--relax-pass-programs", type=int, default=0,
+                    help="random Relax programs through a random subset of Relax passes "
+                         "before legalization, then relax.build, vs the numpy reference")
+    ap.add_argument("--cast-programs", type=int, default=0,
+                    help="random programs casting between float16 / int8 / uint8 / bool at "
+                         "the jumps of the casts (boundaries), Relay (even seeds: every "
+                         "executor) and Relax (odd seeds: relax.build)")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")
@@ -567,7 +661,10 @@ def main(argv=None) -> int:
     for wanted, run in ((args.dyn_programs or args.dyn_seeds, run_dynamic_programs),
                         (args.relax_sizes_programs, run_relax_size_programs),
                         (args.saved_programs, run_saved_programs),
-                        (args.relax_loop_programs, run_relax_loop_programs)):
+                        (args.relax_loop_programs, run_relax_loop_programs),
+                        (args.build_programs, run_relay_build_programs),
+                        (args.relax_pass_programs, run_relax_pass_programs),
+                        (args.cast_programs, run_cast_programs)):
         if wanted:
             failed |= any(f.kind not in TOLERATED for f in run(args, report))
     report.data["status"] = "done"
@@ -587,7 +684,7 @@ def main(argv=None) -> int:
         for key, v in sorted(p["findings"].items(), key=lambda kv: -kv[1]):
             print(f"  {v:6d}  {key}")
         print(f"  unexpected (not --known, not {'/'.join(sorted(TOLERATED))}): {len(unknown)}")
-    for key in ("dyn_programs", "relax_size_programs", "saved_programs", "relax_loop_programs"):
+    for key in GENERATED_KEYS:
         if key in report.data:
             p = report.data[key]
             print(f"{p['count']} {key} ({p['generator_errors']} generator errors), "

@@ -119,7 +119,12 @@ def _batched(b: Buffer, n) -> bool:
 
 
 def separable(func: PrimFunc, n) -> bool:
-    """Does every block of ``func`` compute each image from that image alone?"""
+    """Does every block of ``func`` compute each image from that image alone? A block that
+    writes a parameter without a batch axis (an output of the function the same for every
+    image, fused beside the batched work: a ``split`` of a static weight) does not: inside the
+    image loop it would run once per image and, at a batch of 0, never (its output then held
+    whatever its memory held; Relax pass-sequence fuzzer, seed 600945)."""
+    static_params = {id(b.data) for b in func.buffer_map.values() if not _batched(b, n)}
     for s in walk_stmts(func.body):
         if isinstance(s, S.Block) and s.match_buffers:
             return False
@@ -136,8 +141,9 @@ def separable(func: PrimFunc, n) -> bool:
             for st in walk_stmts(root):
                 if isinstance(st, (S.Block, S.BlockRealize)):
                     return False  # (nested blocks: not LegalizeOps' form)
-                if isinstance(st, S.BufferStore) and not _own_image(st.buffer, st.indices,
-                                                                     images, n):
+                if isinstance(st, S.BufferStore) and (
+                        id(st.buffer.data) in static_params or
+                        not _own_image(st.buffer, st.indices, images, n)):
                     return False
                 exprs = [st.value] if isinstance(st, S.BufferStore) else \
                     [getattr(st, "condition", None)] if isinstance(st, S.IfThenElse) else []

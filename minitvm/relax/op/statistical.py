@@ -22,8 +22,10 @@ from .op_attrs import StatisticalAttrs
 
 __all__ = ["sum", "mean", "max", "min", "prod", "variance", "std"]
 
-#: Reductions without an identity value: over a static zero-size axis they have no result.
-_NO_IDENTITY = ("relax.max", "relax.min", "relax.argmax", "relax.argmin")
+#: Reductions without an identity value (an index): over a static zero-size axis they have no
+#: result. max / min give their identity (-inf / +inf, an integer type's extremes) there, as
+#: they do over an axis empty only at run time (and as Relay's do).
+_NO_IDENTITY = ("relax.argmax", "relax.argmin")
 
 
 def reduce_struct_info(call: Call, x: TensorStructInfo, axes, keepdims: bool,

@@ -147,14 +147,17 @@ def reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "reduce") -> Ten
     if op_name in _NO_IDENTITY:
         for ax in axes:
             d = t.shape[ax]
-            if getattr(d, "value", d) == 0:  # static zero-size axis: no element to pick
+            if getattr(d, "value", d) == 0:  # static zero-size axis: no index to pick
                 raise ValueError(f"{op_name}: cannot reduce over axis {ax} of size 0 of "
                                  f"{type_str(t)} ({op_name} has no identity value)")
             assume_positive(d)  # (a symbolic size: checked by the kernel at each call)
     return TensorType(reduce_shape(t.shape, axes, attrs.keepdims), t.dtype)
 
 
-_NO_IDENTITY = ("max", "min", "argmax", "argmin")
+#: Reductions without an identity value (an index): over an empty axis they have no result.
+#: max / min have one (-inf / +inf, an integer type's extremes), as TVM's and ONNX's do, and
+#: give it there, in every executor and in Relax too.
+_NO_IDENTITY = ("argmax", "argmin")
 
 
 def arg_reduce_rel(arg_types: Sequence[Type], attrs, op_name: str = "argreduce") -> TensorType:

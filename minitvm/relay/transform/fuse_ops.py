@@ -302,11 +302,45 @@ class _Fuser(ScopedMutator):
                 else:
                     built[node] = TupleGetItem(new_ops[0], node.index, node.span)
         body = built[root]
-        has_call = any(isinstance(k, Call) for k in built)
-        fn = Function(list(params.values()), body, root._checked_type, None,
-                      {"Primitive": 1 if has_call else 0})
+        if not any(isinstance(k, Call) for k in built):
+            # a group of tuples and field reads only (``(a, b, c).0`` at opt_level 1, before any
+            # pass folded it): nothing to compile, so no function -- the reads stay inline. A
+            # Primitive=0 function here was a call the graph executor cannot run ("cannot run
+            # Function expressions"; build-matrix fuzzer, seed 600086)
+            return _inline(body, dict(zip(params.values(), args, strict=True)))
+        fn = Function(list(params.values()), body, root._checked_type, None, {"Primitive": 1})
         self.num_groups += 1
         return Call(fn, args, None, None, root.span)
+
+
+def _inline(body, values: dict):
+    """``body`` (tuples, field reads, parameters and constants: a call-free group) with each
+    parameter replaced by its value in ``values``; a worklist, not recursion."""
+    done: dict = {}
+    stack = [body]
+    while stack:
+        node = stack[-1]
+        if node in done:
+            stack.pop()
+            continue
+        if isinstance(node, Var):
+            done[node] = values.get(node, node)
+            stack.pop()
+            continue
+        kids = list(node.fields) if isinstance(node, Tuple) else \
+            [node.tuple_value] if isinstance(node, TupleGetItem) else []
+        todo = [k for k in kids if k not in done]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        if isinstance(node, Tuple):
+            done[node] = Tuple([done[k] for k in kids], node.span)
+        elif isinstance(node, TupleGetItem):
+            done[node] = TupleGetItem(done[kids[0]], node.index, node.span)
+        else:  # a constant
+            done[node] = node
+    return done[body]
 
 
 def fuse_ops(func, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH):

@@ -14,6 +14,10 @@ as ``check_relax_sizes(saved=True)``). ``relax_loop_generator``: Relax programs 
 loops (``vm.builtin.update_row``, recurrences), closures and passes before the build, checked
 against their own numpy reference. ``boundaries``: differences a computed value near a jump of
 the program explains (a sort key's near tie, a cast near an integer) are "boundary-dependent".
+``build_matrix``: Relay programs through the graph executor and the VM under a random opt_level
+and ``disabled_pass`` set; ``relax_pass_sequences``: Relax programs through random sequences of
+high-level passes before relax.build; ``cast_generator``: chains of float16 / int8 / uint8 /
+bool casts fed values at the casts' jumps, compared exactly, in both dialects.
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array

@@ -116,7 +116,7 @@ _COMPARISONS = frozenset({"greater", "less", "equal", "not_equal", "greater_equa
 _SELECTIONS = frozenset({"argmax", "argmin", "sort", "argsort", "topk"})
 #: every op ``_boundary`` knows a jump of
 JUMP_OPS = _INTEGER_POINTS | _COMPARISONS | _SELECTIONS | {
-    "round", "floor_divide", "floor_mod", "astype", "cast"}
+    "round", "floor_divide", "floor_mod", "astype", "cast", "sign"}
 
 
 def _scaled(dist: np.ndarray, x: np.ndarray, rtol: float) -> bool:
@@ -153,6 +153,8 @@ def _boundary(name: str, attrs, values: list, rtol: float) -> str | None:
     to = getattr(attrs, "dtype", None) if name in ("astype", "cast") else None
     if to is not None and np.dtype(str(to)).kind in "iub" or name in _INTEGER_POINTS:
         near = _scaled(x - np.round(x), x, rtol)
+    elif name == "sign":  # jumps at 0 (a variance of equal values: 0 or one rounding off)
+        near = _scaled(x, x, rtol)
     elif name == "round":
         near = _scaled(np.abs(x - np.floor(x)) - 0.5, x, rtol)
     elif name in ("floor_divide", "floor_mod") and len(values) > 1:

@@ -376,6 +376,11 @@ class RelaxProgramGenerator:
         keep = self.rng.random() < 0.3
         if name in ("argmax", "argmin"):
             axis = self.rng.choice([None, self.rng.randrange(v.rank)])
+            dims = getattr(v.var.struct_info, "shape", None)
+            values = getattr(dims, "values", None) or ()
+            over = range(len(values)) if axis is None else [axis]
+            if any(getattr(values[a], "value", None) == 0 for a in over if a < len(values)):
+                return None  # a static empty axis: no index to give (the struct info refuses)
             self._use(v)
             return self._emit(getattr(R, name)(v.var, axis=axis, keepdims=keep), 64)
         if name == "cumsum":

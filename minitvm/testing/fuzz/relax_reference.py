@@ -393,6 +393,21 @@ def binding_uses(func) -> tuple[dict, list]:
     return uses, order
 
 
+def _implied(cast: MatchCast) -> bool:
+    """Whether ``cast`` checks nothing its value's struct info does not already state (and so
+    binds no new size)."""
+    from ...ir.structural import structural_equal
+
+    have = getattr(cast.value, "struct_info_", None) or getattr(cast.value, "_struct_info",
+                                                                 None)
+    if have is None:
+        try:
+            have = cast.value.struct_info
+        except Exception:  # noqa: BLE001 - unknown: the cast stays
+            return False
+    return structural_equal(have, cast.struct_info)
+
+
 def feeding(roots: list, uses: dict) -> set:
     """The variables ``roots`` read, transitively."""
     seen: set = set()
@@ -406,20 +421,27 @@ def feeding(roots: list, uses: dict) -> set:
     return seen
 
 
-def evaluate(mod, args: list, name: str = "main", env: dict | None = None):
+def evaluate(mod, args: list, name: str = "main", env: dict | None = None,
+             implied_casts: bool = True):
     """``mod[name](*args)`` evaluated with numpy: an array or a tuple of them. ``env``, when
-    given, is filled with every variable's value (params and the bindings that ran)."""
+    given, is filled with every variable's value (params and the bindings that ran).
+    ``implied_casts=False``: a match_cast to the struct info its value already has does not
+    keep that value live (``CanonicalizeBindings`` removes such casts)."""
     from ...relax.analysis import free_vars
 
     func = mod[name]
     env = {} if env is None else env
     # bindings no result reads are not evaluated (the build drops them: a max over an empty
-    # axis there has no value and needs none); match_casts stay, they bind sizes
+    # axis there has no value and needs none); match_casts stay, they bind sizes and the
+    # build checks them -- with ``implied_casts=False`` not one that casts to the struct info
+    # its value already has (CanonicalizeBindings drops it, as TVM's does: an argmin read
+    # only by such a cast is then dead, Relax pass-sequence seed 600211)
     uses, order = binding_uses(func)
     result_expr = func.body.body if isinstance(func.body, SeqExpr) else func.body
-    live = feeding(free_vars(result_expr) + [u for b in order if isinstance(b, MatchCast)
-                                             for u in uses[b.var]], uses)
-    live |= {b.var for b in order if isinstance(b, MatchCast)}
+    casts = [b for b in order if isinstance(b, MatchCast) and (implied_casts or
+                                                               not _implied(b))]
+    live = feeding(free_vars(result_expr) + [u for b in casts for u in uses[b.var]], uses)
+    live |= {b.var for b in casts}
     sym: dict = {}
     for p, a in zip(func.params, args, strict=True):
         a = np.asarray(a)

@@ -24,6 +24,28 @@ def _reducer(np_fn, name):
     return impl
 
 
+def reduce_identity(name: str, dtype) -> object:
+    """What max / min give over an empty axis (``name`` "max" or "min"): -inf / +inf for
+    floats (ONNX's ReduceMax / ReduceMin, the compiled kernels' init), an integer type's
+    extremes, False / True for bool."""
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return name == "min"
+    if dt.kind in "iu":
+        return np.iinfo(dt).min if name == "max" else np.iinfo(dt).max
+    return -np.inf if name == "max" else np.inf
+
+
+def _extreme(np_fn, name):
+    """numpy's max / min, which raise over an empty axis, giving ``reduce_identity`` there."""
+    def fn(x, axis, keepdims):
+        if x.size == 0:
+            return np_fn(x, axis=axis, keepdims=keepdims, initial=reduce_identity(name, x.dtype))
+        return np_fn(x, axis=axis, keepdims=keepdims)
+
+    return fn
+
+
 def _mean(x, axis, keepdims):
     if np.issubdtype(x.dtype, np.integer):
         count = int(np.prod([x.shape[a] for a in axis])) if axis else 1
@@ -33,7 +55,7 @@ def _mean(x, axis, keepdims):
 
 
 REDUCERS = {
-    "sum": np.sum, "mean": _mean, "max": np.max, "min": np.min, "prod": np.prod,
+    "sum": np.sum, "mean": _mean, "max": _extreme(np.max, "max"), "min": _extreme(np.min, "min"), "prod": np.prod,
     "all": np.all, "any": np.any,
 }
 
