@@ -1681,7 +1681,8 @@ def fourth_models():
 
 # models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20;
 # nn.Fold: Col2Im, opset 18)
-ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18, "dprnn_sep": 18}
+ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18, "dprnn_sep": 18,
+              "deepfill_ctxattn": 18}
 
 
 def make_inputs(spec):
