@@ -27,6 +27,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentysecond  # (..._twentysecond)
     python benchmarks/bench_new_user_models.py --group twentythird  # (..._twentythird)
     python benchmarks/bench_new_user_models.py --group twentyfourth  # (..._twentyfourth)
+    python benchmarks/bench_new_user_models.py --group twentyfifth  # (..._twentyfifth)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -65,6 +66,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
+from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
@@ -1679,7 +1681,8 @@ def fourth_models():
 
 # models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20;
 # nn.Fold: Col2Im, opset 18)
-ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18, "dprnn_sep": 18}
+ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18, "dprnn_sep": 18,
+              "deepfill_ctxattn": 18}
 
 
 def make_inputs(spec):
@@ -1931,7 +1934,8 @@ def main() -> int:
                                         "twelfth", "thirteenth", "fourteenth", "fifteenth",
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
                                         "twentieth", "twentyfirst", "twentysecond",
-                                        "twentythird", "twentyfourth", "all"),
+                                        "twentythird", "twentyfourth", "twentyfifth",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2023,7 +2027,12 @@ def main() -> int:
                     "with a Conv3d positional lambda, a MobileNetV2 with coordinate attention / "
                     "ECA, ResMLP, Fastformer, a lightweight dynamic-conv LM, N-HiTS, a Graph "
                     "U-Net by topk pooling, NODE oblivious trees, a Rainbow DQN, an attentive "
-                    "neural process, a Glow flow with LU 1x1 convs); all")
+                    "neural process, a Glow flow with LU 1x1 convs); twentyfifth: the 12 of the "
+                    "twenty-fifth (a DCCRN complex-mask enhancer by atan2, ConvCRF mean-field "
+                    "by unfold, DeepONet, Hopfield-pooling MIL, DeepFill v2 gated convs and "
+                    "contextual attention, DY-ReLU / FReLU / Meta-ACON, an antialiased "
+                    "BlurPool ResNet, MS-TCN, a Transformer Hawkes process, CPC InfoNCE, "
+                    "CrossViT, a mixture-of-softmaxes LM); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2044,10 +2053,11 @@ def main() -> int:
     nineteenth, twentieth = nineteenth_models(), twentieth_models()
     twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
     twentythird, twentyfourth = twentythird_models(), twentyfourth_models()
+    twentyfifth = twentyfifth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
-             **twentyfirst, **twentysecond, **twentythird, **twentyfourth}
+             **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2056,6 +2066,7 @@ def main() -> int:
              "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
              "twentyfirst": twentyfirst, "twentysecond": twentysecond,
              "twentythird": twentythird, "twentyfourth": twentyfourth,
+             "twentyfifth": twentyfifth,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

@@ -71,6 +71,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
+from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
@@ -103,7 +104,8 @@ def groups() -> dict:
               "seventeenth": seventeenth_models(), "eighteenth": eighteenth_models(),
               "nineteenth": nineteenth_models(), "twentieth": twentieth_models(),
               "twentyfirst": twentyfirst_models(), "twentysecond": twentysecond_models(),
-              "twentythird": twentythird_models(), "twentyfourth": twentyfourth_models()}
+              "twentythird": twentythird_models(), "twentyfourth": twentyfourth_models(),
+              "twentyfifth": twentyfifth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -491,7 +493,7 @@ def main() -> int:
                              "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth",
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
-                             "twentysecond", "twentythird", "twentyfourth",
+                             "twentysecond", "twentythird", "twentyfourth", "twentyfifth",
                              "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),

@@ -572,11 +572,15 @@ class ExprEmitter:
             wide = [bld.fpext(a, wide_t) for a in args]
             if short in vmath.FUNCS:
                 out = vmath.emit(self, short, wide[0])
+            elif short in vmath.BINARY_FUNCS:
+                out = vmath.emit_binary(self, short, *wide)
             else:
                 out = self._libm(short, wide, "float32")
             return bld.fptrunc(out, args[0].type)
         if short in vmath.FUNCS and T.parse_dtype(dtype)[:2] == ("float", 32):
             return vmath.emit(self, short, args[0])
+        if short in vmath.BINARY_FUNCS and T.parse_dtype(dtype)[:2] == ("float", 32):
+            return vmath.emit_binary(self, short, *args)
         if short == "pow" and T.parse_dtype(dtype)[:2] == ("float", 32) and \
                 _number(e.args[1]):
             c = e.args[1]

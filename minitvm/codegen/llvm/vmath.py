@@ -1,4 +1,5 @@
-"""float32 math functions emitted inline as LLVM IR, so they vectorize (no libm call per lane).
+"""float32 math functions emitted inline as LLVM IR, so they vectorize (no libm call per lane):
+the unary ``FUNCS`` and the binary ``atan2`` (DCCRN's complex-mask phase, PointPillars' azimuth).
 
 Each function works the same on scalars and vectors: range reduction, a polynomial evaluated
 with FMAs, and selects for the special values (inf, NaN, zero, under/overflow). The same code
@@ -347,6 +348,33 @@ def _atan(m: _Emit, x):
     return m.copysign(m.add(base_hi, m.add(y, base_lo)), x)
 
 
+def _atan2(m: _Emit, y, x):
+    """atan2(y, x) by octant: a = min(|x|, |y|) / max(|x|, |y|) in [0, 1], r = atan(a) (the
+    reduction of ``_atan``), then pi/2 - r where |y| > |x| and pi - r where x's sign bit is
+    set, the sign of y last. Special values as C's atan2: both zero gives +-0 or +-pi (by the
+    sign of x, -0.0 too), both infinite +-pi/4 or +-3pi/4, one infinite +-pi/2, 0 or +-pi;
+    NaN in either gives NaN."""
+    ax, ay = m.fabs(x), m.fabs(y)
+    steep = m.cmp(">", ay, ax)
+    lo, hi = m.sel(steep, ax, ay), m.sel(steep, ay, ax)
+    a = m.div(lo, hi)
+    a = m.sel(m.cmp("==", hi, m.c(0.0)), m.c(0.0), a)                  # 0 / 0
+    a = m.sel(m.cmp("==", lo, m.c(math.inf)), m.c(1.0), a)             # inf / inf
+    mid = m.cmp(">", a, m.c(0.4142135623730950))
+    t = m.sel(mid, m.div(m.sub(a, m.c(1.0)), m.add(a, m.c(1.0))), a)
+    z = m.mul(t, t)
+    r = m.fma(m.mul(t, z), m.poly(z, _ATAN_Q), t)
+    r = m.add(m.sel(mid, m.c(_QUARTER_PI[0]), m.c(0.0)),
+              m.add(r, m.sel(mid, m.c(_QUARTER_PI[1]), m.c(0.0))))
+    r = m.sel(steep, m.add(m.sub(m.c(_HALF_PI[0]), r), m.c(_HALF_PI[1])), r)
+    xbits = m.b.bitcast(x, m.ity)
+    left = m.b.icmp_signed("<", xbits, m.ci(0))
+    r = m.sel(left, m.add(m.sub(m.c(_PI[0]), r), m.c(_PI[1])), r)
+    out = m.copysign(r, y)
+    nan = m.b.fcmp_unordered("uno", x, y)
+    return m.sel(nan, m.add(x, y), out)
+
+
 _IMPL = {"exp": _exp, "log": _log, "tanh": _tanh, "erf": _erf, "sigmoid": _sigmoid,
          "sin": lambda m, x: _sincos(m, x, "sin"), "cos": lambda m, x: _sincos(m, x, "cos"),
          "asin": _asin, "acos": _acos, "atan": _atan}
@@ -413,3 +441,11 @@ def pow_const_exponent(cg, x, c: float) -> ir.Value | None:
 def emit(cg, name: str, x) -> ir.Value:
     """Inline IR computing ``name(x)`` for a float32 scalar or vector ``x``."""
     return _IMPL[name](_Emit(cg, x.type), x)
+
+
+BINARY_FUNCS = ("atan2",)
+
+
+def emit_binary(cg, name: str, a, b) -> ir.Value:
+    """Inline IR computing ``name(a, b)`` for float32 scalars or vectors of one type."""
+    return {"atan2": _atan2}[name](_Emit(cg, a.type), a, b)

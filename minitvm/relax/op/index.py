@@ -89,6 +89,16 @@ def _slice_len(b, e, s, n, ctx):
     return simplify(diff, ctx)
 
 
+def _inbound_len(b: int, e: int, s: int, n):
+    """The length of ``b:e:s`` taken as given (``assume_inbound``) on a symbolic axis ``n``:
+    ceil((e - b) / s) when both bounds are non-negative and the stride positive (``x[:1]`` of
+    a batch the exporter proved at least 2 has length 1, not ``min(n, 1)``); None otherwise
+    (a negative bound still counts from the end)."""
+    if isinstance(n, IntImm) or s <= 0 or b < 0 or e < 0:
+        return None
+    return IntImm(as_dim(n).dtype, max(0, -(-(e - b) // s)))
+
+
 def canon_index_expr(i, n, s: int, ctx=None):
     """A symbolic index ``i`` into an axis of length ``n`` as the position it reads: negative
     counts from the end, then clamped into [0, n] (stride ``s`` > 0) or [-1, n - 1] (``s`` < 0),
@@ -153,7 +163,9 @@ def _infer_strided_slice(call: Call, ctx) -> StructInfo:
         if s == 0:
             fail(call, "strides must be non-zero")
         if isinstance(b, int) and isinstance(e, int):
-            length = _slice_len(b, e, s, dims[ax], ctx)
+            length = _inbound_len(b, e, s, dims[ax]) if a.assume_inbound else None
+            if length is None:
+                length = _slice_len(b, e, s, dims[ax], ctx)
         else:
             length = _symbolic_slice_len(b, e, s, dims[ax], a.assume_inbound, ctx)
         if length is None:

@@ -8,6 +8,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the `onnx` package")
 
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx_col2im_cases import CASES, col2im_model, fold_reference  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -32,3 +33,25 @@ def test_col2im(case, symbolic):
 def test_col2im_window_count_mismatch_is_an_error():
     with pytest.raises(ONNXImportError, match="10 windows given.*has 11x11"):
         from_onnx(col2im_model((1, 98, 10), (32, 32), (7, 7), (1, 1), (3, 3, 3, 3), (3, 3)))
+
+
+def test_col2im_of_constant_columns():
+    """Columns known at import (DeepFill's fold of ``ones_like``, the overlap count, which
+    the dynamo exporter folds to an initializer) become a constant before the fold."""
+    shape, size, block, dil, pads, strides = CASES[1]
+    cols = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    node = helper.make_node("Col2Im", ["cols", "size", "block"], ["f"], dilations=list(dil),
+                            pads=list(pads), strides=list(strides))
+    ref = fold_reference(cols, size, block, dil, pads, strides)
+    graph = helper.make_graph(
+        [node, helper.make_node("Add", ["x", "f"], ["y"])], "col2im_const",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(ref.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(cols, "cols"),
+         numpy_helper.from_array(np.array(size, "int64"), "size"),
+         numpy_helper.from_array(np.array(block, "int64"), "block")])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    x = np.random.default_rng(1).standard_normal(ref.shape).astype("float32")
+    np.testing.assert_allclose(vm["main"](tvm.nd.array(x)).numpy(), x + ref, rtol=1e-5,
+                               atol=1e-5)

@@ -203,3 +203,20 @@ def test_cholesky_of_a_batch_sized_kernel_matrix():
     model = KernelRegression()
     _, vm = build_dynamic(model, torch.randn(4, 3), max_batch=25)  # (cdist's guard)
     check_batches(model, vm, lambda b: torch.randn(b, 3), (1, 3, 7), rtol=1e-4, atol=1e-4)
+
+
+class FirstRowBroadcast(nn.Module):
+    """A quantity of the first sample broadcast back over the batch (DeepFill's overlap count
+    ``fold(ones_like(patches[:1]))`` dividing the pasted patches)."""
+
+    def forward(self, x):
+        return x / (x[:1].abs().sum(0, keepdim=True) + 1) + x[0:2:2]
+
+
+def test_slice_of_batch_torch_proved_in_bounds_keeps_its_length():
+    model = FirstRowBroadcast()
+    mod, vm = build_dynamic(model, torch.randn(4, 3, 5))
+    text = mod.script()
+    assert "assume_inbound=True" in text and "T.min" not in text
+    check_batches(model, vm, lambda b: torch.randn(b, 3, 5, generator=torch.Generator()
+                                                   .manual_seed(b)), batches=(2, 3, 6))

@@ -465,7 +465,9 @@ def _dequantize_linear(ctx: Context, ins, attrs):
 
 @register("Col2Im")
 def _col2im(ctx, ins, attrs):
-    """Col2Im (opset 18): ``relax.frontend.fold.col2im``."""
+    """Col2Im (opset 18): ``relax.frontend.fold.col2im``. The columns may be known at import
+    time (a fold of ``ones_like`` counting each pixel's overlapping windows, which the exporter
+    folds to an initializer): they become a constant first."""
     geometry = onnx_col2im_geometry(ctx.value(ins[1], "Col2Im's image_shape"),
                                     ctx.value(ins[2], "Col2Im's block_shape"), attrs, ctx.fail)
-    return col2im(ctx, ins[0], *geometry)
+    return col2im(ctx, ctx.expr(ins[0]), *geometry)

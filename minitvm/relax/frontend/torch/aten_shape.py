@@ -112,7 +112,26 @@ def _slice(ctx: AtenContext, args):
         end = d
     if isinstance(start, int) and start == 0 and (end is d) and step == 1:
         return x
-    return ctx.emit(_op.strided_slice(x, [dim], [start], [end], [int(step)]))
+    inbound = _proved_inbound(ctx, d, dim, start, end, int(step))
+    return ctx.emit(_op.strided_slice(x, [dim], [start], [end], [int(step)],
+                                      assume_inbound=inbound))
+
+
+def _proved_inbound(ctx: AtenContext, d, dim: int, start, end, step: int) -> bool:
+    """Whether torch proved the slice ``start:end:step`` of a symbolic axis ``d`` in bounds:
+    its own output extent (the node's ``val``, computed under the export's range constraints)
+    is the unclamped ``ceil((end - start) / step)``. ``x[:1]`` of a batch ``Dim`` (at least 2)
+    then keeps length 1 where the slice rule alone gives ``min(batch, 1)``, which no later
+    broadcast against the batch can resolve."""
+    if isinstance(d, int) or not all(isinstance(v, int) for v in (start, end)) or step <= 0 \
+            or start < 0 or end < 0:
+        return False
+    val = ctx.node.meta.get("val") if ctx.node is not None else None
+    shape = getattr(val, "shape", None)
+    if shape is None or len(shape) <= dim:
+        return False
+    extent = ctx.sym(shape[dim])
+    return isinstance(extent, int) and extent == max(0, -(-(end - start) // step))
 
 
 @register("select.int")

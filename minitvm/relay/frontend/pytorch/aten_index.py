@@ -9,7 +9,7 @@ import numpy as np
 from ....frontend_common.torch_take_along import take_along_plan
 from ... import expr as _expr
 from ... import op as _op
-from .aten import _is_expr, _norm_dim, _scalar_like, register
+from .aten import _is_expr, _norm_dim, _pair, _scalar_like, register
 
 
 @register("embedding")
@@ -46,12 +46,21 @@ def _masked_scatter(ctx, args):
 
 @register("where")
 def _where(ctx, args):
+    """``torch.where(cond, a, b)``: the branches take the dtype torch promotes them to
+    (``_pair``); with two Python numbers (``torch.where(keep, 0.0, -1e9)``, an additive
+    mask) that is the default dtype of the numbers' kind, broadcast by ``where`` to ``cond``."""
     c, a, b = args[:3]
-    if not _is_expr(a):
-        a = _scalar_like(ctx, a, b)
-    if not _is_expr(b):
-        b = _scalar_like(ctx, b, a)
+    if not _is_expr(a) and not _is_expr(b):
+        dt = _numbers_dtype(a, b)
+        return _op.where(c, _expr.const(np.array(a, dt), dt), _expr.const(np.array(b, dt), dt))
+    a, b = _pair(ctx, a, b)
     return _op.where(c, a, b)
+
+
+def _numbers_dtype(*values) -> str:
+    """The dtype torch gives a result computed from Python numbers alone: float32 (torch's
+    default) when any is a float, int64 otherwise (TorchScript traces no bool pair)."""
+    return "float32" if any(isinstance(v, float) for v in values) else "int64"
 
 
 @register("index_select")

@@ -54,6 +54,35 @@ def test_infer_assume_inbound_and_unknown_stride():
     assert out.shape is None and out.ndim == 2
 
 
+def test_infer_constant_bounds_assume_inbound_on_symbolic_axis():
+    """``x[:1]`` / ``x[1:5:2]`` of a symbolic axis taken in bounds: the given length, not
+    ``min(n, 1)``; without the flag, or with a negative bound, the clamped length as before."""
+    x = relax.Var("x", relax.TensorStructInfo([n, 9], "float32"))
+    out = R.infer_struct_info(R.strided_slice(x, [0], [0], [1], assume_inbound=True))
+    assert isinstance(out.shape[0], tir.IntImm) and int(out.shape[0]) == 1
+    out = R.infer_struct_info(R.strided_slice(x, [0], [1], [5], [2], assume_inbound=True))
+    assert int(out.shape[0]) == 2
+    out = R.infer_struct_info(R.strided_slice(x, [0], [0], [1]))
+    assert Analyzer().can_prove_equal(out.shape[0], tir.Min(n, 1))
+    out = R.infer_struct_info(R.strided_slice(x, [0], [-2], [n], assume_inbound=True))
+    assert not isinstance(out.shape[0], tir.IntImm)
+
+
+def test_build_constant_bounds_assume_inbound_runs():
+    x = relax.Var("x", relax.TensorStructInfo([n, 3], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            head = bb.emit(R.strided_slice(x, [0], [1], [3], assume_inbound=True))
+            gv = bb.emit_output(R.add(head, R.sum(x, [0], True)))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    for nv in (3, 5):
+        a = np.arange(nv * 3, dtype="float32").reshape(nv, 3)
+        np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(),
+                                   a[1:3] + a.sum(0, keepdims=True))
+
+
 def check(before: str, expected: str):
     mod = from_source(before)
     text = mod.script()
