@@ -185,7 +185,10 @@ class ExprEmitter:
     def emit(self, root, memo: dict | None = None):
         memo = {} if memo is None else memo
         data = self._data_ids()
-        emit_node, children = self._emit_node, expr_children
+        children = expr_children
+        handlers, generic = _EMITTERS, self._emit_node
+        leaves, plain, consts = _LEAVES, _PLAIN, self._int_consts
+        call_t, let_t, load_t, int_t = E.Call, E.Let, E.BufferLoad, E.IntImm
         stack = [(root, None)]  # (node, its operands once they are queued)
         pop, push = stack.pop, stack.append
         while stack:
@@ -193,29 +196,46 @@ class ExprEmitter:
             key = id(node)
             if key in memo:
                 continue
+            t = type(node)
             if deps is None:
-                if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
+                if t is call_t and node.op_name == "tir.if_then_else":
                     deps = (node.args[0],)
-                elif isinstance(node, E.Call) and node.op_name == "tir.prefetch":
+                elif t is call_t and node.op_name == "tir.prefetch":
                     deps = _address_operands(node)  # (the element is not loaded)
-                elif isinstance(node, E.Let):
+                elif t is let_t:
                     deps = (node.value,)
-                else:
+                elif t in leaves:
+                    deps = ()
+                elif t in plain:
                     deps = children(node)
+                else:
+                    deps = self._deps(node)
                 if deps:  # operands first, then this node again
                     push((node, deps))
                     for c in deps:
-                        if id(c) not in memo:
+                        ck = id(c)
+                        if ck in memo:
+                            continue
+                        if type(c) is int_t:
+                            # a constant operand: no instruction, no order to keep
+                            v = c.value
+                            ckey = (c.dtype, type(v), v)
+                            k = consts.get(ckey)
+                            if k is None:
+                                k = consts[ckey] = ir.Constant(T.llvm_type(c.dtype), v)
+                            memo[ck] = k
+                        else:
                             push((c, None))
                     continue
-            if type(node) is E.BufferLoad:
+            if t is load_t:
                 data.add(key)
             else:
                 for c in deps:
                     if id(c) in data:
                         data.add(key)
                         break
-            memo[key] = emit_node(node, memo)
+            h = handlers.get(t)
+            memo[key] = h(self, node, memo) if h is not None else generic(node, memo)
         return memo[id(root)]
 
     def emit_scalar(self, e) -> ir.Value:
@@ -226,6 +246,8 @@ class ExprEmitter:
 
     @staticmethod
     def _deps(node) -> tuple:
+        """The operands ``emit`` evaluates before ``node`` (not an if_then_else's arms, nor a
+        Let's body, nor the element a prefetch names)."""
         if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
             return (node.args[0],)
         if isinstance(node, E.Call) and node.op_name == "tir.prefetch":
@@ -285,6 +307,35 @@ class ExprEmitter:
         if t is E.StringImm:
             return self._cstring(e.value)
         raise NotImplementedError(f"llvm codegen does not support {t.__name__}")
+
+    def _emit_int(self, e, memo):  # one constant per distinct (dtype, value)
+        v = e.value
+        ckey = (e.dtype, type(v), v)
+        c = self._int_consts.get(ckey)
+        if c is None:
+            c = self._int_consts[ckey] = ir.Constant(T.llvm_type(e.dtype), v)
+        return c
+
+    def _emit_var(self, e, memo):
+        try:
+            return self.env[id(e)]
+        except KeyError:
+            raise ValueError(f"variable {e.name!r} is not defined here") from None
+
+    def _emit_binary(self, e, memo):
+        return self._binary(e, memo[id(e.a)], memo[id(e.b)])
+
+    def _emit_cast(self, e, memo):
+        return self._cast(memo[id(e.value)], e.value.dtype, e.dtype)
+
+    def _emit_load(self, e, memo):
+        return self.load(e.buffer, [memo[id(i)] for i in e.indices])
+
+    def _emit_broadcast(self, e, memo):
+        return self.broadcast(memo[id(e.value)], e.lanes)
+
+    def _emit_call(self, e, memo):
+        return self._call(e, memo)
 
     # ---------------------------------------------------------------- vectors
     def broadcast(self, v, lanes: int):
@@ -686,3 +737,20 @@ class ExprEmitter:
         gv.linkage = "internal"
         gv.initializer = ir.Constant(ty, data)
         return gv
+
+
+# exact node type -> its emitter (``emit``'s dispatch; any other type, a subclass included,
+# goes through ``_emit_node``'s isinstance chain)
+_EMITTERS: dict = {
+    E.IntImm: ExprEmitter._emit_int, E.Var: ExprEmitter._emit_var,
+    E.SizeVar: ExprEmitter._emit_var, E.Cast: ExprEmitter._emit_cast,
+    E.BufferLoad: ExprEmitter._emit_load, E.Broadcast: ExprEmitter._emit_broadcast,
+    E.Call: ExprEmitter._emit_call,
+    **{t: ExprEmitter._emit_binary for t in (
+        E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max, E.EQ, E.NE,
+        E.LT, E.LE, E.GT, E.GE, E.And, E.Or)},
+}
+# node types without operands
+_LEAVES = frozenset((E.IntImm, E.FloatImm, E.Var, E.SizeVar, E.StringImm))
+# node types (not Call, not Let) whose operands are all evaluated first
+_PLAIN = frozenset(t for t in (*_EMITTERS, E.Not, E.Select, E.Ramp) if t is not E.Call)
