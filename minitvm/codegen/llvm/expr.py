@@ -32,6 +32,20 @@ def _number(e) -> bool:
     return isinstance(e, E.FloatImm) and e.value == e.value
 
 
+_INT_ARITH = {E.Add: "add", E.Sub: "sub", E.Mul: "mul"}
+
+
+def _dtype_kind(dtype: str) -> str:
+    """``"int"``, ``"uint"``, ``"float"``, ... of ``dtype`` (``types.parse_dtype``'s kind)."""
+    kind = _KINDS.get(dtype)
+    if kind is None:
+        kind = _KINDS[dtype] = T.parse_dtype(dtype)[0]
+    return kind
+
+
+_KINDS: dict = {}
+
+
 class RampVal:
     """The integer vector ``base + [0, stride, 2*stride, ...]`` kept symbolic."""
 
@@ -49,14 +63,32 @@ def _address_operands(call) -> tuple:
     return tuple(ld.indices) if isinstance(ld, E.BufferLoad) else ()
 
 
+_VECTOR, _INT, _CONSTANT = ir.VectorType, ir.IntType, ir.Constant
+# the builder's own values: never constants (``const_int``'s quick answer)
+_INSTRUCTIONS = frozenset((textir.Instr, textir.Alloca, textir.Phi, textir.Argument))
+
+
 def lanes_of(v) -> int:
+    # (exact type tests first: this runs for nearly every operand of every instruction)
+    if type(v) is RampVal:
+        return v.lanes
+    t = v.type
+    if type(t) is _VECTOR:
+        return t.count
     if isinstance(v, RampVal):
         return v.lanes
-    return v.type.count if isinstance(v.type, ir.VectorType) else 1
+    return t.count if isinstance(t, ir.VectorType) else 1
 
 
 def const_int(v) -> int | None:
     """The value of a scalar integer constant (8 bits or wider), else None."""
+    cls = type(v)
+    if cls in _INSTRUCTIONS:
+        return None
+    if cls is _CONSTANT:
+        t, c = v.type, v.constant
+        if type(t) is _INT and type(c) is int:
+            return c if t.width >= 8 else None
     if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and v.type.width >= 8 \
             and isinstance(v.constant, int) and not isinstance(v.constant, bool):
         return v.constant
@@ -74,7 +106,7 @@ def fold_int(builder: textir.IRBuilder, op: str, a, b, flags=()):
     Python: index arithmetic is full of them, and every instruction not emitted is one LLVM's
     optimizer does not have to remove (about a seventh of a conv kernel's IR)."""
     ca, cb = const_int(a), const_int(b)
-    if a.type != b.type:
+    if a.type is not b.type and a.type != b.type:
         ca = cb = None  # (an error for the builder to report)
     if ca is not None and cb is not None:
         v = ca + cb if op == "add" else ca - cb if op == "sub" else ca * cb
@@ -364,14 +396,18 @@ class ExprEmitter:
     # ---------------------------------------------------------------- arithmetic
     def _binary(self, e, a, b):
         dtype = e.a.dtype
-        ramp = isinstance(a, RampVal) or isinstance(b, RampVal)
         t = type(e)
-        if ramp and t in (E.Add, E.Sub, E.Mul):
+        if (isinstance(a, RampVal) or isinstance(b, RampVal)) and t in (E.Add, E.Sub, E.Mul):
             r = self._ramp_arith(t, a, b)
             if r is not None:
                 return r
-        a, b = self._match(a, b)
+        if lanes_of(a) != 1 or lanes_of(b) != 1:
+            a, b = self._match(a, b)
         bld = self.builder
+        kind = _dtype_kind(dtype)
+        if t in _INT_ARITH and kind == "int":  # (the common case: signed index arithmetic)
+            nsw = () if id(e) in self._data_ids() else ("nsw",)
+            return fold_int(bld, _INT_ARITH[t], a, b, nsw)
         if isinstance(e, E.CmpOp):
             if t is E.And:
                 return bld.and_(a, b)
