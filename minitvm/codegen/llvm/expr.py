@@ -64,6 +64,8 @@ def _address_operands(call) -> tuple:
 
 
 _VECTOR, _INT, _CONSTANT = ir.VectorType, ir.IntType, ir.Constant
+_SCALAR_TYPES = frozenset((ir.IntType, ir.FloatType, ir.DoubleType, ir.HalfType,
+                           ir.PointerType))
 # the builder's own values: never constants (``const_int``'s quick answer)
 _INSTRUCTIONS = frozenset((textir.Instr, textir.Alloca, textir.Phi, textir.Argument))
 
@@ -73,10 +75,11 @@ def lanes_of(v) -> int:
     if type(v) is RampVal:
         return v.lanes
     t = v.type
-    if type(t) is _VECTOR:
+    tt = type(t)
+    if tt in _SCALAR_TYPES:
+        return 1
+    if tt is _VECTOR:
         return t.count
-    if isinstance(v, RampVal):
-        return v.lanes
     return t.count if isinstance(t, ir.VectorType) else 1
 
 
