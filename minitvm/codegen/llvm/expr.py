@@ -224,6 +224,7 @@ class ExprEmitter:
         handlers, generic = _EMITTERS, self._emit_node
         leaves, plain, consts = _LEAVES, _PLAIN, self._int_consts
         call_t, let_t, load_t, int_t = E.Call, E.Let, E.BufferLoad, E.IntImm
+        var_t, size_var_t = E.Var, E.SizeVar
         stack = [(root, None)]  # (node, its operands once they are queued)
         pop, push = stack.pop, stack.append
         while stack:
@@ -247,11 +248,14 @@ class ExprEmitter:
                     deps = self._deps(node)
                 if deps:  # operands first, then this node again
                     push((node, deps))
+                    mark = len(stack)
+                    env = self.env
                     for c in deps:
                         ck = id(c)
                         if ck in memo:
                             continue
-                        if type(c) is int_t:
+                        tc = type(c)
+                        if tc is int_t:
                             # a constant operand: no instruction, no order to keep
                             v = c.value
                             ckey = (c.dtype, type(v), v)
@@ -259,9 +263,13 @@ class ExprEmitter:
                             if k is None:
                                 k = consts[ckey] = ir.Constant(T.llvm_type(c.dtype), v)
                             memo[ck] = k
+                        elif (tc is var_t or tc is size_var_t) and ck in env:
+                            memo[ck] = env[ck]  # a bound variable: its value, as _emit_var
                         else:
                             push((c, None))
-                    continue
+                    if len(stack) != mark:
+                        continue
+                    pop()  # every operand is known: this node is next anyway
             if t is load_t:
                 data.add(key)
             else:
