@@ -32,6 +32,20 @@ def _number(e) -> bool:
     return isinstance(e, E.FloatImm) and e.value == e.value
 
 
+_INT_ARITH = {E.Add: "add", E.Sub: "sub", E.Mul: "mul"}
+
+
+def _dtype_kind(dtype: str) -> str:
+    """``"int"``, ``"uint"``, ``"float"``, ... of ``dtype`` (``types.parse_dtype``'s kind)."""
+    kind = _KINDS.get(dtype)
+    if kind is None:
+        kind = _KINDS[dtype] = T.parse_dtype(dtype)[0]
+    return kind
+
+
+_KINDS: dict = {}
+
+
 class RampVal:
     """The integer vector ``base + [0, stride, 2*stride, ...]`` kept symbolic."""
 
@@ -49,14 +63,35 @@ def _address_operands(call) -> tuple:
     return tuple(ld.indices) if isinstance(ld, E.BufferLoad) else ()
 
 
+_VECTOR, _INT, _CONSTANT = ir.VectorType, ir.IntType, ir.Constant
+_SCALAR_TYPES = frozenset((ir.IntType, ir.FloatType, ir.DoubleType, ir.HalfType,
+                           ir.PointerType))
+# the builder's own values: never constants (``const_int``'s quick answer)
+_INSTRUCTIONS = frozenset((textir.Instr, textir.Alloca, textir.Phi, textir.Argument))
+
+
 def lanes_of(v) -> int:
-    if isinstance(v, RampVal):
+    # (exact type tests first: this runs for nearly every operand of every instruction)
+    if type(v) is RampVal:
         return v.lanes
-    return v.type.count if isinstance(v.type, ir.VectorType) else 1
+    t = v.type
+    tt = type(t)
+    if tt in _SCALAR_TYPES:
+        return 1
+    if tt is _VECTOR:
+        return t.count
+    return t.count if isinstance(t, ir.VectorType) else 1
 
 
 def const_int(v) -> int | None:
     """The value of a scalar integer constant (8 bits or wider), else None."""
+    cls = type(v)
+    if cls in _INSTRUCTIONS:
+        return None
+    if cls is _CONSTANT:
+        t, c = v.type, v.constant
+        if type(t) is _INT and type(c) is int:
+            return c if t.width >= 8 else None
     if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and v.type.width >= 8 \
             and isinstance(v.constant, int) and not isinstance(v.constant, bool):
         return v.constant
@@ -74,7 +109,7 @@ def fold_int(builder: textir.IRBuilder, op: str, a, b, flags=()):
     Python: index arithmetic is full of them, and every instruction not emitted is one LLVM's
     optimizer does not have to remove (about a seventh of a conv kernel's IR)."""
     ca, cb = const_int(a), const_int(b)
-    if a.type != b.type:
+    if a.type is not b.type and a.type != b.type:
         ca = cb = None  # (an error for the builder to report)
     if ca is not None and cb is not None:
         v = ca + cb if op == "add" else ca - cb if op == "sub" else ca * cb
@@ -185,7 +220,11 @@ class ExprEmitter:
     def emit(self, root, memo: dict | None = None):
         memo = {} if memo is None else memo
         data = self._data_ids()
-        emit_node, children = self._emit_node, expr_children
+        children = expr_children
+        handlers, generic = _EMITTERS, self._emit_node
+        leaves, plain, consts = _LEAVES, _PLAIN, self._int_consts
+        call_t, let_t, load_t, int_t = E.Call, E.Let, E.BufferLoad, E.IntImm
+        var_t, size_var_t = E.Var, E.SizeVar
         stack = [(root, None)]  # (node, its operands once they are queued)
         pop, push = stack.pop, stack.append
         while stack:
@@ -193,29 +232,53 @@ class ExprEmitter:
             key = id(node)
             if key in memo:
                 continue
+            t = type(node)
             if deps is None:
-                if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
+                if t is call_t and node.op_name == "tir.if_then_else":
                     deps = (node.args[0],)
-                elif isinstance(node, E.Call) and node.op_name == "tir.prefetch":
+                elif t is call_t and node.op_name == "tir.prefetch":
                     deps = _address_operands(node)  # (the element is not loaded)
-                elif isinstance(node, E.Let):
+                elif t is let_t:
                     deps = (node.value,)
-                else:
+                elif t in leaves:
+                    deps = ()
+                elif t in plain:
                     deps = children(node)
+                else:
+                    deps = self._deps(node)
                 if deps:  # operands first, then this node again
                     push((node, deps))
+                    mark = len(stack)
+                    env = self.env
                     for c in deps:
-                        if id(c) not in memo:
+                        ck = id(c)
+                        if ck in memo:
+                            continue
+                        tc = type(c)
+                        if tc is int_t:
+                            # a constant operand: no instruction, no order to keep
+                            v = c.value
+                            ckey = (c.dtype, type(v), v)
+                            k = consts.get(ckey)
+                            if k is None:
+                                k = consts[ckey] = ir.Constant(T.llvm_type(c.dtype), v)
+                            memo[ck] = k
+                        elif (tc is var_t or tc is size_var_t) and ck in env:
+                            memo[ck] = env[ck]  # a bound variable: its value, as _emit_var
+                        else:
                             push((c, None))
-                    continue
-            if type(node) is E.BufferLoad:
+                    if len(stack) != mark:
+                        continue
+                    pop()  # every operand is known: this node is next anyway
+            if t is load_t:
                 data.add(key)
             else:
                 for c in deps:
                     if id(c) in data:
                         data.add(key)
                         break
-            memo[key] = emit_node(node, memo)
+            h = handlers.get(t)
+            memo[key] = h(self, node, memo) if h is not None else generic(node, memo)
         return memo[id(root)]
 
     def emit_scalar(self, e) -> ir.Value:
@@ -226,6 +289,8 @@ class ExprEmitter:
 
     @staticmethod
     def _deps(node) -> tuple:
+        """The operands ``emit`` evaluates before ``node`` (not an if_then_else's arms, nor a
+        Let's body, nor the element a prefetch names)."""
         if isinstance(node, E.Call) and node.op_name == "tir.if_then_else":
             return (node.args[0],)
         if isinstance(node, E.Call) and node.op_name == "tir.prefetch":
@@ -286,6 +351,35 @@ class ExprEmitter:
             return self._cstring(e.value)
         raise NotImplementedError(f"llvm codegen does not support {t.__name__}")
 
+    def _emit_int(self, e, memo):  # one constant per distinct (dtype, value)
+        v = e.value
+        ckey = (e.dtype, type(v), v)
+        c = self._int_consts.get(ckey)
+        if c is None:
+            c = self._int_consts[ckey] = ir.Constant(T.llvm_type(e.dtype), v)
+        return c
+
+    def _emit_var(self, e, memo):
+        try:
+            return self.env[id(e)]
+        except KeyError:
+            raise ValueError(f"variable {e.name!r} is not defined here") from None
+
+    def _emit_binary(self, e, memo):
+        return self._binary(e, memo[id(e.a)], memo[id(e.b)])
+
+    def _emit_cast(self, e, memo):
+        return self._cast(memo[id(e.value)], e.value.dtype, e.dtype)
+
+    def _emit_load(self, e, memo):
+        return self.load(e.buffer, [memo[id(i)] for i in e.indices])
+
+    def _emit_broadcast(self, e, memo):
+        return self.broadcast(memo[id(e.value)], e.lanes)
+
+    def _emit_call(self, e, memo):
+        return self._call(e, memo)
+
     # ---------------------------------------------------------------- vectors
     def broadcast(self, v, lanes: int):
         if isinstance(v, RampVal):
@@ -313,14 +407,18 @@ class ExprEmitter:
     # ---------------------------------------------------------------- arithmetic
     def _binary(self, e, a, b):
         dtype = e.a.dtype
-        ramp = isinstance(a, RampVal) or isinstance(b, RampVal)
         t = type(e)
-        if ramp and t in (E.Add, E.Sub, E.Mul):
+        if (isinstance(a, RampVal) or isinstance(b, RampVal)) and t in (E.Add, E.Sub, E.Mul):
             r = self._ramp_arith(t, a, b)
             if r is not None:
                 return r
-        a, b = self._match(a, b)
+        if lanes_of(a) != 1 or lanes_of(b) != 1:
+            a, b = self._match(a, b)
         bld = self.builder
+        kind = _dtype_kind(dtype)
+        if t in _INT_ARITH and kind == "int":  # (the common case: signed index arithmetic)
+            nsw = () if id(e) in self._data_ids() else ("nsw",)
+            return fold_int(bld, _INT_ARITH[t], a, b, nsw)
         if isinstance(e, E.CmpOp):
             if t is E.And:
                 return bld.and_(a, b)
@@ -690,3 +788,20 @@ class ExprEmitter:
         gv.linkage = "internal"
         gv.initializer = ir.Constant(ty, data)
         return gv
+
+
+# exact node type -> its emitter (``emit``'s dispatch; any other type, a subclass included,
+# goes through ``_emit_node``'s isinstance chain)
+_EMITTERS: dict = {
+    E.IntImm: ExprEmitter._emit_int, E.Var: ExprEmitter._emit_var,
+    E.SizeVar: ExprEmitter._emit_var, E.Cast: ExprEmitter._emit_cast,
+    E.BufferLoad: ExprEmitter._emit_load, E.Broadcast: ExprEmitter._emit_broadcast,
+    E.Call: ExprEmitter._emit_call,
+    **{t: ExprEmitter._emit_binary for t in (
+        E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max, E.EQ, E.NE,
+        E.LT, E.LE, E.GT, E.GE, E.And, E.Or)},
+}
+# node types without operands
+_LEAVES = frozenset((E.IntImm, E.FloatImm, E.Var, E.SizeVar, E.StringImm))
+# node types (not Call, not Let) whose operands are all evaluated first
+_PLAIN = frozenset(t for t in (*_EMITTERS, E.Not, E.Select, E.Ramp) if t is not E.Call)

@@ -518,6 +518,8 @@ class StmtEmitter:
         return ir.IntType(8) if dtype == "bool" else T.scalar_type(dtype)
 
     def to_i64(self, v):
+        if type(v) is not RampVal and v.type is T.I64:  # (most index values already are)
+            return v
         if isinstance(v, RampVal):
             return RampVal(self.to_i64(v.base), v.stride, v.lanes)
         et = v.type.element if isinstance(v.type, ir.VectorType) else v.type
@@ -528,6 +530,19 @@ class StmtEmitter:
                              T.I64 if lanes == 1 else ir.VectorType(T.I64, lanes))
 
     def _strides(self, buf) -> list:
+        """Each dimension's stride in elements: a Python int where it is a constant, else an
+        i64 value (computed here, at the access). All-constant strides are worked out once
+        per buffer: they need no instruction, and every access of the buffer asks."""
+        cache = self.__dict__.setdefault("_const_strides", {})
+        hit = cache.get(id(buf))
+        if hit is not None and hit[0] is buf:
+            return list(hit[1])
+        out = self._compute_strides(buf)
+        if all(type(st) is int for st in out):
+            cache[id(buf)] = (buf, tuple(out))  # (holding buf: its id is not reused)
+        return out
+
+    def _compute_strides(self, buf) -> list:
         if buf.strides:
             return [(_const_int(st) if _const_int(st) is not None
                      else self.to_i64(self.emit_scalar(st))) for st in buf.strides]
