@@ -41,6 +41,7 @@ from ..expr import (
 from ..op import memory
 from ..struct_info import TupleStructInfo
 from .lower_utils import (
+    Leaves,
     Namer,
     dtype_bytes,
     no_gc,
@@ -121,6 +122,7 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
     bounds = _upper_bounds(func)
     canon = Canon()  # one numbering of the variables for the whole function
     namer = Namer(func)
+    leaves = Leaves()
     stats = [0, 0]
 
     def rewrite(bindings, body, top):
@@ -198,7 +200,8 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
             shape, dtype = alloc_at[i]
             # the allocation's own shape node: an IR node may be shared, and a copy of it (a
             # tuple of its dimensions, their struct info) was a sixth of the pass
-            t = normalized(memory.alloc_tensor(tok.var, 0, shape, dtype), mod)
+            t = normalized(memory.alloc_tensor(tok.var, leaves.prim(0), shape,
+                                               leaves.dtype(dtype)), mod)
             out.append(VarBinding(b.var, t, b.span))
         return out, body
 
