@@ -6,14 +6,31 @@ inside nested If branches count at the If."""
 
 from __future__ import annotations
 
+from ...ir.expr import GlobalVar
 from ...ir.op import Op
-from ..expr import Call, Function, Var, VarBinding
+from ..expr import (
+    Call,
+    Constant,
+    DataflowVar,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    Var,
+    VarBinding,
+)
 from ..op import memory
-from .lower_utils import Namer, function_rewrite_pass, normalized, rewrite_function_seqs, vars_used
+from .lower_utils import Namer, function_rewrite_pass, rewrite_function_seqs, vars_used
 from .utils import register
 
 __all__ = ["KillAfterLastUse", "kill_after_last_use"]
 
+# operands that are themselves (a Var's subclasses, constants, ...): no walk to find variables
+_LEAVES = frozenset({Var, DataflowVar, Constant, PrimValue, ShapeExpr, StringImm, DataTypeImm,
+                     GlobalVar, ExternFunc})
+_VARS = frozenset({Var, DataflowVar})
 _KILL = {"relax.memory.alloc_storage": memory.kill_storage,
          "relax.memory.alloc_tensor": memory.kill_tensor}
 
@@ -28,10 +45,22 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         killable: dict[Var, object] = {}
         last: dict[Var, int] = {}
         for i, b in enumerate(bindings):
-            for u in vars_used(b.value):
+            v = b.value
+            if type(v) is Call and all(type(a) in _LEAVES for a in v.args):
+                # a call of leaves (most bindings): its variables without vars_used's list
+                if type(v.op) in _VARS and v.op in killable:
+                    last[v.op] = i
+                for a in v.args:
+                    if type(a) in _VARS and a in killable:
+                        last[a] = i
+                kill = _KILL.get(v.op.name) if isinstance(v.op, Op) else None
+                if kill is not None:
+                    killable[b.var] = kill
+                    last.setdefault(b.var, i)
+                continue
+            for u in vars_used(v):
                 if u in killable:
                     last[u] = i
-            v = b.value
             if isinstance(v, Call) and isinstance(v.op, Op) and v.op.name in _KILL:
                 killable[b.var] = _KILL[v.op.name]
                 last.setdefault(b.var, i)
@@ -49,8 +78,13 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
             if not kills:
                 continue
             # tensors before their storage, as TVM orders them
-            for var in sorted(kills, key=lambda x: killable[x] is memory.kill_storage):
-                k = normalized(killable[var](var), mod)
+            if len(kills) > 1:
+                kills.sort(key=lambda x: killable[x] is memory.kill_storage)
+            for var in kills:
+                # (a kill of a typed variable: its struct info from the op's own rule, without
+                # a trip through the normalizer)
+                k = killable[var](var)
+                k._checked_type = memory.infer_kill(k, None)
                 out.append(VarBinding(Var(namer.fresh("_"), k.struct_info), k))
                 count += 1
         return out, body
