@@ -6,18 +6,11 @@ inside nested If branches count at the If."""
 
 from __future__ import annotations
 
-from ...ir.expr import GlobalVar
 from ...ir.op import Op
+from ..analysis.leaf_reads import leaf_reads
 from ..expr import (
     Call,
-    Constant,
-    DataflowVar,
-    DataTypeImm,
-    ExternFunc,
     Function,
-    PrimValue,
-    ShapeExpr,
-    StringImm,
     Var,
     VarBinding,
 )
@@ -27,10 +20,6 @@ from .utils import register
 
 __all__ = ["KillAfterLastUse", "kill_after_last_use"]
 
-# operands that are themselves (a Var's subclasses, constants, ...): no walk to find variables
-_LEAVES = frozenset({Var, DataflowVar, Constant, PrimValue, ShapeExpr, StringImm, DataTypeImm,
-                     GlobalVar, ExternFunc})
-_VARS = frozenset({Var, DataflowVar})
 _KILL = {"relax.memory.alloc_storage": memory.kill_storage,
          "relax.memory.alloc_tensor": memory.kill_tensor}
 
@@ -46,24 +35,16 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         last: dict[Var, int] = {}
         for i, b in enumerate(bindings):
             v = b.value
-            if type(v) is Call and all(type(a) in _LEAVES for a in v.args):
-                # a call of leaves (most bindings): its variables without vars_used's list
-                if type(v.op) in _VARS and v.op in killable:
-                    last[v.op] = i
-                for a in v.args:
-                    if type(a) in _VARS and a in killable:
-                        last[a] = i
-                kill = _KILL.get(v.op.name) if isinstance(v.op, Op) else None
+            # a call of leaves (most bindings): its variables without vars_used's walk
+            reads = leaf_reads(v)
+            for u in vars_used(v) if reads is None else reads:
+                if u in killable:
+                    last[u] = i
+            if isinstance(v, Call) and isinstance(v.op, Op):
+                kill = _KILL.get(v.op.name)
                 if kill is not None:
                     killable[b.var] = kill
                     last.setdefault(b.var, i)
-                continue
-            for u in vars_used(v):
-                if u in killable:
-                    last[u] = i
-            if isinstance(v, Call) and isinstance(v.op, Op) and v.op.name in _KILL:
-                killable[b.var] = _KILL[v.op.name]
-                last.setdefault(b.var, i)
         for u in vars_used(body):
             last.pop(u, None)
         after: dict[int, list[Var]] = {}

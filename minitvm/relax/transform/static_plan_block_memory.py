@@ -26,6 +26,7 @@ from ...ir.prim_expr import IntImm
 from ...tir.function import PrimFunc
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
+from ..analysis.leaf_reads import leaf_reads
 from ..expr import (
     Call,
     DataTypeImm,
@@ -141,7 +142,8 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
                 last_use[i] = i
                 continue
             held = None
-            for u in vars_used(v):
+            reads = leaf_reads(v)  # (a call of leaves, most bindings: no walk)
+            for u in vars_used(v) if reads is None else reads:
                 found = alias.get(u)
                 if found:
                     if held is None:
