@@ -90,7 +90,8 @@ def _infer_memory_alloc_tensor(call: Call, ctx) -> StructInfo:
     return tensor_sinfo_from(call, call.args[2], call.args[3])
 
 
-def _infer_kill(call: Call, ctx) -> StructInfo:
+def infer_kill(call: Call, ctx=None) -> StructInfo:
+    """The struct info of a kill (an empty tuple), the arity checked."""
     if len(call.args) != 1:
         _fail(call, f"expects 1 argument, got {len(call.args)}")
     return TupleStructInfo([])
@@ -102,7 +103,7 @@ register_op_rule("relax.memory.alloc_storage", _infer_alloc_storage,
 register_op_rule("relax.memory.alloc_tensor", _infer_memory_alloc_tensor,
                  arguments=("storage", "offset", "shape", "dtype"),
                  description="a tensor in a storage")
-register_op_rule("relax.memory.kill_storage", _infer_kill, purity=False, num_inputs=1,
+register_op_rule("relax.memory.kill_storage", infer_kill, purity=False, num_inputs=1,
                  arguments=("storage",), description="end the life of a storage")
-register_op_rule("relax.memory.kill_tensor", _infer_kill, purity=False, num_inputs=1,
+register_op_rule("relax.memory.kill_tensor", infer_kill, purity=False, num_inputs=1,
                  arguments=("tensor",), description="end the life of a tensor")

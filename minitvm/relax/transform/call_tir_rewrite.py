@@ -18,7 +18,7 @@ from ...ir.op import Op
 from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, Var, VarBinding
 from ..op.builtin import alloc_tensor
 from ..struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
-from .lower_utils import Namer, function_rewrite_pass, normalized, rewrite_function_seqs
+from .lower_utils import Leaves, Namer, function_rewrite_pass, normalized, rewrite_function_seqs
 from .utils import register
 
 __all__ = ["CallTIRRewrite", "call_tir_rewrite"]
@@ -33,6 +33,7 @@ def _is_dps(value) -> bool:
 def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
     """``func`` with every call_tir / call_dps_packed binding made explicit; and the count."""
     namer = Namer(func)
+    leaves = Leaves()
     count = 0
 
     def rewrite(bindings, body, _top):
@@ -59,7 +60,8 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
                                      f"tensor struct info with a known shape, got {s}")
                 # the output's own shape node (IR nodes may be shared): a copy of its
                 # dimensions and their struct info was an eighth of the pass
-                a = normalized(alloc_tensor(s.shape, s.dtype, 0, "global"), mod)
+                a = normalized(alloc_tensor(s.shape, leaves.dtype(s.dtype), leaves.prim(0),
+                                            leaves.string("global")), mod)
                 av = Var(namer.fresh("alloc"), a.struct_info)
                 out.append(VarBinding(av, a))
                 allocs.append(av)

@@ -7,9 +7,15 @@ inside nested If branches count at the If."""
 from __future__ import annotations
 
 from ...ir.op import Op
-from ..expr import Call, Function, Var, VarBinding
+from ..analysis.leaf_reads import leaf_reads
+from ..expr import (
+    Call,
+    Function,
+    Var,
+    VarBinding,
+)
 from ..op import memory
-from .lower_utils import Namer, function_rewrite_pass, normalized, rewrite_function_seqs, vars_used
+from .lower_utils import Namer, function_rewrite_pass, rewrite_function_seqs, vars_used
 from .utils import register
 
 __all__ = ["KillAfterLastUse", "kill_after_last_use"]
@@ -28,13 +34,17 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         killable: dict[Var, object] = {}
         last: dict[Var, int] = {}
         for i, b in enumerate(bindings):
-            for u in vars_used(b.value):
+            v = b.value
+            # a call of leaves (most bindings): its variables without vars_used's walk
+            reads = leaf_reads(v)
+            for u in vars_used(v) if reads is None else reads:
                 if u in killable:
                     last[u] = i
-            v = b.value
-            if isinstance(v, Call) and isinstance(v.op, Op) and v.op.name in _KILL:
-                killable[b.var] = _KILL[v.op.name]
-                last.setdefault(b.var, i)
+            if isinstance(v, Call) and isinstance(v.op, Op):
+                kill = _KILL.get(v.op.name)
+                if kill is not None:
+                    killable[b.var] = kill
+                    last.setdefault(b.var, i)
         for u in vars_used(body):
             last.pop(u, None)
         after: dict[int, list[Var]] = {}
@@ -49,8 +59,13 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
             if not kills:
                 continue
             # tensors before their storage, as TVM orders them
-            for var in sorted(kills, key=lambda x: killable[x] is memory.kill_storage):
-                k = normalized(killable[var](var), mod)
+            if len(kills) > 1:
+                kills.sort(key=lambda x: killable[x] is memory.kill_storage)
+            for var in kills:
+                # (a kill of a typed variable: its struct info from the op's own rule, without
+                # a trip through the normalizer)
+                k = killable[var](var)
+                k._checked_type = memory.infer_kill(k, None)
                 out.append(VarBinding(Var(namer.fresh("_"), k.struct_info), k))
                 count += 1
         return out, body

@@ -26,6 +26,7 @@ from ...ir.prim_expr import IntImm
 from ...tir.function import PrimFunc
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
+from ..analysis.leaf_reads import leaf_reads
 from ..expr import (
     Call,
     DataTypeImm,
@@ -41,6 +42,7 @@ from ..expr import (
 from ..op import memory
 from ..struct_info import TupleStructInfo
 from .lower_utils import (
+    Leaves,
     Namer,
     dtype_bytes,
     no_gc,
@@ -121,6 +123,7 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
     bounds = _upper_bounds(func)
     canon = Canon()  # one numbering of the variables for the whole function
     namer = Namer(func)
+    leaves = Leaves()
     stats = [0, 0]
 
     def rewrite(bindings, body, top):
@@ -139,7 +142,8 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
                 last_use[i] = i
                 continue
             held = None
-            for u in vars_used(v):
+            reads = leaf_reads(v)  # (a call of leaves, most bindings: no walk)
+            for u in vars_used(v) if reads is None else reads:
                 found = alias.get(u)
                 if found:
                     if held is None:
@@ -198,7 +202,8 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
             shape, dtype = alloc_at[i]
             # the allocation's own shape node: an IR node may be shared, and a copy of it (a
             # tuple of its dimensions, their struct info) was a sixth of the pass
-            t = normalized(memory.alloc_tensor(tok.var, 0, shape, dtype), mod)
+            t = normalized(memory.alloc_tensor(tok.var, leaves.prim(0), shape,
+                                               leaves.dtype(dtype)), mod)
             out.append(VarBinding(b.var, t, b.span))
         return out, body
 

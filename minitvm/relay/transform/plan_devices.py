@@ -212,9 +212,22 @@ def _analyze_call(d: DeviceDomains, call: Call) -> None:
                          f"number of arguments ({len(args)} given)")
     implied = [d.domain_for(a) for a in args]
     implied.append(d.domain_for(call))
+    parts = func.args
+    first = parts[0]
+    if all(p is first for p in parts):
+        # one domain for every argument and the result (a primitive op's call site): unify
+        # each with it, pair by pair as the higher-order unification does, without making the
+        # implied and joined higher-order domains (the callee's parts are the same classes)
+        if all(d.unify(first, x) is not None for x in implied):
+            return
+        _call_mismatch(d, call, func)
     if d.unify(func, Domain(None, tuple(implied))) is None:
-        raise ValueError(f"PlanDevices: the virtual devices of the arguments and result of\n  "
-                         f"{str(call)[:300]}\ndo not match those of its callee {d.lookup(func)!r}")
+        _call_mismatch(d, call, func)
+
+
+def _call_mismatch(d: DeviceDomains, call: Call, func: Domain):
+    raise ValueError(f"PlanDevices: the virtual devices of the arguments and result of\n  "
+                     f"{str(call)[:300]}\ndo not match those of its callee {d.lookup(func)!r}")
 
 
 def _analyze_function(d: DeviceDomains, fn: Function) -> None:
@@ -275,10 +288,19 @@ class _Capturer:
         self.d = domains
         self.params = params
         self.rw: dict = {}
+        self.vds: dict = {}  # expression -> its value's device (vd_of)
         self.copies = 0
 
     def vd_of(self, e):
-        """The device of ``e``'s value, looking through an on_device around it."""
+        """The device of ``e``'s value, looking through an on_device around it (remembered:
+        the domains are settled in this phase, and a value's device is asked for where it is
+        made and again where it is used)."""
+        vd = self.vds.get(e)
+        if vd is None:
+            vd = self.vds[e] = self._vd_of(e)
+        return vd
+
+    def _vd_of(self, e):
         props = on_device_props(e)
         if props is not None:
             e = props[0]
