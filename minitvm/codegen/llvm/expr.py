@@ -301,20 +301,12 @@ class ExprEmitter:
 
     def _emit_node(self, e, memo):
         t = type(e)
-        if t is E.IntImm:  # one constant per distinct (dtype, value): index code repeats them
-            v = e.value
-            ckey = (e.dtype, type(v), v)
-            c = self._int_consts.get(ckey)
-            if c is None:
-                c = self._int_consts[ckey] = ir.Constant(T.llvm_type(e.dtype), v)
-            return c
+        if t is E.IntImm:  # (index code repeats them: one constant per (dtype, value))
+            return self._emit_int(e, memo)
         if t is E.FloatImm:
             return ir.Constant(T.llvm_type(e.dtype), e.value)
         if isinstance(e, E.Var):
-            try:
-                return self.env[id(e)]
-            except KeyError:
-                raise ValueError(f"variable {e.name!r} is not defined here") from None
+            return self._emit_var(e, memo)
         if isinstance(e, E.BinaryOp):
             return self._binary(e, memo[id(e.a)], memo[id(e.b)])
         if t is E.Cast:
