@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Sequence
 
 from ..runtime import jit
-from ..topi.x86 import utils as x86
+from ..schedule.common import isa_class
 
 # features turned off for a CPU of each vector ISA class: those of later classes
 _LATER_THAN_AVX2 = ("avx512", "amx", "avxvnni", "avxifma", "avxneconvert", "evex512", "avx10")
@@ -33,18 +33,6 @@ _LATER_THAN_VNNI = ("amx", "avx512fp16", "avx10")
 # host features each class needs (LLVM names)
 _NEEDS = {"avx2": ("avx2", "fma"), "avx512": ("avx512f", "avx512bw", "avx512dq", "avx512vl"),
           "vnni": ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512vnni")}
-
-
-def isa_class(mcpu: str) -> str | None:
-    """``"vnni"`` (AVX-512 VNNI), ``"avx512"`` or ``"avx2"`` for an x86 CPU name of the tables
-    in ``topi.x86.utils``; None for older or unknown CPUs (no code of their own here)."""
-    if mcpu == "znver4" or (x86.target_has_vnni(mcpu) and x86.target_has_avx512(mcpu)):
-        return "vnni"
-    if x86.target_has_avx512(mcpu):
-        return "avx512"
-    if x86.target_has_avx2(mcpu) or mcpu in {"alderlake", "raptorlake", "meteorlake"}:
-        return "avx2"
-    return None
 
 
 def limited_features(host_features: str, cls: str) -> str:
@@ -116,16 +104,51 @@ def with_mattr(features: str, host_features: str, mattr: Sequence[str]) -> str:
 
 def code_cpu_name(target) -> str:
     """The LLVM name of the CPU a build for ``target`` makes kernels for: its ``-mcpu`` where
-    builds honour it (``codegen_cpu``), else the host's."""
-    cpu = codegen_cpu(*_mcpu_mattr(target)) if not isinstance(target, dict) else None
-    return cpu[0] if cpu is not None else jit.real_host_cpu()[0]
+    builds honour it (``codegen_cpu``), else the host's; ``"name/avx2"`` where the code is of
+    another vector ISA than that CPU's own (``-mattr=-avx512f``: AVX2 code for an AVX-512 CPU),
+    so the tuning records made for it are told apart (``same_vector_isa``)."""
+    made = codegen_cpu(*_mcpu_mattr(target)) if not isinstance(target, dict) else None
+    cpu, features = made if made is not None else jit.real_host_cpu()
+    own, code = isa_class(cpu), _feature_class(features)
+    return cpu if own is None or _WIDTH[own] == _WIDTH[code] else f"{cpu}/{code}"
+
+
+def saved_cpu(options) -> list[str] | None:
+    """What a saved kernel records of the CPU its build made code for (``LoweringOptions.cpu``),
+    so a load lowers its later kernels for it too (``loaded_cpu``)."""
+    cpu = getattr(options, "cpu", None)
+    return [str(cpu[0]), str(cpu[1])] if cpu else None
+
+
+def loaded_cpu(saved) -> tuple[str, str] | None:
+    """The (cpu, features) a loaded kernel's later lowerings (a VM's per-shape specialization)
+    make code for: the saving build's (``saved_cpu``) where this host runs that code (every
+    feature it turns on is the host's), so a loaded executable computes what the one that saved
+    it did; else None, the host's own code (a record from a machine with more features)."""
+    if not (isinstance(saved, (list, tuple)) and len(saved) == 2
+            and all(isinstance(x, str) for x in saved)):
+        return None
+    host = {f[1:] for f in jit.real_host_cpu()[1].split(",") if f.startswith("+")}
+    wants = {f[1:] for f in saved[1].split(",") if f.startswith("+")}
+    return (saved[0], saved[1]) if wants <= host else None
 
 
 def same_vector_isa(cpu_a: str, cpu_b: str) -> bool:
-    """Do kernels made for LLVM CPUs ``cpu_a`` and ``cpu_b`` take the same schedules (AVX2's or
-    AVX-512's vector width; VNNI counts as AVX-512)? True where either name is unknown."""
-    a, b = (_WIDTH.get(isa_class(c) or "") for c in (cpu_a, cpu_b))
+    """Do kernels made for CPUs ``cpu_a`` and ``cpu_b`` (LLVM names, or ``code_cpu_name``'s
+    ``"name/isa"``) take the same schedules (AVX2's or AVX-512's vector width; VNNI counts as
+    AVX-512)? True where either is unknown."""
+    a, b = (_WIDTH.get(_record_class(c) or "") for c in (cpu_a, cpu_b))
     return a is None or b is None or a == b
+
+
+def _record_class(name: str) -> str | None:
+    cpu, _, code = name.partition("/")
+    return code if code in _WIDTH else isa_class(cpu)
+
+
+def _feature_class(features: str) -> str:
+    on = {f[1:] for f in features.split(",") if f.startswith("+")}
+    return ("vnni" if "avx512vnni" in on else "avx512") if "avx512f" in on else "avx2"
 
 
 _WIDTH = {"avx2": 256, "avx512": 512, "vnni": 512}

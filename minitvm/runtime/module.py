@@ -31,7 +31,7 @@ VERSION = 2  # 2: members carry SHA-256 digests
 # IR pass pipeline levels a native kernel may record (``jit.MINIMAL_PIPELINE`` is -1,
 # ``jit.NO_SLP_PIPELINE`` -2)
 PIPELINE_LEVELS = (-2, -1, 0, 1, 2, 3)
-_IR_CACHE: dict[tuple[str, str], object] = {}
+_IR_CACHE: dict[tuple, object] = {}
 _LOCK = threading.Lock()
 
 
@@ -331,7 +331,7 @@ def _compile_ir(ir: str, symbol: str, where: str, pipeline: int = 3):
     from . import jit
 
     _check_symbol(ir, symbol, where)
-    key = (symbol, ir, pipeline)
+    key = (symbol, ir, pipeline, jit.host_cpu())  # (the CPU made for: a build's -mcpu)
     with _LOCK:
         hit = _IR_CACHE.get(key)
     if hit is not None:

@@ -11,6 +11,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import post_order, substitute, transform_expr
 from ..topi.utils import prod as _prod
+from ..topi.x86 import utils as _x86
 from .options import LoweringOptions
 
 # elements (times reduction length) before a loop runs in parallel: ~15 us of work, while a
@@ -49,11 +50,35 @@ def _isa_of(features: str) -> str:
     return "avx512" if "+avx512f" in features.split(",") else "avx2"
 
 
+def isa_class(mcpu: str) -> str | None:
+    """``"vnni"`` (AVX-512 VNNI), ``"avx512"`` or ``"avx2"`` for an x86 CPU name of the tables
+    in ``topi.x86.utils``; None for older or unknown CPUs (no code of their own here)."""
+    if mcpu == "znver4" or (_x86.target_has_vnni(mcpu) and _x86.target_has_avx512(mcpu)):
+        return "vnni"
+    if _x86.target_has_avx512(mcpu):
+        return "avx512"
+    if _x86.target_has_avx2(mcpu) or mcpu in {"alderlake", "raptorlake", "meteorlake"}:
+        return "avx2"
+    return None
+
+
+def own_isa_cpu() -> str | None:
+    """The CPU code is made for (``jit.host_cpu``) when that code is of the CPU's own vector
+    ISA, else None: ``-mattr=-avx512f`` makes AVX2 code for an AVX-512 CPU, and what was
+    measured on that CPU (its ``host_key`` entries, its built-in table) is AVX-512 code's."""
+    cpu, features = _jit.host_cpu()
+    own = isa_class(cpu)
+    if own is not None and ("avx2" if own == "avx2" else "avx512") != _isa_of(features):
+        return None
+    return cpu
+
+
 def host_key(switch: dict) -> str:
     """The key of per-host ``switch`` that applies here: the host CPU's LLVM name where the
     switch has an entry for it (a value measured on that CPU only, e.g. ``"znver4"``, whose
-    AVX-512 runs as two 256-bit halves), else ``vector_isa()``."""
-    cpu = _jit.host_cpu()[0]
+    AVX-512 runs as two 256-bit halves) and the code is of its own ISA (``own_isa_cpu``), else
+    ``vector_isa()``."""
+    cpu = own_isa_cpu()
     return cpu if cpu in switch else vector_isa()
 
 

@@ -240,14 +240,14 @@ def builtin_table(isa: str | None = None, cpu: str | None = None) -> KnobTable |
     """The built-in knob table of ``isa`` with ``cpu``'s entries laid over it (theirs win per
     workload), or None when both are empty or the table is turned off. Default: the host's
     vector ISA and CPU (the CPU's table only with the host's ISA: a table is measured on one
-    micro-architecture, and an ISA named here means another machine's)."""
+    micro-architecture, and an ISA named here means another machine's; nor for code of another
+    ISA than the CPU's own: ``common.own_isa_cpu``)."""
     if not builtin_enabled():
         return None
     if isa is None:
-        from ..runtime.jit import host_cpu
-        from .common import vector_isa
+        from .common import own_isa_cpu, vector_isa
 
-        isa, cpu = vector_isa(), cpu or host_cpu()[0]
+        isa, cpu = vector_isa(), cpu or own_isa_cpu()
     base = _builtin(isa)
     over = _builtin(cpu) if cpu and _PLAIN_NAME.match(cpu) else None
     if over is None or base is None:

@@ -404,3 +404,87 @@ def test_mattr_entries_the_host_cannot_run_or_kernels_need_are_left_out():
     assert target_cpu.with_mattr(host, host, ["-avx512vnni"]) == \
         "+avx,+avx2,+fma,+sse4.2,+avx512f,+avx512vl,-avx512vnni,-amx-tile"
     assert target_cpu.codegen_cpu("", ["+avx2"]) is None  # (nothing changes: the host's code)
+
+
+@pytest.mark.skipif(not HOST_AVX512, reason="the host has no AVX-512 to turn off")
+def test_records_tuned_under_mattr_carry_their_vector_isa_and_serve_only_its_builds():
+    """Records of code made with ``-mattr=-avx512f`` name the host CPU with the code's ISA
+    (``"rocketlake/avx2"``; they named the host CPU alone, so an AVX-512 build of the host took
+    AVX2-tuned knobs and the reverse); inside that scope the CPU's own entries (measured as
+    AVX-512 code) do not apply, the AVX2 table does."""
+    from minitvm import tune
+    from minitvm.tune.runner import MeasureResult
+
+    host = jit.real_host_cpu()[0]
+    assert target_cpu.code_cpu_name("llvm") == host
+    assert target_cpu.code_cpu_name("llvm -mattr=-avx512f") == f"{host}/avx2"
+    assert target_cpu.same_vector_isa(f"{host}/avx2", "haswell")
+    assert not target_cpu.same_vector_isa(f"{host}/avx2", host)
+    with target_cpu.for_target("llvm -mattr=-avx512f"):
+        assert common.vector_isa() == "avx2" and common.own_isa_cpu() is None
+        assert common.host_key({host: 1, "avx2": 2, "avx512": 3}) == "avx2"
+        assert knobs.builtin_table().entries == knobs.builtin_table("avx2").entries
+    assert common.own_isa_cpu() == host
+
+    fn, _ = _conv(np.random.default_rng(8))
+    tasks = tune.extract_tasks(tvm.IRModule.from_expr(fn), target="llvm -mattr=-avx512f")
+
+    class Scripted:  # a cost per candidate, in this process: the records are what is checked
+        def run(self, task, candidates):
+            return [MeasureResult([1e-3 / (1 + i)]) for i in range(len(candidates))]
+
+    db = tune.tune_tasks(tasks, None, trials=2, runner=Scripted(), progress="none", confirm=0)
+    assert {r.cpu for r in db} == {f"{host}/avx2"}
+    assert set(tune.knob_table(db, "llvm -mattr=-avx512f").entries) == {t.key for t in tasks}
+    assert set(tune.knob_table(db, "llvm -mcpu=haswell").entries) == {t.key for t in tasks}
+    assert tune.knob_table(db, "llvm").entries == {}
+
+
+def test_a_loaded_vm_executable_keeps_the_cpu_its_build_made_code_for(tmp_path, monkeypatch):
+    """A Relay VM executable built for ``-mcpu=haswell``, saved and loaded: its symbolic kernels
+    load the build's AVX2 code and its per-shape kernels are lowered for haswell at their first
+    call (they were the loading host's code: a loaded executable computed other numbers than
+    the one that saved it); a record naming features this host lacks leaves the host's code."""
+    from minitvm.relay.backend.vm.kernels import ShapeSpecializer
+    from minitvm.relay.backend.vm.symbolic import SymbolicKernel
+    from minitvm.runtime import load_module
+    from minitvm.runtime import module as runtime_module
+    from minitvm.runtime import vm as runtime_vm
+
+    cpu = target_cpu.codegen_cpu("haswell")
+    rng = np.random.default_rng(9)
+    wv = rng.standard_normal((8, 12)).astype("float32")
+    x = relay.var("x", shape=(relay.Any(), 12))
+    y = relay.nn.relu(relay.nn.dense(x, relay.const(wv)))
+    fn = relay.Function([x], relay.Tuple([y, relay.reshape(x * relay.const(2.0),
+                                                          relay.shape_of(x))]))
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(tvm.IRModule.from_expr(fn), target="llvm -mcpu=haswell")
+    code, lib = exe.save()
+    lib.export_library(str(tmp_path / "k.so"))
+    made_in = []  # (the CPU each symbolic kernel's code is loaded or compiled under)
+
+    def spy(real):
+        def call(*args, **kwargs):
+            made_in.append(jit.host_cpu())
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(jit, "load_object", spy(jit.load_object))
+    monkeypatch.setattr(runtime_module, "_compile_ir", spy(runtime_module._compile_ir))
+    loaded = runtime_vm.Executable.load_exec(code, load_module(str(tmp_path / "k.so")))
+    runs = [k.run for k in loaded.get_lib().kernels.values()]
+    symbolic = [r for r in runs if isinstance(r, SymbolicKernel)]
+    special = [r for r in runs if isinstance(r, ShapeSpecializer)]
+    assert symbolic and special
+    assert all(r._spec_args[2].cpu == cpu for r in symbolic)
+    assert all(r.options.cpu == cpu for r in special)
+    assert made_in and set(made_in) == {cpu}  # (AVX2 machine code, as the build's)
+    xv = rng.standard_normal((3, 12)).astype("float32")
+    got = runtime_vm.VirtualMachine(loaded, tvm.cpu()).invoke("main", xv)
+    np.testing.assert_allclose(got[0].numpy(), np.maximum(xv @ wv.T, 0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[1].numpy(), xv * 2)
+
+    assert target_cpu.loaded_cpu(list(cpu)) == cpu
+    assert target_cpu.loaded_cpu(["futurecpu", "+avx2,+no-such-feature"]) is None
+    assert target_cpu.loaded_cpu(None) is None and target_cpu.loaded_cpu("haswell") is None

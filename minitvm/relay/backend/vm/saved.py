@@ -36,6 +36,8 @@ import zlib
 
 import numpy as np
 
+from ....backend.compile import made_for
+from ....backend.target_cpu import loaded_cpu, saved_cpu
 from ....codegen.build import (
     CODEGEN_VERSION,
     declared_externals,
@@ -384,6 +386,9 @@ def saved_text(kernel: Kernel) -> str:
     run = kernel.run
     head = {"name": kernel.name,
             "const_inputs": sorted(run._spec_args[3]) if isinstance(run, symbolic.SymbolicKernel) else []}
+    cpu = saved_cpu(run._spec_args[2]) if isinstance(run, symbolic.SymbolicKernel) else None
+    if cpu:
+        head["cpu"] = cpu
     ir = ""
     if isinstance(run, symbolic.SymbolicKernel) and run.kernel.kind == "native" and run.kernel.ir:
         try:
@@ -439,19 +444,21 @@ def _read_native(meta: dict, ir: str, source: SavedFunction) -> symbolic.Symboli
     variables, in_shapes, out_shapes, kvars, packs, conditions = restore(record)
     where = f"saved symbolic kernel {name!r}"
     pipeline = recorded_pipeline(record, where)
+    options = LoweringOptions(cpu=loaded_cpu(meta.get("cpu")))
     compiled = None
-    if "object" in meta and meta.get("host") == jit.object_fingerprint():
-        try:  # the build's own machine code (the same numerics, no LLVM run)
-            compiled = jit.load_object(base64.b64decode(meta["object"]), record["symbol"], ir,
-                                       pipeline, declared_externals(ir))
-        except ValueError as err:
-            LOG.debug("%s: saved object code does not load here: %s", name, err)
-    if compiled is None:
-        compiled = _compile_ir(ir, record["symbol"], where, pipeline)
+    with made_for(options):  # (the CPU the build made code for, where this host runs it)
+        if "object" in meta and meta.get("host") == jit.object_fingerprint():
+            try:  # the build's own machine code (the same numerics, no LLVM run)
+                compiled = jit.load_object(base64.b64decode(meta["object"]), record["symbol"],
+                                           ir, pipeline, declared_externals(ir))
+            except ValueError as err:
+                LOG.debug("%s: saved object code does not load here: %s", name, err)
+        if compiled is None:
+            compiled = _compile_ir(ir, record["symbol"], where, pipeline)
     consts = [aligned(c) for c in consts_from_text(meta["consts"])]
     native = Kernel(name, "native", symbol=compiled.symbol, address=compiled.address, ir=ir,
                     consts=consts, compiled=compiled, input_packs=packs)
-    return symbolic.SymbolicKernel(native, variables, in_shapes, out_shapes, source, LoweringOptions(),
+    return symbolic.SymbolicKernel(native, variables, in_shapes, out_shapes, source, options,
                           frozenset(int(k) for k in meta["const_inputs"]), kvars, conditions)
 
 
@@ -478,7 +485,8 @@ def read_saved(text: str):
     func, numpy_run = _read_kernel(body)
     func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
     try:
-        return func, symbolic.lower_symbolic(func, str(meta["name"]), LoweringOptions(),
+        options = LoweringOptions(cpu=loaded_cpu(meta.get("cpu")))
+        return func, symbolic.lower_symbolic(func, str(meta["name"]), options,
                                     frozenset(int(k) for k in meta["const_inputs"])).run
     except symbolic.LOWERING_ERRORS as err:
         LOG.warning("saved symbolic kernel %s runs in numpy: %s: %s", meta["name"],

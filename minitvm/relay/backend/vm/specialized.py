@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from ....backend.target_cpu import loaded_cpu, saved_cpu
 from ....ir.attrs import DictAttrs
 from ....runtime.module import Kernel, register_kernel_format
 from ....schedule import LoweringOptions
@@ -27,11 +28,14 @@ HEADER = "// minitvm relay_specialized "
 
 
 def specialized_text(kernel: Kernel) -> str:
-    """A specializing kernel as text: a header line (its name and constant inputs), then its
-    function in Relay text."""
+    """A specializing kernel as text: a header line (its name, constant inputs and the CPU its
+    build made code for), then its function in Relay text."""
     run = kernel.run
     const_inputs = sorted(run.const_inputs) if isinstance(run, ShapeSpecializer) else []
     head = {"name": kernel.name, "const_inputs": [int(k) for k in const_inputs]}
+    cpu = saved_cpu(run.options) if isinstance(run, ShapeSpecializer) else None
+    if cpu:
+        head["cpu"] = cpu
     return f"{HEADER}{json.dumps(head)}\n{_kernel_text(kernel.source)}"
 
 
@@ -46,7 +50,7 @@ def read_specialized(text: str):
         raise ValueError("relay_specialized kernel: its header needs 'name' and 'const_inputs'")
     func, _ = _read_kernel(body)
     func = Function(func.params, func.body, func.ret_type, attrs=DictAttrs({"Primitive": 1}))
-    return func, ShapeSpecializer(func, meta["name"], LoweringOptions(),
+    return func, ShapeSpecializer(func, meta["name"], LoweringOptions(cpu=loaded_cpu(meta.get("cpu"))),
                                   frozenset(int(k) for k in meta["const_inputs"]))
 
 
