@@ -209,3 +209,115 @@ def resize_bilinear(x, dtype: str, size, align: bool, half: bool):
         acc = p if acc is None else _op.add(acc, p)
     v = _op.floor(_op.add(acc, _c(0.5, "float32")))  # (C's truncation: >= -1/2 here)
     return _saturate(v, dtype, *QRANGE[dtype])
+
+
+# ------------------------------------------------------------------ RESIZE_BILINEAR, run-time sizes
+def _i64(v):
+    return _c(v, "int64")
+
+
+def _run_time_integer_taps(n_in, n_out, align: bool, half: bool):
+    """``_integer_taps`` on run-time sizes (int64 scalars): the same integer formulas, the
+    output positions an ``arange`` over ``n_out``."""
+    one = _i64(1)
+    base = _op.floor_divide(_op.add(_op.multiply(_i64(1 << 10), n_in), _op.floor_divide(
+        n_out, _i64(2))), n_out)
+    if align:  # (n_out > 1 only; one output position takes the plain scale)
+        d = _op.maximum(_op.subtract(n_out, one), one)
+        corner = _op.floor_divide(_op.add(_op.multiply(_i64(1 << 10), _op.subtract(n_in, one)),
+                                          _op.floor_divide(d, _i64(2))), d)
+        scale = _op.where(_op.greater(n_out, one), corner, base)
+    else:
+        scale = base
+    o = _op.arange(_i64(0), n_out, one, dtype="int64")
+    v = _op.multiply(o, scale)
+    if half:
+        v = _op.subtract(_op.add(v, _op.floor_divide(scale, _i64(2))), _i64(1 << 9))
+    # v >= -512: floor and C's truncating division agree once clamped at 0
+    lo = _op.maximum(_op.floor_divide(v, _i64(1024)), _i64(0))
+    hi = _op.minimum(_op.floor_divide(_op.add(v, _i64(1023)), _i64(1024)),
+                     _op.subtract(n_in, one))
+    return lo, hi, _op.subtract(v, _op.multiply(lo, _i64(1024)))
+
+
+def _f32_product(a, b):
+    """a * b of two float32 values rounded once to float32: exact in float64 first, so the
+    code generator cannot contract it into a fused multiply-add with what follows."""
+    return _op.cast(_op.multiply(_op.cast(a, "float64"), _op.cast(b, "float64")), "float32")
+
+
+def _run_time_float_taps(n_in, n_out, align: bool, half: bool):
+    """``_float_taps`` on run-time sizes: TFLite's float32 ComputeInterpolationValues, each
+    float32 operation rounded as its own."""
+    f_in, f_out = _op.cast(n_in, "float32"), _op.cast(n_out, "float32")
+    one = _c(1.0, "float32")
+    base = _op.divide(f_in, f_out)
+    if align:
+        corner = _op.divide(_op.subtract(f_in, one),
+                            _op.maximum(_op.subtract(f_out, one), one))
+        scale = _op.where(_op.greater(n_out, _i64(1)), corner, base)
+    else:
+        scale = base
+    o = _op.cast(_op.arange(_i64(0), n_out, _i64(1), dtype="int64"), "float32")
+    if half:
+        v = _op.subtract(_f32_product(_op.add(o, _c(0.5, "float32")), scale),
+                         _c(0.5, "float32"))
+    else:
+        v = _f32_product(o, scale)
+    a = _op.maximum(_op.floor(v), _c(0.0, "float32"))
+    hi = _op.minimum(_op.cast(_op.ceil(v), "int64"), _op.subtract(n_in, _i64(1)))
+    return _op.cast(a, "int64"), hi, _op.subtract(v, a)
+
+
+def _along(v, wt, axis: int):
+    """``v`` times the per-position weights ``wt`` (1-D) broadcast along ``axis`` of NHWC."""
+    shape = [1, 1, 1, 1]
+    shape[axis] = -1
+    return _op.multiply(v, _op.reshape(wt, shape))
+
+
+def resize_bilinear_at_run_time(x, dtype: str, size, align: bool, half: bool):
+    """``resize_bilinear`` where the input's H / W or the output ``size`` (an int expression of
+    2 values, or a pair of ints) are known only when the model runs: the taps computed then by
+    the same integer / float32 formulas, gathered by ``take``; the same results."""
+    shape = _op.shape_of(x, "int64")
+    if not isinstance(size, _expr.Expr):
+        size = _c(np.asarray(size, "int64"), "int64")
+    size = _op.cast(size, "int64")
+    n_in = [_op.take(shape, _i64(a), axis=0) for a in (1, 2)]
+    n_out = [_op.take(size, _i64(a), axis=0) for a in (0, 1)]
+    if dtype == "int8":
+        (y0, y1, dy), (x0, x1, dx) = [_run_time_integer_taps(i, o, align, half)
+                                      for i, o in zip(n_in, n_out, strict=True)]
+        xi = _op.cast(x, "int32")
+        rows = {0: _op.take(xi, y0, axis=1, mode="fast"), 1: _op.take(xi, y1, axis=1, mode="fast")}
+        g = {(r, c): _op.take(rows[r], idx, axis=2, mode="fast")
+             for r in (0, 1) for c, idx in ((0, x0), (1, x1))}
+        dy, dx = _op.cast(dy, "int32"), _op.cast(dx, "int32")
+        unit = _c(1024, "int32")
+        wy = {0: _op.subtract(unit, dy), 1: dy}
+        wx = {0: _op.subtract(unit, dx), 1: dx}
+        sums = {kc: _op.add(_along(g[0, kc], wy[0], 1), _along(g[1, kc], wy[1], 1))
+                for kc in (0, 1)}
+        v = _op.add(_along(sums[0], wx[0], 2), _along(sums[1], wx[1], 2))
+        half_unit = _c(1 << 19, "int32")
+        pos = _op.right_shift(_op.add(v, half_unit), _c(20, "int32"))
+        neg = _op.negative(_op.right_shift(_op.subtract(half_unit, v), _c(20, "int32")))
+        out = _op.where(_op.greater_equal(v, _c(0, "int32")), pos, neg)
+        return _saturate(out, dtype, *QRANGE[dtype])
+    (y0, y1, fy), (x0, x1, fx) = [_run_time_float_taps(i, o, align, half)
+                                  for i, o in zip(n_in, n_out, strict=True)]
+    xf = _op.cast(x, "float64")
+    rows = {0: _op.take(xf, y0, axis=1, mode="fast"), 1: _op.take(xf, y1, axis=1, mode="fast")}
+    g = {(r, c): _op.take(rows[r], idx, axis=2, mode="fast")
+         for r in (0, 1) for c, idx in ((0, x0), (1, x1))}
+    one = _c(1.0, "float32")
+    wy = {0: _op.subtract(one, fy), 1: fy}
+    wx = {0: _op.subtract(one, fx), 1: fx}
+    acc = None
+    for ky, kx in ((0, 0), (0, 1), (1, 0), (1, 1)):  # TFLite's order of the four terms
+        wt = _f32_product(_op.reshape(wy[ky], (1, -1, 1, 1)), _op.reshape(wx[kx], (1, 1, -1, 1)))
+        p = _op.cast(_op.multiply(g[ky, kx], _op.cast(wt, "float64")), "float32")
+        acc = p if acc is None else _op.add(acc, p)
+    v = _op.floor(_op.add(acc, _c(0.5, "float32")))
+    return _saturate(v, dtype, *QRANGE[dtype])

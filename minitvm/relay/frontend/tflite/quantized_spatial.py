@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import expr as _expr
+from ... import op as _op
 from ..common import const_value
 from . import (
     exact_l2norm,
@@ -77,12 +79,22 @@ def _reduction(ctx):
 def _resize_bilinear(ctx):
     """RESIZE_BILINEAR as TFLite's kernels (``exact_spatial.resize_bilinear``)."""
     qx = _in_q(ctx, 0)
-    size = ctx.value(1, "the output size").reshape(-1)
+    x = ctx.inputs[0]
     opt = ctx.options()
     align = bool(opt.AlignCorners()) if opt is not None else False
     half = bool(opt.HalfPixelCenters()) if opt is not None else False
-    return exact_spatial.resize_bilinear(ctx.inputs[0], qx.dtype, (int(size[0]), int(size[1])),
-                                         align, half)
+    size = ctx.importer.fold(ctx.inputs[1])
+    _, h, w, c = infer_shape(x)
+    if isinstance(size, _expr.Constant) and None not in (h, w):
+        oh, ow = (int(v) for v in size.data.numpy().reshape(-1))
+        return exact_spatial.resize_bilinear(x, qx.dtype, (oh, ow), align, half)
+    # a size computed when the model runs (SHAPE of a run-time sized tensor), or a run-time
+    # input H / W: the taps computed then, by the same formulas
+    out = exact_spatial.resize_bilinear_at_run_time(x, qx.dtype, size, align, half)
+    if isinstance(size, _expr.Constant):  # (the output's H and W static in the type)
+        oh, ow = (int(v) for v in size.data.numpy().reshape(-1))
+        return _op.reshape(out, [0, oh, ow, 0 if c is None else c])
+    return out if c is None else _op.reshape(out, [0, 0, 0, c])
 
 
 SPATIAL = {"AVERAGE_POOL_2D": _average_pool, "MEAN": _reduction, "SUM": _reduction,
