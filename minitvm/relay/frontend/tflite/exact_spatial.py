@@ -16,6 +16,10 @@ Each follows the arithmetic of the kernel LiteRT runs on x86 (``BUILTIN_WITHOUT_
   weights (TFLite's per-position products, + 0.5, truncated); both on the raw values, the
   output's parameters ignored; RESIZE_NEAREST_NEIGHBOR copies raw values too.
 
+Over sizes known only when the model runs (``shape_dict`` -1), the same arithmetic: the
+count-dependent multipliers of MEAN / SUM and the resize taps computed then by LiteRT's own
+formulas (float32 steps rounded as LiteRT rounds them, frexp read off the float32 bits).
+
 Through float (dequantize, the float op, quantize) they were 1-3 steps off LiteRT on 1-33% of
 the values (``benchmarks``-free measurements: ``tests/relay/frontend/test_tflite_exact_ops.py``)."""
 
@@ -54,9 +58,21 @@ def average_pool(x, dtype: str, layout: str, window, strides, pads, qlo: int, qh
     its side. float64 beyond ``FLOAT32_WINDOW`` taps, and for int16 (|q| < 2**15: float32's
     error there reaches 2**-9)."""
     taps = int(window[0]) * int(window[1])
-    ft = "float32" if taps <= FLOAT32_WINDOW and dtype != "int16" else "float64"
+    ft = pool_float(taps, dtype)
     q = _nn.avg_pool2d(_op.cast(x, ft), tuple(window), tuple(strides), (1, 1), tuple(pads),
                        layout=layout, count_include_pad=False)
+    return round_average(q, taps, dtype, qlo, qhi)
+
+
+def pool_float(taps: int, dtype: str) -> str:
+    """The float type ``average_pool`` averages in (see there)."""
+    return "float32" if taps <= FLOAT32_WINDOW and dtype != "int16" else "float64"
+
+
+def round_average(q, taps: int, dtype: str, qlo: int, qhi: int):
+    """The float window averages ``q`` (of ``taps``-tap windows, in ``pool_float``) rounded
+    as TFLite's integer average pool does (``average_pool``), saturated."""
+    ft = pool_float(taps, dtype)
     half = _c(0.5 + 1.0 / (4 * taps), ft)
     if QRANGE[dtype][0] == 0:  # (uint8: never negative)
         r = _op.floor(_op.add(q, half))
@@ -86,26 +102,76 @@ def mean(x, axes, keep: bool, dtype: str, qi, qo, fast: bool, channel_axis: int,
     ``qi`` / ``qo``: (scale, zero point)."""
     f32 = np.float32
     shape = infer_shape(x)
-    count = int(np.prod([shape[a] for a in axes]))
+    count = None if any(shape[a] is None for a in axes) else \
+        int(np.prod([shape[a] for a in axes]))
     acc = _op.cast(_int_sum(x, axes, keep), "int64")
     si, so = f32(qi[0]), f32(qo[0])
     if fast:
         t = f32(f32(f32(qi[1]) * si) / so)
         t = t + f32(0.5) if t > 0 else t - f32(0.5)
         bias = qo[1] - int(t)
-        m0, shift = fp.quantize_multiplier(float(si / (f32(count) * so)))
         blocks = (np.arange(channels) < channels // 16 * 16).astype("int64")
         mask_shape = [1] * len(infer_shape(acc))
         mask_shape[channel_axis] = channels
-        v = fp.multiply_expr(acc, m0, shift, _c(blocks.reshape(mask_shape), "int64"))
+        mask = _c(blocks.reshape(mask_shape), "int64")
+        if count is None:  # the multiplier of the count the model runs with
+            m0, shift = _f32_quantize_multiplier(_op.divide(_c(si, "float32"), _op.multiply(
+                _op.cast(_run_time_count(x, axes), "float32"), _c(so, "float32"))))
+            v = fp.multiply_run_time_expr(acc, m0, shift, mask)
+        else:
+            m0, shift = fp.quantize_multiplier(float(si / (f32(count) * so)))
+            v = fp.multiply_expr(acc, m0, shift, mask)
     else:
         m0, shift = fp.quantize_multiplier(float(np.float64(si) / np.float64(so)))
-        k = min(count.bit_length() - 1, 32, 31 + shift)
-        m1 = (m0 << k) // count
-        acc = _op.subtract(acc, _c(qi[1] * count, "int64"))
-        v = fp.multiply_expr(acc, m1, shift - k)
+        if count is None:
+            n = _run_time_count(x, axes)
+            k = _op.minimum(_floor_log2(n), _i64(min(32, 31 + shift)))
+            m1 = _op.floor_divide(_op.left_shift(_i64(m0), k), n)
+            acc = _op.subtract(acc, _op.multiply(n, _i64(qi[1])))
+            v = fp.multiply_run_time_expr(acc, m1, _op.subtract(_i64(shift), k))
+        else:
+            k = min(count.bit_length() - 1, 32, 31 + shift)
+            m1 = (m0 << k) // count
+            acc = _op.subtract(acc, _c(qi[1] * count, "int64"))
+            v = fp.multiply_expr(acc, m1, shift - k)
         bias = qo[1]
     return _saturate(_op.add(v, _c(bias, "int64")), dtype, *QRANGE[dtype])
+
+
+def _run_time_count(x, axes):
+    """The number of values each output of a reduction over ``axes`` sums, read from ``x``'s
+    shape when the model runs (int64; an empty axis counts 1: the sum is 0 and the result the
+    output's offset, where LiteRT would divide by zero)."""
+    shape = _op.shape_of(x, "int64")
+    n = None
+    for a in axes:
+        d = _op.take(shape, _c(a, "int64"), axis=0)
+        n = d if n is None else _op.multiply(n, d)
+    return _op.maximum(n, _c(1, "int64"))
+
+
+def _floor_log2(n):
+    """floor(log2(n)) of a positive int64 scalar, capped at 32 (``int.bit_length() - 1``)."""
+    k = None
+    for j in range(1, 33):
+        bit = _op.cast(_op.greater_equal(n, _c(1 << j, "int64")), "int64")
+        k = bit if k is None else _op.add(k, bit)
+    return k
+
+
+def _f32_quantize_multiplier(m):
+    """TFLite's QuantizeMultiplier of a positive float32 scalar expression ``m`` (as a
+    double): its frexp read off the bits (the 24-bit significand times 2**7 is the Q31 ``m0``
+    exactly: no rounding, never 2**31), ``shift`` its exponent less 126; below 2**-31 (and
+    subnormals) (0, 0). Returns int64 (m0, shift)."""
+    bits = _op.cast(_op.reinterpret(m, "int32"), "int64")
+    exponent = _op.bitwise_and(_op.right_shift(bits, _c(23, "int64")), _c(0xFF, "int64"))
+    m0 = _op.left_shift(_op.bitwise_or(_op.bitwise_and(bits, _c(0x7FFFFF, "int64")),
+                                       _c(0x800000, "int64")), _c(7, "int64"))
+    shift = _op.subtract(exponent, _c(126, "int64"))
+    tiny = _op.less(shift, _c(-31, "int64"))
+    zero = _c(0, "int64")
+    return _op.where(tiny, zero, m0), _op.where(tiny, zero, shift)
 
 
 def reduce_sum(x, axes, keep: bool, dtype: str, qi, qo):
@@ -114,15 +180,20 @@ def reduce_sum(x, axes, keep: bool, dtype: str, qi, qo):
     away from zero, saturated."""
     f32 = np.float32
     shape = infer_shape(x)
-    count = int(np.prod([shape[a] for a in axes]))
     scale = f32(f32(qi[0]) / f32(qo[0]))
-    bias = f32(f32(f32(-qi[1]) * scale) * f32(count))
+    if any(shape[a] is None for a in axes):  # the count the model runs with, as TFLite's
+        # float32 product (rounded once: not fused into the add below)
+        count = _op.cast(_run_time_count(x, axes), "float32")
+        bias = _f32_product(_c(f32(f32(-qi[1]) * scale), "float32"), count)
+    else:
+        count = int(np.prod([shape[a] for a in axes]))
+        bias = _c(f32(f32(f32(-qi[1]) * scale) * f32(count)), "float32")
     s = _op.cast(_int_sum(x, axes, keep), "float64")
     # the float32 product rounded once (exact in float64: a sum below 2**24 times 24 bits); a
     # float32 multiply feeding the add would be contracted into a fused multiply-add (5-8 of
     # 99 sums a step off)
     p = _op.cast(_op.multiply(s, _c(np.float64(scale), "float64")), "float32")
-    v = _op.add(p, _c(bias, "float32"))
+    v = _op.add(p, bias)
     r = _op.multiply(_op.sign(v), _op.floor(_op.add(_op.abs(v), _c(0.5, "float32"))))
     return _saturate(_op.add(r, _c(qo[1], "float32")), dtype, *QRANGE[dtype])
 
