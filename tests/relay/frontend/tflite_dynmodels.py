@@ -158,8 +158,8 @@ def image_model(size: int = 12) -> bytes:
 def quantized_image_model(dtype: str = "int8", size: int = 12):
     """The image model's quantized counterpart (QTwin, as TFLite's converter writes it): conv
     stride 2 SAME (padded by the zero point), depthwise, MAX_POOL 2x2 stride 2 SAME, AVERAGE_POOL
-    3x3 stride 1 SAME, RESIZE_NEAREST to a fixed 8x8 and its MEAN over H and W (LiteRT's integer
-    MEAN over a run-time size is refused: its multipliers depend on the count); returns the
+    3x3 stride 1 SAME, RESIZE_NEAREST to a fixed 8x8 and its MEAN over H and W (a fixed count;
+    ``test_integer_mean_and_sum_over_a_run_time_size`` covers run-time counts); returns the
     QTwin."""
     from tflite_qtwin import QTwin
 
