@@ -74,7 +74,8 @@ def tie_channels(bb, call, transpose: bool = False):
         return call
     want = ws.shape.values[a.kernel_layout.index("I")]
     if not transpose and int(a.groups) != 1:
-        want = want * int(a.groups)
+        g = int(a.groups)
+        want = IntImm(want.dtype, int(want.value) * g) if isinstance(want, IntImm) else want * g
     tied = tie_dim(bb, data, a.data_layout.index("C"), want,
                    f"{call.op.name.split('.')[-1]}_data_channels")
     if tied is data:
