@@ -18,7 +18,7 @@ Each follows the arithmetic of the kernel LiteRT runs on x86 (``BUILTIN_WITHOUT_
 
 Over sizes known only when the model runs (``shape_dict`` -1), the same arithmetic: the
 count-dependent multipliers of MEAN / SUM and the resize taps computed then by LiteRT's own
-formulas (float32 steps rounded as LiteRT rounds them, frexp read off the float32 bits).
+formulas (float32 steps rounded as LiteRT rounds them, frexp exact by comparisons).
 
 Through float (dequantize, the float op, quantize) they were 1-3 steps off LiteRT on 1-33% of
 the values (``benchmarks``-free measurements: ``tests/relay/frontend/test_tflite_exact_ops.py``)."""
@@ -125,7 +125,7 @@ def mean(x, axes, keep: bool, dtype: str, qi, qo, fast: bool, channel_axis: int,
         m0, shift = fp.quantize_multiplier(float(np.float64(si) / np.float64(so)))
         if count is None:
             n = _run_time_count(x, axes)
-            k = _op.minimum(_floor_log2(n), _i64(min(32, 31 + shift)))
+            k = _op.minimum(_floor_log2(n), _i64(min(32, 31 + shift)))  # (bit_length - 1)
             m1 = _op.floor_divide(_op.left_shift(_i64(m0), k), n)
             acc = _op.subtract(acc, _op.multiply(n, _i64(qi[1])))
             v = fp.multiply_run_time_expr(acc, m1, _op.subtract(_i64(shift), k))
@@ -151,26 +151,34 @@ def _run_time_count(x, axes):
 
 
 def _floor_log2(n):
-    """floor(log2(n)) of a positive int64 scalar, capped at 32 (``int.bit_length() - 1``)."""
-    k = None
-    for j in range(1, 33):
-        bit = _op.cast(_op.greater_equal(n, _c(1 << j, "int64")), "int64")
-        k = bit if k is None else _op.add(k, bit)
+    """floor(log2(n)) of positive int64 values, by a binary search over shifts (six steps);
+    0 for 0."""
+    k = _c(0, "int64")
+    for step in (32, 16, 8, 4, 2, 1):
+        shifted = _op.right_shift(n, _c(step, "int64"))
+        big = _op.greater(shifted, _c(0, "int64"))
+        n = _op.where(big, shifted, n)
+        k = _op.add(k, _op.multiply(_op.cast(big, "int64"), _c(step, "int64")))
     return k
 
 
 def _f32_quantize_multiplier(m):
-    """TFLite's QuantizeMultiplier of a positive float32 scalar expression ``m`` (as a
-    double): its frexp read off the bits (the 24-bit significand times 2**7 is the Q31 ``m0``
-    exactly: no rounding, never 2**31), ``shift`` its exponent less 126; below 2**-31 (and
-    subnormals) (0, 0). Returns int64 (m0, shift)."""
-    bits = _op.cast(_op.reinterpret(m, "int32"), "int64")
-    exponent = _op.bitwise_and(_op.right_shift(bits, _c(23, "int64")), _c(0xFF, "int64"))
-    m0 = _op.left_shift(_op.bitwise_or(_op.bitwise_and(bits, _c(0x7FFFFF, "int64")),
-                                       _c(0x800000, "int64")), _c(7, "int64"))
-    shift = _op.subtract(exponent, _c(126, "int64"))
-    tiny = _op.less(shift, _c(-31, "int64"))
+    """TFLite's QuantizeMultiplier of a positive float32 expression ``m`` (as a double):
+    with ``t = floor(m * 2**32)`` (exact: a power-of-two product, then C's truncation),
+    ``floor(log2 m) = floor(log2 t) - 32``; frexp's exponent is one more, and the Q31
+    significand ``m * 2**(62 - floor(log2 t))`` is exact (a 24-bit significand in
+    [2**30, 2**31): no rounding, never 2**31); below 2**-32 (shift < -31) (0, 0). Integer
+    and float products only, so it lowers natively (a bit cast runs in numpy); multipliers of
+    2**31 and more are out of its range (LiteRT saturates them). Returns int64 (m0, shift)."""
+    mf = _op.cast(m, "float64")
+    t = _op.cast(_op.multiply(mf, _c(2.0**32, "float64")), "int64")
+    lg = _floor_log2(t)
+    shift = _op.subtract(lg, _c(31, "int64"))
+    tiny = _op.less(t, _c(1, "int64"))
     zero = _c(0, "int64")
+    scale = _op.cast(_op.left_shift(_c(1, "int64"), _op.subtract(_c(62, "int64"), lg)),
+                     "float64")
+    m0 = _op.cast(_op.multiply(mf, scale), "int64")
     return _op.where(tiny, zero, m0), _op.where(tiny, zero, shift)
 
 
