@@ -340,6 +340,11 @@ def _cases() -> dict[str, Case]:
         # reductions and normalizations
         Case("sum", [3], lambda x: relay.sum(x, axis=1)),
         Case("mean", [3], lambda x: relay.mean(x, axis=(0, 2), keepdims=True)),
+        # integer means: one symbolic kernel, a 64-bit sum, an empty axis's count taken as 1
+        Case("mean_int", [(3, "int32")], lambda x: relay.mean(x, axis=(0, 2), keepdims=True),
+             grid=[((2, 3, 4),), ((1, 3, 5),), ((0, 3, 4),), ((2, 3, 0),)], ints=50),
+        Case("mean_int8", [(3, "int8")], lambda x: relay.mean(x, axis=[1]), ints=120,
+             grid=[((2, 40, 3),), ((1, 7, 2),), ((2, 0, 3),)]),
         Case("argmax", [2], lambda x: relay.argmax(x, axis=1)),
         Case("variance", [2, 2], lambda x, m: relay.variance(x, axis=[1], keepdims=True) + m),
         Case("cumsum", [2], lambda x: relay.cumsum(x, axis=1)),

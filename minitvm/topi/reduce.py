@@ -65,15 +65,35 @@ def _reduction(reducer, name, post=None, prep=None):
     return fcompute
 
 
+def _wide(dtype: str) -> str | None:
+    """The 64-bit type an integer mean sums and divides in (None: a float mean)."""
+    if dtype.startswith("uint"):
+        return "uint64"
+    return "int64" if dtype.startswith("int") else None
+
+
+def _mean_prep(v):
+    """An integer mean sums in 64 bits: an int8 mean of a few values no longer wraps (the
+    interpreter's, numpy's mean); the result is cast back to the input's dtype."""
+    wide = _wide(v.dtype)
+    return v if wide is None or v.dtype == wide else E.Cast(wide, v)
+
+
 def _mean_post(v, count, dtype):
     """The sum ``v`` over ``count`` elements (an int, or a size expression in a symbolic
-    kernel: an empty axis gives 0 / 0, NaN, as numpy's mean)."""
-    if dtype.startswith("float"):
+    kernel: an empty axis gives 0 / 0, NaN, as numpy's mean). An integer mean divides the
+    64-bit sum truncating (TVM's integer division) by ``max(count, 1)``: a count that is 0
+    at run time gives the empty sum, 0, not a trapping division by zero, so one symbolic
+    kernel serves every size."""
+    wide = _wide(dtype)
+    if wide is None:
         return v / (E.FloatImm(dtype, float(count)) if isinstance(count, int) else
                     E.Cast(dtype, count))
-    if not isinstance(count, int):  # (an integer division by a run-time 0 would trap)
-        raise ValueError("an integer mean over a symbolic axis is lowered per shape")
-    return E.Div(v, E._to_expr(count, dtype))
+    if isinstance(count, int):
+        n = E.IntImm(wide, max(count, 1))
+    else:
+        n = E.Max(E.Cast(wide, count), E.IntImm(wide, 1))
+    return E.Cast(dtype, E.Div(v, n))
 
 
 def _to_bool(v):
@@ -88,7 +108,7 @@ compute("sum")(_reduction(te.sum, "sum"))
 compute("max")(_reduction(ieee_max, "max"))
 compute("min")(_reduction(ieee_min, "min"))
 compute("prod")(_reduction(_prod, "prod"))
-compute("mean")(_reduction(te.sum, "mean_sum", post=_mean_post))
+compute("mean")(_reduction(te.sum, "mean_sum", post=_mean_post, prep=_mean_prep))
 compute("all")(_reduction(_all, "all", prep=_to_bool))
 compute("any")(_reduction(_any, "any", prep=_to_bool))
 

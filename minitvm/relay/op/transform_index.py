@@ -400,8 +400,12 @@ def _gather_nd_rel(arg_types, attrs):
     if not is_static_dim(m) and len(data.shape) - bd == 1:
         m = 1  # (the only index rank the data allows: stated of the run-time size below)
     if not is_static_dim(m):
+        top = len(data.shape) - bd
         raise TypeError(f"gather_nd: the index rank (indices.shape[0] = {m}) is a run-time "
-                        "size, which leaves the result's rank unknown: pass index_rank")
+                        "size, which leaves the result's rank unknown: pass index_rank, "
+                        "gather_nd(data, indices, index_rank=K) with K the number of data dims "
+                        f"each index tuple addresses (1 to {top} here), the size indices.shape[0] "
+                        "must have when it runs")
     m = int(m)
     if not agree(idx.shape[0], m):
         raise TypeError(f"gather_nd: indices {type_str(idx)} hold index tuples of "

@@ -448,6 +448,21 @@ def check_nonempty(result, shape, name, *axes):
     return np.array(result, copy=True)
 
 
+def check_pad_source(x, mode, *axes):
+    """``x`` itself unless an axis of ``axes`` (padded in ``mode``: reflect or edge, whose pads
+    copy values of the axis) is empty: there is no value to copy (numpy raises; the kernel read
+    element 0 of an empty axis). Legalization calls this before the pad where such an axis's
+    size is only known at run time."""
+    dims = tuple(int(d) for d in x.shape)
+    for a in axes:
+        a = int(a)
+        if dims[a] == 0:
+            raise ValueError(f"pad: cannot {mode}-pad axis {a} of a tensor of shape {dims}: "
+                             f"the axis is empty, and {mode} padding copies its values "
+                             "(numpy raises too); pad an empty axis with pad_mode='constant'")
+    return x
+
+
 BUILTINS = {
     "vm.builtin.alloc_storage": (alloc_storage, True),
     "vm.builtin.alloc_tensor_from_storage": (alloc_tensor_from_storage, False),
@@ -474,4 +489,5 @@ BUILTINS = {
     "vm.builtin.invoke_closure": (invoke_closure, True),
     "vm.builtin.update_row": (update_row, False),
     "vm.builtin.check_nonempty": (check_nonempty, False),
+    "vm.builtin.check_pad_source": (check_pad_source, False),
 }

@@ -67,7 +67,7 @@ PLANNABLE_BUILTINS = frozenset({
     "vm.builtin.check_tuple_info", "vm.builtin.match_shape", "vm.builtin.match_prim_value",
     "vm.builtin.make_shape", "vm.builtin.make_prim_value", "vm.builtin.reshape",
     "vm.builtin.shape_of", "vm.builtin.null_value", "vm.builtin.make_tuple",
-    "vm.builtin.tuple_getitem", "vm.builtin.check_reshape",
+    "vm.builtin.tuple_getitem", "vm.builtin.check_reshape", "vm.builtin.check_pad_source",
 })
 MAX_PLANS = 64  # call shapes remembered per function (least recently used dropped first)
 MAX_PLAN_BYTES = 1 << 30  # and at most this much intermediate memory held by them together

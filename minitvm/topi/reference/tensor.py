@@ -131,7 +131,9 @@ def _cast(attrs, a, t):
 
 @reference("reinterpret")
 def _reinterpret(attrs, a, t):
-    return np.ascontiguousarray(a[0]).view(t.dtype)
+    # (np.ascontiguousarray makes a 0-d array 1-d: a scalar's bit cast came back shape (1,))
+    x = np.asarray(a[0])
+    return (x if x.flags.c_contiguous else x.copy(order="C")).view(t.dtype)
 
 
 # ------------------------------------------------------------------ init ops

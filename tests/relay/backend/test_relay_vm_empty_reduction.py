@@ -4,7 +4,10 @@ states the axis positive (``topi.shape_conditions``), so the VM's symbolic kerne
 at such a size, and the shape's specialization raises the typing error naming the op and the
 axis, where it returned -inf / +inf / -1; the same kernel still serves every other size, also
 from a saved and loaded executable. max / min have an identity (-inf / +inf, as TVM's kernels
-and Relax): they give it there, in the VM and the interpreter alike."""
+and Relax): they give it there, in the VM and the interpreter alike. An integer mean over
+symbolic axes is one symbolic kernel (it compiled per shape: its division by a run-time count
+could trap at 0): a 64-bit sum divided by the count, at least 1, so an empty axis gives 0, as
+the interpreter."""
 
 import numpy as np
 import pytest
@@ -93,3 +96,25 @@ def test_loaded_kernel_without_such_a_reduction_parses_nothing(tmp_path):
     runs = [k.run for k in loaded.kernels if isinstance(k.run, SymbolicKernel)]
     assert runs and all(isinstance(r._spec_args[0], SavedFunction) and
                         r._spec_args[0]._func is None for r in runs)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int8", "uint8"])
+def test_integer_mean_over_symbolic_axes_is_one_kernel(dtype):
+    from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
+
+    x = relay.var("x", shape=(relay.Any(), 4, relay.Any()), dtype=dtype)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.mean(x, axis=[0, 2], keepdims=True)))
+    exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    vm = VirtualMachine(exe, tvm.cpu())
+    ref = relay.create_executor("debug", mod=mod).evaluate()
+    rng = np.random.default_rng(0)
+    low = 0 if dtype == "uint8" else -60
+    for n, m in ((3, 5), (0, 5), (40, 7), (2, 0)):  # int8 sums of 280 values would wrap
+        xv = rng.integers(low, low + 120, (n, 4, m)).astype(dtype)
+        got = vm.run(xv).numpy()
+        np.testing.assert_array_equal(got, ref(xv).numpy())
+        if n * m:  # numpy's mean truncated toward zero
+            np.testing.assert_array_equal(got, np.trunc(xv.mean((0, 2), keepdims=True)))
+        else:
+            np.testing.assert_array_equal(got, np.zeros((1, 4, 1), dtype))

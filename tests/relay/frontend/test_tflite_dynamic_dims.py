@@ -2,8 +2,9 @@
 dims -1 or ``relay.Any()``), ``relay.vm.compile``d once and run at several sizes against
 LiteRT resized to each: a text model over any sequence length, an audio 1-D conv over any
 length, a fully convolutional image model at any H and W, quantized text and image models;
-the same files imported without a shape_dict stay static; UNPACK along a run-time size is a
-clear error."""
+8-bit RESIZE_BILINEAR / TRANSPOSE_CONV to sizes computed when they run, 8-bit MEAN / SUM /
+strided average pools over run-time sizes (LiteRT's multipliers computed then); the same files
+imported without a shape_dict stay static; UNPACK along a run-time size is a clear error."""
 
 from __future__ import annotations
 
@@ -122,10 +123,13 @@ def _unpack(axis: int) -> bytes:
 
 
 def test_unpack_along_a_run_time_size_names_the_op_and_axis():
-    """UNPACK has one output per index: along a run-time dim that count is unknown at import,
-    a clear error; along a static axis of the same input it imports and runs."""
+    """UNPACK has one output per index: along a run-time dim a clear error naming the size its
+    Num fixes (LiteRT refuses any other size there); along a static axis of the same input it
+    imports and runs."""
     with pytest.raises(ImportError_, match=r"UNPACK \(operator 0\): axis 1 of the input's "
-                                           r"dynamic shape \(1, \?, 3\) is a run-time size"):
+                                           r"dynamic shape \(1, \?, 3\) is a run-time size.*"
+                                           r"its 2 outputs \(Num\) fix that size.*give that "
+                                           r"dim the static size 2 in shape_dict"):
         relay.frontend.from_tflite(_unpack(1), shape_dict={"x": (1, -1, 3)})
     _compare(_unpack(2), {"x": (1, -1, 3)},
              lambda n, r: {"x": r.standard_normal((1, n, 3)).astype("float32")}, (1, 4))
@@ -143,17 +147,26 @@ def test_reshape_to_a_static_shape_over_a_run_time_dim_is_refused():
         relay.frontend.from_tflite(b.finish(), shape_dict={"x": (1, relay.Any(), 6)})
 
 
-def test_integer_mean_over_a_run_time_size_is_refused():
-    """LiteRT's int8 MEAN folds 1 / count into fixed-point multipliers chosen at its count: over
-    a run-time H, W a clear error naming the op, axes and shape."""
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_integer_mean_and_sum_over_a_run_time_size(dtype):
+    """LiteRT's 8-bit MEAN / SUM fold the count into fixed-point multipliers: computed when the
+    model runs, as LiteRT computes them (the fast H/W path's float32 multiplier; the general
+    path's log2 and division; SUM's float32 bias), bit-exact at 3 sizes (20 channels: NEON's
+    16-channel blocks and the rest)."""
     from tflite_qtwin import QTwin
 
-    t = QTwin("int8", 2)
-    x = t.input("x", (1, 6, 6, 4))
-    t.finish([t.mean(x, [1, 2], True)])
-    with pytest.raises(ImportError_, match=r"MEAN: the integer MEAN over axes \[1, 2\] of the "
-                                           r"input \(1, \?, \?, 4\) reduces a run-time size"):
-        relay.frontend.from_tflite(t.b.finish(), shape_dict={"x": (1, -1, -1, 4)})
+    t = QTwin(dtype, 2)
+    x = t.input("x", (1, 6, 6, 20))
+    total = t.op("SUM", [x], lambda f: f.sum(axis=(1, 2), keepdims=True), "ReducerOptions",
+                 params=(float(t.qp[x][0]) * 20, 0 if dtype == "int8" else 128),
+                 consts=([1, 2],), KeepDims=True)
+    t.finish([t.mean(x, [1, 2], True), t.mean(x, [1], True), t.mean(x, [2, 3], False), total])
+    lo = -128 if dtype == "int8" else 0
+    mod = _compare(t.b.finish(), {"x": (1, -1, -1, 20)},
+                   lambda n, r: {"x": r.integers(lo, lo + 256, (1, n, n + 3, 20)).astype(dtype)},
+                   (1, 5, 9), steps=0)
+    assert _ret(mod) == [f"Tensor[(1, 1, 1, 20), {dtype}]", f"Tensor[(1, 1, ?, 20), {dtype}]",
+                         f"Tensor[(1, ?), {dtype}]", f"Tensor[(1, 1, 1, 20), {dtype}]"]
 
 
 def test_batch_and_sequence_both_run_time():
@@ -208,13 +221,16 @@ def test_pools_with_a_stride_over_run_time_sizes():
              (4, 7, 10))
 
 
-def test_integer_average_pool_with_a_stride_over_a_run_time_size_is_refused():
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_integer_average_pool_with_a_stride_over_a_run_time_size(dtype):
+    """8-bit AVERAGE_POOL_2D SAME with stride 2 over run-time H, W: padded when it runs, the
+    in-bounds average rounded as LiteRT's integer kernel, bit-exact at 3 sizes."""
     from tflite_qtwin import QTwin
 
-    t = QTwin("int8", 3)
+    t = QTwin(dtype, 3)
     x = t.input("x", (1, 6, 6, 4))
-    t.finish([t.pool("avg", x, 3, 2, "SAME")])
-    with pytest.raises(ImportError_, match=r"AVERAGE_POOL_2D: SAME padding with stride \(2, 2\) "
-                                           r"over a run-time spatial size \(input "
-                                           r"\(1, \?, \?, 4\)\)"):
-        relay.frontend.from_tflite(t.b.finish(), shape_dict={"x": (1, -1, -1, 4)})
+    t.finish([t.pool("avg", x, 3, 2, "SAME"), t.pool("avg", x, 2, 2, "SAME")])
+    lo = -128 if dtype == "int8" else 0
+    _compare(t.b.finish(), {"x": (1, -1, -1, 4)},
+             lambda n, r: {"x": r.integers(lo, lo + 256, (1, n, n + 1, 4)).astype(dtype)},
+             (1, 4, 7), steps=0)

@@ -158,8 +158,8 @@ def image_model(size: int = 12) -> bytes:
 def quantized_image_model(dtype: str = "int8", size: int = 12):
     """The image model's quantized counterpart (QTwin, as TFLite's converter writes it): conv
     stride 2 SAME (padded by the zero point), depthwise, MAX_POOL 2x2 stride 2 SAME, AVERAGE_POOL
-    3x3 stride 1 SAME, RESIZE_NEAREST to a fixed 8x8 and its MEAN over H and W (LiteRT's integer
-    MEAN over a run-time size is refused: its multipliers depend on the count); returns the
+    3x3 stride 1 SAME, RESIZE_NEAREST to a fixed 8x8 and its MEAN over H and W (a fixed count;
+    ``test_integer_mean_and_sum_over_a_run_time_size`` covers run-time counts); returns the
     QTwin."""
     from tflite_qtwin import QTwin
 
@@ -183,3 +183,68 @@ def quantized_text_model(dtype: str = "int8", tokens: int = 6):
                                open_tokens=True)
     t.b.signatures[t.b.inputs[0]] = (1, -1, 16)
     return t
+
+
+def _run_time_hw(b, x, i32, mult):
+    """SHAPE(x)[1:3] * ``mult``: an output size LiteRT and the importer know only when the
+    model runs."""
+    xs = b.tensor(f"t{len(b.tensors)}", (4,), "int32")
+    b.operator("SHAPE", [x], [xs], "ShapeOptions", OutType=2)
+    hw = b.tensor(f"t{len(b.tensors)}", (2,), "int32")
+    b.operator("STRIDED_SLICE", [xs, i32([1]), i32([3]), i32([1])], [hw], "StridedSliceOptions",
+               BeginMask=0, EndMask=0, EllipsisMask=0, NewAxisMask=0, ShrinkAxisMask=0)
+    out = b.tensor(f"t{len(b.tensors)}", (2,), "int32")
+    b.operator("MUL", [hw, i32(mult)], [out], "MulOptions", FusedActivationFunction=0)
+    return out
+
+
+def quantized_resize_model(dtype: str) -> bytes:
+    """8-bit RESIZE_BILINEAR (LiteRT's integer / float32 kernels) of x (1, ?, ?, 4): half pixel
+    centres to (2 H, 3 W) computed by SHAPE at run time, and align_corners to a fixed 5x7 of
+    the run-time H and W."""
+    from tflite_qtwin import QTwin
+
+    t = QTwin(dtype, 5)
+    x = t.input("x", (1, 6, 6, 4))
+    size = _run_time_hw(t.b, x, t._i32, [2, 3])
+    for s, shape, align, half in ((size, (1, 12, 18, 4), False, True),
+                                  (t._i32([5, 7]), (1, 5, 7, 4), True, False)):
+        y = t.b.tensor(t._name("resize"), shape, dtype, quant=t.qp[x])
+        t.b.operator("RESIZE_BILINEAR", [x, s], [y], "ResizeBilinearOptions",
+                     AlignCorners=align, HalfPixelCenters=half)
+        t.b.output(y)
+    t.b.signatures[x] = (1, -1, -1, 4)
+    return t.b.finish()
+
+
+def transpose_conv_model(dtype: str) -> bytes:
+    """TRANSPOSE_CONV of x (1, ?, ?, 4), float or int8 (QTwin's per-channel weights), to
+    output shapes computed at run time: SAME 3x3 stride 2 to (2 H, 2 W) and VALID 3x3 stride 2
+    to (2 H + 1, 2 W + 1)."""
+    from tflite_qtwin import QTwin
+
+    t = QTwin(dtype, 6) if dtype != "float32" else Net(6)
+    b = t.b
+    i32 = t.i32 if dtype == "float32" else t._i32
+    x = t.input("x", (1, 5, 5, 4)) if dtype != "float32" else b.input("x", (1, 5, 5, 4))
+    hw = _run_time_hw(b, x, i32, [2, 2])
+    for padding, extra in (("SAME", 0), ("VALID", 1)):
+        shape = b.tensor(f"t{len(b.tensors)}", (4,), "int32")
+        b.operator("CONCATENATION", [i32([1]), hw, i32([3])], [shape],
+                   "ConcatenationOptions", Axis=0, FusedActivationFunction=0)
+        if extra:
+            grown = b.tensor(f"t{len(b.tensors)}", (4,), "int32")
+            b.operator("ADD", [shape, i32([0, extra, extra, 0])], [grown], "AddOptions",
+                       FusedActivationFunction=0)
+            shape = grown
+        n = 10 + extra
+        if dtype == "float32":
+            y = t.op("TRANSPOSE_CONV", [shape, t.w(3, 3, 3, 4), x, t.w(3)], (1, n, n, 3),
+                     "TransposeConvOptions", Padding=0 if padding == "SAME" else 1,
+                     StrideH=2, StrideW=2)
+        else:
+            y = t.transpose_conv(x, 3, 3, 2, (n, n), padding)
+            b.ops[-1][1][0] = shape  # (the output shape computed at run time)
+        b.output(y)
+    b.signatures[x] = (1, -1, -1, 4)
+    return b.finish()

@@ -289,6 +289,13 @@ def _infer_pad(call: Call, ctx) -> StructInfo:
     dims = shape_expr_values(x)
     if dims is None:
         return make_tensor(None, x.dtype, x.ndim, x.vdevice)
+    mode = call.attrs.pad_mode or "constant"
+    for i, d in enumerate(dims):
+        if mode != "constant" and (pw[2 * i] or pw[2 * i + 1]) and \
+                isinstance(d, IntImm) and d.value == 0:
+            fail(call, f"cannot {mode}-pad axis {i} of {fmt_sinfo(x)} by "
+                       f"({pw[2 * i]}, {pw[2 * i + 1]}): the axis is empty, and {mode} padding "
+                       "copies its values (numpy raises too); pad it with pad_mode='constant'")
     out = [add(add(d, pw[2 * i]), pw[2 * i + 1]) for i, d in enumerate(dims)]
     return make_tensor(out, x.dtype, vdevice=x.vdevice)
 

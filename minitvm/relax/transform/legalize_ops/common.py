@@ -131,11 +131,12 @@ def int_values(values) -> list[int]:
     return out
 
 
-def tie_dim(bb, arg: Expr, axis: int, size: PrimExpr) -> Expr:
+def tie_dim(bb, arg: Expr, axis: int, size: PrimExpr, name_hint: str = "") -> Expr:
     """``arg`` whose dimension ``axis`` is ``size`` (another operand's extent the kernel reads
     it by): ``arg`` itself where that is provably so, else a ``match_cast`` to it, which the VM
     checks at run time, where a kernel would read past the smaller operand. (A call outside any
-    block, a function's bare result expression, has nowhere to bind the cast: left as it is.)"""
+    block, a function's bare result expression, has nowhere to bind the cast: left as it is.)
+    ``name_hint`` names the cast's variable, which the VM's error names."""
     sinfo = arg.struct_info
     if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or \
             not bb.block_is_open():
@@ -144,4 +145,5 @@ def tie_dim(bb, arg: Expr, axis: int, size: PrimExpr) -> Expr:
     if prove_equal(shape[axis], size):
         return arg
     shape[axis] = size
-    return bb.match_cast(arg, TensorStructInfo(shape, sinfo.dtype, vdevice=sinfo.vdevice))
+    return bb.match_cast(arg, TensorStructInfo(shape, sinfo.dtype, vdevice=sinfo.vdevice),
+                         name_hint)

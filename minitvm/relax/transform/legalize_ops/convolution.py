@@ -23,7 +23,7 @@ import numpy as np
 from ....ir.prim_expr import IntImm
 from ....topi import dilated_phases, nn_te
 from ....topi.conv_transpose_phases import phase_dilation, phase_rows, phases, regroup_weight
-from ...expr import Constant, const
+from ...expr import Call, Constant, const
 from ...op import create as _create
 from ...op import index as _index
 from ...op import manipulate as _manip
@@ -31,6 +31,7 @@ from ...op import manipulate_extra as _manip_extra
 from ...op.index import take
 from ...op.nn import nn as _nn
 from ...op.nn.convolution import conv2d, conv2d_transpose
+from ...struct_info import TensorStructInfo
 from .common import (
     arg_dtype,
     arg_shape,
@@ -39,6 +40,7 @@ from .common import (
     out_dtype,
     out_shape,
     register_legalize,
+    tie_dim,
 )
 
 __all__: list[str] = []
@@ -58,6 +60,30 @@ def _plain_layouts(call, spatial: str) -> bool:
     return ok
 
 
+def tie_channels(bb, call, transpose: bool = False):
+    """``call`` with its data's channels tied to what the weight expects (``I`` x groups; a
+    transposed conv's ``I``) where they are not provably equal (a symbolic channel count, of
+    the data or the weight): a ``match_cast`` the VM checks when it runs, naming the conv, so
+    a mismatch is a clear error where the kernel read past the channels it has or ignored
+    some."""
+    a = call.attrs
+    data, weight = call.args[0], call.args[1]
+    ws = weight.struct_info
+    if not isinstance(ws, TensorStructInfo) or ws.shape is None or \
+            "C" not in a.data_layout or "I" not in a.kernel_layout:
+        return call
+    want = ws.shape.values[a.kernel_layout.index("I")]
+    if not transpose and int(a.groups) != 1:
+        g = int(a.groups)
+        want = IntImm(want.dtype, int(want.value) * g) if isinstance(want, IntImm) else want * g
+    tied = tie_dim(bb, data, a.data_layout.index("C"), want,
+                   f"{call.op.name.split('.')[-1]}_data_channels")
+    if tied is data:
+        return call
+    return bb.normalize(Call(call.op, [tied, *call.args[1:]], call.attrs, call.sinfo_args,
+                             call.span))
+
+
 def _conv(name: str):
     spatial = "W" if name == "conv1d" else "HW"
 
@@ -65,6 +91,7 @@ def _conv(name: str):
         a = call.attrs
         if not _plain_layouts(call, spatial):
             return call
+        call = tie_channels(bb, call)
         if name == "conv1d":
             return _conv1d_as_conv2d(bb, call)
         phased = _by_dilation_phases(bb, call)
@@ -155,6 +182,7 @@ def _conv_transpose(name: str, data_layout: str, kernel_layout: str):
                           f"only; a call with {a.data_layout}/{a.kernel_layout} is left as it "
                           "is", stacklevel=2)
             return call
+        call = tie_channels(bb, call, transpose=True)
         shape, dtype = out_shape(call), out_dtype(call)
         if name == "conv1d_transpose":
             return _conv1d_transpose_as_2d(bb, call)
@@ -206,6 +234,7 @@ def _conv3d_transpose(bb, call):
         warnings.warn(f"LegalizeOps: conv3d_transpose is lowered for NCDHW/IODHW only; a call "
                       f"with {a.data_layout}/{a.kernel_layout} is left as it is", stacklevel=2)
         return call
+    call = tie_channels(bb, call, transpose=True)
     out = _by_depth_phases(bb, call)
     if out is not None:
         return out

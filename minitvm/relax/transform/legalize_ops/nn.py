@@ -133,7 +133,22 @@ def _pad(bb, call):
     pw = [int(v) for v in a.pad_width]
     before, after = pw[0::2], pw[1::2]
     value, mode = float(a.pad_value), str(a.pad_mode or "constant")
-    return call_topi(bb, lambda x: topi_manip.pad(x, before, after, value, mode), call.args[0],
+    x = call.args[0]
+    if mode != "constant":  # reflect / edge copy values of the axis: an empty one has none
+        # (a static 0 is refused when typed; a symbolic size is checked before the kernel,
+        # which would read element 0 of the empty axis)
+        from ...expr import PrimValue, StringImm
+        from ...op.base import call_pure_packed
+
+        shape = arg_shape(call, 0)
+        dynamic = [d for d, n in enumerate(shape) if (before[d] or after[d]) and
+                   not (isinstance(n, IntImm | int) and int(getattr(n, "value", n)) > 0)]
+        if dynamic:
+            x = bb.emit(call_pure_packed(
+                "vm.builtin.check_pad_source", x, StringImm(mode),
+                *[PrimValue(IntImm("int64", d)) for d in dynamic], sinfo_args=x.struct_info),
+                name_hint="pad_source_checked")
+    return call_topi(bb, lambda t: topi_manip.pad(t, before, after, value, mode), x,
                      name="pad")
 
 

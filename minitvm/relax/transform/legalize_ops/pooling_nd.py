@@ -9,6 +9,7 @@ import warnings
 from ....topi import nn_nd, nn_te, pooling_nd
 from ...expr import Constant, const
 from .common import call_topi, out_dtype, out_shape, register_legalize
+from .convolution import tie_channels
 
 __all__: list[str] = []
 
@@ -75,6 +76,7 @@ def _conv3d(bb, call):
         warnings.warn(f"LegalizeOps: nn.conv3d with layouts {a.data_layout}/{a.kernel_layout}/"
                       f"{out} is left as it is (packed layouts are not lowered)", stacklevel=2)
         return call
+    call = tie_channels(bb, call)
     dtype = out_dtype(call)
     data, weight = call.args
     folded = (a.data_layout, a.kernel_layout, out) == ("NCDHW", "OIDHW", "NCDHW") and \

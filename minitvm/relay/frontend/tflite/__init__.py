@@ -30,11 +30,12 @@ def from_tflite(model, shape_dict=None, dtype_dict=None, op_converter=None):
         batch's end or walk it backwards, SPLIT / SPLIT_V may cut it (a size that does not fit
         fails when the model runs). Other dims may be run-time sizes too (a sequence length,
         ``{"ids": (1, -1)}``; an image's H and W, ``(1, -1, -1, 3)``): SAME convs and pools
-        whose stride is over such a size are padded when they run, RESIZE to a size computed
-        by SHAPE ops resizes to it at run time, RESHAPE keeps one -1 open, BATCH_MATMUL and
-        FULLY_CONNECTED carry run-time matrix / leading dims; a static RESHAPE target over a
-        run-time dim, UNPACK along one (its output count), and the integer MEAN / SUM over
-        one (LiteRT's multipliers depend on the count) are clear errors.
+        whose stride is over such a size are padded when they run, RESIZE and TRANSPOSE_CONV
+        to a size computed by SHAPE ops produce it at run time, RESHAPE keeps one -1 open,
+        BATCH_MATMUL and FULLY_CONNECTED carry run-time matrix / leading dims, the integer
+        MEAN / SUM / average pool compute LiteRT's count-dependent multipliers when they run;
+        a static RESHAPE target over a run-time dim and UNPACK along one (its output count)
+        are clear errors.
     dtype_dict : dict of str to str, optional
         Input dtypes (default: the types stored in the model).
 

@@ -241,12 +241,15 @@ def _transpose_conv(ctx):
 def transpose_conv_window(ctx):
     """TRANSPOSE_CONV of ``ctx.inputs[2]`` (NHWC) by the weights ``ctx.inputs[1]`` (O, kh, kw,
     I) to the output shape of input 0, in NHWC: no bias, no fused activation."""
-    out_shape = _ints(ctx, 0, "the output shape")
     w, x = ctx.inputs[1], ctx.inputs[2]
     opt = ctx.options()
     _, h, wd, _ = infer_shape(x)
     o, kh, kw, _ = infer_shape(w)
     strides = (opt.StrideH(), opt.StrideW())
+    shape_in = ctx.importer.fold(ctx.inputs[0])
+    if not isinstance(shape_in, _expr.Constant) or None in (h, wd):
+        return _transpose_conv_at_run_time(ctx, x, w, shape_in, (kh, kw), strides, o)
+    out_shape = _ints(ctx, 0, "the output shape")
     pads, out_pad = [], []
     for n_in, k, s, n_out in ((h, kh, strides[0], out_shape[1]), (wd, kw, strides[1],
                                                                      out_shape[2])):
@@ -267,6 +270,53 @@ def transpose_conv_window(ctx):
                                channels=o, kernel_size=(kh, kw), data_layout="NCHW",
                                kernel_layout="IOHW", output_padding=tuple(out_pad))
     return _op.transpose(out, (0, 2, 3, 1))
+
+
+def _transpose_conv_at_run_time(ctx, x, w, out_shape, kernel, strides, o):
+    """TRANSPOSE_CONV whose output shape is computed when the model runs, or over a run-time
+    input H / W: the whole transposed conv (no padding; ``stride - 1`` zeros more at the end,
+    where LiteRT writes no tap; as a conv of the zero-stuffed input, which lowers natively at
+    any size) cropped to the output H / W from LiteRT's pad, computed then
+    from the output size as its ComputePaddingHeightWidth does (SAME: half of
+    ``max((ceil(out / stride) - 1) * stride + k - out, 0)``, the smaller half first; VALID:
+    0)."""
+    from ...op import dyn as _dyn
+
+    def i64(v):
+        return _expr.const(np.array(v, "int64"), "int64")
+
+    same = ctx.options().Padding() == 0
+    # each input pixel followed by stride - 1 zeros (static pads of two new unit axes, merged
+    # back by reshape's -3 whatever the run-time H / W), padded by k - 1, correlated with the
+    # flipped kernel: a plain NHWC conv of static pads, (H - 1) * s + k + s - 1 rows
+    (sh, sw), (kh, kw) = strides, kernel
+    xd = _op.expand_dims(_op.expand_dims(x, 3), 2)  # (N, H, 1, W, 1, C)
+    xd = _nn.pad(xd, [(0, 0), (0, 0), (0, sh - 1), (0, 0), (0, sw - 1), (0, 0)])
+    xd = _op.reshape(xd, [0, -3, -3, 0])
+    w_hwio = _op.transpose(_op.reverse(_op.reverse(w, 1), 2), (1, 2, 3, 0))
+    full = _nn.conv2d(xd, w_hwio, padding=(kh - 1, kw - 1, kh - 1, kw - 1), channels=o,
+                      kernel_size=kernel, data_layout="NHWC", kernel_layout="HWIO")
+    size = _op.cast(out_shape, "int64")
+    begin, end = [i64(0)], [_op.take(_op.shape_of(full, "int64"), i64(0), axis=0)]
+    for axis, k, s in ((1, kernel[0], strides[0]), (2, kernel[1], strides[1])):
+        n_out = _op.take(size, i64(axis), axis=0)
+        top = i64(0)
+        if same:
+            steps = _op.floor_divide(_op.add(n_out, i64(s - 1)), i64(s))
+            total = _op.maximum(_op.subtract(_op.add(_op.multiply(
+                _op.subtract(steps, i64(1)), i64(s)), i64(k)), n_out), i64(0))
+            top = _op.floor_divide(total, i64(2))
+        begin.append(top)
+        end.append(_op.add(top, n_out))
+    begin.append(i64(0))
+    end.append(i64(o))
+    out = _dyn.strided_slice(full, _op.stack(begin, 0), _op.stack(end, 0),
+                             _expr.const(np.ones(4, "int64"), "int64"))
+    batch = infer_shape(x)[0]
+    if isinstance(out_shape, _expr.Constant):  # (the output's sizes static in the type)
+        dims = [int(v) for v in out_shape.data.numpy().reshape(-1)]
+        return _op.reshape(out, [0 if batch is None else dims[0], dims[1], dims[2], o])
+    return _op.reshape(out, [0 if batch is None else batch, 0, 0, o])
 
 
 @register("L2_NORMALIZATION")

@@ -134,12 +134,15 @@ def _unpack(ctx):
     axis = _axis(int(ctx.options().Axis()), len(shape))
     n = shape[axis]
     if n is None:  # one output per index: a Relay function's outputs are fixed at import
+        # (LiteRT itself refuses any size but the operator's Num there: that dim is static)
         dims = ", ".join("?" if d is None else str(d) for d in shape)
         at = "" if ctx.index is None else f" (operator {ctx.index})"
+        num = int(ctx.options().Num())
         raise ImportError_(f"UNPACK{at}: axis {axis} of the input's dynamic shape ({dims}) is "
                            "a run-time size, and UNPACK has one output per index along it: "
-                           "Relay needs the output count when the model is imported; give "
-                           "that dim a static size in shape_dict")
+                           f"its {num} outputs (Num) fix that size, which LiteRT also requires "
+                           f"to be exactly {num}; give that dim the static size {num} in "
+                           "shape_dict")
     parts = _op.split(x, n, axis)
     return [_op.squeeze(parts[i], [axis]) for i in range(n)]
 

@@ -18,7 +18,7 @@ from .exact_binary import quantize_multiplier
 __all__ = ["quantize_multiplier", "multiply", "rounding_divide_by_pot",
            "rounding_doubling_high_mul16", "doubling_high_mul16", "saturating_left_shift16",
            "downscale_multiplier16", "multiply_expr", "inv_sqrt_multiplier_exp",
-           "reduced_multiplier", "multiply_wide", "multiply_wide_expr", "checked_log2",
+           "multiply_run_time_expr", "reduced_multiplier", "multiply_wide", "multiply_wide_expr", "checked_log2",
            "NEON_BLOCK"]
 
 NEON_BLOCK = 16  # the 8-bit lanes of LiteRT's vectorized (NEON) requantizing loops
@@ -146,6 +146,25 @@ def multiply_expr(acc, m0: int, shift: int, half_up=None):
             away = _op.multiply(away, _op.subtract(_i64(1), half_up))
         rounded = _op.add(rounded, away)
     return _op.right_shift(rounded, _i64(right))
+
+
+def multiply_run_time_expr(acc, m0, shift, half_up=None):
+    """``multiply_expr`` by a multiplier known only when the model runs: ``m0`` and ``shift``
+    int64 scalar expressions (the shifts, the rounding nudge and its sign term chosen then)."""
+    zero = _i64(0)
+    left, right = _op.maximum(shift, zero), _op.maximum(_op.negative(shift), zero)
+    h = _op.right_shift(_op.add(_op.multiply(_op.left_shift(acc, left), m0), _i64(2**30)),
+                        _i64(31))
+    shifts = _op.cast(_op.greater(right, zero), "int64")  # 0: no rounding shift at all
+    nudge = _op.multiply(_op.left_shift(_i64(1), _op.maximum(_op.subtract(right, _i64(1)),
+                                                             zero)), shifts)
+    rounded = _op.add(h, nudge)
+    if half_up is not True:
+        away = _op.multiply(_op.right_shift(h, _i64(63)), shifts)  # -1 below zero, else 0
+        if half_up is not None:
+            away = _op.multiply(away, _op.subtract(_i64(1), half_up))
+        rounded = _op.add(rounded, away)
+    return _op.right_shift(rounded, right)
 
 
 def reduced_multiplier(m0, shift) -> tuple[np.ndarray, np.ndarray]:

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import expr as _expr
+from ... import op as _op
+from ...op import nn as _nn
 from ..common import const_value
 from . import (
     exact_l2norm,
     exact_spatial,
 )
+from .convert_nn import pad_at_run_time
 from .importer import (
     _conv_pads,
 )
@@ -26,10 +30,6 @@ from .quantized_tensor import (
 from .tensor_data import infer_shape
 
 
-def _shape_text(shape) -> str:
-    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
-
-
 # ------------------------------------------------------------------ pools, reductions, resize
 def _average_pool(ctx):
     """AVERAGE_POOL_2D as TFLite's integer kernel (``exact_spatial.average_pool``)."""
@@ -39,11 +39,19 @@ def _average_pool(ctx):
     h, w = (shape[1], shape[2]) if ctx.layout == "NHWC" else (shape[2], shape[3])
     kh, kw, sh, sw = opt.FilterHeight(), opt.FilterWidth(), opt.StrideH(), opt.StrideW()
     pads = _conv_pads(opt.Padding(), h, w, kh, kw, sh, sw, 1, 1)
-    if None in pads:
-        raise ctx.fail(f"SAME padding with stride ({sh}, {sw}) over a run-time spatial size "
-                       f"(input {_shape_text(shape)}) is not supported for the integer "
-                       "average pool: import that size static, or use stride 1 or VALID")
     qlo, qhi = clamp_range(qo, *_fused_bounds(ctx))
+    if None in pads:  # SAME with a stride over a run-time size: padded when it runs, the
+        # average over the in-bounds taps (window sums of x over those of ones), then rounded
+        taps = kh * kw
+        ft = exact_spatial.pool_float(taps, qx.dtype)
+        axes, win = (1, 2) if ctx.layout == "NHWC" else (2, 3), ((kh, sh), (kw, sw))
+        zero = _expr.const(np.array(0, ft), ft)
+        xp, static = pad_at_run_time(_op.cast(x, ft), pads, axes, win, zero)
+        ones, _ = pad_at_run_time(_op.ones_like(_op.cast(x, ft)), pads, axes, win, zero)
+        kw_ = dict(layout=ctx.layout, count_include_pad=True)
+        q = _op.divide(_nn.avg_pool2d(xp, (kh, kw), (sh, sw), (1, 1), static, **kw_),
+                       _nn.avg_pool2d(ones, (kh, kw), (sh, sw), (1, 1), static, **kw_))
+        return exact_spatial.round_average(q, taps, qx.dtype, qlo, qhi)
     return exact_spatial.average_pool(x, qx.dtype, ctx.layout, (kh, kw), (sh, sw), pads, qlo,
                                       qhi)
 
@@ -57,12 +65,6 @@ def _reduction(ctx):
     axes = sorted({int(a) % nd for a in ctx.value(1, "the reduction axes").reshape(-1)})
     opt = ctx.options()
     keep = bool(opt.KeepDims()) if opt is not None else False
-    shape = infer_shape(x)
-    if any(shape[a] is None for a in axes):
-        # LiteRT's integer kernels fold 1 / count into fixed-point multipliers chosen for it
-        raise ctx.fail(f"the integer {ctx.name} over axes {axes} of the input "
-                       f"{_shape_text(shape)} reduces a run-time size; its LiteRT multipliers "
-                       "depend on the count: import that size static (shape_dict)")
     qi, qout = (qx.s, qx.z), (qo.s, qo.z)
     if ctx.name == "SUM":
         return exact_spatial.reduce_sum(x, axes, keep, qx.dtype, qi, qout)
@@ -77,12 +79,22 @@ def _reduction(ctx):
 def _resize_bilinear(ctx):
     """RESIZE_BILINEAR as TFLite's kernels (``exact_spatial.resize_bilinear``)."""
     qx = _in_q(ctx, 0)
-    size = ctx.value(1, "the output size").reshape(-1)
+    x = ctx.inputs[0]
     opt = ctx.options()
     align = bool(opt.AlignCorners()) if opt is not None else False
     half = bool(opt.HalfPixelCenters()) if opt is not None else False
-    return exact_spatial.resize_bilinear(ctx.inputs[0], qx.dtype, (int(size[0]), int(size[1])),
-                                         align, half)
+    size = ctx.importer.fold(ctx.inputs[1])
+    _, h, w, c = infer_shape(x)
+    if isinstance(size, _expr.Constant) and None not in (h, w):
+        oh, ow = (int(v) for v in size.data.numpy().reshape(-1))
+        return exact_spatial.resize_bilinear(x, qx.dtype, (oh, ow), align, half)
+    # a size computed when the model runs (SHAPE of a run-time sized tensor), or a run-time
+    # input H / W: the taps computed then, by the same formulas
+    out = exact_spatial.resize_bilinear_at_run_time(x, qx.dtype, size, align, half)
+    if isinstance(size, _expr.Constant):  # (the output's H and W static in the type)
+        oh, ow = (int(v) for v in size.data.numpy().reshape(-1))
+        return _op.reshape(out, [0, oh, ow, 0 if c is None else c])
+    return out if c is None else _op.reshape(out, [0, 0, 0, c])
 
 
 SPATIAL = {"AVERAGE_POOL_2D": _average_pool, "MEAN": _reduction, "SUM": _reduction,

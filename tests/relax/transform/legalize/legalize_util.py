@@ -63,6 +63,11 @@ def run_legalized(mod, arrays, n_out=1):
             m = build(mod[gv])
             m["main"](*ins, *outs, *scalars)
             env[b.var] = outs[0] if len(outs) == 1 else tuple(outs)
+        elif isinstance(v, relax.Call) and getattr(v.op, "name", "") == \
+                "relax.call_pure_packed" and v.args[0].global_symbol in _vm_builtins():
+            fn, takes_vm = _vm_builtins()[v.args[0].global_symbol]
+            assert not takes_vm, v.args[0].global_symbol
+            env[b.var] = fn(*[_builtin_arg(a, env) for a in v.args[1:]])
         elif isinstance(v, relax.Tuple):
             env[b.var] = tuple(env[f] for f in v.fields)
         elif isinstance(v, relax.TupleGetItem):
@@ -72,6 +77,21 @@ def run_legalized(mod, arrays, n_out=1):
         else:
             raise AssertionError(f"binding not legalized: {v}")
     return env[main.body.body]
+
+
+def _vm_builtins() -> dict:
+    from minitvm.runtime.relax_vm.builtins import BUILTINS
+
+    return BUILTINS
+
+
+def _builtin_arg(a, env):
+    """A VM builtin's argument: a bound tensor, a string or an integer."""
+    if isinstance(a, relax.StringImm):
+        return a.value
+    if isinstance(a, relax.PrimValue):
+        return int(a.value.value)
+    return env[a]
 
 
 def _eval(d, dims):
@@ -93,13 +113,16 @@ def rand(shape, dtype="float32", lo=-2.0, hi=2.0):
 
 
 def check(make, sinfos, arrays, expected, rtol=1e-5, atol=1e-5):
-    """Legalize ``make`` over ``sinfos``, check nothing is left unlegalized, run it on
-    ``arrays`` and compare with ``expected`` (an array or tuple of arrays)."""
+    """Legalize ``make`` over ``sinfos``, check nothing is left unlegalized (kernels, or the
+    VM builtins legalization calls: run-time checks of symbolic sizes), run it on ``arrays``
+    and compare with ``expected`` (an array or tuple of arrays)."""
     mod = LegalizeOps()(one_op_module(make, sinfos))
     for b in bindings(mod["main"]):
         v = b.value
         if isinstance(v, relax.Call):
-            assert v.op.name == "relax.call_tir", f"left as a call: {v.op.name}"
+            builtin = v.op.name == "relax.call_pure_packed" and \
+                v.args[0].global_symbol.startswith("vm.builtin.")
+            assert v.op.name == "relax.call_tir" or builtin, f"left as a call: {v.op.name}"
     got = run_legalized(mod, arrays)
     if isinstance(expected, tuple):
         for g, e in zip(got, expected, strict=True):
