@@ -38,7 +38,9 @@ RAN, MISMATCH = 0, 1
 FREE = -1  # a dimension slot with no constraint (a symbolic dimension that binds a value)
 
 # The table, in i64 words: [entry, ndarray type, n params, S dims in all, n vars, limit,
-# PyEval_SaveThread, PyEval_RestoreThread, descr[n], ndim[n], constraint[S], var slot[n vars]];
+# PyEval_SaveThread, PyEval_RestoreThread, fixed values, descr[n], ndim[n], constraint[S],
+# var slot[n vars]]; the entry's values are read from the slots, or are the i64 array at
+# ``fixed`` when that is not 0 (a call bound to its shapes);
 # a constraint >= 0 is the dimension's value, FREE none, c <= -2 "equals slot -2 - c". Slots:
 # every parameter's dimensions in order. Arrays of more than ``limit`` elements in all run the
 # entry without the GIL (as the Python paths did: other threads run meanwhile).
@@ -69,7 +71,9 @@ pre:
   %slots = alloca i64, i64 %Sp1
   %nvp1 = add i64 %nv, 1
   %vars = alloca i64, i64 %nvp1
-  %descrs = getelementptr i64, ptr %t, i64 8
+  %descrs = getelementptr i64, ptr %t, i64 9
+  %t8 = getelementptr i64, ptr %t, i64 8
+  %fixed = load ptr, ptr %t8
   %ndims = getelementptr i64, ptr %descrs, i64 %n
   %cons = getelementptr i64, ptr %ndims, i64 %n
   %vslots = getelementptr i64, ptr %cons, i64 %S
@@ -175,10 +179,12 @@ vloop:
   %vmore = icmp slt i64 %q1, %nv
   br i1 %vmore, label %vloop, label %size
 size:
+  %isfixed = icmp ne ptr %fixed, null
+  %vals = select i1 %isfixed, ptr %fixed, ptr %vars
   %big = icmp sgt i64 %tot1, %lim
   br i1 %big, label %nogil, label %call
 call:
-  call void %fn(ptr %ptrs, ptr %vars, i32 %nth)
+  call void %fn(ptr %ptrs, ptr %vals, i32 %nth)
   ret i32 {RAN}
 nogil:
   %t6 = getelementptr i64, ptr %t, i64 6
@@ -186,7 +192,7 @@ nogil:
   %t7 = getelementptr i64, ptr %t, i64 7
   %restore = load ptr, ptr %t7
   %ts = call ptr %save()
-  call void %fn(ptr %ptrs, ptr %vars, i32 %nth)
+  call void %fn(ptr %ptrs, ptr %vals, i32 %nth)
   call void %restore(ptr %ts)
   ret i32 {RAN}
 fail:
@@ -217,12 +223,15 @@ def checked_call_routine():
         return _ROUTINE[1]
 
 
-def checked_call_table(address: int, params: list, vars_: list, checks: list, limit: int):
+def checked_call_table(address: int, params: list, vars_: list, checks: list, limit: int,
+                       fixed_vars: int = 0):
     """The routine's table (a ctypes array: keep it alive while calling) for an entry at
     ``address`` whose parameters are all buffers: ``params`` ``[(dtype, dims)]`` with -1 for a
     symbolic dimension; ``vars_`` ``[(k, d)]``: the entry's variable ``i`` is dimension ``d`` of
     parameter ``k``; ``checks`` ``[(k, d, k2, d2)]``: dimension ``d`` of ``k`` must equal
-    dimension ``d2`` of ``k2``. None when there is no parameter or a place is out of range."""
+    dimension ``d2`` of ``k2``; ``fixed_vars``: the address of an i64 array passed as the
+    entry's values instead (0: none). None when there is no parameter or a place is out of
+    range."""
     if not params:
         return None
     start, slot = [], 0
@@ -249,7 +258,8 @@ def checked_call_table(address: int, params: list, vars_: list, checks: list, li
     vslots = [at(k, d) for k, d in vars_]
     if any(v is None for v in vslots):
         return None
-    words = [address, id(np.ndarray), len(params), slot, len(vslots), limit, _SAVE, _RESTORE]
+    words = [address, id(np.ndarray), len(params), slot, len(vslots), limit, _SAVE, _RESTORE,
+             fixed_vars]
     words += [id(np.dtype(dtype)) for dtype, _ in params]
     words += [len(dims) for _, dims in params]
     words += cons + vslots

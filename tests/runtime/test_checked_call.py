@@ -130,11 +130,12 @@ def test_the_table_says_where_each_value_comes_from():
                                [(2, 0, 0, 0)], 99)
     words = list(table)
     assert words[0] == 1234 and words[2:6] == [3, 4, 2, 99]
-    assert words[8:11] == [id(np.dtype("float32")), id(np.dtype("int64")),
+    assert words[8] == 0  # (no fixed values)
+    assert words[9:12] == [id(np.dtype("float32")), id(np.dtype("int64")),
                            id(np.dtype("float32"))]
-    assert words[11:14] == [2, 0, 2]
-    assert words[14:18] == [FREE, 4, -2 - 0, FREE]  # (slot 2 equals slot 0)
-    assert words[18:] == [0, 3]
+    assert words[12:15] == [2, 0, 2]
+    assert words[15:19] == [FREE, 4, -2 - 0, FREE]  # (slot 2 equals slot 0)
+    assert words[19:] == [0, 3]
 
 
 @pytest.mark.parametrize("params, vars_, checks", [
