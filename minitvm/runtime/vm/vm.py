@@ -13,6 +13,8 @@ import ctypes
 import math
 import sys
 import weakref
+from itertools import repeat
+from operator import is_
 
 import numpy as np
 
@@ -241,7 +243,7 @@ def _held_elsewhere(data: np.ndarray, regs: list, site: tuple, frames: list) -> 
     view in one. Its reference count answers most calls (nothing beyond the registers holding
     it); where it counts more, the registers are searched (the extra references may be no
     program value's: a profiler's, a debugger's)."""
-    mine = sum(1 for r in regs if r is data)
+    mine = sum(map(is_, regs, repeat(data)))  # (the registers that are it, scanned in C)
     if mine - (regs[site[1]] is data) - (site[4] != site[1] and regs[site[4]] is data):
         return True
     if sys.getrefcount(data) - _CALL_REFS - mine <= 0:
@@ -425,7 +427,7 @@ class VirtualMachine:
                                f"{data.shape[0]} rows")
         owner = self._row_owned.get(id(data))
         if owner is None or owner[0]() is not data or owner[1] is not site or \
-                not data.flags.writeable or any(a is data for a in args) or \
+                not data.flags.writeable or any(map(is_, args, repeat(data))) or \
                 (site is not None and len(site) > 5 and site[5]) or \
                 (regs is not None and _held_elsewhere(data, regs, site, frames)):
             data = data.copy()
@@ -540,8 +542,11 @@ class VirtualMachine:
         regs[:len(args)] = args
         pc = 0
         frames: list = []
+        # (the branches below test the instructions of a loop's step first)
         INVOKE_PACKED, ALLOC_STORAGE, ALLOC_TENSOR, MOVE = \
             B.INVOKE_PACKED, B.ALLOC_STORAGE, B.ALLOC_TENSOR, B.MOVE
+        GOTO, LOAD_CONST, UPDATE_ROW, LOAD_CONSTI, IF = \
+            B.GOTO, B.LOAD_CONST, B.UPDATE_ROW, B.LOAD_CONSTI, B.IF
         empty, uint8 = np.empty, np.uint8
         while True:
             ins = code[pc]
@@ -584,10 +589,19 @@ class VirtualMachine:
             elif op == MOVE:
                 regs[ins[2]] = regs[ins[1]]
                 pc += 1
-            elif op == B.LOAD_CONSTI:
+            elif op == GOTO:
+                pc += ins[1]
+            elif op == LOAD_CONST:
+                regs[ins[2]] = consts[ins[1]]
+                pc += 1
+            elif op == UPDATE_ROW:
+                regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args,
+                                                ins, regs, frames)
+                pc += 1
+            elif op == LOAD_CONSTI:
                 regs[ins[2]] = ins[1]
                 pc += 1
-            elif op == B.IF:
+            elif op == IF:
                 a, b = regs[ins[1]], regs[ins[2]]
                 if type(a) is np.ndarray:
                     a = a.item()
@@ -628,11 +642,6 @@ class VirtualMachine:
                     return value
                 code, pc, regs, dst = frames.pop()
                 regs[dst] = value
-            elif op == B.GOTO:
-                pc += ins[1]
-            elif op == B.LOAD_CONST:
-                regs[ins[2]] = consts[ins[1]]
-                pc += 1
             elif op == B.ALLOC_ADT:
                 regs[ins[3]] = ADT(ins[1], [regs[r] for r in ins[2]])
                 pc += 1
@@ -645,10 +654,6 @@ class VirtualMachine:
             elif op == B.RESHAPE_TENSOR:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[2]]).reshape(-1))
                 regs[ins[3]] = np.reshape(regs[ins[1]], shape)
-                pc += 1
-            elif op == B.UPDATE_ROW:
-                regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args,
-                                                ins, regs, frames)
                 pc += 1
             elif op == B.ALLOC_TENSOR_REG:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[3]]).reshape(-1))

@@ -187,6 +187,10 @@ def _native_checked_call(bc: BoundCall, slow):
     if len(consts) != len(bc.consts):
         return None
     params = [(d, list(s)) for s, d in zip(bc.shapes, bc.dtypes, strict=True)]
+    for pos, _, packed in bc.packs:  # (the kernel reads the packed copy there)
+        if type(packed) is not np.ndarray:
+            return None
+        params[pos] = (packed.dtype, list(packed.shape))
     params += [(c.dtype, list(c.shape)) for c in consts]
     params += [(d, list(s)) for s, d in bc.outs]
     # the GIL released or not as the trampoline or the tuple entry was chosen (by sizes)
