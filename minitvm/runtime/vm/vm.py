@@ -14,7 +14,7 @@ import math
 import sys
 import weakref
 from itertools import repeat
-from operator import is_
+from operator import is_, itemgetter
 
 import numpy as np
 
@@ -218,6 +218,17 @@ def _held_refs(x) -> int:
 _PROBE = [np.empty(0)]
 _CALL_REFS = _refcount_passed_down(_PROBE[0]) - 1
 del _PROBE
+
+
+def _gather(regs: tuple):
+    """``f(registers) -> tuple`` of the values in ``regs``, in order (``itemgetter``'s loop in C
+    where it returns a tuple: two registers or more)."""
+    if len(regs) >= 2:
+        return itemgetter(*regs)
+    if regs:
+        r = regs[0]
+        return lambda values: (values[r],)
+    return lambda values: ()
 
 
 def _holds(value, data: np.ndarray) -> bool:
@@ -506,8 +517,15 @@ class VirtualMachine:
                     # a dynamic-shape kernel's call site keeps its last binding (``_bind``)
                     site = [None, loop] if dyn and callable(getattr(k.run, "bind", None)) \
                         else None
-                    code.append((op, idx, tuple(args[:arity - nout]), tuple(args[arity - nout:]),
-                                 bool(dyn), fast, tuple(k.consts), site))
+                    ins_regs, out_regs = tuple(args[:arity - nout]), tuple(args[arity - nout:])
+                    # the registers a call reads, gathered into its argument tuple in C (no
+                    # constants between: the static entry's inputs and outputs, a binding's
+                    # inputs)
+                    gather = (_gather(ins_regs + out_regs) if fast is not None else
+                              _gather(ins_regs) if site is not None else None) \
+                        if not k.consts else None
+                    code.append((op, idx, ins_regs, out_regs, bool(dyn), fast, tuple(k.consts),
+                                 site, gather))
                 elif op == B.ALLOC_STORAGE:  # (the tensor made next, when it is fresh)
                     # (nothing dropped between the two: the tensor's instruction comes next)
                     nxt = f.instructions[pc + 1] if pc in fresh and \
@@ -554,14 +572,18 @@ class VirtualMachine:
             if op == INVOKE_PACKED:
                 fast = ins[5]
                 if fast is not None:
-                    outs = [regs[r] for r in ins[3]]
-                    fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
+                    if ins[8] is not None:
+                        fast(ins[8](regs), nthreads)
+                    else:
+                        outs = [regs[r] for r in ins[3]]
+                        fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
                 elif ins[4]:
                     site = ins[7]  # (its binding first, here: a loop's step makes this call)
                     bound = site[0] if site is not None else None
                     outs = None
                     if bound is not None:
-                        outs = bound.run([*[regs[r] for r in ins[2]], *ins[6]])
+                        outs = bound.run(ins[8](regs) if ins[8] is not None else
+                                         [*[regs[r] for r in ins[2]], *ins[6]])
                     if outs is None:
                         outs = self._invoke_dynamic(ins, [regs[r] for r in ins[2]])
                     for r, v in zip(ins[3], outs):
