@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from .. import threadpool
+from ..checked_call import checked_call_routine, checked_call_table
 from ..py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
@@ -261,7 +262,8 @@ class NativeKernel:
     dimensions, then calls the machine code."""
 
     __slots__ = ("name", "spec", "compiled", "direct", "_entry", "_py", "_fast", "_nbuf",
-                 "_bufpos", "_dtypes", "_vars", "_float_vars", "_nparams", "_checks", "_sym")
+                 "_bufpos", "_dtypes", "_vars", "_float_vars", "_nparams", "_checks", "_sym",
+                 "_table")
 
     def __init__(self, name: str, spec: dict, compiled):
         self.name = name
@@ -309,6 +311,41 @@ class NativeKernel:
             self._sym = self._symbolic_call()
         if self._fast is None and scalar is None:
             self.direct = self._sym if self._sym is not None else self.__call__
+        self._table = None
+        if scalar is None and (self._fast is not None or self._sym is not None):
+            native = self._native_checked(self.direct)
+            if native is not None:
+                self.direct = native
+
+    def _native_checked(self, slow):
+        """``direct`` with its argument checks in native code (``runtime.checked_call``): one
+        ctypes call checks and runs the kernel (without the GIL past the same size as
+        before); an argument that does not fit goes to ``slow`` (the checks in Python, the
+        errors). None when a parameter is not a buffer or a check is not a dimension's
+        equality."""
+        params = self.spec["params"]
+        if any(p[0] != "buf" for p in params) or any(v[0] != "dim" for v in self._vars):
+            return None
+        checks = []
+        for k, d, enc, _text in self._checks:
+            if not (isinstance(enc, list) and len(enc) == 4 and enc[:2] == ["at", "dim"]):
+                return None
+            checks.append((k, d, enc[2], enc[3]))
+        routine = checked_call_routine()
+        if routine is None:
+            return None
+        table = checked_call_table(self.compiled.address, [(p[1], p[3]) for p in params],
+                                   [(v[1], v[2]) for v in self._vars], checks,
+                                   GIL_RELEASE_ELEMS)
+        if table is None:
+            return None
+        self._table = table  # (the routine reads it: alive as long as the kernel)
+        env = {"chk": routine, "tab": ctypes.addressof(table), "pool": threadpool,
+               "slow": slow}
+        src = ("def call(*args):\n    if chk(args, tab, pool.get_num_threads()):\n"
+               "        return slow(*args)\n")
+        exec(compile(src, f"<relax kernel {self.name} (native checks)>", "exec"), env)  # noqa: S102
+        return env["call"]
 
     def __call__(self, *args):
         if self._fast is not None and len(args) == self._nparams and self._fast(*args):

@@ -13,6 +13,8 @@ import ctypes
 import math
 import sys
 import weakref
+from itertools import repeat
+from operator import is_, itemgetter
 
 import numpy as np
 
@@ -218,6 +220,17 @@ _CALL_REFS = _refcount_passed_down(_PROBE[0]) - 1
 del _PROBE
 
 
+def _gather(regs: tuple):
+    """``f(registers) -> tuple`` of the values in ``regs``, in order (``itemgetter``'s loop in C
+    where it returns a tuple: two registers or more)."""
+    if len(regs) >= 2:
+        return itemgetter(*regs)
+    if regs:
+        r = regs[0]
+        return lambda values: (values[r],)
+    return lambda values: ()
+
+
 def _holds(value, data: np.ndarray) -> bool:
     """Whether VM value ``value`` is, contains (tuples, closures) or views ``data``."""
     stack = [value]
@@ -241,7 +254,7 @@ def _held_elsewhere(data: np.ndarray, regs: list, site: tuple, frames: list) -> 
     view in one. Its reference count answers most calls (nothing beyond the registers holding
     it); where it counts more, the registers are searched (the extra references may be no
     program value's: a profiler's, a debugger's)."""
-    mine = sum(1 for r in regs if r is data)
+    mine = sum(map(is_, regs, repeat(data)))  # (the registers that are it, scanned in C)
     if mine - (regs[site[1]] is data) - (site[4] != site[1] and regs[site[4]] is data):
         return True
     if sys.getrefcount(data) - _CALL_REFS - mine <= 0:
@@ -425,7 +438,7 @@ class VirtualMachine:
                                f"{data.shape[0]} rows")
         owner = self._row_owned.get(id(data))
         if owner is None or owner[0]() is not data or owner[1] is not site or \
-                not data.flags.writeable or any(a is data for a in args) or \
+                not data.flags.writeable or any(map(is_, args, repeat(data))) or \
                 (site is not None and len(site) > 5 and site[5]) or \
                 (regs is not None and _held_elsewhere(data, regs, site, frames)):
             data = data.copy()
@@ -504,8 +517,15 @@ class VirtualMachine:
                     # a dynamic-shape kernel's call site keeps its last binding (``_bind``)
                     site = [None, loop] if dyn and callable(getattr(k.run, "bind", None)) \
                         else None
-                    code.append((op, idx, tuple(args[:arity - nout]), tuple(args[arity - nout:]),
-                                 bool(dyn), fast, tuple(k.consts), site))
+                    ins_regs, out_regs = tuple(args[:arity - nout]), tuple(args[arity - nout:])
+                    # the registers a call reads, gathered into its argument tuple in C (no
+                    # constants between: the static entry's inputs and outputs, a binding's
+                    # inputs)
+                    gather = (_gather(ins_regs + out_regs) if fast is not None else
+                              _gather(ins_regs) if site is not None else None) \
+                        if not k.consts else None
+                    code.append((op, idx, ins_regs, out_regs, bool(dyn), fast, tuple(k.consts),
+                                 site, gather))
                 elif op == B.ALLOC_STORAGE:  # (the tensor made next, when it is fresh)
                     # (nothing dropped between the two: the tensor's instruction comes next)
                     nxt = f.instructions[pc + 1] if pc in fresh and \
@@ -540,8 +560,11 @@ class VirtualMachine:
         regs[:len(args)] = args
         pc = 0
         frames: list = []
+        # (the branches below test the instructions of a loop's step first)
         INVOKE_PACKED, ALLOC_STORAGE, ALLOC_TENSOR, MOVE = \
             B.INVOKE_PACKED, B.ALLOC_STORAGE, B.ALLOC_TENSOR, B.MOVE
+        GOTO, LOAD_CONST, UPDATE_ROW, LOAD_CONSTI, IF = \
+            B.GOTO, B.LOAD_CONST, B.UPDATE_ROW, B.LOAD_CONSTI, B.IF
         empty, uint8 = np.empty, np.uint8
         while True:
             ins = code[pc]
@@ -549,14 +572,18 @@ class VirtualMachine:
             if op == INVOKE_PACKED:
                 fast = ins[5]
                 if fast is not None:
-                    outs = [regs[r] for r in ins[3]]
-                    fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
+                    if ins[8] is not None:
+                        fast(ins[8](regs), nthreads)
+                    else:
+                        outs = [regs[r] for r in ins[3]]
+                        fast((*[regs[r] for r in ins[2]], *ins[6], *outs), nthreads)
                 elif ins[4]:
                     site = ins[7]  # (its binding first, here: a loop's step makes this call)
                     bound = site[0] if site is not None else None
                     outs = None
                     if bound is not None:
-                        outs = bound.run([*[regs[r] for r in ins[2]], *ins[6]])
+                        outs = bound.run(ins[8](regs) if ins[8] is not None else
+                                         [*[regs[r] for r in ins[2]], *ins[6]])
                     if outs is None:
                         outs = self._invoke_dynamic(ins, [regs[r] for r in ins[2]])
                     for r, v in zip(ins[3], outs):
@@ -584,10 +611,19 @@ class VirtualMachine:
             elif op == MOVE:
                 regs[ins[2]] = regs[ins[1]]
                 pc += 1
-            elif op == B.LOAD_CONSTI:
+            elif op == GOTO:
+                pc += ins[1]
+            elif op == LOAD_CONST:
+                regs[ins[2]] = consts[ins[1]]
+                pc += 1
+            elif op == UPDATE_ROW:
+                regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args,
+                                                ins, regs, frames)
+                pc += 1
+            elif op == LOAD_CONSTI:
                 regs[ins[2]] = ins[1]
                 pc += 1
-            elif op == B.IF:
+            elif op == IF:
                 a, b = regs[ins[1]], regs[ins[2]]
                 if type(a) is np.ndarray:
                     a = a.item()
@@ -628,11 +664,6 @@ class VirtualMachine:
                     return value
                 code, pc, regs, dst = frames.pop()
                 regs[dst] = value
-            elif op == B.GOTO:
-                pc += ins[1]
-            elif op == B.LOAD_CONST:
-                regs[ins[2]] = consts[ins[1]]
-                pc += 1
             elif op == B.ALLOC_ADT:
                 regs[ins[3]] = ADT(ins[1], [regs[r] for r in ins[2]])
                 pc += 1
@@ -645,10 +676,6 @@ class VirtualMachine:
             elif op == B.RESHAPE_TENSOR:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[2]]).reshape(-1))
                 regs[ins[3]] = np.reshape(regs[ins[1]], shape)
-                pc += 1
-            elif op == B.UPDATE_ROW:
-                regs[ins[4]] = self._update_row(regs[ins[1]], regs[ins[2]], regs[ins[3]], args,
-                                                ins, regs, frames)
                 pc += 1
             elif op == B.ALLOC_TENSOR_REG:
                 shape = tuple(int(d) for d in np.asarray(regs[ins[3]]).reshape(-1))

@@ -87,3 +87,43 @@ def test_generated_run_is_the_call_bit_for_bit_and_refuses_the_same():
     for _ in range(4):
         bound.run([xv + 1, wv])
     assert first.tobytes() == held.tobytes()
+
+
+def test_generated_run_checks_in_native_code_and_refuses_what_python_refused():
+    vm = _dense_vm()
+    rng = np.random.default_rng(3)
+    wv = rng.standard_normal((4, 3)).astype("float32")
+    xv = rng.standard_normal((2, 3)).astype("float32")
+    idx = next(ins[1] for code, _, _, _ in vm._code for ins in code
+               if ins[0] == runtime_vm.vm.B.INVOKE_PACKED and ins[4])
+    bound = vm.exe.kernels[idx].run.bind([xv, wv])
+    assert "native checks" in bound.run.__code__.co_filename
+
+    class Sub(np.ndarray):
+        pass
+
+    assert bound.run([xv.view(Sub), wv]) is None  # (the Python checks: not exactly an array)
+    assert bound.run([xv, wv.astype(">f4")]) is None  # (another descriptor, not float32's)
+    assert bound.run([xv, np.zeros((4, 3, 1), "float32")]) is None  # (rank)
+    assert bound.run([xv[:, :2], wv]) is None
+    want = bound([xv, wv])[0]
+    assert bound.run([xv, wv])[0].tobytes() == want.tobytes()
+
+
+def test_kept_outputs_are_reused_only_when_nothing_holds_them():
+    vm = _dense_vm()
+    rng = np.random.default_rng(4)
+    wv = rng.standard_normal((4, 3)).astype("float32")
+    xs = [rng.standard_normal((2, 3)).astype("float32") for _ in range(6)]
+    idx = next(ins[1] for code, _, _, _ in vm._code for ins in code
+               if ins[0] == runtime_vm.vm.B.INVOKE_PACKED and ins[4])
+    bound = vm.exe.kernels[idx].run.bind([xs[0], wv])
+    bound.keep_outputs()
+    assert "native checks" in bound.run.__code__.co_filename
+    made = {id(bound.run([x, wv])[0]) for x in xs}  # (each dropped at once)
+    assert len(made) <= 2  # a step's output of two steps before is free: written again
+    held = [bound.run([x, wv])[0] for x in xs]  # (all held: none may be written under us)
+    assert len({id(h) for h in held}) == len(xs)
+    for h, x in zip(held, xs, strict=True):
+        want = bound([x, wv])[0]
+        assert h.tobytes() == want.tobytes()

@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 from ....runtime import threadpool
+from ....runtime.checked_call import checked_call_routine, checked_call_table
 from ....runtime.py_layout import LAYOUT_OK
 from ....runtime.relax_vm.kernel import GIL_RELEASE_ELEMS, call_trampoline
 
@@ -167,4 +168,71 @@ def _generated_call(bc: BoundCall):
         lines.append(f"    tramp({tup}, {len(every)}, addr, kvars, pool.get_num_threads())")
     lines.append(f"    return [{', '.join(f'o{j}' for j in range(len(bc.outs)))}]")
     exec(compile("\n".join(lines) + "\n", "<relay vm bound call>", "exec"), env)  # noqa: S102
+    slow = env["run"]
+    native = _native_checked_call(bc, slow)
+    return slow if native is None else native
+
+
+def _native_checked_call(bc: BoundCall, slow):
+    """The bound call with its checks in native code (``runtime.checked_call``): the shapes,
+    dtypes and contiguity of the inputs (and of the weights and outputs it adds) checked and
+    the kernel run in one ctypes call, on the bound size values; the weights' identities and
+    the outputs' reuse stay here. A call the routine refuses goes to ``slow`` (the same call
+    with its checks in Python: None when the inputs do not match). None when the routine is
+    not available or an input is not an array."""
+    routine = checked_call_routine()
+    if routine is None or not bc.address or (bc.fast is None and bc.tramp is None):
+        return None
+    consts = [c for c in bc.consts if type(c) is np.ndarray]
+    if len(consts) != len(bc.consts):
+        return None
+    params = [(d, list(s)) for s, d in zip(bc.shapes, bc.dtypes, strict=True)]
+    for pos, _, packed in bc.packs:  # (the kernel reads the packed copy there)
+        if type(packed) is not np.ndarray:
+            return None
+        params[pos] = (packed.dtype, list(packed.shape))
+    params += [(c.dtype, list(c.shape)) for c in consts]
+    params += [(d, list(s)) for s, d in bc.outs]
+    # the GIL released or not as the trampoline or the tuple entry was chosen (by sizes)
+    big = bc.tramp is call_trampoline()[1] if bc.fast is None else \
+        not type(bc.fast)._flags_ & ctypes._FUNCFLAG_PYTHONAPI
+    fixed = ctypes.addressof(bc.kvars) if bc.kvars is not None else 0
+    table = checked_call_table(bc.address, params, [], [], -1 if big else 1 << 62, fixed)
+    if table is None:
+        return None
+    env: dict = {"refs": sys.getrefcount, "pool": threadpool, "chk": routine, "empty": np.empty,
+                 "tab": ctypes.addressof(table), "table": table, "kvars": bc.kvars,
+                 "slow": slow}
+    n = len(bc.shapes)
+    lines = ["def run(inputs):", f"    if len(inputs) != {n}:", "        return None"]
+    if n:
+        lines.append(f"    {', '.join(f'a{k}' for k in range(n))}, = inputs")
+    if bc.packs:
+        conds = []
+        for pos, src, packed in bc.packs:
+            env[f"p{pos}"], env[f"q{pos}"] = src, packed
+            conds.append(f"a{pos} is p{pos}")
+        lines += [f"    if not ({' and '.join(conds)}):", "        return None"]
+        lines += [f"    a{pos} = q{pos}" for pos, _, _ in bc.packs]
+    for j, (shape, dtype) in enumerate(bc.outs):
+        env[f"os{j}"], env[f"od{j}"] = shape, dtype
+        if bc.kept is None:
+            lines.append(f"    o{j} = empty(os{j}, dtype=od{j})")
+        else:
+            env[f"k{j}"] = bc.kept[j]
+            lines += [f"    o{j} = k{j}[1]",
+                      f"    if o{j} is None or refs(o{j}) != 3:",
+                      f"        o{j} = empty(os{j}, dtype=od{j})"]
+    for c, value in enumerate(consts):
+        env[f"c{c}"] = value
+    every = [f"a{k}" for k in range(n)] + [f"c{c}" for c in range(len(consts))] + \
+        [f"o{j}" for j in range(len(bc.outs))]
+    lines += [f"    if chk(({', '.join(every)},), tab, pool.get_num_threads()):",
+              "        return slow(inputs)"]
+    if bc.kept is not None:  # (the output made the newest of its pair once the call ran)
+        for j in range(len(bc.outs)):
+            lines += [f"    k{j}[1] = k{j}[0]", f"    k{j}[0] = o{j}"]
+    lines.append(f"    return [{', '.join(f'o{j}' for j in range(len(bc.outs)))}]")
+    exec(compile("\n".join(lines) + "\n", "<relay vm bound call (native checks)>",  # noqa: S102
+                 "exec"), env)
     return env["run"]
