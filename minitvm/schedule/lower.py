@@ -96,11 +96,11 @@ from .rule import (  # noqa: F401
     Rule,
 )
 from .rule_registry import (  # noqa: F401
-    RULE_EMITTED_TAGS,
     RULES,
     _is_gemm,
     _static_stage,
     register_rule,
+    rule_emitted_tags,
     select_rule,
 )
 

@@ -36,17 +36,26 @@ RULES: dict[str, list[Rule]] = {
 }
 
 
-# tags of the stages whose loops a rule registered by ``register_rule`` writes (scatters in one
-# pass, top-k, unique, NMS, RoI pooling, scans): their te body may only stand in for those loops,
-# so a lowering that does not apply these rules (a PrimFunc over symbolic sizes) must refuse them
-RULE_EMITTED_TAGS: set[str] = set()
+# the rules ``register_rule`` added (id -> rule, which keeps the id taken): scatters in one
+# pass, top-k, unique, NMS, RoI pooling, scans, a user's own
+_REGISTERED: dict[int, Rule] = {}
 
 
 def register_rule(tag: str, rule: Rule) -> None:
     """Try ``rule`` first for stages tagged ``tag``. Kernels already in the kernel cache keep
     their schedule (``minitvm.backend.clear_cache()`` forgets them)."""
     RULES.setdefault(tag, []).insert(0, rule)
-    RULE_EMITTED_TAGS.add(tag)
+    _REGISTERED[id(rule)] = rule
+
+
+def rule_emitted_tags() -> frozenset[str]:
+    """Tags of the stages whose loops a rule added by ``register_rule`` writes: their te body may
+    only stand in for those loops, so a lowering that does not apply the rules (a PrimFunc over
+    symbolic sizes) must refuse them. Read from ``RULES`` as it is now: a rule taken out of it
+    (there is no unregister: its list is edited) no longer marks its tag, or every later stage
+    of that tag (the untagged ones for tag "") would be refused."""
+    return frozenset(tag for tag, rules in RULES.items()
+                     if any(_REGISTERED.get(id(r)) is r for r in rules))
 
 
 def select_rule(t, options: LoweringOptions) -> Rule | None:

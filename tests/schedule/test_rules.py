@@ -223,3 +223,34 @@ def test_rule_for_an_untagged_stage_without_operands_attr():
         RULES[""].remove(rule)
         if not RULES[""]:
             del RULES[""]
+
+
+def test_a_rule_taken_out_of_the_table_no_longer_marks_its_tag():
+    """``rule_emitted_tags`` reads the table as it is now: after a rule registered for the
+    untagged stages ("") is taken out again, a Relay VM function with ``Any`` dims whose stages
+    are untagged is still one symbolic kernel. (The tag stayed marked: every later dynamic
+    function with an untagged stage was refused and compiled per input shape, which also hid a
+    patched shape rule from tests/testing/test_symbolic_sweep.py in the full suite.)"""
+    from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
+    from minitvm.runtime.vm import VirtualMachine
+    from minitvm.schedule.lower import rule_emitted_tags
+
+    rule = Rule("never", "custom", lambda t, o: False, lambda ctx, t, buf, bodies: None)
+    assert "" not in rule_emitted_tags()
+    register_rule("", rule)
+    try:
+        assert "" in rule_emitted_tags()
+    finally:
+        RULES[""].remove(rule)
+        if not RULES[""]:
+            del RULES[""]
+    assert "" not in rule_emitted_tags()
+    x = relay.var("x", shape=(relay.Any(), relay.Any(), relay.Any()))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.squeeze(
+        x * relay.const(5.0), [2])))
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="llvm")
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    a = np.random.default_rng(3).standard_normal((2, 3, 1)).astype("float32")
+    got = VirtualMachine(exe, tvm.cpu()).run(tvm.nd.array(a)).numpy()
+    np.testing.assert_allclose(got, a[:, :, 0] * 5.0, rtol=1e-6)

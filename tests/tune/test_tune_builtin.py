@@ -398,21 +398,26 @@ def test_a_cold_sample_stops_after_a_few_runs(monkeypatch):
 def test_time_module_warms_a_fresh_process_longer(monkeypatch):
     """The first timing in a process runs its module untimed for ``FIRST_WARMUP_MS`` (a new
     thread pool's worker joins no loop at first), later ones for ``WARMUP_MS``."""
-    import time
+    import types
 
     from minitvm.tune import workload
 
+    # (the module's clocks advance 1 ms a run: a real 1 ms sleep can take the whole 40 ms
+    # warm-up on a loaded machine, which then makes a single warm-up run)
+    now = [0.0]
     runs = []
 
     class Module:
         def run(self):
-            runs.append(time.perf_counter())
-            time.sleep(0.001)
+            runs.append(now[0])
+            now[0] += 0.001
 
+    monkeypatch.setattr(workload, "time", types.SimpleNamespace(
+        perf_counter=lambda: now[0], thread_time=lambda: now[0]))
     monkeypatch.setattr(workload, "_WARMED", [False])
     monkeypatch.setattr(workload, "FIRST_WARMUP_MS", 40.0)
     monkeypatch.setattr(workload, "WARMUP_MS", 0.0)
-    t0 = time.perf_counter()
+    t0 = now[0]
     workload.time_module(Module(), repeat=1, min_repeat_ms=0.0)
     first_timed = runs[-3]  # one sample of 3 timed runs after the warm-up
     assert first_timed - t0 >= 0.040 and len(runs) > 1 + 3  # several warm-up runs

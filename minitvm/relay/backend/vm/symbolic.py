@@ -320,10 +320,11 @@ LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, Ke
 
 def _rule_stages(outputs) -> list:
     """The stages of the te graph that only a registered lowering rule emits
-    (``schedule.lower.RULE_EMITTED_TAGS``: a one-pass scatter's te body is a stand-in that,
+    (``schedule.lower.rule_emitted_tags()``: a one-pass scatter's te body is a stand-in that,
     compiled as written, copies the data and drops every update)."""
-    from ....schedule.lower import RULE_EMITTED_TAGS
+    from ....schedule.lower import rule_emitted_tags
 
+    emitted = rule_emitted_tags()
     found, seen, stack = [], set(), list(outputs)
     while stack:
         t = stack.pop()
@@ -331,7 +332,7 @@ def _rule_stages(outputs) -> list:
         if id(op) in seen:
             continue
         seen.add(id(op))
-        if getattr(op, "tag", "") in RULE_EMITTED_TAGS:
+        if getattr(op, "tag", "") in emitted:
             found.append(t)
         stack.extend(getattr(op, "input_tensors", ()))
     return found
