@@ -28,6 +28,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentythird  # (..._twentythird)
     python benchmarks/bench_new_user_models.py --group twentyfourth  # (..._twentyfourth)
     python benchmarks/bench_new_user_models.py --group twentyfifth  # (..._twentyfifth)
+    python benchmarks/bench_new_user_models.py --group twentysixth  # (..._twentysixth)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -70,6 +71,7 @@ from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
+from new_user_models_twentysixth import twentysixth_models  # noqa: E402
 from new_user_models_twentythird import twentythird_models  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
@@ -1935,7 +1937,7 @@ def main() -> int:
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
                                         "twentieth", "twentyfirst", "twentysecond",
                                         "twentythird", "twentyfourth", "twentyfifth",
-                                        "all"),
+                                        "twentysixth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2032,7 +2034,12 @@ def main() -> int:
                     "by unfold, DeepONet, Hopfield-pooling MIL, DeepFill v2 gated convs and "
                     "contextual attention, DY-ReLU / FReLU / Meta-ACON, an antialiased "
                     "BlurPool ResNet, MS-TCN, a Transformer Hawkes process, CPC InfoNCE, "
-                    "CrossViT, a mixture-of-softmaxes LM); all")
+                    "CrossViT, a mixture-of-softmaxes LM); twentysixth: the 12 of the "
+                    "twenty-sixth (SlowFast with time-strided lateral Conv3d, BiSeNet attention "
+                    "refinement, ChebNet's Chebyshev recurrence, NeuMF, an FCOS head, a YOLOv4 "
+                    "CSP darknet with Mish and SPP, an Attention U-Net, PVTv2 spatial-reduction "
+                    "attention, RotatE, GRU-D, a PixelCNN++ discretized logistic mixture "
+                    "likelihood, a mesh net with cross-product normals); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2053,11 +2060,12 @@ def main() -> int:
     nineteenth, twentieth = nineteenth_models(), twentieth_models()
     twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
     twentythird, twentyfourth = twentythird_models(), twentyfourth_models()
-    twentyfifth = twentyfifth_models()
+    twentyfifth, twentysixth = twentyfifth_models(), twentysixth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
-             **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth}
+             **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth,
+             **twentysixth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2066,7 +2074,7 @@ def main() -> int:
              "eighteenth": eighteenth, "nineteenth": nineteenth, "twentieth": twentieth,
              "twentyfirst": twentyfirst, "twentysecond": twentysecond,
              "twentythird": twentythird, "twentyfourth": twentyfourth,
-             "twentyfifth": twentyfifth,
+             "twentyfifth": twentyfifth, "twentysixth": twentysixth,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

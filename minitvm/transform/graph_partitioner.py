@@ -299,6 +299,11 @@ class _Partitioner:
                     continue
                 if parent_group.find_root().pattern > INJECTIVE:  # (a tuple root included)
                     continue
+                # an opaque edge on the way (a replicating take's data, a costly broadcast
+                # argument) keeps the node out, as in phase 1: the path check sees only the
+                # groups' patterns, not the edges'
+                if dnode.pattern == OPAQUE:
+                    continue
                 cond = _injective_cond
             else:
                 if parent_group.pattern == TUPLE:

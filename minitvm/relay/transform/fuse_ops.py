@@ -63,6 +63,43 @@ def _replicating_take(call, data_type, out_type) -> bool:
     return n_in is not None and n_out is not None and n_out > 2 * n_in
 
 
+# elementwise ops computed by a polynomial or series (tens of instructions an element, far above
+# a load): recomputing them once per copy of a broadcast costs more than writing their smaller
+# result once. sqrt / rsqrt are single instructions, as cheap as the divide they feed (a norm's
+# scale broadcast over its rows stays fused, as before)
+_COSTLY_ELEMWISE = frozenset({
+    "exp", "log", "log1p", "expm1", "log2", "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+    "asin", "acos", "atan", "asinh", "acosh", "atanh", "atan2", "sigmoid", "erf", "power",
+    "fast_exp", "fast_tanh", "fast_erf"})
+_COSTLY_LOOKBACK = 8  # producers looked at behind a broadcast argument (a constant, not per graph)
+
+
+def _replicated_costly(arg, arg_type, out_type) -> bool:
+    """Whether a broadcast consumer copies ``arg`` more than twice over (a RotatE relation's
+    rotation (b, 1, d) against (b, k, d) candidates) and ``arg`` is computed by a short
+    elementwise chain holding a transcendental (``cos`` / ``sin``, ``exp``, ...): fused, that
+    chain would run once per copy (k times, for every reader), so the edge is opaque and the
+    chain runs once at its own size. A cheap chain (adds, multiplies) or an argument copied at
+    most twice still fuses. Looks at most ``_COSTLY_LOOKBACK`` producers back."""
+    if not (isinstance(arg_type, TensorType) and isinstance(out_type, TensorType)):
+        return False
+    n_in, n_out = _numel(arg_type), _numel(out_type)
+    if n_in is None or n_out is None or n_out <= 2 * n_in:
+        return False
+    frontier, looked = [arg], 0
+    while frontier and looked < _COSTLY_LOOKBACK:
+        e = frontier.pop()
+        looked += 1
+        if not (isinstance(e, Call) and isinstance(e.op, Op)):
+            continue
+        if e.op.name in _COSTLY_ELEMWISE:
+            return True
+        p = e.op.get_attr("TOpPattern")
+        if p is not None and int(p) <= BROADCAST:
+            frontier.extend(e.args)
+    return False
+
+
 class _GraphBuilder(ScopedVisitor):
     """Builds the indexed forward graph: nodes in post-DFS order with pattern-labelled edges."""
 
@@ -123,6 +160,8 @@ class _GraphBuilder(ScopedVisitor):
                     and isinstance(rtype, TensorType) and at.shape == rtype.shape):
                 edge = ELEMWISE
             elif i == 0 and _replicating_take(call, at, rtype):
+                edge = OPAQUE
+            elif pattern == BROADCAST and _replicated_costly(a, at, rtype):
                 edge = OPAQUE
             self._edge(a, node, edge)
         super().visit_call(call)

@@ -1,7 +1,8 @@
 """ATen calls TorchScript keeps that torch.export decomposes (so from_pytorch refused them with
 OpNotImplemented while from_exported_program took them): ``addcmul`` / ``addcdiv``, ``nanmean``,
 ``kron``, ``linalg.matrix_norm``, ``frac``, ``heaviside``, ``mvlgamma``, ``movedim`` /
-``moveaxis``, ``tensor_split``, ``float_power``, ``isin`` and ``logaddexp2``. Each through
+``moveaxis``, ``tensor_split``, ``float_power``, ``isin``, ``logaddexp2`` and ``linalg.cross`` /
+``cross``. Each through
 from_pytorch and the Relay torch.export importer, built native, equal to eager (NaNs and
 infinities at the same places)."""
 
@@ -13,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
-from frontend_models import Fn  # noqa: E402
+from frontend_models import Fn, build_run_native  # noqa: E402
 from frontend_models import check_both_importers as _check  # noqa: E402
 from frontend_models import seeded_randn as _randn  # noqa: E402
 
@@ -108,3 +109,32 @@ def test_isin_tensor_and_number():
 def test_logaddexp2_with_infinities():
     a, b = _with_specials(3, 8), _with_specials(3, 8).flip(1)
     _converts(torch.logaddexp2, a, b)
+
+
+@pytest.mark.parametrize("sa, sb, dim", [((4, 3), (4, 3), -1), ((2, 3, 5), (1, 3, 1), 1),
+                                         ((1, 3, 4), (2, 3, 4), 1)])
+def test_linalg_cross_broadcast_any_axis(sa, sb, dim):
+    """linalg.cross (the mesh net's face normals): the operands broadcast, any size-3 axis;
+    the IR is slices and products, no gather."""
+    text = _converts(lambda a, b: torch.linalg.cross(a, b, dim=dim), _randn(*sa),
+                     _randn(*sb, seed=1), rtol=1e-5)
+    assert "strided_slice" in text and "take" not in text
+
+
+def test_cross_without_dim_takes_first_axis_of_size_3():
+    a, b = _randn(2, 3, 3), _randn(2, 3, 3, seed=1)
+    traced = torch.jit.trace(Fn(lambda x, y: torch.cross(x, y, dim=None)), (a, b))
+    mod, params = relay.frontend.from_pytorch(traced, [("i0", ((2, 3, 3), "float32")),
+                                                       ("i1", ((2, 3, 3), "float32"))])
+    ref = torch.linalg.cross(a, b, dim=1).numpy()
+    out = build_run_native(mod, params, ["i0", "i1"], (a, b))
+    assert abs(out - ref).max() < 1e-5
+
+
+def test_cross_names_an_axis_not_of_size_3():
+    """Traced on (3, 4) operands, imported at (4, 3): axis 0 no longer has size 3."""
+    traced = torch.jit.trace(Fn(lambda x, y: torch.linalg.cross(x, y, dim=0)),
+                             (_randn(3, 4), _randn(3, 4, seed=1)))
+    with pytest.raises(Exception, match="has size 4, not 3"):
+        relay.frontend.from_pytorch(traced, [("i0", ((4, 3), "float32")),
+                                             ("i1", ((4, 3), "float32"))])

@@ -5,7 +5,8 @@ or importance weights), ``renorm`` (sub-tensors scaled down to a maximum norm),
 ``cartesian_prod``, ``block_diag`` and ``vander``; and ``addcmul`` / ``addcdiv``, ``nanmean``,
 ``kron``, ``linalg.matrix_norm`` (Frobenius, 1, inf and their negatives), ``frac`` and
 ``heaviside``, which torch.export decomposes but TorchScript keeps as ATen calls; likewise
-``movedim`` / ``moveaxis``, ``tensor_split``, ``float_power``, ``isin`` and ``logaddexp2``."""
+``movedim`` / ``moveaxis``, ``tensor_split``, ``float_power``, ``isin``, ``logaddexp2`` and
+``linalg_cross`` / ``cross`` (3-vector cross products)."""
 
 from __future__ import annotations
 
@@ -269,6 +270,56 @@ def _matrix_norm(ctx, args):
         return out if keep else _op.squeeze(out, sorted([rows, cols]))
     raise ctx.fail(f"linalg.matrix_norm with ord={order!r} needs singular values, which the "
                    f"importer does not compute (it takes 'fro', 1, -1, inf and -inf)")
+
+
+def _rotate3(x, dim: int, by: int):
+    """``x``'s size-3 axis ``dim`` rotated left by ``by``: entry ``i`` is ``x[(i + by) % 3]``."""
+    head = _op.strided_slice(x, [0], [by], axes=[dim])
+    tail = _op.strided_slice(x, [by], [3], axes=[dim])
+    return _op.concatenate([tail, head], dim)
+
+
+def _cross_dim(ctx, shape: list, dim) -> int:
+    """The axis of a cross product: ``dim``, else (``cross`` without one) the first of size 3."""
+    if dim is None:
+        sizes3 = [i for i, n in enumerate(shape) if n == 3]
+        if not sizes3:
+            raise ctx.fail(f"cross: no axis of size 3 in the broadcast shape {shape}")
+        return sizes3[0]
+    dim = _norm_dim(int(dim), len(shape))
+    if shape[dim] != 3:
+        raise ctx.fail(f"cross: axis {dim} of the broadcast shape {shape} has size "
+                       f"{shape[dim]}, not 3")
+    return dim
+
+
+def _cross_along(ctx, args, default_dim):
+    """``c_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}`` along the size-3 axis of the broadcast
+    operands, as two left rotations of each (the index arithmetic mod 3 of torch's own
+    decomposition)."""
+    a, b = _pair(ctx, args[0], args[1])
+    sa, sb = list(ctx.shape(a)), list(ctx.shape(b))
+    nd = max(len(sa), len(sb))
+    sa, sb = [1] * (nd - len(sa)) + sa, [1] * (nd - len(sb)) + sb
+    shape = [max(int(m), int(n)) for m, n in zip(sa, sb, strict=True)]
+    dim = _cross_dim(ctx, shape, _opt(args, 2, default_dim))
+    a = a if sa == shape else _op.broadcast_to(a, shape)
+    b = b if sb == shape else _op.broadcast_to(b, shape)
+    a1, a2 = _rotate3(a, dim, 1), _rotate3(a, dim, 2)
+    b1, b2 = _rotate3(b, dim, 1), _rotate3(b, dim, 2)
+    return _op.subtract(_op.multiply(a1, b2), _op.multiply(a2, b1))
+
+
+@register("linalg_cross")
+def _linalg_cross(ctx, args):
+    """(input, other, dim=-1)."""
+    return _cross_along(ctx, args, -1)
+
+
+@register("cross")
+def _cross(ctx, args):
+    """(input, other, dim=None): without ``dim``, the first axis of size 3, as torch's."""
+    return _cross_along(ctx, args, None)
 
 
 @register("frac", "frac_")
