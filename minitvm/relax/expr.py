@@ -7,6 +7,8 @@ fields, binders and operands for the core's structural equality and walkers.
 
 from __future__ import annotations
 
+from operator import is_
+
 import numpy as np
 
 from ..ir.attrs import DictAttrs
@@ -76,6 +78,9 @@ class Expr(ArithmeticOperators, RelayExpr):
         return astype(self, dtype)
 
     __hash__ = Node.__hash__
+
+
+_new = object.__new__  # (a copy's slots are all set by the method making it)
 
 
 def _check_sinfo(sinfo, what: str):
@@ -229,6 +234,17 @@ class Tuple(Expr):
         if all(f._struct_info is not None for f in self.fields):
             self._struct_info = TupleStructInfo([f._struct_info for f in self.fields])
 
+    def with_fields(self, fields: tuple) -> Tuple:
+        """This tuple with ``fields`` (a tuple of expressions, each of the struct info of the
+        field it replaces: a variable renamed) and this tuple's span and struct info, made
+        without checks or inference; ``self`` when every field is the same object."""
+        if len(fields) == len(self.fields) and all(map(is_, fields, self.fields)):
+            return self
+        r = _new(Tuple)
+        r.span, r._checked_type, r._virtual_device = self.span, self._checked_type, None
+        r.fields = fields
+        return r
+
     def __len__(self):
         return len(self.fields)
 
@@ -273,6 +289,18 @@ class Call(Expr):
                                 f"{type(a).__name__} {a!r}")
         self.attrs = attrs
         self.sinfo_args = tuple(sinfo_args or ())
+
+    def with_operands(self, op, args: tuple) -> Call:
+        """This call of ``op`` on ``args`` (a tuple of expressions, each of the struct info of
+        the operand it replaces: a variable renamed), keeping its attrs, ``sinfo_args``, span
+        and struct info, made without checks or inference; ``self`` when the callee and every
+        argument are the same objects."""
+        if op is self.op and len(args) == len(self.args) and all(map(is_, args, self.args)):
+            return self
+        r = _new(Call)
+        r.span, r._checked_type, r._virtual_device = self.span, self._checked_type, None
+        r.op, r.args, r.attrs, r.sinfo_args = op, args, self.attrs, self.sinfo_args
+        return r
 
 
 class If(Expr):

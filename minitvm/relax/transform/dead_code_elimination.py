@@ -37,7 +37,7 @@ from ..expr import (
     VarBinding,
 )
 from .normalize import NormalizingMutator
-from .utils import contains_impure_call, has_relax_function, register
+from .utils import contains_impure_call, has_relax_function, is_impure_call, register
 
 __all__ = ["DeadCodeElimination", "remove_all_unused", "remove_unused_functions",
            "collect_call_map", "elide_intermediate_dataflow_vars"]
@@ -160,6 +160,7 @@ class _UseDef:
         self.bound: dict = {}
         self.uses: dict = {}  # user var -> vars its value uses
         self.outputs: set = set()
+        self.flat: dict = {}  # var -> its bound call of leaves (the only call in its value)
 
     def run(self, func: Function) -> None:
         self._scope(func, None)
@@ -197,6 +198,8 @@ class _UseDef:
                         inner = b.var if not isinstance(b, MatchCast) else user
                         if type(v) is not Call or not self._flat_call(v, inner):
                             stack.append((v, inner))
+                        else:
+                            self.flat[b.var] = v
             elif isinstance(e, Function):
                 stack.append((e.body, None))
 
@@ -218,8 +221,10 @@ def _unused_vars(func: Function) -> set:
     ud = _UseDef()
     ud.run(func)
     live = set(ud.outputs)
+    flat = ud.flat
     for var, value in ud.bound.items():
-        if contains_impure_call(value):
+        # a call of leaves holds no other call: its own purity is the answer
+        if is_impure_call(value) if flat.get(var) is value else contains_impure_call(value):
             live.add(var)
     todo = list(live)
     while todo:

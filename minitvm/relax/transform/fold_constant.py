@@ -29,6 +29,7 @@ from ...transform.stats import record_stat
 from ..expr import (
     Call,
     Constant,
+    DataflowVar,
     DataTypeImm,
     ExternFunc,
     PrimValue,
@@ -254,6 +255,8 @@ class _ConstantFolder(NormalizingMutator):
 
 
 _LEAVES = (Var, GlobalVar, ExternFunc, PrimValue, StringImm, DataTypeImm)
+_LEAF_TYPES = frozenset((Var, DataflowVar, GlobalVar, ExternFunc, PrimValue, StringImm,
+                         DataTypeImm))  # (the exact types of ``_LEAVES``' common members)
 
 
 def _plain_operand(a) -> bool:
@@ -272,10 +275,27 @@ def _nothing_to_fold(func) -> bool:
     body = getattr(func, "body", None)
     if not isinstance(body, SeqExpr) or not isinstance(body.body, _LEAVES):
         return False
+    leaf_types = _LEAF_TYPES
     for block in body.blocks:
         for b in block.bindings:
             v = b.value
-            if isinstance(v, Call):
+            if type(v) is Call:
+                if not isinstance(v.op, Op | GlobalVar | ExternFunc | Var):
+                    return False
+                # plain operands (checked by type first: a call_tir's callee and argument
+                # tuple, most bindings) ...
+                only_prims = True
+                for a in v.args:
+                    t = type(a)
+                    if t is not PrimValue:
+                        only_prims = False
+                    if t not in leaf_types and not _plain_operand(a):
+                        return False
+                # ... of which only prim values may be all constant (what ``evaluate_call``
+                # may fold)
+                if only_prims and v.args and isinstance(v.op, Op):
+                    return False
+            elif isinstance(v, Call):
                 if not isinstance(v.op, Op | GlobalVar | ExternFunc | Var):
                     return False
                 if isinstance(v.op, Op) and v.args and all(

@@ -41,6 +41,7 @@ from ..expr_functor import ExprMutator
 from ..struct_info import ObjectStructInfo
 from . import properties as _properties  # noqa: F401  (registers relax_normalized)
 from .function_pass import function_pass
+from .utils import LEAF_TYPES as _LEAF_TYPES
 from .utils import is_leaf, register
 
 __all__ = ["Normalize", "Normalizer", "NormalizingMutator", "normalize_function",
@@ -412,9 +413,10 @@ def is_normalized(func: Function) -> str | None:
                         return f"{b.var.name_hint!r} is bound to a nested SeqExpr"
                     if isinstance(b, MatchCast) and not is_leaf(v):
                         return f"the match_cast value of {b.var.name_hint!r} is not a leaf"
-                    why = _value_normal(v)
-                    if why:
-                        return f"{why} (in the binding of {b.var.name_hint!r})"
+                    if type(v) is not Call or not _leaf_call(v):
+                        why = _value_normal(v)
+                        if why:
+                            return f"{why} (in the binding of {b.var.name_hint!r})"
                     if isinstance(v, If | Function):
                         stack.append(v)
             why = _operand_normal(e.body)
@@ -428,6 +430,25 @@ def is_normalized(func: Function) -> str | None:
                     return "an If branch is not a SeqExpr"
                 stack.append(br)
     return None
+
+
+def _leaf_call(v: Call) -> bool:
+    """Whether call ``v`` is plainly normal, told by its nodes' exact types: it has struct info,
+    its callee and operands are leaves or tuples (with struct info) of leaves. Most bindings
+    are (a call_tir of a global and a tuple of variables); ``_value_normal`` checks the rest
+    (False here says nothing)."""
+    if v._checked_type is None or type(v.op) not in _LEAF_TYPES:
+        return False
+    for a in v.args:
+        t = type(a)
+        if t in _LEAF_TYPES:
+            continue
+        if t is not Tuple or a._checked_type is None:
+            return False
+        for f in a.fields:
+            if type(f) not in _LEAF_TYPES:
+                return False
+    return True
 
 
 def _operand_normal(e) -> str | None:

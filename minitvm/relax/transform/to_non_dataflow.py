@@ -3,8 +3,6 @@ into a Var (TVM's ``relax.transform.ToNonDataflow``)."""
 
 from __future__ import annotations
 
-from operator import is_
-
 from ...ir.expr import GlobalVar
 from ...ir.op import Op
 from ...transform.stats import record_stat
@@ -96,11 +94,7 @@ def _rename_flat_tuple(t: Tuple, remap: dict):
         if n is None:
             return None
         fields.append(n)
-    if all(map(is_, fields, t.fields)):
-        return t
-    r = Tuple(fields, t.span)
-    r._checked_type = t._checked_type
-    return r
+    return t.with_fields(tuple(fields))
 
 
 def _rename_flat_call(call: Call, remap: dict):
@@ -122,11 +116,7 @@ def _rename_flat_call(call: Call, remap: dict):
         if n is None:
             return None
         args.append(n)
-    if op is call.op and all(map(is_, args, call.args)):
-        return call
-    r = Call(op, args, call.attrs, call.sinfo_args, call.span)
-    r._checked_type = call._checked_type
-    return r
+    return call.with_operands(op, tuple(args))
 
 
 class _ToNonDataflow(NormalizingMutator):
@@ -143,12 +133,19 @@ class _ToNonDataflow(NormalizingMutator):
         self.blocks += 1
         self.builder_._begin_block(False)
         emit = self.builder_.emit_normalized
+        remap = self.var_remap_
         for b in block.bindings:
-            value = rename_vars(b.value, self.var_remap_)
+            value = rename_vars(b.value, remap)
             if value is None:  # a local function: the general path
                 self.visit_binding(b)
                 continue
-            var = self.visit_var_def(b.var)
+            var = b.var
+            if type(var) is DataflowVar:  # (``visit_dataflow_var_def_`` in one step)
+                new = Var(var.name_hint, var._checked_type, var.span)
+                remap[var] = new
+                var = new
+            else:
+                var = self.visit_var_def(var)
             if isinstance(b, MatchCast):
                 emit(MatchCast(var, value, b.struct_info, b.span))
             else:

@@ -13,6 +13,7 @@ from ...transform.registry import register_pass
 from ..expr import (
     Call,
     Constant,
+    DataflowVar,
     DataTypeImm,
     Expr,
     ExternFunc,
@@ -45,6 +46,9 @@ __all__ = [
 
 LEAVES = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar,
           Op)
+# the exact types of the common leaves (a set lookup where a hot loop tests one node's type;
+# another subclass of ``LEAVES`` is still a leaf, found by ``is_leaf``)
+LEAF_TYPES = frozenset((*LEAVES, DataflowVar))
 
 
 #: Relax passes whose TVM name Relay's pass of the same name already holds in the registry:

@@ -36,11 +36,21 @@ def _packed(name: str, args, sinfo) -> Call:
     return c
 
 
+_LOWERED = frozenset({
+    "relax.memory.alloc_storage", "relax.memory.alloc_tensor", "relax.memory.kill_storage",
+    "relax.memory.kill_tensor", "relax.builtin.alloc_tensor", "relax.reshape",
+    "relax.shape_of", "relax.to_vdevice", "relax.null_value", "relax.invoke_closure",
+    "relax.invoke_pure_closure", "relax.call_pure_packed", "relax.call_inplace_packed",
+})  # the operators ``_lower_call`` rewrites (one set lookup for every other call)
+
+
 def _lower_call(v: Call, mod):
     """The VM form of ``v``, or None when it stays as it is."""
     if not isinstance(v.op, Op):
         return None
     name = v.op.name
+    if name not in _LOWERED:
+        return None
     a = v.args
     s = v._checked_type
     if name == "relax.memory.alloc_storage":
@@ -78,9 +88,18 @@ def _lower_call(v: Call, mod):
     return None
 
 
+_SAME_SINFO = frozenset({"relax.vm.alloc_tensor", "relax.vm.kill_object"})
+
+
 def vm_builtin_lower(func: Function, mod=None) -> tuple[Function, int]:
-    """``func`` with runtime builtins lowered; and the count."""
+    """``func`` with runtime builtins lowered; and the count.
+
+    The struct info of a lowered ``R.vm.alloc_tensor`` depends only on its shape and dtype
+    nodes, and a ``R.vm.kill_object``'s is always the empty tuple: each is inferred once per
+    (shape, dtype) pair or once, and shared by the calls after it, where the normalizer made a
+    new one for each of a 100,000-allocation function's calls."""
     count = 0
+    known: dict = {}  # (op name, id(shape), id(dtype)) -> struct info the rule gave
 
     def rewrite(bindings, body, _top):
         nonlocal count
@@ -92,7 +111,18 @@ def vm_builtin_lower(func: Function, mod=None) -> tuple[Function, int]:
             if new is None:
                 out.append(b)
                 continue
-            out.append(VarBinding(b.var, normalized(new, mod), b.span))
+            op = new.op
+            if type(new) is Call and isinstance(op, Op) and op.name in _SAME_SINFO:
+                a = new.args
+                key = (op.name, id(a[2]), id(a[3])) if len(a) == 4 else (op.name, len(a))
+                sinfo = known.get(key)
+                if sinfo is None:
+                    sinfo = known[key] = normalized(new, mod)._checked_type
+                else:
+                    new._checked_type = sinfo
+            else:
+                new = normalized(new, mod)
+            out.append(VarBinding(b.var, new, b.span))
             count += 1
         return out, body
 

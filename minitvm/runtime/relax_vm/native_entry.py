@@ -45,6 +45,7 @@ from ..native_plan import (
     run_plan_address,
 )
 from ..native_plan import aligned_buffer as _aligned_buffer
+from ..native_plan import data_address as _data_address
 from ..native_plan import one_step_words as _one_step_words
 from ..native_plan import root as _root
 from ..ndarray import NDArray, cpu
@@ -369,20 +370,22 @@ class NativeFunction:
         touched = []  # per step: the (address, bytes) of its arrays, the arrays, the kernel
         for kernel, argv in calls:
             arrays, kvars = kernel.pack(argv)
-            on_heap = [id(_root(a)) in heap_ids for a in arrays]
+            rids = [id(_root(a)) for a in arrays]
+            on_heap = [rid in heap_ids for rid in rids]
             if any(on_heap):
                 if all(on_heap):
                     continue
                 raise _Unplannable  # data flowing into shapes: not a function of the shapes
-            refs = []
-            for a in arrays:
-                ptr, n = a.ctypes.data, a.nbytes
+            refs, spans = [], []
+            for a, rid in zip(arrays, rids, strict=True):
+                ptr, n = _data_address(a), a.nbytes
+                spans.append((ptr, n))
                 nbytes_total += n
                 hit = in_args(ptr, n)
                 if hit is not None:
                     refs.append(("arg", hit[0], hit[1]))
                     continue
-                ent = out_roots.get(id(_root(a)))
+                ent = out_roots.get(rid)
                 if ent is not None and n:
                     ent[1] = min(ent[1], ptr)
                     ent[2] = max(ent[2], ptr + n)
@@ -391,7 +394,7 @@ class NativeFunction:
                     keep.append(a)
                     refs.append(("fixed", ptr, 0))
             steps.append((kernel.compiled.address, refs, kvars, kernel.name))
-            touched.append(([(a.ctypes.data, a.nbytes) for a in arrays], arrays, kernel))
+            touched.append((spans, arrays, kernel))
         # the storages of intermediates (written by some step: never a constant), where a
         # concatenation's output may move
         roots = {id(r): r for r in map(_root, keep) if id(r) not in self.const_ids}
