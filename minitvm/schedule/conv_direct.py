@@ -138,8 +138,13 @@ WIDE_FILTER_COLUMNS = 5
 FEW_CHANNELS_WIDE = {"avx512": True, "avx2": False}
 FEW_CHANNELS_MAX_VECTORS = 8
 # ... and such a conv of at most this many output channels stays here where ``conv_lanes``
-# would take it (``few_channels_direct``): its 16-channel tiles compute 1 real channel in 16
-FEW_CHANNELS_DIRECT_MAX = 8
+# would take it (``few_channels_direct``), whose 16-channel tiles compute 1 real channel in 16.
+# Intel Xeon (LLVM's "rocketlake"), one thread, conv + bias + relu, constant weight, ms, on
+# conv_lanes -> here: 3x3 64 -> 4 / 5 / 6 / 7 / 8 at 28x28 0.100 / 0.103 / 0.107 / 0.103 /
+# 0.104 -> 0.038 / 0.050 / 0.057 / 0.125 / 0.141 (7 and 8 get no wider panel: 2 vectors),
+# 24 -> 3 at 14x14 0.0104 -> 0.0040, 32 -> 4 at 56x56 0.20 -> 0.077, 16 -> 1 at 112x112 0.081
+# -> 0.075, DCCRN's 3x2 phases 16 -> 1 at 32x65 batch 4 0.038 -> 0.037
+FEW_CHANNELS_DIRECT_MAX = 6
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # a strided conv in row mode whose output plane is at most this many pixels goes to
 # ``conv_lanes`` all the same (``lanes_candidate``), on a Zen 4 only (``common.host_switch``).

@@ -1,6 +1,6 @@
 """Convs of fewer output channels than ``conv_direct``'s tile rows (``few_channels_nr``: SiamFC's
 64 -> 1 8x8 response map, DCCRN's transposed-conv phases to 8 and 1 channels) take wider pixel
-panels, and those of at most ``FEW_CHANNELS_DIRECT_MAX`` stay off ``conv_lanes``
+panels, and those of at most ``FEW_CHANNELS_DIRECT_MAX`` (6) stay off ``conv_lanes``
 (``few_channels_direct``). The panel widths chosen, the unrolled 16-lane vectors of a panel
 wider than the code generator vectorizes, and the numerics (run-time and constant weights,
 grid and row mode, a ragged last panel, channel blocks, epilogues, two threads) with the switch
@@ -42,7 +42,7 @@ def _stage(shape, o, k):
 def test_shipped_switches():
     assert conv_direct.FEW_CHANNELS_WIDE == {"avx512": True, "avx2": False}
     assert conv_direct.FEW_CHANNELS_MAX_VECTORS == 8
-    assert conv_direct.FEW_CHANNELS_DIRECT_MAX == 8
+    assert conv_direct.FEW_CHANNELS_DIRECT_MAX == 6
 
 
 @pytest.mark.parametrize("o", [1, 2, 4, 8, 11, 12, 64])
@@ -109,7 +109,7 @@ def test_wide_panel_is_unrolled_vectors(wide_on):
 CASES = [  # input shape, output channels, filter, padding, epilogue
     ((2, 16, 34, 65), 1, (3, 2), (0, 0), "bias_relu"),  # DCCRN's phase, grid mode
     ((1, 16, 18, 64), 2, (3, 3), (1, 1), "residual_relu"),  # row mode, a residual
-    ((1, 32, 18, 65), 8, (3, 2), (0, 0), "none"),  # 8 channels: off conv_lanes
+    ((1, 32, 18, 65), 6, (3, 2), (0, 0), "none"),  # 6 channels: off conv_lanes
     ((1, 8, 11, 13), 4, (3, 3), (1, 1), "bias_relu"),  # one ragged panel
 ]
 
