@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ..codegen.llvm.stmt import MAX_VECTOR_LANES
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
@@ -126,6 +127,27 @@ FEW_TAPS_TILE = {"avx512": (6, 64), "avx2": None}
 # 5x5 at 56x56, 128 -> 128 5x5 at 28x28, ResNet's 7x7 / 2 stem. Other hosts not measured: off
 WIDE_FILTER_TILE = {"rocketlake": (14, 32), "avx512": None, "avx2": None}
 WIDE_FILTER_COLUMNS = 5
+# a conv of fewer output channels than the tile's ``mr`` (a 1-channel cross-correlation, the
+# last layers of a decoder: DCCRN's transposed convs to 8 and 1 channels, SiamFC's 64 -> 1 8x8
+# response map) keeps the tile's accumulators busy with more pixels instead: ``few_channels_nr``
+# widens the panel to as many pixel vectors as the tile had accumulators (``mr * nr`` floats),
+# the pixel vectors of a tap counted too, at most FEW_CHANNELS_MAX_VECTORS, the grid split into
+# panels of about equal width. A 1 x 32 tile holds two accumulators: two FMA chains, each
+# waiting out the FMA's latency. Intel Xeon (LLVM's "rocketlake"), one thread, ms: SiamFC's
+# 64 -> 1 8x8 map at 24x24 (a run-time weight) 0.074 -> 0.053 (a panel of 4 vectors 0.058);
+# whole models, the switch off / on in one process with ONNX Runtime, 7 interleaved rounds:
+# DCCRN 0.90x -> 0.74x ORT, SiamFC 0.96x -> 0.92x (the kernels of RegNet, SqueezeNet, Xception
+# and det_postprocess unchanged). By vector ISA; measured on AVX-512 only: AVX2 off
+FEW_CHANNELS_WIDE = {"avx512": True, "avx2": False}
+FEW_CHANNELS_MAX_VECTORS = 8
+# ... and such a conv of at most this many output channels stays here where ``conv_lanes``
+# would take it (``few_channels_direct``), whose 16-channel tiles compute 1 real channel in 16.
+# Intel Xeon (LLVM's "rocketlake"), one thread, conv + bias + relu, constant weight, ms, on
+# conv_lanes -> here: 3x3 64 -> 4 / 5 / 6 / 7 / 8 at 28x28 0.100 / 0.103 / 0.107 / 0.103 /
+# 0.104 -> 0.038 / 0.050 / 0.057 / 0.125 / 0.141 (7 and 8 get no wider panel: 2 vectors),
+# 24 -> 3 at 14x14 0.0104 -> 0.0040, 32 -> 4 at 56x56 0.20 -> 0.077, 16 -> 1 at 112x112 0.081
+# -> 0.075, DCCRN's 3x2 phases 16 -> 1 at 32x65 batch 4 0.038 -> 0.037
+FEW_CHANNELS_DIRECT_MAX = 6
 CHANNEL_BLOCK_BYTES = 12 * 1024
 # a strided conv in row mode whose output plane is at most this many pixels goes to
 # ``conv_lanes`` all the same (``lanes_candidate``), on a Zen 4 only (``common.host_switch``).
@@ -284,7 +306,42 @@ def default_tile(t=None) -> tuple[int, int]:
     few = FEW_TAPS_TILE[vector_isa()] if t is not None and few_taps_grid(t) else None
     wide = host_switch(WIDE_FILTER_TILE) if t is not None and \
         _shape(t.op.attrs["operands"][1])[3] >= WIDE_FILTER_COLUMNS else None
-    return few or wide or TILES[vector_isa()]
+    mr, nr = few or wide or TILES[vector_isa()]
+    if t is not None:
+        nr = few_channels_nr(t, mr, nr)
+    return mr, nr
+
+
+def few_channels_direct(t) -> bool:
+    """Does conv2d ``t``, of at most ``FEW_CHANNELS_DIRECT_MAX`` output channels, stay here
+    (its pixels in the lanes, ``few_channels_nr``' panels) rather than on ``conv_lanes``, whose
+    tiles put the output channels in the lanes and leave most of them idle?"""
+    return FEW_CHANNELS_WIDE[vector_isa()] and \
+        _shape(t.op.attrs["operands"][1])[0] <= FEW_CHANNELS_DIRECT_MAX
+
+
+def few_channels_nr(t, mr: int, nr: int) -> int:
+    """The panel width of conv2d stage ``t`` under an ``mr x nr`` tile: ``nr`` itself, or, for
+    a conv of fewer output channels ``o`` than ``mr`` (``FEW_CHANNELS_WIDE``), the pixel vectors
+    of the tile's accumulators spread over ``o`` rows: ``v`` vectors with ``o * v`` accumulators
+    at most ``mr * nr / lanes`` and ``(o + 1) * v`` (the tap's pixel vectors too) within the
+    vector registers less two, up to ``FEW_CHANNELS_MAX_VECTORS``; the grid then in the fewest panels
+    of that width, each panel as narrow as they allow (whole vectors; a panel of at most
+    ``MAX_VECTOR_LANES``, one vectorized loop, a power of two of them)."""
+    o = _shape(t.op.attrs["operands"][1])[0]
+    if not FEW_CHANNELS_WIDE[vector_isa()] or o >= mr or nr % ROW_LANES:
+        return nr
+    base = nr // ROW_LANES  # vectors of the tile's panel
+    v = min(mr * base // o, (host_switch(VECTOR_REGISTERS) - 2) // (o + 1),
+            FEW_CHANNELS_MAX_VECTORS)
+    if v <= base:
+        return nr
+    g = geometry(t, {"mr": mr, "nr": nr})
+    vectors = -(-g["grid"] // ROW_LANES)
+    per = -(-vectors // -(-vectors // v))  # vectors a panel, the panels of about equal width
+    if per * ROW_LANES <= MAX_VECTOR_LANES:  # one vectorized loop: a power of two lanes
+        per = 1 << (per.bit_length() - 1)  # (48 lanes measured 15x slower than 32)
+    return max(nr, per * ROW_LANES)
 
 
 def _parallel(g) -> bool:
@@ -427,7 +484,7 @@ def lanes_candidate(t, options) -> bool:
     plane, whose pixel vectors here compute them), the panels here overhang the grid by much
     (``row_overhang``) or the conv is strided on a small output plane
     with enough input channels (``STRIDED_ROWS_LANES_MAX_PIXELS``)."""
-    if not conv_lanes.supported(t, options) or few_taps_grid(t):
+    if not conv_lanes.supported(t, options) or few_taps_grid(t) or few_channels_direct(t):
         return False
     g = geometry(t)
     return not g["rows_mode"] or row_overhang(g) or \

@@ -11,6 +11,7 @@ and tests set them; it imports this module, so they are read from it at call tim
 from __future__ import annotations
 
 from ..codegen.build import LOOP_PASSES as _LOOP_PASSES_ANNOTATION
+from ..codegen.llvm.stmt import MAX_VECTOR_LANES
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
@@ -119,12 +120,21 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
         v = ctx.fresh(name)
         return S.For(v, 0, extent, kind, fbody(v))
 
-    init = loop("ii", rows, unroll, lambda ii: loop(
-        "jj", nr, vec, lambda jj: S.BufferStore(acc, zero, [ii, jj])))
+    def vloop(fbody):
+        """A vectorized loop over the tile's ``nr`` pixels; a panel wider than the code
+        generator vectorizes (``few_channels_nr``'s) as unrolled vectors of ``ROW_LANES``."""
+        if nr <= MAX_VECTOR_LANES:
+            return loop("jj", nr, vec, fbody)
+        lanes = conv_direct.ROW_LANES
+        return loop("jv", nr // lanes, unroll, lambda jv: loop(
+            "jj", lanes, vec, lambda jl: fbody(jv * lanes + jl)))
+
+    init = loop("ii", rows, unroll, lambda ii: vloop(
+        lambda jj: S.BufferStore(acc, zero, [ii, jj])))
     if kb is not None:
         kv, kc, nkb, sums, at = kb
-        init = S.IfThenElse(E.EQ(kv, _i(0)), init, loop("ii", rows, unroll, lambda ii: loop(
-            "jj", nr, vec, lambda jj: S.BufferStore(acc, sums[at(row0, q, ii, jj)], [ii, jj]))))
+        init = S.IfThenElse(E.EQ(kv, _i(0)), init, loop("ii", rows, unroll, lambda ii: vloop(
+            lambda jj: S.BufferStore(acc, sums[at(row0, q, ii, jj)], [ii, jj]))))
     base = q * nr
     wv = _tile_weights(w, row0, rows)
 
@@ -148,12 +158,12 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
             return loop("ii", rows, unroll, lambda ii: loop(
                 "jr", nr // conv_direct.ROW_LANES, unroll, lambda jr: piece(ii, jr)))
         if g["rows_mode"]:  # a tile width the row pieces do not divide: per-pixel addresses
-            return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
+            return loop("ii", rows, unroll, lambda ii: vloop(lambda jj: S.BufferStore(
                 acc, acc[ii, jj] + wt(ii, c, ky, kx) * xph[
                     chan + E.FloorDiv(base + jj, g["ow"]) * wq + E.FloorMod(base + jj, g["ow"])],
                 [ii, jj])))
         off = chan + base
-        return loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
+        return loop("ii", rows, unroll, lambda ii: vloop(lambda jj: S.BufferStore(
             acc, acc[ii, jj] + wt(ii, c, ky, kx) * xph[off + jj], [ii, jj])))
 
     compact = conv_direct.COMPACT[conv_direct.vector_isa()]
@@ -174,13 +184,12 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
                 xv, xph[chan + roff[jr] + jl], [jr * conv_direct.ROW_LANES + jl]))
                 for jr in range(pieces)]
         elif g["rows_mode"]:  # a tile width the row pieces do not divide: per-pixel addresses
-            loads = [loop("jj", nr, vec, lambda jj: S.BufferStore(xv, xph[
+            loads = [vloop(lambda jj: S.BufferStore(xv, xph[
                 chan + E.FloorDiv(base + jj, g["ow"]) * wq + E.FloorMod(base + jj, g["ow"])],
                 [jj]))]
         else:
-            loads = [loop("jj", nr, vec, lambda jj: S.BufferStore(xv, xph[chan + base + jj],
-                                                                    [jj]))]
-        macs = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
+            loads = [vloop(lambda jj: S.BufferStore(xv, xph[chan + base + jj], [jj]))]
+        macs = loop("ii", rows, unroll, lambda ii: vloop(lambda jj: S.BufferStore(
             acc, acc[ii, jj] + wt(ii, c, ky, kx) * xv[jj], [ii, jj])))
         return S.LetStmt(chan, ((c * sh + py) * sw + px) * plane + oy * wq + ox,
                          S.SeqStmt([*loads, macs]))
@@ -221,12 +230,12 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
 
     if full:
         # the flat index is contiguous: store through the flattened position directly
-        out = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
+        out = loop("ii", rows, unroll, lambda ii: vloop(lambda jj: S.BufferStore(
             flat, acc[ii, jj],
             [(nv * g["o"] + row0 + ii) * out_grid + conv_direct._opix(g, base + jj)])))
     else:
         last = g["panels"] - 1
-        fast = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj: S.BufferStore(
+        fast = loop("ii", rows, unroll, lambda ii: vloop(lambda jj: S.BufferStore(
             flat, acc[ii, jj],
             [(nv * g["o"] + row0 + ii) * out_grid + conv_direct._opix(g, base + jj)])))
 
@@ -238,7 +247,7 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
         slow = slow_of(acc)
         if compact:  # read from a copy of the tile: the accumulators stay in registers
             res = decl_buffer((rows, nr), "float32", "tile_res")
-            copy = loop("ii", rows, unroll, lambda ii: loop("jj", nr, vec, lambda jj:
+            copy = loop("ii", rows, unroll, lambda ii: vloop(lambda jj:
                         S.BufferStore(res, acc[ii, jj], [ii, jj])))
             slow = S.Allocate(res.data, "float32", [rows * nr], True, S.DeclBuffer(
                 res, S.SeqStmt([copy, slow_of(res)])))
@@ -246,8 +255,8 @@ def _micro(ctx, g, xph, w, dst, nv, row0, q, rows: int, kb=None) -> S.Stmt:
     if g.get("epi") is not None:
         out = _fused_store(ctx, g, acc, dst, nv, row0, base, rows)
     if kb is not None:
-        out = S.IfThenElse(E.EQ(kv, _i(nkb - 1)), out, loop("ii", rows, unroll, lambda ii: loop(
-            "jj", nr, vec, lambda jj: S.BufferStore(sums, acc[ii, jj], [at(row0, q, ii, jj)]))))
+        out = S.IfThenElse(E.EQ(kv, _i(nkb - 1)), out, loop("ii", rows, unroll, lambda ii: vloop(
+            lambda jj: S.BufferStore(sums, acc[ii, jj], [at(row0, q, ii, jj)]))))
     body = S.DeclBuffer(acc, S.DeclBuffer(wv, S.SeqStmt([init, taps, out])))
     if compact:
         body = S.Allocate(xv.data, "float32", [nr], True, S.DeclBuffer(xv, body))

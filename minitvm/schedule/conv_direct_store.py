@@ -10,7 +10,7 @@ imports this module, so they are read from it at call time.
 
 from __future__ import annotations
 
-from ..codegen.llvm.stmt import MASKED_STORES
+from ..codegen.llvm.stmt import MASKED_STORES, MAX_VECTOR_LANES
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
@@ -131,7 +131,7 @@ def _fused_store_flat(ctx, g, acc, dst, nv, row0, base, rows: int, loop) -> S.St
     one = S.BufferStore(out, value(row0 + ii, p, res[ii, jj]), [(nv * g["o"] + row0 + ii) *
                                                                 out_grid + p])
     ragged = S.SeqStmt([
-        loop("ii", rows, unroll, lambda i: loop("jj", nr, S.ForKind.VECTORIZED, lambda j:
+        loop("ii", rows, unroll, lambda i: _pixel_loop(loop, nr, lambda j:
              S.BufferStore(res, acc[i, j], [i, j]))),
         S.For(ii, 0, rows, S.ForKind.SERIAL, S.For(jj, 0, E.Min(_i(nr), grid - base),
                                                    S.ForKind.SERIAL, one))])
@@ -166,3 +166,14 @@ def _crop(ctx, g, src, out) -> S.Stmt:
     kind = S.ForKind.PARALLEL if rows * ow >= (1 << 16) else S.ForKind.SERIAL
     return S.For(r, 0, rows, kind, _vector_inner(ctx, ow, _lanes("float32"), at))
 
+
+def _pixel_loop(loop, nr: int, fbody) -> S.Stmt:
+    """A vectorized loop over a tile's ``nr`` pixels, or, for a panel wider than the code
+    generator vectorizes (``conv_direct.few_channels_nr``), unrolled vectors of ``ROW_LANES``
+    (a scalar loop would index the accumulators by a variable and keep them in memory)."""
+    from . import conv_direct
+    if nr <= MAX_VECTOR_LANES:
+        return loop("jj", nr, S.ForKind.VECTORIZED, fbody)
+    lanes = conv_direct.ROW_LANES
+    return loop("jv", nr // lanes, S.ForKind.UNROLLED, lambda jv: loop(
+        "jj", lanes, S.ForKind.VECTORIZED, lambda jl: fbody(jv * lanes + jl)))

@@ -8,11 +8,19 @@ import numpy as np
 import pytest
 from conv_reference import build_conv, conv_kernel, run_graph, taking_turns
 
-from minitvm.schedule import conv_lanes, conv_lanes_tile
+from minitvm.schedule import conv_direct, conv_lanes, conv_lanes_tile
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
 
 pytestmark = pytest.mark.usefixtures("no_winograd")  # (conftest)
+
+
+@pytest.fixture(autouse=True)
+def few_channels_on_lanes(monkeypatch):
+    """The 3-output case stays on ``conv_lanes``, whose tail it tests: convs of at most
+    ``conv_direct.FEW_CHANNELS_DIRECT_MAX`` outputs now run on ``conv_direct`` by default
+    (tested in test_conv_direct_few_channels)."""
+    monkeypatch.setattr(conv_direct, "FEW_CHANNELS_DIRECT_MAX", 0)
 
 
 def _tile_widths(kernel) -> set[int]:
