@@ -3,7 +3,8 @@ known takes one branch; ``Loop`` is unrolled when its trip count, or its conditi
 at import (a constant, a bound input, or computed from constants and the iteration number).
 
 The dialect supplies ``ctx.subgraph(graph, bindings) -> outputs`` (converting a subgraph in
-a scope over the current one) and small callables for constants and stacking."""
+a scope over the current one) and small callables for constants and stacking; ``import_loop``
+chooses between unrolling and the dialect's run-time loop."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from .onnx_model import NodeContext
 
-__all__ = ["MAX_UNROLL", "scalar_flag", "known_branch", "unroll_loop"]
+__all__ = ["MAX_UNROLL", "scalar_flag", "known_branch", "unroll_loop", "import_loop"]
 
 MAX_UNROLL = 1024
 
@@ -73,3 +74,42 @@ def unroll_loop(ctx: NodeContext, ins: list, attrs: dict, *, value: Callable,
     if n_scan and i == 0:
         raise ctx.fail("the loop runs zero times, so its scan outputs have no known shape")
     return list(carried) + [stack(acc) for acc in scans]
+
+
+def import_loop(ctx: NodeContext, ins: list, attrs: dict, *, known: Callable,
+                unroll: Callable, run_time_loop: Callable,
+                needs_input: type[Exception]) -> list:
+    """The outputs of an ONNX ``Loop`` node: ``unroll()`` when ``known(v)`` holds for its trip
+    count and condition (those given) and the unrolling does not stop at run-time data, else
+    ``run_time_loop()``. When that fails too, a trip count or condition the caller could bind
+    is asked for (the dialect's ``needs_input`` error, unless it says the value is
+    ``computed`` from an input), and otherwise the error gives both reasons."""
+    m = ins[0] if ins else None
+    cond = ins[1] if len(ins) > 1 else None
+    unrolling = ""
+    if all(v is None or known(v) for v in (m, cond)):
+        try:
+            return unroll()
+        except ctx.error as e:
+            if "run-time data" not in str(e):
+                raise
+            unrolling = str(e).split(": ", 1)[-1]
+    try:
+        return run_time_loop()
+    except ctx.error as e:
+        # a body the run-time loop cannot express (it needs the iteration number as a
+        # constant, carries sequences or changes shapes): unrolling needs the trip count and
+        # condition known at import, which asks the caller to bind them when they are graph
+        # inputs
+        for v, what in ((m, "Loop's trip count M"), (cond, "Loop's initial condition")):
+            if v is not None:
+                try:
+                    ctx.value(v, what)
+                except needs_input as need:
+                    if not getattr(need, "computed", False):  # (computed: the fuller reason)
+                        raise
+                except ctx.error:
+                    pass
+        why = f" ({unrolling})" if unrolling else ""
+        raise ctx.fail(f"the loop's trip count or condition is only known at run time{why}, "
+                       f"and its body cannot run as a run-time loop: {e}") from e
