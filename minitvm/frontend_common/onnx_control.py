@@ -13,8 +13,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .onnx_model import NodeContext
+from .onnx_sequence import OnnxOptional, OnnxSequence
 
-__all__ = ["MAX_UNROLL", "scalar_flag", "known_branch", "unroll_loop", "import_loop"]
+__all__ = ["MAX_UNROLL", "scalar_flag", "known_branch", "unroll_loop", "import_loop",
+           "loop_parts", "check_tensors_carried"]
 
 MAX_UNROLL = 1024
 
@@ -33,23 +35,39 @@ def known_branch(ctx: NodeContext, cond_value, attrs: dict) -> list:
                         attrs["else_branch"], {})
 
 
+def loop_parts(ctx: NodeContext, ins: list, attrs: dict) -> tuple:
+    """``(body, M, cond, carried values, body input names, scan output count)`` of an ONNX
+    ``Loop`` node (absent M / cond are None), the body's inputs and outputs checked against
+    the carried values."""
+    body = attrs["body"]
+    ins = list(ins) + [None] * max(0, 2 - len(ins))
+    m, cond, carried = ins[0], ins[1], list(ins[2:])
+    formal = [vi.name for vi in body.input]
+    n_scan = len(body.output) - 1 - len(carried)
+    if len(formal) != 2 + len(carried) or n_scan < 0:
+        raise ctx.fail(f"the body takes {len(formal)} inputs and gives {len(body.output)} "
+                       f"outputs for {len(carried)} loop-carried values")
+    return body, m, cond, carried, formal, n_scan
+
+
+def check_tensors_carried(ctx: NodeContext, carried: list) -> None:
+    """Refuse a sequence or optional loop-carried value (a run-time loop carries tensors)."""
+    for k, v in enumerate(carried):
+        if isinstance(v, OnnxSequence | OnnxOptional):
+            raise ctx.fail(f"loop-carried value {k} is a sequence or optional; with a "
+                           "run-time trip count only tensors can be carried")
+
+
 def unroll_loop(ctx: NodeContext, ins: list, attrs: dict, *, value: Callable,
                 maybe_value: Callable, const: Callable, stack: Callable) -> list:
     """The outputs (final loop-carried values, then the stacked scan outputs) of an ONNX
     ``Loop`` node, unrolled. ``value(v, what)`` must give a known input or raise the dialect's
     clear error; ``maybe_value(v)`` gives it or None; ``const(numpy array)`` makes a value;
     ``stack(values)`` stacks along a new axis 0."""
-    body = attrs["body"]
-    ins = list(ins) + [None] * max(0, 2 - len(ins))
-    m, cond, carried = ins[0], ins[1], list(ins[2:])
+    body, m, cond, carried, formal, n_scan = loop_parts(ctx, ins, attrs)
     trip = None if m is None else int(np.asarray(value(m, "Loop's trip count M"))
                                       .reshape(-1)[0])
     go = True if cond is None else scalar_flag(value(cond, "Loop's initial condition"))
-    formal = [vi.name for vi in body.input]
-    n_scan = len(body.output) - 1 - len(carried)
-    if len(formal) != 2 + len(carried) or n_scan < 0:
-        raise ctx.fail(f"the body takes {len(formal)} inputs and gives {len(body.output)} "
-                       f"outputs for {len(carried)} loop-carried values")
     scans: list[list] = [[] for _ in range(n_scan)]
     i = 0
     while go and (trip is None or i < trip):

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_control import import_loop, known_branch, unroll_loop
+from ....frontend_common.onnx_control import (
+    check_tensors_carried,
+    import_loop,
+    known_branch,
+    loop_parts,
+    unroll_loop,
+)
 from ....frontend_common.onnx_sequence import OnnxOptional, OnnxSequence, flatten, unflatten_all
 from ....ir.module import GlobalVar
 from ....ir.prim_expr import PrimExpr
@@ -158,19 +164,9 @@ def _run_time_loop(ctx: Context, ins, attrs):
     recursive Relax function ``f(iter, cond, carried..., scans..., captured...)`` that, while
     ``iter < M and cond``, runs the body and calls itself (the Relax VM runs the recursion
     without Python recursion); scan outputs grow along a symbolic first axis."""
-    body = attrs["body"]
-    ins = list(ins) + [None] * max(0, 2 - len(ins))
-    m, cond, carried = ins[0], ins[1], list(ins[2:])
-    formal = [vi.name for vi in body.input]
+    body, m, cond, carried, formal, ns = loop_parts(ctx, ins, attrs)
     nc = len(carried)
-    ns = len(body.output) - 1 - nc
-    if len(formal) != 2 + nc or ns < 0:
-        raise ctx.fail(f"the body takes {len(formal)} inputs and gives {len(body.output)} "
-                       f"outputs for {nc} loop-carried values")
-    for k, v in enumerate(carried):
-        if isinstance(v, OnnxSequence | OnnxOptional):
-            raise ctx.fail(f"loop-carried value {k} is a sequence or optional; with a "
-                           "run-time trip count only tensors can be carried")
+    check_tensors_carried(ctx, carried)
     carried = [ctx.expr(v) for v in carried]
     # outer values the body reads become extra parameters (a Relax function closes over
     # nothing); values known at import stay constants

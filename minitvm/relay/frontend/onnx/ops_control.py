@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_control import import_loop, known_branch, unroll_loop
-from ....frontend_common.onnx_sequence import OnnxOptional, OnnxSequence, flatten, unflatten_all
+from ....frontend_common.onnx_control import (
+    check_tensors_carried,
+    import_loop,
+    known_branch,
+    loop_parts,
+    unroll_loop,
+)
+from ....frontend_common.onnx_sequence import flatten, unflatten_all
 from ....ir.prim_expr import Any
 from ....ir.type import TensorType
 from ... import op as _op
@@ -67,19 +73,9 @@ def _loop(ctx: Context, ins, attrs):
 def _run_time_loop(ctx: Context, ins, attrs):
     """An ONNX Loop whose trip count or condition is only known at run time, as a recursive
     Relay function over (iteration, condition, carried values..., scan accumulators...)."""
-    body = attrs["body"]
-    ins = list(ins) + [None] * max(0, 2 - len(ins))
-    m, cond, carried = ins[0], ins[1], list(ins[2:])
-    formal = [vi.name for vi in body.input]
+    body, m, cond, carried, formal, n_scan = loop_parts(ctx, ins, attrs)
     n_carried = len(carried)
-    n_scan = len(body.output) - 1 - n_carried
-    if len(formal) != 2 + n_carried or n_scan < 0:
-        raise ctx.fail(f"the body takes {len(formal)} inputs and gives {len(body.output)} "
-                       f"outputs for {n_carried} loop-carried values")
-    for i, v in enumerate(carried):
-        if isinstance(v, OnnxSequence | OnnxOptional):
-            raise ctx.fail(f"loop-carried value {i} is a sequence or optional; with a "
-                           "run-time trip count only tensors can be carried")
+    check_tensors_carried(ctx, carried)
     i64 = "int64"
     trip = None if m is None else _op.cast(_op.reshape(m, ()), i64)
     go0 = ctx.const(np.array(True)) if cond is None else _op.reshape(cond, ())
