@@ -107,6 +107,20 @@ class _Ops:
         mod[gtv] = TypeData(gtv, [], self._tensor_ctors(gtv))
 
     # ---------------------------------------------------------------- shared operations
+    def _define_concat(self, out: _Ops, cat: GlobalVar) -> None:
+        """``tensor_array_concat(ta)`` over a list of ``out``'s tensors: every element joined
+        by ``cat`` (``out``'s ``tensor_concatenate``), ``tensor_nil`` when empty."""
+        gv = self._gvar("tensor_array_concat")
+        ta = Var("tensor_array", self.list(out.tensor_type_var()))
+        first, rest = Var("hd"), Var("tl")
+        tail = Match(rest, [Clause(PatternConstructor(self.nil), first),
+                            Clause(PatternWildcard(), cat(first, gv(rest)))], False)
+        body = Match(ta, [Clause(PatternConstructor(self.nil), out.get_ctor("tensor_nil")()),
+                          Clause(PatternConstructor(self.cons, [PatternVar(first),
+                                                                PatternVar(rest)]), tail)],
+                     False)
+        self._define(gv, [ta], body, out.tensor_type_var())
+
     def define_tensor_array_gather(self) -> None:
         """``tensor_array_gather(ta, indices)``: ``ta[indices[0]], ...`` stacked on axis 0
         (typed by ``_stacked``'s ADT)."""
@@ -277,16 +291,7 @@ class TensorArrayOps(_Ops):
     def define_tensor_array_concat(self) -> None:
         """``tensor_array_concat(ta)``: every element joined on axis 0 (``tensor_nil`` if
         empty)."""
-        gv = self._gvar("tensor_array_concat")
-        cat = self.get_global_var("tensor_concatenate")
-        ta, first, rest = Var("tensor_array", self._ta_type()), Var("hd"), Var("tl")
-        tail = Match(rest, [Clause(PatternConstructor(self.nil), first),
-                            Clause(PatternWildcard(), cat(first, gv(rest)))], False)
-        body = Match(ta, [Clause(PatternConstructor(self.nil), self.get_ctor("tensor_nil")()),
-                          Clause(PatternConstructor(self.cons, [PatternVar(first),
-                                                                PatternVar(rest)]), tail)],
-                     False)
-        self._define(gv, [ta], body, self.tensor_type_var())
+        self._define_concat(self, self.get_global_var("tensor_concatenate"))
 
     def define_tensor_array_stack(self) -> None:
         """``tensor_array_stack(ta)``: the elements stacked on a new axis 0."""
@@ -464,17 +469,7 @@ class StaticTensorArrayOps(_Ops):
             return
         out = self._leading_any()
         out.define_tensor_concatenate()
-        cat = out.get_global_var("tensor_concatenate")
-        gv = self._gvar("tensor_array_concat")
-        ta = Var("tensor_array", self.list(out.tensor_type_var()))
-        first, rest = Var("hd"), Var("tl")
-        tail = Match(rest, [Clause(PatternConstructor(self.nil), first),
-                            Clause(PatternWildcard(), cat(first, gv(rest)))], False)
-        body = Match(ta, [Clause(PatternConstructor(self.nil), out.get_ctor("tensor_nil")()),
-                          Clause(PatternConstructor(self.cons, [PatternVar(first),
-                                                                PatternVar(rest)]), tail)],
-                     False)
-        self._define(gv, [ta], body, out.tensor_type_var())
+        self._define_concat(out, out.get_global_var("tensor_concatenate"))
 
     def define_tensor_array_stack(self) -> None:
         """``tensor_array_stack(ta)``: the elements stacked on a new axis 0."""
