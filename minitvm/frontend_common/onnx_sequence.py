@@ -16,7 +16,7 @@ import numpy as np
 from .onnx_model import NodeContext, onnx_dtype
 
 __all__ = ["OnnxSequence", "OnnxOptional", "SeqOps", "SEQUENCE_OPS", "register_sequence_ops",
-           "flatten", "unflatten", "check_tensor_inputs", "graph_input_kind"]
+           "flatten", "unflatten", "unflatten_all", "check_tensor_inputs", "graph_input_kind"]
 
 
 class OnnxSequence:
@@ -112,6 +112,16 @@ def unflatten(structure, leaves: list):
         return OnnxSequence([next(it) for _ in range(s[1])], s[2])
 
     return build(structure)
+
+
+def unflatten_all(structures: list, leaves: list) -> list:
+    """The values of ``(structure, leaf count)`` pairs built from consecutive runs of
+    ``leaves`` (several outputs flattened one after another)."""
+    outs, k = [], 0
+    for structure, n in structures:
+        outs.append(unflatten(structure, leaves[k:k + n]))
+        k += n
+    return outs
 
 
 def graph_input_kind(vi) -> tuple[str, int | None]:

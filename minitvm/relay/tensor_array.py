@@ -64,6 +64,14 @@ class _Ops:
         self.dtype = dtype
         self.list, self.cons, self.nil = prelude.mod.get_type("List")
 
+    def get_global_var(self, canonical: str) -> GlobalVar:
+        """The registered function ``canonical`` of this kind (``get_name`` picks the name)."""
+        return self.prelude.mod.get_global_var(self.get_name(canonical))
+
+    def get_type(self, canonical: str) -> GlobalTypeVar:
+        """The registered ADT ``canonical`` (``tensor_t``) of this kind."""
+        return self.prelude.mod.get_global_type_var(self.get_name(canonical))
+
     def _gvar(self, canonical: str) -> GlobalVar:
         """The module's GlobalVar called ``get_name(canonical)`` (a new one when absent)."""
         name = self.get_name(canonical)
@@ -87,7 +95,51 @@ class _Ops:
     def _ta_type(self):
         return self.list(self.tensor_type_var())
 
+    def define_tensor_adt(self) -> None:
+        """Define this kind's tensor ADT (``_tensor_ctors``) once, and bind
+        ``tensor_type_var`` to it."""
+        name = self.get_name("tensor_t")
+        mod = self.prelude.mod
+        if name in mod._tvars:
+            self.tensor_type_var = mod.get_global_type_var(name)
+            return
+        gtv = self.tensor_type_var = GlobalTypeVar(name)
+        mod[gtv] = TypeData(gtv, [], self._tensor_ctors(gtv))
+
     # ---------------------------------------------------------------- shared operations
+    def _define_concat(self, out: _Ops, cat: GlobalVar) -> None:
+        """``tensor_array_concat(ta)`` over a list of ``out``'s tensors: every element joined
+        by ``cat`` (``out``'s ``tensor_concatenate``), ``tensor_nil`` when empty."""
+        gv = self._gvar("tensor_array_concat")
+        ta = Var("tensor_array", self.list(out.tensor_type_var()))
+        first, rest = Var("hd"), Var("tl")
+        tail = Match(rest, [Clause(PatternConstructor(self.nil), first),
+                            Clause(PatternWildcard(), cat(first, gv(rest)))], False)
+        body = Match(ta, [Clause(PatternConstructor(self.nil), out.get_ctor("tensor_nil")()),
+                          Clause(PatternConstructor(self.cons, [PatternVar(first),
+                                                                PatternVar(rest)]), tail)],
+                     False)
+        self._define(gv, [ta], body, out.tensor_type_var())
+
+    def define_tensor_array_gather(self) -> None:
+        """``tensor_array_gather(ta, indices)``: ``ta[indices[0]], ...`` stacked on axis 0
+        (typed by ``_stacked``'s ADT)."""
+        out = self._stacked()
+        helper = self._gvar("tensor_array_gather_helper")
+        stack, read = self.get_global_var("tensor_array_stack"), self.get_global_var(
+            "tensor_array_read")
+        ta, acc = Var("ta", self._ta_type()), Var("accu", self._ta_type())
+        k, n, idx = _i32("current"), _i32("limit"), Var("indices_", TensorType([Any()], "int32"))
+        prev = subtract(k, const(1))
+        body = If(equal(k, const(0)), stack(acc),
+                  helper(ta, self.cons(read(ta, take(idx, prev)), acc), prev, n, idx))
+        self._define(helper, [ta, acc, k, n, idx], body, out.tensor_type_var())
+        ta2 = Var("tensor_array", self._ta_type())
+        idx2 = Var("indices", TensorType([Any()], "int32"))
+        count = take(shape_of(idx2), const(0))
+        self._define("tensor_array_gather", [ta2, idx2],
+                     helper(ta2, self.nil(), count, count, idx2), out.tensor_type_var())
+
     def define_tensor_array(self) -> None:
         """``tensor_array(n)``: a list of ``n`` empty tensors."""
         gv = self._gvar("tensor_array")
@@ -152,14 +204,6 @@ class TensorArrayOps(_Ops):
         """The module name of ``canonical`` for this dtype (``tensor_array_float32``)."""
         return self.prelude.get_name(canonical, self.dtype)
 
-    def get_global_var(self, canonical: str) -> GlobalVar:
-        """The registered function ``canonical`` of this dtype."""
-        return self.prelude.mod.get_global_var(self.get_name(canonical))
-
-    def get_type(self, canonical: str) -> GlobalTypeVar:
-        """The registered ADT ``canonical`` (``tensor_t``) of this dtype."""
-        return self.prelude.mod.get_global_type_var(self.get_name(canonical))
-
     def get_ctor(self, canonical: str) -> Constructor:
         """A constructor of this dtype's tensor ADT (``tensor_nil``, ``tensor0``..)."""
         return self.prelude.get_ctor("tensor_t", canonical, self.dtype)
@@ -167,19 +211,13 @@ class TensorArrayOps(_Ops):
     def _rank_ctor(self, rank: int) -> Constructor:
         return self.get_ctor(f"tensor{rank}")
 
-    def define_tensor_adt(self) -> None:
+    def _tensor_ctors(self, gtv: GlobalTypeVar) -> list[Constructor]:
         """``tensor_{dtype}_t``: ``tensor_nil`` or ``tensorK`` holding a rank-K tensor."""
-        name = self.get_name("tensor_t")
-        mod = self.prelude.mod
-        if name in mod._tvars:
-            self.tensor_type_var = mod.get_global_type_var(name)
-            return
-        gtv = self.tensor_type_var = GlobalTypeVar(name)
         ctors = [Constructor(self.get_name("tensor_nil"), [], gtv)]
         for rank in range(_MAX_RANK + 1):
             ctors.append(Constructor(self.get_name(f"tensor{rank}"),
                                      [TensorType([Any()] * rank, self.dtype)], gtv))
-        mod[gtv] = TypeData(gtv, [], ctors)
+        return ctors
 
     def _per_rank(self, ranks, make) -> Match:
         """``match? (x) { tensorK(%t) => make(K, %t) ... }`` over ``ranks``."""
@@ -253,16 +291,7 @@ class TensorArrayOps(_Ops):
     def define_tensor_array_concat(self) -> None:
         """``tensor_array_concat(ta)``: every element joined on axis 0 (``tensor_nil`` if
         empty)."""
-        gv = self._gvar("tensor_array_concat")
-        cat = self.get_global_var("tensor_concatenate")
-        ta, first, rest = Var("tensor_array", self._ta_type()), Var("hd"), Var("tl")
-        tail = Match(rest, [Clause(PatternConstructor(self.nil), first),
-                            Clause(PatternWildcard(), cat(first, gv(rest)))], False)
-        body = Match(ta, [Clause(PatternConstructor(self.nil), self.get_ctor("tensor_nil")()),
-                          Clause(PatternConstructor(self.cons, [PatternVar(first),
-                                                                PatternVar(rest)]), tail)],
-                     False)
-        self._define(gv, [ta], body, self.tensor_type_var())
+        self._define_concat(self, self.get_global_var("tensor_concatenate"))
 
     def define_tensor_array_stack(self) -> None:
         """``tensor_array_stack(ta)``: the elements stacked on a new axis 0."""
@@ -272,23 +301,9 @@ class TensorArrayOps(_Ops):
                                   self._std("hd")(grown), self._std("tl")(grown))
         self._define("tensor_array_stack", [ta], body, self.tensor_type_var())
 
-    def define_tensor_array_gather(self) -> None:
-        """``tensor_array_gather(ta, indices)``: ``ta[indices[0]], ...`` stacked on axis 0."""
-        helper = self._gvar("tensor_array_gather_helper")
-        stack, read = self.get_global_var("tensor_array_stack"), self.get_global_var(
-            "tensor_array_read")
-        ta, acc = Var("ta", self._ta_type()), Var("accu", self._ta_type())
-        k, n, idx = _i32("current"), _i32("limit"), Var("indices_", TensorType([Any()], "int32"))
-        prev = subtract(k, const(1))
-        body = If(equal(k, const(0)), stack(acc),
-                  helper(ta, self.cons(read(ta, take(idx, prev)), acc), prev, n, idx))
-        self._define(helper, [ta, acc, k, n, idx], body,
-                     self.tensor_type_var())
-        ta2, idx2 = Var("tensor_array", self._ta_type()), Var("indices",
-                                                              TensorType([Any()], "int32"))
-        count = take(shape_of(idx2), const(0))
-        self._define("tensor_array_gather", [ta2, idx2], helper(ta2, self.nil(), count, count,
-                                                                 idx2), self.tensor_type_var())
+    def _stacked(self) -> _Ops:
+        """The ops whose tensor ADT types a stack of the elements (same ADT here)."""
+        return self
 
     def register(self) -> None:
         """Add the tensor ADT and every tensor-array function for this dtype to the module."""
@@ -324,14 +339,6 @@ class StaticTensorArrayOps(_Ops):
         return static_tensor_name(canonical, self.dtype, self.shape, self.batch_dim,
                                   extra_shapes)
 
-    def get_global_var(self, canonical: str) -> GlobalVar:
-        """The registered function ``canonical`` of this dtype and shape."""
-        return self.prelude.mod.get_global_var(self.get_name(canonical))
-
-    def get_type(self, canonical: str) -> GlobalTypeVar:
-        """The registered static ADT (``tensor_t``) of this dtype and shape."""
-        return self.prelude.mod.get_global_type_var(self.get_name(canonical))
-
     def get_ctor(self, canonical: str) -> Constructor:
         """``tensor_nil`` or ``tensor_constructor`` of this shape's ADT."""
         name = self.get_name(canonical)
@@ -341,18 +348,11 @@ class StaticTensorArrayOps(_Ops):
                 return ctor
         raise ValueError(f"{gtv.name_hint} has no constructor {name!r}")
 
-    def define_tensor_adt(self) -> None:
+    def _tensor_ctors(self, gtv: GlobalTypeVar) -> list[Constructor]:
         """``static_tensor_{dtype}_{dims}_t``: ``tensor_nil`` or ``tensor_constructor``."""
-        name = self.get_name("tensor_t")
-        mod = self.prelude.mod
-        if name in mod._tvars:
-            self.tensor_type_var = mod.get_global_type_var(name)
-            return
-        gtv = self.tensor_type_var = GlobalTypeVar(name)
-        mod[gtv] = TypeData(gtv, [], [
-            Constructor(self.get_name("tensor_nil"), [], gtv),
-            Constructor(self.get_name("tensor_constructor"),
-                        [TensorType(self.shape, self.dtype)], gtv)])
+        return [Constructor(self.get_name("tensor_nil"), [], gtv),
+                Constructor(self.get_name("tensor_constructor"),
+                            [TensorType(self.shape, self.dtype)], gtv)]
 
     def _adt_of(self, shape) -> StaticTensorArrayOps:
         """The ops of the static ADT of ``shape`` (its ADT defined)."""
@@ -469,21 +469,11 @@ class StaticTensorArrayOps(_Ops):
             return
         out = self._leading_any()
         out.define_tensor_concatenate()
-        cat = out.get_global_var("tensor_concatenate")
-        gv = self._gvar("tensor_array_concat")
-        ta = Var("tensor_array", self.list(out.tensor_type_var()))
-        first, rest = Var("hd"), Var("tl")
-        tail = Match(rest, [Clause(PatternConstructor(self.nil), first),
-                            Clause(PatternWildcard(), cat(first, gv(rest)))], False)
-        body = Match(ta, [Clause(PatternConstructor(self.nil), out.get_ctor("tensor_nil")()),
-                          Clause(PatternConstructor(self.cons, [PatternVar(first),
-                                                                PatternVar(rest)]), tail)],
-                     False)
-        self._define(gv, [ta], body, out.tensor_type_var())
+        self._define_concat(out, out.get_global_var("tensor_concatenate"))
 
     def define_tensor_array_stack(self) -> None:
         """``tensor_array_stack(ta)``: the elements stacked on a new axis 0."""
-        out = self._adt_of([self._new_axis()] + list(self.shape))
+        out = self._stacked()
         out.define_tensor_concatenate()
         ta = Var("tensor_array", self._ta_type())
         grown = self._std("map")(self.get_global_var("tensor_expand_dims"), ta)
@@ -494,24 +484,9 @@ class StaticTensorArrayOps(_Ops):
                                       self._std("hd")(grown), self._std("tl")(grown))
         self._define("tensor_array_stack", [ta], body, out.tensor_type_var())
 
-    def define_tensor_array_gather(self) -> None:
-        """``tensor_array_gather(ta, indices)``: ``ta[indices[0]], ...`` stacked on axis 0."""
-        out = self._adt_of([self._new_axis()] + list(self.shape))
-        helper = self._gvar("tensor_array_gather_helper")
-        stack, read = self.get_global_var("tensor_array_stack"), self.get_global_var(
-            "tensor_array_read")
-        ta, acc = Var("ta", self._ta_type()), Var("accu", self._ta_type())
-        k, n, idx = _i32("current"), _i32("limit"), Var("indices_", TensorType([Any()], "int32"))
-        prev = subtract(k, const(1))
-        body = If(equal(k, const(0)), stack(acc),
-                  helper(ta, self.cons(read(ta, take(idx, prev)), acc), prev, n, idx))
-        self._define(helper, [ta, acc, k, n, idx], body,
-                     out.tensor_type_var())
-        ta2 = Var("tensor_array", self._ta_type())
-        idx2 = Var("indices", TensorType([Any()], "int32"))
-        count = take(shape_of(idx2), const(0))
-        self._define("tensor_array_gather", [ta2, idx2],
-                     helper(ta2, self.nil(), count, count, idx2), out.tensor_type_var())
+    def _stacked(self) -> StaticTensorArrayOps:
+        """The ops of the static ADT of a stack of the elements (a new leading axis)."""
+        return self._adt_of([self._new_axis()] + list(self.shape))
 
     def define_tensor_get_data(self) -> None:
         """``tensor_get_data(t)``: the tensor inside ``t`` (typed with this shape)."""

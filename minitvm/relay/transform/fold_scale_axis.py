@@ -43,7 +43,7 @@ from ...transform.stats import record_stat
 from ..adt import Match
 from ..analysis.op_names import calls_any
 from ..expr import Call, Constant, Function, If, Let, Tuple, TupleGetItem
-from ..expr_functor import ExprMutator, dataflow_children
+from ..expr_functor import ExprMutator, dataflow_children, dataflow_post_order
 from ..op.tensor import divide, multiply
 from ..op.transform import expand_dims, repeat, reshape, squeeze
 from .function_pass import function_pass
@@ -284,20 +284,7 @@ def _post_order_all(root) -> list:
             kids = (e.op, *kids) if e.op not in kids else kids
         return kids
 
-    order, seen, stack = [], set(), [(root, False)]
-    while stack:
-        e, ready = stack.pop()
-        if ready:
-            order.append(e)
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        for c in reversed(children(e)):
-            if not isinstance(c, Op) and id(c) not in seen:
-                stack.append((c, False))
-    return order
+    return dataflow_post_order(root, children)
 
 
 def forward_prepare(func) -> dict:

@@ -108,12 +108,13 @@ class Linear(Module):
             self.dtype = dtype
 
 
-class Conv1D(Module):
-    """1-D convolution: weight ``(out, in // groups, kernel)``."""
+class _ConvNd(Module):
+    """What the convolution modules share: their hyper-parameters as attributes, a
+    ``weight_shape`` weight and an optional ``(out_channels,)`` bias, both of ``dtype``."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
-                 padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = True,
-                 dtype: str | None = None) -> None:
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int,
+                 padding: int, dilation: int, groups: int, bias: bool, dtype: str | None,
+                 weight_shape: tuple[int, ...]) -> None:
         super().__init__()
         self.in_channels = in_channels
         self.out_channels = out_channels
@@ -122,55 +123,49 @@ class Conv1D(Module):
         self.padding = padding
         self.dilation = dilation
         self.groups = groups
-        self.weight = Parameter((out_channels, in_channels // groups, kernel_size), dtype)
+        self.weight = Parameter(weight_shape, dtype)
         self.bias = Parameter((out_channels,), dtype) if bias else None
+
+
+class Conv1D(_ConvNd):
+    """1-D convolution: weight ``(out, in // groups, kernel)``."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
+                 padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = True,
+                 dtype: str | None = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, dtype, (out_channels, in_channels // groups, kernel_size))
 
     def forward(self, x: Tensor) -> Tensor:
         return op.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                          self.groups)
 
 
-class Conv2D(Module):
+class Conv2D(_ConvNd):
     """2-D convolution: weight ``(out, in // groups, k, k)``."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = True,
                  dtype: str | None = None, data_layout: str = "NCHW"):
-        super().__init__()
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.padding = padding
-        self.dilation = dilation
-        self.groups = groups
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, dtype,
+                         (out_channels, in_channels // groups, kernel_size, kernel_size))
         self.data_layout = data_layout
-        self.weight = Parameter(
-            (out_channels, in_channels // groups, kernel_size, kernel_size), dtype)
-        self.bias = Parameter((out_channels,), dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         return op.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                          self.groups, self.data_layout)
 
 
-class ConvTranspose1D(Module):
+class ConvTranspose1D(_ConvNd):
     """1-D transposed convolution: weight ``(in, out // groups, kernel)``."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding: int = 0, output_padding: int = 0, dilation: int = 1, groups: int = 1,
                  bias: bool = True, dtype: str | None = None) -> None:
-        super().__init__()
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.padding = padding
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, dtype, (in_channels, out_channels // groups, kernel_size))
         self.output_padding = output_padding
-        self.dilation = dilation
-        self.groups = groups
-        self.weight = Parameter((in_channels, out_channels // groups, kernel_size), dtype)
-        self.bias = Parameter((out_channels,), dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         return op.conv1d_transpose(x, self.weight, self.bias, self.stride, self.padding,

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_control import known_branch, unroll_loop
-from ....frontend_common.onnx_sequence import OnnxOptional, OnnxSequence, flatten, unflatten
+from ....frontend_common.onnx_control import (
+    check_tensors_carried,
+    import_loop,
+    known_branch,
+    loop_parts,
+    unroll_loop,
+)
+from ....frontend_common.onnx_sequence import OnnxOptional, OnnxSequence, flatten, unflatten_all
 from ....ir.module import GlobalVar
 from ....ir.prim_expr import PrimExpr
 from ....tir import IntImm
@@ -102,11 +108,7 @@ def _run_time_if(ctx: Context, cond, attrs):
     flag = ctx.emit(_op.astype(_op.reshape(ctx.expr(cond), ShapeExpr([])), "bool"))
     res = ctx.emit(Call(gv, [flag] + args))
     leaves = [ctx.emit(TupleGetItem(res, k)) for k in range(len(l_then))]
-    outs, k = [], 0
-    for structure, n in s_then:
-        outs.append(unflatten(structure, leaves[k:k + n]))
-        k += n
-    return outs
+    return unflatten_all(s_then, leaves)
 
 
 def _stack(ctx: Context, values):
@@ -120,35 +122,11 @@ def _static(k) -> bool:
 
 @register("Loop")
 def _loop(ctx: Context, ins, attrs):
-    m = ins[0] if ins else None
-    cond = ins[1] if len(ins) > 1 else None
-    unrolling = ""
-    if (m is None or _static(ctx.known(m))) and (cond is None or _static(ctx.known(cond))):
-        try:
-            return unroll_loop(ctx, ins, attrs, value=ctx.value, maybe_value=ctx.known,
-                               const=lambda a: a, stack=lambda vs: _stack(ctx, vs))
-        except ONNXImportError as e:
-            if "run-time data" not in str(e):
-                raise
-            unrolling = str(e).split(": ", 1)[-1]
-    try:
-        return _run_time_loop(ctx, ins, attrs)
-    except ONNXImportError as e:
-        # a body the run-time loop cannot express (it needs the iteration number as a
-        # constant, carries sequences or changes shapes): unrolling needs the trip count and
-        # condition known at import, which asks the caller to bind them when they are graph
-        # inputs
-        for v, what in ((m, "Loop's trip count M"), (cond, "Loop's initial condition")):
-            if v is not None:
-                try:
-                    ctx.value(v, what)
-                except NeedsConstantInput:
-                    raise
-                except ONNXImportError:
-                    pass
-        why = f" ({unrolling})" if unrolling else ""
-        raise ctx.fail(f"the loop's trip count or condition is only known at run time{why}, "
-                       f"and its body cannot run as a run-time loop: {e}") from e
+    return import_loop(
+        ctx, ins, attrs, known=lambda v: _static(ctx.known(v)),
+        unroll=lambda: unroll_loop(ctx, ins, attrs, value=ctx.value, maybe_value=ctx.known,
+                                   const=lambda a: a, stack=lambda vs: _stack(ctx, vs)),
+        run_time_loop=lambda: _run_time_loop(ctx, ins, attrs), needs_input=NeedsConstantInput)
 
 
 def _outer_names(body) -> list[str]:
@@ -186,19 +164,9 @@ def _run_time_loop(ctx: Context, ins, attrs):
     recursive Relax function ``f(iter, cond, carried..., scans..., captured...)`` that, while
     ``iter < M and cond``, runs the body and calls itself (the Relax VM runs the recursion
     without Python recursion); scan outputs grow along a symbolic first axis."""
-    body = attrs["body"]
-    ins = list(ins) + [None] * max(0, 2 - len(ins))
-    m, cond, carried = ins[0], ins[1], list(ins[2:])
-    formal = [vi.name for vi in body.input]
+    body, m, cond, carried, formal, ns = loop_parts(ctx, ins, attrs)
     nc = len(carried)
-    ns = len(body.output) - 1 - nc
-    if len(formal) != 2 + nc or ns < 0:
-        raise ctx.fail(f"the body takes {len(formal)} inputs and gives {len(body.output)} "
-                       f"outputs for {nc} loop-carried values")
-    for k, v in enumerate(carried):
-        if isinstance(v, OnnxSequence | OnnxOptional):
-            raise ctx.fail(f"loop-carried value {k} is a sequence or optional; with a "
-                           "run-time trip count only tensors can be carried")
+    check_tensors_carried(ctx, carried)
     carried = [ctx.expr(v) for v in carried]
     # outer values the body reads become extra parameters (a Relax function closes over
     # nothing); values known at import stay constants

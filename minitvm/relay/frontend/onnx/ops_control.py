@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....frontend_common.onnx_control import known_branch, unroll_loop
-from ....frontend_common.onnx_sequence import OnnxOptional, OnnxSequence, flatten, unflatten
+from ....frontend_common.onnx_control import (
+    check_tensors_carried,
+    import_loop,
+    known_branch,
+    loop_parts,
+    unroll_loop,
+)
+from ....frontend_common.onnx_sequence import flatten, unflatten_all
 from ....ir.prim_expr import Any
 from ....ir.type import TensorType
 from ... import op as _op
 from ...expr import Call, Function, If, Let, Tuple, TupleGetItem, Var
-from ..common import ImportError_, infer_type
+from ..common import infer_type
 from .registry import Context, NeedsConstantInput, register
 
 
@@ -51,64 +57,25 @@ def _if(ctx: Context, ins, attrs):
     else:
         joined = If(c, Tuple(then_leaves), Tuple(else_leaves))
         leaves = [TupleGetItem(joined, i) for i in range(len(then_leaves))]
-    outs, k = [], 0
-    for structure, n in structures:
-        outs.append(unflatten(structure, leaves[k:k + n]))
-        k += n
-    return outs
+    return unflatten_all(structures, leaves)
 
 
 @register("Loop")
 def _loop(ctx: Context, ins, attrs):
-    m = ins[0] if ins else None
-    cond = ins[1] if len(ins) > 1 else None
-    known_trip = m is None or ctx.maybe_value(m) is not None
-    known_cond = cond is None or ctx.maybe_value(cond) is not None
-    unrolling = ""
-    if known_trip and known_cond:
-        try:
-            return unroll_loop(ctx, ins, attrs, value=ctx.value, maybe_value=ctx.maybe_value,
-                               const=ctx.const, stack=lambda vs: _op.stack(vs, 0))
-        except ImportError_ as e:
-            if "run-time data" not in str(e):
-                raise
-            unrolling = str(e).split(": ", 1)[-1]
-    try:
-        return _run_time_loop(ctx, ins, attrs)
-    except ImportError_ as e:
-        # a body the run-time loop cannot express (it needs the iteration number as a
-        # constant, or carries sequences): unrolling needs the trip count and condition known
-        # at import, which asks the caller to bind them when they are graph inputs
-        for v, what in ((m, "Loop's trip count M"), (cond, "Loop's initial condition")):
-            if v is not None:
-                try:
-                    ctx.value(v, what)
-                except NeedsConstantInput as need:
-                    if not need.computed:  # (a computed one gets the fuller reason below)
-                        raise
-                except ImportError_:
-                    pass
-        why = f" ({unrolling})" if unrolling else ""
-        raise ctx.fail(f"the loop's trip count or condition is only known at run time{why}, "
-                       f"and its body cannot run as a run-time loop: {e}") from e
+    return import_loop(
+        ctx, ins, attrs, known=lambda v: ctx.maybe_value(v) is not None,
+        unroll=lambda: unroll_loop(ctx, ins, attrs, value=ctx.value,
+                                   maybe_value=ctx.maybe_value, const=ctx.const,
+                                   stack=lambda vs: _op.stack(vs, 0)),
+        run_time_loop=lambda: _run_time_loop(ctx, ins, attrs), needs_input=NeedsConstantInput)
 
 
 def _run_time_loop(ctx: Context, ins, attrs):
     """An ONNX Loop whose trip count or condition is only known at run time, as a recursive
     Relay function over (iteration, condition, carried values..., scan accumulators...)."""
-    body = attrs["body"]
-    ins = list(ins) + [None] * max(0, 2 - len(ins))
-    m, cond, carried = ins[0], ins[1], list(ins[2:])
-    formal = [vi.name for vi in body.input]
+    body, m, cond, carried, formal, n_scan = loop_parts(ctx, ins, attrs)
     n_carried = len(carried)
-    n_scan = len(body.output) - 1 - n_carried
-    if len(formal) != 2 + n_carried or n_scan < 0:
-        raise ctx.fail(f"the body takes {len(formal)} inputs and gives {len(body.output)} "
-                       f"outputs for {n_carried} loop-carried values")
-    for i, v in enumerate(carried):
-        if isinstance(v, OnnxSequence | OnnxOptional):
-            raise ctx.fail(f"loop-carried value {i} is a sequence or optional; with a "
-                           "run-time trip count only tensors can be carried")
+    check_tensors_carried(ctx, carried)
     i64 = "int64"
     trip = None if m is None else _op.cast(_op.reshape(m, ()), i64)
     go0 = ctx.const(np.array(True)) if cond is None else _op.reshape(cond, ())
