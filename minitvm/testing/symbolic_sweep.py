@@ -103,8 +103,11 @@ def _input(rng: np.random.Generator, shape: tuple, dtype: str, ints: int) -> np.
     return rng.standard_normal(shape).astype(dtype)
 
 
-def check_case(case: Case, seed: int = 0, opt_level: int = 3) -> list[Difference]:
-    """Every shape of ``case`` at which the VM does not do what the interpreter does."""
+def check_case(case: Case, seed: int = 0, opt_level: int = 3,
+               counts: dict | None = None) -> list[Difference]:
+    """Every shape of ``case`` at which the VM does not do what the interpreter does;
+    ``counts`` (when given) gets the executable's kernels with dynamic shapes: how many are one
+    symbolic kernel and how many compile per shape (``kernels.dynamic_kernel_counts``)."""
     import minitvm as tvm
     from minitvm import relay
     from minitvm.runtime import vm as runtime_vm
@@ -123,6 +126,10 @@ def check_case(case: Case, seed: int = 0, opt_level: int = 3) -> list[Difference
         with tvm.transform.PassContext(opt_level=opt_level):
             exe = relay.vm.compile(mod, target="llvm")
         vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+        if counts is not None:
+            from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
+
+            counts.update(dynamic_kernel_counts(exe.kernels))
         ref_fn = relay.create_executor("debug", mod=mod).evaluate()
     except Exception as err:  # noqa: BLE001 - reported
         return [Difference(case.op, (), "build", f"{type(err).__name__}: "
@@ -523,6 +530,38 @@ def _cases() -> dict[str, Case]:
         Case("nn.batch_matmul_shared", [("b", "m", "k"), ("b", "n", "k")],
              lambda x, y: nn.batch_matmul(x, y),
              grid=[((2, 3, 4), (2, 5, 4)), ((2, 3, 4), (1, 5, 4)), ((2, 3, 4), (2, 5, 3))]),
+        # dense factorizations (``topi.linalg``'s loop kernels) over a run-time batch of
+        # matrices, or a run-time order: Cholesky of ``x x^T`` (positive definite), LU of ``x``
+        Case("linalg.cholesky_factor", [(None, 4, 4)],
+             lambda x: relay.op.linalg.cholesky_factor(nn.batch_matmul(x, x)),
+             grid=[((3, 4, 4),), ((1, 4, 4),), ((0, 4, 4),), ((5, 4, 4),)]),
+        Case("linalg.cholesky_order", [("b", "n", "n")],
+             lambda x: relay.op.linalg.cholesky_factor(nn.batch_matmul(x, x)),
+             grid=[((2, 3, 3),), ((1, 1, 1),), ((0, 2, 2),), ((2, 0, 0),), ((1, 5, 5),)]),
+        Case("linalg.lu_factor", [(None, 4, 4)], lambda x: relay.op.linalg.lu_factor(x),
+             grid=[((3, 4, 4),), ((1, 4, 4),), ((0, 4, 4),)]),
+        Case("linalg.lu_factor_any", [3], lambda x: relay.op.linalg.lu_factor(x),
+             grid=[((2, 3, 3),), ((1, 1, 1),), ((2, 3, 4),), ((1, 4, 3),), ((0, 2, 2),)]),
+        Case("linalg.lu_solve", [(None, 4, 4), (None, 4, 2)],
+             lambda a, b: relay.op.linalg.factored_solve(relay.op.linalg.lu_factor(a), b, "lu"),
+             grid=[((3, 4, 4), (3, 4, 2)), ((1, 4, 4), (1, 4, 2)), ((0, 4, 4), (0, 4, 2)),
+                   ((3, 4, 4), (2, 4, 2)), ((1, 4, 4), (3, 4, 2))]),
+        Case("linalg.lu_solve_any", [3, 3],
+             lambda a, b: relay.op.linalg.factored_solve(relay.op.linalg.lu_factor(a), b, "lu"),
+             grid=[((2, 3, 3), (2, 3, 4)), ((1, 1, 1), (1, 1, 1)), ((2, 3, 3), (2, 2, 4)),
+                   ((2, 3, 3), (1, 3, 4)), ((2, 3, 4), (2, 3, 1)), ((0, 2, 2), (0, 2, 1))]),
+        Case("linalg.cholesky_solve", [("b", 3, 3), ("b", 3, None)],
+             lambda a, b: relay.op.linalg.factored_solve(
+                 relay.op.linalg.cholesky_factor(nn.batch_matmul(a, a)), b, "cholesky"),
+             grid=[((2, 3, 3), (2, 3, 2)), ((1, 3, 3), (1, 3, 1)), ((2, 3, 3), (1, 3, 2)),
+                   ((0, 3, 3), (0, 3, 2))]),
+        Case("linalg.solve_lower", [(None, 3, 3), (None, 3, 2)],
+             lambda a, b: relay.op.linalg.factored_solve(a, b, "lower"),
+             grid=[((2, 3, 3), (2, 3, 2)), ((1, 3, 3), (1, 3, 2)), ((2, 3, 3), (3, 3, 2))]),
+        Case("linalg.solve_unit_upper", [3, 3],
+             lambda a, b: relay.op.linalg.factored_solve(a, b, "unit_upper"),
+             grid=[((2, 3, 3), (2, 3, 2)), ((1, 2, 2), (1, 2, 5)), ((2, 3, 3), (2, 2, 2)),
+                   ((2, 4, 3), (2, 4, 2))]),
     ]
     return {c.op: c for c in out}
 
@@ -546,9 +585,9 @@ REPRESENTATIVE = ["nn.dense", "nn.batch_matmul", "nn.conv2d", "reshape", "split"
                   "nn.max_pool2d", "nn.depth_to_space", "scatter_nd"]
 
 
-def check_op(name: str, seed: int = 0) -> list[Difference]:
-    """The differences of case ``name``."""
-    return check_case(cases()[name], seed=seed)
+def check_op(name: str, seed: int = 0, counts: dict | None = None) -> list[Difference]:
+    """The differences of case ``name`` (``counts``: see ``check_case``)."""
+    return check_case(cases()[name], seed=seed, counts=counts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -562,13 +601,18 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(cases()))
         return 0
     names = args.ops or list(cases())
-    bad, loud, untyped = 0, [], []
+    bad, loud, untyped, per_shape = 0, [], [], []
     for name in names:
         start = time.perf_counter()
-        found = check_op(name, args.seed)
+        counts: dict = {}
+        found = check_op(name, args.seed, counts)
         n = len(cases()[name].shapes())
+        kinds = f"{counts['symbolic']} symbolic {counts['specialized']} per-shape" \
+            if counts else "not built"
+        if counts.get("specialized"):
+            per_shape.append(name)
         print(f"{name:28s} {n:3d} shapes  {len(found):3d} differences  "
-              f"{time.perf_counter() - start:5.1f} s", flush=True)
+              f"{time.perf_counter() - start:5.1f} s  kernels: {kinds}", flush=True)
         for d in found[:4]:
             print("    ", d)
         if any(d.kind in SILENT for d in found):
@@ -580,7 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     agree = len(names) - bad - len(loud) - len(untyped)
     print(f"{agree}/{len(names)} cases agree; {len(loud)} raise where the interpreter does not "
           f"({', '.join(loud) or '-'}); {len(untyped)} neither the VM nor the interpreter can "
-          f"type ({', '.join(untyped) or '-'}); {bad} give silent differences")
+          f"type ({', '.join(untyped) or '-'}); {bad} give silent differences; "
+          f"{len(per_shape)} compile a kernel per shape ({', '.join(per_shape) or '-'})")
     return 1 if bad else 0
 
 
