@@ -378,8 +378,10 @@ class _Scheduled:
 
     def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
         STATS["scheduled"] += 1
-        typed, self.variables, self.conditions = symbolic_function(func)
-        inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+        typed, self.variables, conditions = symbolic_function(func)
+        with shape_conditions.collect() as stated:  # (what the computes assume, e.g. linalg's)
+            inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+        self.conditions = list({repr(c): c for c in [*conditions, *stated]}.values())
         stages = _rule_stages(outputs)
         if stages:
             self.fast, self.packs = _schedule_with_rules(inputs, consts, outputs, stages,
