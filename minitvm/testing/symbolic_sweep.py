@@ -190,6 +190,19 @@ def _rois(r):
         r, [1], [2 ** 31 - 1], axes=[1]))], axis=1)
 
 
+def _ctc_greedy(lp, blank: int):
+    """CTC greedy decoding of ``lp`` ``(T, N, C)`` as a dense ``(T, N)``: each frame's best
+    class where it is no blank and not the previous frame's, else -1."""
+    relay = _r()
+    best = relay.argmax(lp, axis=2)
+    prev = relay.concatenate([relay.full_like(relay.strided_slice(best, [0], [1], axes=[0]),
+                                              _c(-1, "int32")),
+                              relay.strided_slice(best, [0], [-1], axes=[0])], axis=0)
+    keep = relay.logical_and(relay.not_equal(best, _c(blank, "int32")),
+                             relay.not_equal(best, prev))
+    return relay.where(keep, best, relay.full_like(best, _c(-1, "int32")))
+
+
 _UNARY = ["abs", "exp", "negative", "sigmoid", "tanh", "sqrt", "floor", "round", "sign",
           "erf", "log", "rsqrt", "nn.relu", "copy", "zeros_like", "ones_like", "isnan"]
 _BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
@@ -530,6 +543,33 @@ def _cases() -> dict[str, Case]:
         Case("nn.batch_matmul_shared", [("b", "m", "k"), ("b", "n", "k")],
              lambda x, y: nn.batch_matmul(x, y),
              grid=[((2, 3, 4), (2, 5, 4)), ((2, 3, 4), (1, 5, 4)), ((2, 3, 4), (2, 5, 3))]),
+        # CTC over a run-time frame count (and batch, targets length): the loss's forward
+        # variables, and greedy decoding (best class per frame, repeats and blanks dropped)
+        Case("nn.ctc_log_alpha", [(None, 2, 5), ((2, 3), "int32"), ((2,), "int32"),
+                                  ((2,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(nn.log_softmax(lp), t, il, tl, 0, 7),
+             grid=[((4, 2, 5), (2, 3), (2,), (2,)), ((1, 2, 5), (2, 3), (2,), (2,)),
+                   ((0, 2, 5), (2, 3), (2,), (2,)), ((9, 2, 5), (2, 3), (2,), (2,))], ints=4),
+        # (lengths below 2: within every targets row; no targets at all with zero lengths)
+        Case("nn.ctc_log_alpha_any", [(None, None, 5), ((None, None), "int32"),
+                                      ((None,), "int32"), ((None,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(nn.log_softmax(lp), t, il, tl, 0, 9),
+             grid=[((6, 3, 5), (3, 4), (3,), (3,)), ((1, 1, 5), (1, 1), (1,), (1,)),
+                   ((6, 0, 5), (0, 2), (0,), (0,)), ((6, 3, 5), (2, 4), (3,), (3,)),
+                   ((6, 3, 5), (3, 4), (2,), (3,)), ((6, 3, 5), (3, 4), (3,), (4,)),
+                   ((0, 2, 5), (2, 1), (2,), (2,))], ints=2),
+        Case("nn.ctc_log_alpha_concat", [(None, None, 5), ((None,), "int32"),
+                                         ((None,), "int32"), ((None,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(lp, t, il, tl, 0, 7),
+             grid=[((6, 3, 5), (6,), (3,), (3,)), ((1, 1, 5), (1,), (1,), (1,)),
+                   ((6, 2, 5), (3,), (2,), (3,)), ((4, 2, 5), (2,), (1,), (2,))], ints=2),
+        Case("nn.ctc_log_alpha_no_labels", [(None, None, 5), ((None, None), "int32"),
+                                            ((None,), "int32"), ((None,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(lp, t, il, tl * _c(0, "int32"), 0, 5),
+             grid=[((4, 2, 5), (2, 0), (2,), (2,)), ((4, 2, 5), (2, 3), (2,), (2,)),
+                   ((1, 1, 5), (1, 0), (1,), (1,))]),
+        Case("ctc_greedy_decode", [(None, 2, 5)], lambda lp: _ctc_greedy(lp, 0),
+             grid=[((6, 2, 5),), ((1, 2, 5),), ((0, 2, 5),), ((3, 2, 5),)]),
         # dense factorizations (``topi.linalg``'s loop kernels) over a run-time batch of
         # matrices, or a run-time order: Cholesky of ``x x^T`` (positive definite), LU of ``x``
         Case("linalg.cholesky_factor", [(None, 4, 4)],

@@ -42,6 +42,7 @@ from ....tir import expr as E
 from ....topi import nn_te, shape_conditions
 from ....topi.all_class_nms import NMS_TABLE_TAG
 from ....topi.box_nms import BOX_NMS_TAG, VALID_COUNTS_TAG
+from ....topi.ctc import CTC_ALPHA_TAG
 from ....topi.linalg import LINALG_TAG
 from ....topi.multiclass_nms import MULTICLASS_NMS_TAG
 from ....topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG
@@ -115,6 +116,7 @@ _OPERAND_AXES = {
     "vision.non_max_suppression": ((0, 0, 1, 0), (0, 0, 2, 0), (0, 1, 2, 1)),
     "vision.multiclass_nms": ((0, 1, 1, 1),),
     "linalg.factored_solve": ((0, 0, 1, 0), (0, 1, 1, 1)),
+    "nn.ctc_log_alpha": ((0, 1, 2, 0), (0, 1, 3, 0)),  # (log_probs' batch, the lengths')
 }
 
 
@@ -366,7 +368,8 @@ def _schedule_with_rules(inputs, consts, outputs, stages: list, options: Lowerin
 # valid counts and box NMS, TFLite's multiclass NMS (a run-time box count)
 SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG, SCAN_TAG, TOPK_TAG, UNIQUE_TABLE_TAG,
                                 NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG,
-                                VALID_COUNTS_TAG, BOX_NMS_TAG, MULTICLASS_NMS_TAG, LINALG_TAG})
+                                VALID_COUNTS_TAG, BOX_NMS_TAG, MULTICLASS_NMS_TAG, LINALG_TAG,
+                                CTC_ALPHA_TAG})
 
 
 class _Scheduled:
