@@ -14,9 +14,10 @@ outputs. A function whose output shape depends on values, or with an op not lowe
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
 Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort along a
 static axis, of a whole dynamic one or a fixed k of it, unique, all-class NMS, valid counts and
-box NMS, RoI pools) go through their rule when it takes symbolic extents
-(``SYMBOLIC_RULE_TAGS``). What the shape rules assumed of the sizes (``topi.shape_conditions``)
-is checked at each new shape the same way as the typing's equalities.
+box NMS, RoI pools, the dense factorizations and solves, CTC's forward variables) go through
+their rule when it takes symbolic extents (``SYMBOLIC_RULE_TAGS``). What the shape rules assumed
+of the sizes (``topi.shape_conditions``), in the typing or in a compute (two sizes ``topi.linalg``
+takes as a square's), is checked at each new shape the same way as the typing's equalities.
 """
 
 from __future__ import annotations
@@ -365,7 +366,9 @@ def _schedule_with_rules(inputs, consts, outputs, stages: list, options: Lowerin
 # tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
 # each checked at several sizes against the per-shape kernels and the interpreter: the one-pass
 # scatters, scans, top-k / sort / argsort, unique, all-class NMS, RoI pooling / ONNX RoiAlign,
-# valid counts and box NMS, TFLite's multiclass NMS (a run-time box count)
+# valid counts and box NMS, TFLite's multiclass NMS (a run-time box count), Cholesky / LU /
+# factored and triangular solves (a run-time batch of matrices or order), CTC's forward
+# variables (a run-time frame count, batch, targets length)
 SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG, SCAN_TAG, TOPK_TAG, UNIQUE_TABLE_TAG,
                                 NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG,
                                 VALID_COUNTS_TAG, BOX_NMS_TAG, MULTICLASS_NMS_TAG, LINALG_TAG,
