@@ -147,3 +147,33 @@ def test_sweep_cases_agree(case):
     counts: dict = {}
     assert check_op(case, counts=counts) == []
     assert counts["specialized"] == 0 and counts["symbolic"] >= 1
+
+
+def test_warm_compile_restores_the_kernels_and_their_conditions(tmp_path, monkeypatch):
+    """A second compile (a fresh process: only the disk cache remembers) loads the LU kernel
+    over ``(?, ?, ?)`` without lowering it again, with the square condition its compute
+    stated: a non-square call still raises."""
+    from vm_disk_cache import forget_compiled, own_disk_cache
+
+    from minitvm.backend import parallel_compile
+    from minitvm.relay.backend.vm import exe_cache, saved, symbolic
+
+    own_disk_cache(tmp_path, monkeypatch)
+    a = relay.var("a", shape=(A(), A(), A()), dtype="float64")
+    mod = tvm.IRModule.from_expr(relay.Function([a], L.lu_factor(a)))
+    # (the kernels' records are what this checks: whole executables not cached)
+    with tvm.transform.PassContext(opt_level=3, config={parallel_compile.CONFIG_KEY: 1,
+                                                        exe_cache.CONFIG_KEY: False}):
+        cold = relay.vm.compile(mod, target="llvm")
+        forget_compiled()
+        scheduled, hits = symbolic.STATS["scheduled"], saved.STATS["hits"]
+        warm = relay.vm.compile(mod, target="llvm")
+    assert symbolic.STATS["scheduled"] == scheduled and saved.STATS["hits"] - hits == 1
+    (run,) = _symbolic_only(warm, 1)
+    assert any(c[0] == "equal" for c in run.conditions)
+    x = _args(2, 4, 1, dtype="float64")[1]
+    want = VirtualMachine(cold, tvm.cpu()).run(x).numpy()
+    assert VirtualMachine(warm, tvm.cpu()).run(x).numpy().tobytes() == want.tobytes()
+    with pytest.raises(Exception, match="square"):
+        VirtualMachine(warm, tvm.cpu()).run(np.ones((1, 2, 3)))
+    forget_compiled()  # (nothing of this cache kept for the next test)
