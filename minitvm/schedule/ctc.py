@@ -22,10 +22,20 @@ from .lower import Rule, register_rule
 
 
 def supported(t, options=None) -> bool:
-    """Is ``t`` a CTC forward-variable stage with static shapes?"""
-    if not isinstance(t.op, ComputeOp) or t.op.tag != CTC_ALPHA_TAG:
-        return False
-    return all(const_int(d) is not None for x in (t, *t.op.attrs["operands"]) for d in x.shape)
+    """Is ``t`` a CTC forward-variable stage (static or symbolic sizes)?"""
+    return isinstance(t.op, ComputeOp) and t.op.tag == CTC_ALPHA_TAG
+
+
+def _size(d):
+    """A dim as an int (static) or an int32 expression (a symbolic size)."""
+    c = const_int(d)
+    if c is not None:
+        return c
+    return d if d.dtype == "int32" else E.Cast("int32", d)
+
+
+def _e(v) -> E.PrimExpr:
+    return imm(v) if isinstance(v, int) else v
 
 
 def _for(ctx, start, stop, body_of, name: str) -> S.Stmt:
@@ -51,31 +61,35 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     lp, tg, il, tl = (ctx.flat_view(ctx.buf[id(s)]) for s in a["operands"])
     y = ctx.flat_view(out)
     dt = t.dtype
-    frames, batch, classes = (const_int(d) for d in lp_t.shape)
+    frames, batch, classes = (_size(d) for d in lp_t.shape)
     width = a["width"]
     concatenated = len(tg_t.shape) == 1
-    per_sample = const_int(tg_t.shape[-1])
+    per_sample = _size(tg_t.shape[-1])
     total = per_sample if concatenated else batch * per_sample
     neg_inf = E.FloatImm(dt, float("-inf"))
-    if batch * frames * width == 0:
+    if any(isinstance(d, int) and d == 0 for d in (batch, frames, width)):
         return S.Evaluate(imm(0))
+    fw = frames * width  # (an int, or an expression of a symbolic frame count)
+    # (a symbolic targets length is stated positive by ``topi.ctc``: one label to read)
+    last = max(total - 1, 0) if isinstance(total, int) else total - imm(1)
 
     def sample(n):
         steps = ctx.fresh("steps")
         length, extended, base = ctx.fresh("length"), ctx.fresh("extended"), ctx.fresh("base")
 
         def at(time, s):
-            return n * imm(frames * width) + time * imm(width) + s
+            return n * _e(fw) + time * imm(width) + s
 
         def label(s):
             """``ext[s]``: the blank at even ``s``, else the target's ``(s - 1) / 2``-th."""
-            index = _clamp(base + E.FloorDiv(s - imm(1), imm(2)), 0, max(total - 1, 0))
-            value = _int(E.BufferLoad(tg, [index])) if total else imm(a["blank"])
+            index = _clamp(base + E.FloorDiv(s - imm(1), imm(2)), 0, last)
+            value = _int(E.BufferLoad(tg, [index])) if not isinstance(total, int) or total \
+                else imm(a["blank"])
             return E.Select(E.EQ(E.FloorMod(s, imm(2)), imm(1)), value, imm(a["blank"]))
 
         def emission(time, s):
             cls = _clamp(label(s), 0, classes - 1)
-            v = E.BufferLoad(lp, [(time * imm(batch) + n) * imm(classes) + cls])
+            v = E.BufferLoad(lp, [(time * _e(batch) + n) * _e(classes) + cls])
             return v if v.dtype == dt else E.Cast(dt, v)
 
         def previous(time, s, back: int):
@@ -99,8 +113,7 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
 
             return _for(ctx, 0, extended, entry, "s")
 
-        fill = _for(ctx, 0, frames * width, lambda i: S.BufferStore(
-            y, neg_inf, [n * imm(frames * width) + i]), "i")
+        fill = _for(ctx, 0, fw, lambda i: S.BufferStore(y, neg_inf, [n * _e(fw) + i]), "i")
         first = [S.BufferStore(y, emission(imm(0), imm(0)), [at(imm(0), imm(0))])]
         if width > 1:
             first.append(S.IfThenElse(E.GT(extended, imm(1)), S.BufferStore(
@@ -119,11 +132,16 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
                     acc, E.BufferLoad(acc, zero) + _int(E.BufferLoad(tl, [j])), zero), "j"),
                 S.LetStmt(base, E.BufferLoad(acc, zero), body)]))
         else:
-            body = S.LetStmt(base, n * imm(per_sample), body)
+            body = S.LetStmt(base, n * _e(per_sample), body)
         return S.LetStmt(steps, _clamp(_int(E.BufferLoad(il, [n])), 0, frames), body)
 
-    return parallel_for(ctx, imm(batch), frames * width * 8, sample)
+    # (a symbolic frame count's work guessed as ``SYMBOLIC_FRAMES_GUESS`` frames')
+    work = (frames if isinstance(frames, int) else SYMBOLIC_FRAMES_GUESS) * width * 8
+    return parallel_for(ctx, _e(batch), work, sample)
 
 
-RULE = Rule("CTC forward variables: frame loops", "ctc", supported, emit, materialize=True)
+SYMBOLIC_FRAMES_GUESS = 64
+
+RULE = Rule("CTC forward variables: frame loops", "ctc", supported, emit, symbolic=True,
+            materialize=True)
 register_rule(CTC_ALPHA_TAG, RULE)

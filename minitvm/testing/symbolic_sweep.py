@@ -10,7 +10,8 @@ shape the VM must do what the interpreter (``relay.create_executor("debug")``) d
 or both give values of the same shape, close.
 
 ``python -m minitvm.testing.symbolic_sweep`` sweeps every case (``--ops`` a few) and prints the
-differences; ``check_op`` is what a test calls.
+differences and, per case, how many of its kernels are one symbolic kernel and how many compile
+per input shape; ``check_op`` is what a test calls.
 """
 
 from __future__ import annotations
@@ -103,8 +104,11 @@ def _input(rng: np.random.Generator, shape: tuple, dtype: str, ints: int) -> np.
     return rng.standard_normal(shape).astype(dtype)
 
 
-def check_case(case: Case, seed: int = 0, opt_level: int = 3) -> list[Difference]:
-    """Every shape of ``case`` at which the VM does not do what the interpreter does."""
+def check_case(case: Case, seed: int = 0, opt_level: int = 3,
+               counts: dict | None = None) -> list[Difference]:
+    """Every shape of ``case`` at which the VM does not do what the interpreter does;
+    ``counts`` (when given) gets the executable's kernels with dynamic shapes: how many are one
+    symbolic kernel and how many compile per shape (``kernels.dynamic_kernel_counts``)."""
     import minitvm as tvm
     from minitvm import relay
     from minitvm.runtime import vm as runtime_vm
@@ -123,6 +127,10 @@ def check_case(case: Case, seed: int = 0, opt_level: int = 3) -> list[Difference
         with tvm.transform.PassContext(opt_level=opt_level):
             exe = relay.vm.compile(mod, target="llvm")
         vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+        if counts is not None:
+            from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
+
+            counts.update(dynamic_kernel_counts(exe.kernels))
         ref_fn = relay.create_executor("debug", mod=mod).evaluate()
     except Exception as err:  # noqa: BLE001 - reported
         return [Difference(case.op, (), "build", f"{type(err).__name__}: "
@@ -181,6 +189,19 @@ def _rois(r):
     head = relay.strided_slice(r, [0], [1], axes=[1])
     return relay.concatenate([head * _c(0.0), relay.abs(relay.strided_slice(
         r, [1], [2 ** 31 - 1], axes=[1]))], axis=1)
+
+
+def _ctc_greedy(lp, blank: int):
+    """CTC greedy decoding of ``lp`` ``(T, N, C)`` as a dense ``(T, N)``: each frame's best
+    class where it is no blank and not the previous frame's, else -1."""
+    relay = _r()
+    best = relay.argmax(lp, axis=2)
+    prev = relay.concatenate([relay.full_like(relay.strided_slice(best, [0], [1], axes=[0]),
+                                              _c(-1, "int32")),
+                              relay.strided_slice(best, [0], [-1], axes=[0])], axis=0)
+    keep = relay.logical_and(relay.not_equal(best, _c(blank, "int32")),
+                             relay.not_equal(best, prev))
+    return relay.where(keep, best, relay.full_like(best, _c(-1, "int32")))
 
 
 _UNARY = ["abs", "exp", "negative", "sigmoid", "tanh", "sqrt", "floor", "round", "sign",
@@ -523,6 +544,65 @@ def _cases() -> dict[str, Case]:
         Case("nn.batch_matmul_shared", [("b", "m", "k"), ("b", "n", "k")],
              lambda x, y: nn.batch_matmul(x, y),
              grid=[((2, 3, 4), (2, 5, 4)), ((2, 3, 4), (1, 5, 4)), ((2, 3, 4), (2, 5, 3))]),
+        # CTC over a run-time frame count (and batch, targets length): the loss's forward
+        # variables, and greedy decoding (best class per frame, repeats and blanks dropped)
+        Case("nn.ctc_log_alpha", [(None, 2, 5), ((2, 3), "int32"), ((2,), "int32"),
+                                  ((2,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(nn.log_softmax(lp), t, il, tl, 0, 7),
+             grid=[((4, 2, 5), (2, 3), (2,), (2,)), ((1, 2, 5), (2, 3), (2,), (2,)),
+                   ((0, 2, 5), (2, 3), (2,), (2,)), ((9, 2, 5), (2, 3), (2,), (2,))], ints=4),
+        # (lengths below 2: within every targets row; no targets at all with zero lengths)
+        Case("nn.ctc_log_alpha_any", [(None, None, 5), ((None, None), "int32"),
+                                      ((None,), "int32"), ((None,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(nn.log_softmax(lp), t, il, tl, 0, 9),
+             grid=[((6, 3, 5), (3, 4), (3,), (3,)), ((1, 1, 5), (1, 1), (1,), (1,)),
+                   ((6, 0, 5), (0, 2), (0,), (0,)), ((6, 3, 5), (2, 4), (3,), (3,)),
+                   ((6, 3, 5), (3, 4), (2,), (3,)), ((6, 3, 5), (3, 4), (3,), (4,)),
+                   ((0, 2, 5), (2, 1), (2,), (2,))], ints=2),
+        Case("nn.ctc_log_alpha_concat", [(None, None, 5), ((None,), "int32"),
+                                         ((None,), "int32"), ((None,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(lp, t, il, tl, 0, 7),
+             grid=[((6, 3, 5), (6,), (3,), (3,)), ((1, 1, 5), (1,), (1,), (1,)),
+                   ((6, 2, 5), (3,), (2,), (3,)), ((4, 2, 5), (2,), (1,), (2,))], ints=2),
+        Case("nn.ctc_log_alpha_no_labels", [(None, None, 5), ((None, None), "int32"),
+                                            ((None,), "int32"), ((None,), "int32")],
+             lambda lp, t, il, tl: nn.ctc_log_alpha(lp, t, il, tl * _c(0, "int32"), 0, 5),
+             grid=[((4, 2, 5), (2, 0), (2,), (2,)), ((4, 2, 5), (2, 3), (2,), (2,)),
+                   ((1, 1, 5), (1, 0), (1,), (1,))]),
+        Case("ctc_greedy_decode", [(None, 2, 5)], lambda lp: _ctc_greedy(lp, 0),
+             grid=[((6, 2, 5),), ((1, 2, 5),), ((0, 2, 5),), ((3, 2, 5),)]),
+        # dense factorizations (``topi.linalg``'s loop kernels) over a run-time batch of
+        # matrices, or a run-time order: Cholesky of ``x x^T`` (positive definite), LU of ``x``
+        Case("linalg.cholesky_factor", [(None, 4, 4)],
+             lambda x: relay.op.linalg.cholesky_factor(nn.batch_matmul(x, x)),
+             grid=[((3, 4, 4),), ((1, 4, 4),), ((0, 4, 4),), ((5, 4, 4),)]),
+        Case("linalg.cholesky_order", [("b", "n", "n")],
+             lambda x: relay.op.linalg.cholesky_factor(nn.batch_matmul(x, x)),
+             grid=[((2, 3, 3),), ((1, 1, 1),), ((0, 2, 2),), ((2, 0, 0),), ((1, 5, 5),)]),
+        Case("linalg.lu_factor", [(None, 4, 4)], lambda x: relay.op.linalg.lu_factor(x),
+             grid=[((3, 4, 4),), ((1, 4, 4),), ((0, 4, 4),)]),
+        Case("linalg.lu_factor_any", [3], lambda x: relay.op.linalg.lu_factor(x),
+             grid=[((2, 3, 3),), ((1, 1, 1),), ((2, 3, 4),), ((1, 4, 3),), ((0, 2, 2),)]),
+        Case("linalg.lu_solve", [(None, 4, 4), (None, 4, 2)],
+             lambda a, b: relay.op.linalg.factored_solve(relay.op.linalg.lu_factor(a), b, "lu"),
+             grid=[((3, 4, 4), (3, 4, 2)), ((1, 4, 4), (1, 4, 2)), ((0, 4, 4), (0, 4, 2)),
+                   ((3, 4, 4), (2, 4, 2)), ((1, 4, 4), (3, 4, 2))]),
+        Case("linalg.lu_solve_any", [3, 3],
+             lambda a, b: relay.op.linalg.factored_solve(relay.op.linalg.lu_factor(a), b, "lu"),
+             grid=[((2, 3, 3), (2, 3, 4)), ((1, 1, 1), (1, 1, 1)), ((2, 3, 3), (2, 2, 4)),
+                   ((2, 3, 3), (1, 3, 4)), ((2, 3, 4), (2, 3, 1)), ((0, 2, 2), (0, 2, 1))]),
+        Case("linalg.cholesky_solve", [("b", 3, 3), ("b", 3, None)],
+             lambda a, b: relay.op.linalg.factored_solve(
+                 relay.op.linalg.cholesky_factor(nn.batch_matmul(a, a)), b, "cholesky"),
+             grid=[((2, 3, 3), (2, 3, 2)), ((1, 3, 3), (1, 3, 1)), ((2, 3, 3), (1, 3, 2)),
+                   ((0, 3, 3), (0, 3, 2))]),
+        Case("linalg.solve_lower", [(None, 3, 3), (None, 3, 2)],
+             lambda a, b: relay.op.linalg.factored_solve(a, b, "lower"),
+             grid=[((2, 3, 3), (2, 3, 2)), ((1, 3, 3), (1, 3, 2)), ((2, 3, 3), (3, 3, 2))]),
+        Case("linalg.solve_unit_upper", [3, 3],
+             lambda a, b: relay.op.linalg.factored_solve(a, b, "unit_upper"),
+             grid=[((2, 3, 3), (2, 3, 2)), ((1, 2, 2), (1, 2, 5)), ((2, 3, 3), (2, 2, 2)),
+                   ((2, 4, 3), (2, 4, 2))]),
     ]
     return {c.op: c for c in out}
 
@@ -546,9 +626,9 @@ REPRESENTATIVE = ["nn.dense", "nn.batch_matmul", "nn.conv2d", "reshape", "split"
                   "nn.max_pool2d", "nn.depth_to_space", "scatter_nd"]
 
 
-def check_op(name: str, seed: int = 0) -> list[Difference]:
-    """The differences of case ``name``."""
-    return check_case(cases()[name], seed=seed)
+def check_op(name: str, seed: int = 0, counts: dict | None = None) -> list[Difference]:
+    """The differences of case ``name`` (``counts``: see ``check_case``)."""
+    return check_case(cases()[name], seed=seed, counts=counts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -562,13 +642,18 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(cases()))
         return 0
     names = args.ops or list(cases())
-    bad, loud, untyped = 0, [], []
+    bad, loud, untyped, per_shape = 0, [], [], []
     for name in names:
         start = time.perf_counter()
-        found = check_op(name, args.seed)
+        counts: dict = {}
+        found = check_op(name, args.seed, counts)
         n = len(cases()[name].shapes())
+        kinds = f"{counts['symbolic']} symbolic {counts['specialized']} per-shape" \
+            if counts else "not built"
+        if counts.get("specialized"):
+            per_shape.append(name)
         print(f"{name:28s} {n:3d} shapes  {len(found):3d} differences  "
-              f"{time.perf_counter() - start:5.1f} s", flush=True)
+              f"{time.perf_counter() - start:5.1f} s  kernels: {kinds}", flush=True)
         for d in found[:4]:
             print("    ", d)
         if any(d.kind in SILENT for d in found):
@@ -580,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     agree = len(names) - bad - len(loud) - len(untyped)
     print(f"{agree}/{len(names)} cases agree; {len(loud)} raise where the interpreter does not "
           f"({', '.join(loud) or '-'}); {len(untyped)} neither the VM nor the interpreter can "
-          f"type ({', '.join(untyped) or '-'}); {bad} give silent differences")
+          f"type ({', '.join(untyped) or '-'}); {bad} give silent differences; "
+          f"{len(per_shape)} compile a kernel per shape ({', '.join(per_shape) or '-'})")
     return 1 if bad else 0
 
 

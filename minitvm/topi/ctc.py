@@ -8,12 +8,17 @@ compute of ``nn.ctc_log_alpha`` and the Relax torch importer's call_tir. Operand
 ``log_probs`` ``(T, N, C)`` float, ``targets`` ``(N, S)`` (padded) or ``(sum of lengths,)``
 (concatenated) integers, ``input_lengths`` / ``target_lengths`` ``(N,)`` integers. The output
 is ``(N, T, width)``, ``-inf`` wherever no path reaches (past a sample's frames or its
-``2 L + 1`` extended symbols)."""
+``2 L + 1`` extended symbols).
+
+The frames, the batch and the targets' length may be symbolic sizes where a symbolic kernel's
+builder collects shape conditions (Relay's VM): a symbolic targets length is then stated
+positive (the rule reads a label), so that no targets at all take the per-shape path."""
 
 from __future__ import annotations
 
 from .. import te
 from ..tir import expr as E
+from . import shape_conditions
 from .utils import compute
 
 __all__ = ["CTC_ALPHA_TAG", "ctc_alpha_stage"]
@@ -25,13 +30,17 @@ def ctc_alpha_stage(log_probs, targets, input_lengths, target_lengths, blank: in
                     width: int):
     """The ``(N, T, width)`` forward-variable stage (see the module)."""
     shapes = [log_probs.shape, targets.shape, input_lengths.shape, target_lengths.shape]
-    if not all(isinstance(d, E.IntImm) for s in shapes for d in s):
-        raise ValueError("ctc_alpha_stage: the operands' shapes must be static")
+    if not all(isinstance(d, E.IntImm) for s in shapes for d in s) and \
+            not shape_conditions.collecting():
+        raise ValueError("ctc_alpha_stage: the operands' shapes must be static (or symbolic "
+                         "where shape conditions are collected)")
     if len(log_probs.shape) != 3 or len(targets.shape) not in (1, 2) or \
             len(input_lengths.shape) != 1 or len(target_lengths.shape) != 1:
         raise ValueError(f"ctc_alpha_stage: expected log_probs (T, N, C), targets (N, S) or "
                          f"(total,) and lengths (N,), got {shapes}")
-    frames, batch = log_probs.shape[0].value, log_probs.shape[1].value
+    frames, batch = log_probs.shape[0], log_probs.shape[1]
+    if not isinstance(targets.shape[-1], E.IntImm):  # (the rule reads a label: none is no case)
+        shape_conditions.assume_positive(targets.shape[-1])
     operands = (log_probs, targets, input_lengths, target_lengths)
 
     def body(*i):  # (stands for the rule's loops; the loads make the operands its inputs)

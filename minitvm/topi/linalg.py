@@ -26,6 +26,7 @@ from __future__ import annotations
 from .. import te
 from ..arith import Analyzer
 from ..tir import expr as E
+from . import shape_conditions
 from .utils import compute
 
 __all__ = ["LINALG_TAG", "SOLVE_KINDS", "cholesky_stage", "factored_solve_stage", "is_linalg", "lu_stage"]
@@ -49,12 +50,19 @@ def _stage(shape, operands, kind: str, name: str):
 
 
 def _same(a, b) -> bool:
-    """Are two extents equal: equal constants, or the same symbolic size?"""
+    """Are two extents equal: equal constants, or the same symbolic size? Where a symbolic
+    kernel's builder collects shape conditions (Relay's VM: ``shape_conditions.collecting``),
+    two sizes it cannot prove equal (a run-time order's rows and columns typed as two sizes)
+    are taken equal and the equality stated, for the kernel to check at each call."""
     if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
         return a.value == b.value
-    if isinstance(a, E.IntImm) or isinstance(b, E.IntImm):
-        return False
-    return Analyzer().can_prove_equal(a, b)
+    if not (isinstance(a, E.IntImm) or isinstance(b, E.IntImm)) and \
+            Analyzer().can_prove_equal(a, b):
+        return True
+    if shape_conditions.collecting():
+        shape_conditions.assume_equal(a, b)
+        return True
+    return False
 
 
 def _square(a, what: str):

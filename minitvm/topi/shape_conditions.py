@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from ..ir.prim_expr import Any
 from .utils import dims_equal, is_static_dim
 
-__all__ = ["collect", "assume_divisible", "assume_equal", "assume_positive", "agree", "at_most",
+__all__ = ["collect", "collecting", "assume_divisible", "assume_equal", "assume_positive", "agree", "at_most",
            "divides"]
 
 # the list the innermost ``collect`` fills, or None: nobody is collecting
@@ -35,6 +35,13 @@ def collect() -> Iterator[list]:
         yield found
     finally:
         _ACTIVE.reset(token)
+
+
+def collecting() -> bool:
+    """Whether someone collects the conditions stated here (a symbolic kernel being typed or
+    built, which checks them at each call): a compute may then take two sizes it cannot prove
+    equal as equal, stating it, where otherwise it must refuse them."""
+    return _ACTIVE.get() is not None
 
 
 def _note(kind: str, a, b) -> None:

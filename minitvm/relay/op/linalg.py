@@ -9,6 +9,8 @@ from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...topi.linalg import SOLVE_KINDS
+from ...topi.shape_conditions import agree
+from ...topi.utils import arith
 from ..expr import Call
 from .op import define_op
 from .type_relations import check_num_args, tensor_arg, type_str
@@ -22,12 +24,15 @@ class FactoredSolveAttrs(Attrs):
 
 
 def _square(name: str, arg_types, i: int = 0, extra_columns: int = 0) -> TensorType:
-    """Argument ``i``: a static float ``(batch, n, n + extra_columns)`` tensor."""
+    """Argument ``i``: a float ``(batch, n, n + extra_columns)`` tensor. Any dim may be a
+    run-time one (a batch of matrices, or their order): a symbolic order's columns are stated
+    equal to ``n + extra_columns`` (``shape_conditions``, checked by a symbolic kernel at each
+    call), an unknown one is checked where the shapes are known."""
     a = tensor_arg(arg_types, i, name)
     shape = tuple(a.shape)
-    if len(shape) != 3 or not all(isinstance(d, int) for d in shape):
-        raise TypeError(f"{name}: expected a static (batch, n, n) tensor, got {type_str(a)}")
-    if shape[2] != shape[1] + extra_columns:
+    if len(shape) != 3:
+        raise TypeError(f"{name}: expected a (batch, n, n) tensor, got {type_str(a)}")
+    if not agree(shape[2], arith(lambda n: n + extra_columns, shape[1])):
         raise TypeError(f"{name}: expected square matrices"
                         f"{' and a pivot column' if extra_columns else ''}, got {type_str(a)}")
     if not a.dtype.startswith("float") or a.dtype == "float16":
@@ -44,8 +49,8 @@ def _cholesky_rel(arg_types, attrs):
 def _lu_rel(arg_types, attrs):
     check_num_args("linalg.lu_factor", arg_types, 1)
     a = _square("linalg.lu_factor", arg_types)
-    b, n, _ = (int(d) for d in a.shape)
-    return TensorType((b, n, n + 1), a.dtype)
+    b, n, _ = a.shape
+    return TensorType((b, n, arith(lambda d: d + 1, n)), a.dtype)
 
 
 def _solve_rel(arg_types, attrs):
@@ -58,8 +63,8 @@ def _solve_rel(arg_types, attrs):
         _square(name, arg_types, 0, int(attrs.kind == "lu"))
     except TypeError as e:
         raise TypeError(f"{e}: a {attrs.kind} factor {type_str(f)} does not fit") from None
-    b, n = (int(d) for d in f.shape[:2])
-    if len(rhs.shape) != 3 or tuple(int(d) for d in rhs.shape[:2]) != (b, n) \
+    b, n = f.shape[:2]
+    if len(rhs.shape) != 3 or not (agree(rhs.shape[0], b) and agree(rhs.shape[1], n)) \
             or rhs.dtype != f.dtype:
         raise TypeError(f"{name}: a {attrs.kind} factor {type_str(f)} does not fit the "
                         f"right-hand sides {type_str(rhs)}")

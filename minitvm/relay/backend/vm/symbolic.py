@@ -14,9 +14,10 @@ outputs. A function whose output shape depends on values, or with an op not lowe
 symbolically, is not made one (``lower_symbolic`` raises): ``kernels.ShapeSpecializer`` runs it.
 Stages whose loops a lowering rule writes (one-pass scatters, scans, top-k / sort along a
 static axis, of a whole dynamic one or a fixed k of it, unique, all-class NMS, valid counts and
-box NMS, RoI pools) go through their rule when it takes symbolic extents
-(``SYMBOLIC_RULE_TAGS``). What the shape rules assumed of the sizes (``topi.shape_conditions``)
-is checked at each new shape the same way as the typing's equalities.
+box NMS, RoI pools, the dense factorizations and solves, CTC's forward variables) go through
+their rule when it takes symbolic extents (``SYMBOLIC_RULE_TAGS``). What the shape rules assumed
+of the sizes (``topi.shape_conditions``), in the typing or in a compute (two sizes ``topi.linalg``
+takes as a square's), is checked at each new shape the same way as the typing's equalities.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from ....tir import expr as E
 from ....topi import nn_te, shape_conditions
 from ....topi.all_class_nms import NMS_TABLE_TAG
 from ....topi.box_nms import BOX_NMS_TAG, VALID_COUNTS_TAG
+from ....topi.ctc import CTC_ALPHA_TAG
+from ....topi.linalg import LINALG_TAG
 from ....topi.multiclass_nms import MULTICLASS_NMS_TAG
 from ....topi.roi_align import ROI_ALIGN_ONNX_TAG, ROI_POOL_TAG
 from ....topi.scan import SCAN_TAG
@@ -113,6 +116,8 @@ _OPERAND_AXES = {
     "vision.onnx_roi_align": ((1, 0, 2, 0),),
     "vision.non_max_suppression": ((0, 0, 1, 0), (0, 0, 2, 0), (0, 1, 2, 1)),
     "vision.multiclass_nms": ((0, 1, 1, 1),),
+    "linalg.factored_solve": ((0, 0, 1, 0), (0, 1, 1, 1)),
+    "nn.ctc_log_alpha": ((0, 1, 2, 0), (0, 1, 3, 0)),  # (log_probs' batch, the lengths')
 }
 
 
@@ -362,10 +367,13 @@ def _schedule_with_rules(inputs, consts, outputs, stages: list, options: Lowerin
 # tags of rule-emitted stages a symbolic kernel lowers through their rule (``lower_te``),
 # each checked at several sizes against the per-shape kernels and the interpreter: the one-pass
 # scatters, scans, top-k / sort / argsort, unique, all-class NMS, RoI pooling / ONNX RoiAlign,
-# valid counts and box NMS, TFLite's multiclass NMS (a run-time box count)
+# valid counts and box NMS, TFLite's multiclass NMS (a run-time box count), Cholesky / LU /
+# factored and triangular solves (a run-time batch of matrices or order), CTC's forward
+# variables (a run-time frame count, batch, targets length)
 SYMBOLIC_RULE_TAGS = frozenset({SCATTER_LINEAR_TAG, SCAN_TAG, TOPK_TAG, UNIQUE_TABLE_TAG,
                                 NMS_TABLE_TAG, ROI_POOL_TAG, ROI_ALIGN_ONNX_TAG,
-                                VALID_COUNTS_TAG, BOX_NMS_TAG, MULTICLASS_NMS_TAG})
+                                VALID_COUNTS_TAG, BOX_NMS_TAG, MULTICLASS_NMS_TAG, LINALG_TAG,
+                                CTC_ALPHA_TAG})
 
 
 class _Scheduled:
@@ -377,8 +385,10 @@ class _Scheduled:
 
     def __init__(self, func: Function, options: LoweringOptions, const_inputs: frozenset):
         STATS["scheduled"] += 1
-        typed, self.variables, self.conditions = symbolic_function(func)
-        inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+        typed, self.variables, conditions = symbolic_function(func)
+        with shape_conditions.collect() as stated:  # (what the computes assume, e.g. linalg's)
+            inputs, consts, outputs = build_te(typed, _compute_of, symbolic=True)
+        self.conditions = list({repr(c): c for c in [*conditions, *stated]}.values())
         stages = _rule_stages(outputs)
         if stages:
             self.fast, self.packs = _schedule_with_rules(inputs, consts, outputs, stages,

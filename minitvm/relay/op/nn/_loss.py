@@ -40,11 +40,11 @@ def _ctc_rel(arg_types, attrs):
         raise TypeError(f"{op_name}: expects log_probs (T, N, C), targets (N, S) or (total,) "
                         f"and lengths (N,), got {type_str(lp)}, {type_str(tg)}, "
                         f"{type_str(il)} and {type_str(tl)}")
-    if not all(isinstance(d, int) for t in (lp, tg, il, tl) for d in t.shape):
-        raise TypeError(f"{op_name}: the operands' shapes must be static")
+    # (any dim may be a run-time one, the frames and the batch most often: a symbolic batch's
+    # agreement with the targets' and lengths' is a shape condition, checked at each call)
     batch = lp.shape[1]
-    if il.shape[0] != batch or tl.shape[0] != batch or (len(tg.shape) == 2 and
-                                                        tg.shape[0] != batch):
+    if not (agree(il.shape[0], batch) and agree(tl.shape[0], batch) and
+            (len(tg.shape) == 1 or agree(tg.shape[0], batch))):
         raise TypeError(f"{op_name}: targets {type_str(tg)} and lengths {type_str(il)}, "
                         f"{type_str(tl)} must have the batch {batch} of {type_str(lp)}")
     if not lp.dtype.startswith("float"):
