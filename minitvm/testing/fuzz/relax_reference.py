@@ -29,6 +29,7 @@ from ...relax.expr import (
 )
 from ...relax.struct_info import TensorStructInfo, TupleStructInfo
 from ...tir import IntImm
+from ...topi.reference.tensor import clip_values
 
 __all__ = ["evaluate", "NoReference", "StructInfoMismatch", "EmptyReduction"]
 
@@ -245,8 +246,7 @@ def _matmul(call, args, sym):
 def _clip(call, args, sym):
     lo, hi = (float(a.value.value) if hasattr(a.value, "value") else float(a.value)
               for a in call.args[1:])
-    x = args[0]
-    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+    return clip_values(args[0], lo, hi)
 
 
 def _float_fn(fn):
