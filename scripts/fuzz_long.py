@@ -424,84 +424,99 @@ def _share(n: int, shard: tuple[int, int]) -> int:
 
 
 def merge(paths: list[str], out: str) -> int:
-    """Combine the reports of several shards into one."""
+    """Combine the reports of several shards into one: each section of ``SECTION_MERGERS``
+    that any shard has, by its merger, and the findings (a seed two reports both checked is
+    reported once)."""
     parts = [json.load(open(p)) for p in paths]
     merged: dict = {"command": [p["command"] for p in parts], "status":
                     "done" if all(p.get("status") == "done" for p in parts) else "incomplete",
                     "program_findings": []}
     seen = set()
-    for p in parts:  # a seed two reports both checked is reported once
+    for p in parts:
         for f in p["program_findings"]:
             key = (f["kind"], f["pass"], f["seed"], f["detail"])
             if key not in seen:
                 seen.add(key)
                 merged["program_findings"].append(f)
-    progs = [(p["programs"], p["command"]) for p in parts if "programs" in p]
-    if progs:
-        counts: collections.Counter = collections.Counter()
-        done: dict = {}  # seed -> relay.build runs (each seed counted once)
-        unknown_builds = 0
-        for p, command in progs:
-            counts.update(p["findings"])
-            seeds = _seeds_done(p, command)
-            per_seed = p.get("builds_by_seed")
-            if per_seed is None:  # a report without per-seed counts: its total, minus repeats
-                unknown_builds += p["builds"]
-                for s in seeds:
-                    done.setdefault(s, None)
-            else:
-                for s in seeds:
-                    done[s] = per_seed.get(str(s), 0)
-        builds = unknown_builds + sum(v for v in done.values() if v is not None)
-        passes = progs[0][0]["passes"]
-        merged["programs"] = {
-            "count": len(done), "passes": passes, "pass_runs": len(done) * passes,
-            "builds": builds, "seeds": _ranges(sorted(done)),
-            "seconds": max(p["seconds"] for p, _ in progs), "findings": dict(counts)}
-        if all(sum(p["findings"].values()) <= MAX_FINDINGS for p, _ in progs):
-            counts = collections.Counter(f"{f['kind']} / {f['pass']}"
-                                         for f in merged["program_findings"]
-                                         if not f["pass"].startswith(RUN_TAGS))
-            merged["programs"]["findings"] = dict(counts)
-    rprogs = [p["relax_programs"] for p in parts if "relax_programs" in p]
-    if rprogs:
-        rcounts: collections.Counter = collections.Counter()
-        feats: collections.Counter = collections.Counter()
-        for p in rprogs:
-            rcounts.update(p["findings"])
-            feats.update(p.get("features", {}))
-        merged["relax_programs"] = {
-            "count": sum(p["count"] for p in rprogs), "passes": rprogs[0]["passes"],
-            "pass_runs": sum(p["pass_runs"] for p in rprogs),
-            "builds": sum(p["builds"] for p in rprogs),
-            "seconds": max(p["seconds"] for p in rprogs), "findings": dict(rcounts),
-            "features": dict(feats)}
-    for key in GENERATED_KEYS:
-        got = [p[key] for p in parts if key in p]
+    for key, merge_section in SECTION_MERGERS.items():
+        got = [p for p in parts if key in p]
         if got:
-            merged[key] = _merge_generated(got)
-    for key in ("parser", "library", "relax_parser", "relax_library"):
-        got = [p[key] for p in parts if key in p]
-        if got:
-            merged[key] = {"summaries": [g["summary"] for g in got],
-                           "failures": [x for g in got for x in g["failures"]]}
-            for field in got[0]:
-                if isinstance(got[0][field], int | float) and field != "seconds":
-                    merged[key][field] = sum(g.get(field, 0) for g in got)
+            merged[key] = merge_section(got, key, merged)
     with open(out, "w") as fh:
         json.dump(merged, fh, indent=1)
     print(json.dumps({k: v for k, v in merged.items() if k != "program_findings"}, indent=1))
     print(f"{len(merged['program_findings'])} program findings; written to {out}")
     bad = any(f["kind"] not in TOLERATED for f in merged["program_findings"]) or any(
-        merged.get(k, {}).get("failures") for k in ("parser", "library", "relax_parser",
-                                                    "relax_library"))
+        merged.get(k, {}).get("failures") for k in FUZZER_KEYS)
     return 1 if bad else 0
 
 
-#: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
-#: finding has none).
-RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
-            "relax-passes:", "casts:")
+def _merge_relay_programs(parts: list[dict], key: str, merged: dict) -> dict:
+    """The Relay programs' section: each seed counted once (shards and re-runs may overlap),
+    its relay.build runs from the per-seed counts; finding counts from the merged findings
+    list when no shard's list was cut at ``MAX_FINDINGS``."""
+    counts: collections.Counter = collections.Counter()
+    done: dict = {}  # seed -> relay.build runs (each seed counted once)
+    unknown_builds = 0
+    for part in parts:
+        p = part[key]
+        counts.update(p["findings"])
+        seeds = _seeds_done(p, part["command"])
+        per_seed = p.get("builds_by_seed")
+        if per_seed is None:  # a report without per-seed counts: its total, minus repeats
+            unknown_builds += p["builds"]
+            for s in seeds:
+                done.setdefault(s, None)
+        else:
+            for s in seeds:
+                done[s] = per_seed.get(str(s), 0)
+    progs = [part[key] for part in parts]
+    passes = progs[0]["passes"]
+    section = {
+        "count": len(done), "passes": passes, "pass_runs": len(done) * passes,
+        "builds": unknown_builds + sum(v for v in done.values() if v is not None),
+        "seeds": _ranges(sorted(done)), "seconds": max(p["seconds"] for p in progs),
+        "findings": dict(counts)}
+    if all(sum(p["findings"].values()) <= MAX_FINDINGS for p in progs):
+        section["findings"] = dict(collections.Counter(
+            f"{f['kind']} / {f['pass']}" for f in merged["program_findings"]
+            if not f["pass"].startswith(RUN_TAGS)))
+    return section
+
+
+def _tally(values: list) -> dict:
+    total: collections.Counter = collections.Counter()
+    for v in values:
+        total.update(v)
+    return dict(total)
+
+
+def _concat(values: list) -> list:
+    return [x for v in values for x in v]
+
+
+def _by_fields(rules: dict):
+    """A section merger from ``rules``: output field -> (the shards' field, its default where
+    a shard lacks it, how the shards' values combine); a rule whose default is ``_OPTIONAL``
+    gives its field only where a shard has it."""
+    def merge_section(parts: list[dict], key: str, merged: dict) -> dict:
+        got = [p[key] for p in parts]
+        return {out: combine([g.get(src, default) for g in got])
+                for out, (src, default, combine) in rules.items()
+                if default is not _OPTIONAL or any(src in g for g in got)}
+    return merge_section
+
+
+_OPTIONAL = object()
+
+
+def _first(values: list):
+    return values[0]
+
+
+def _sum_present(values: list):
+    return sum(v for v in values if v is not _OPTIONAL)
+
 
 #: The report sections of the generated-program runs (``_run_generated``), in run order,
 #: and the tags of the newer ones' findings.
@@ -510,23 +525,34 @@ GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
                   "cast_programs")
 GENERATED_TAGS = {"relay_build_programs": "build:", "relax_pass_programs": "relax-passes:",
                   "cast_programs": "casts:"}
+#: The parser and damaged-file fuzzers' sections.
+FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
 
+#: How each report section merges over shards, which work disjoint seeds and cases: counts,
+#: plans, pass runs, builds and errors summed, finding and feature tallies added, the longest
+#: shard's seconds, every shard's last seed, summary and failures.
+SECTION_MERGERS = {
+    "programs": _merge_relay_programs,
+    "relax_programs": _by_fields({
+        "count": ("count", 0, sum), "passes": ("passes", None, _first),
+        "pass_runs": ("pass_runs", 0, sum), "builds": ("builds", 0, sum),
+        "seconds": ("seconds", 0.0, max), "findings": ("findings", {}, _tally),
+        "features": ("features", {}, _tally)}),
+    **dict.fromkeys(GENERATED_KEYS, _by_fields({
+        "count": ("count", 0, sum), "planned": ("planned", 0, sum),
+        "seconds": ("seconds", 0.0, max), "last_seed": ("last_seed", None, list),
+        "generator_errors": ("generator_errors", 0, sum),
+        "findings": ("findings", {}, _tally), "features": ("features", {}, _tally)})),
+    **dict.fromkeys(FUZZER_KEYS, _by_fields({
+        "summaries": ("summary", "", list), "failures": ("failures", [], _concat),
+        **{f: (f, _OPTIONAL, _sum_present) for f in ("total", "parsed", "parse_errors", "type_errors", "loaded_ok",
+                     "value_errors")}})),
+}
 
-def _merge_generated(got: list[dict]) -> dict:
-    """One section from the same ``_run_generated`` section of several shards: counts, plans,
-    generator errors and per-kind findings and feature tallies summed (shards work disjoint
-    seeds), the longest shard's seconds, every shard's last seed."""
-    findings: collections.Counter = collections.Counter()
-    features: collections.Counter = collections.Counter()
-    for g in got:
-        findings.update(g.get("findings", {}))
-        features.update(g.get("features", {}))
-    return {"count": sum(g["count"] for g in got),
-            "planned": sum(g.get("planned", 0) for g in got),
-            "seconds": max(g["seconds"] for g in got),
-            "last_seed": [g.get("last_seed") for g in got],
-            "generator_errors": sum(g.get("generator_errors", 0) for g in got),
-            "findings": dict(findings), "features": dict(features)}
+#: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
+#: finding has none).
+RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
+            "relax-passes:", "casts:")
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
