@@ -30,7 +30,9 @@ Relay programs through the graph executor and the VM under a random opt_level an
 set (``--build-programs``, ``build_matrix``), Relax programs through random sequences of passes
 before relax.build (``--relax-pass-programs``, ``relax_pass_sequences``), and chains of float16 /
 int8 / uint8 / bool casts fed values at their jumps, compared exactly (``--cast-programs``,
-``cast_generator``).
+``cast_generator``), and quantized programs (qnn quantize / requantize / conv2d / dense / add,
+int8 and uint8) against a numpy oracle of the quantization rules (``--qnn-programs``,
+``qnn_generator``).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
@@ -339,6 +341,18 @@ def run_cast_programs(args, report: Report) -> list:
                           seeds, generate_cast_program, check_cast_program)
 
 
+def run_qnn_programs(args, report: Report) -> list:
+    """Quantized Relay programs (``qnn_generator``: quantize / dequantize / requantize /
+    conv2d / dense / add, int8 and uint8) through every executor against the numpy oracle."""
+    from minitvm.testing.fuzz.qnn_generator import check_qnn_program, generate_qnn_program
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+    k, n = args.shard
+    seeds = [args.seed + i for i in range(args.qnn_programs)][k::n]
+    return _run_generated(args, report, "qnn_programs", GENERATED_TAGS["qnn_programs"],
+                          seeds, generate_qnn_program, check_qnn_program)
+
+
 def run_relax_size_programs(args, report: Report) -> list:
     """Relax programs with a symbolic batch: one relax.build, a schedule of sizes."""
     from minitvm.testing.fuzz.relax_differential import check_relax_sizes
@@ -522,9 +536,9 @@ def _sum_present(values: list):
 #: and the tags of the newer ones' findings.
 GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
                   "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
-                  "cast_programs")
+                  "cast_programs", "qnn_programs")
 GENERATED_TAGS = {"relay_build_programs": "build:", "relax_pass_programs": "relax-passes:",
-                  "cast_programs": "casts:"}
+                  "cast_programs": "casts:", "qnn_programs": "qnn:"}
 #: The parser and damaged-file fuzzers' sections.
 FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
 
@@ -552,7 +566,7 @@ SECTION_MERGERS = {
 #: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
 #: finding has none).
 RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
-            "relax-passes:", "casts:")
+            "relax-passes:", "casts:", "qnn:")
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
@@ -636,6 +650,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="random programs casting between float16 / int8 / uint8 / bool at "
                          "the jumps of the casts (boundaries), Relay (even seeds: every "
                          "executor) and Relax (odd seeds: relax.build)")
+    ap.add_argument("--qnn-programs", type=int, default=0,
+                    help="random quantized Relay programs (qnn quantize / dequantize / "
+                         "requantize / conv2d / dense / add, int8 / uint8, random scales and "
+                         "zero points) through the interpreter, relay.build and the VM vs a "
+                         "numpy oracle, compared exactly")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")
@@ -690,7 +709,8 @@ def main(argv=None) -> int:
                         (args.relax_loop_programs, run_relax_loop_programs),
                         (args.build_programs, run_relay_build_programs),
                         (args.relax_pass_programs, run_relax_pass_programs),
-                        (args.cast_programs, run_cast_programs)):
+                        (args.cast_programs, run_cast_programs),
+                        (args.qnn_programs, run_qnn_programs)):
         if wanted:
             failed |= any(f.kind not in TOLERATED for f in run(args, report))
     report.data["status"] = "done"
