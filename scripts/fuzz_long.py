@@ -32,7 +32,8 @@ before relax.build (``--relax-pass-programs``, ``relax_pass_sequences``), and ch
 int8 / uint8 / bool casts fed values at their jumps, compared exactly (``--cast-programs``,
 ``cast_generator``), and quantized programs (qnn quantize / requantize / conv2d / dense / add,
 int8 and uint8) against a numpy oracle of the quantization rules (``--qnn-programs``,
-``qnn_generator``).
+``qnn_generator``); Relax programs over two symbolic dimensions, one relax.build run at three
+(n, m) pairs (``--relax-symbolic-programs``, ``relax_symbolic_generator``).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
@@ -353,6 +354,22 @@ def run_qnn_programs(args, report: Report) -> list:
                           seeds, generate_qnn_program, check_qnn_program)
 
 
+def run_relax_symbolic_programs(args, report: Report) -> list:
+    """Relax programs over two symbolic dimensions (``relax_symbolic_generator``): one
+    relax.build, three (n, m) pairs against the numpy reference."""
+    from minitvm.testing.fuzz.relax_symbolic_generator import (
+        check_symbolic_program,
+        generate_symbolic_program,
+    )
+
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+    k, n = args.shard
+    seeds = [args.seed + i for i in range(args.relax_symbolic_programs)][k::n]
+    return _run_generated(args, report, "relax_symbolic_programs",
+                          GENERATED_TAGS["relax_symbolic_programs"], seeds,
+                          generate_symbolic_program, check_symbolic_program)
+
+
 def run_relax_size_programs(args, report: Report) -> list:
     """Relax programs with a symbolic batch: one relax.build, a schedule of sizes."""
     from minitvm.testing.fuzz.relax_differential import check_relax_sizes
@@ -536,9 +553,10 @@ def _sum_present(values: list):
 #: and the tags of the newer ones' findings.
 GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
                   "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
-                  "cast_programs", "qnn_programs")
+                  "cast_programs", "qnn_programs", "relax_symbolic_programs")
 GENERATED_TAGS = {"relay_build_programs": "build:", "relax_pass_programs": "relax-passes:",
-                  "cast_programs": "casts:", "qnn_programs": "qnn:"}
+                  "cast_programs": "casts:", "qnn_programs": "qnn:",
+                  "relax_symbolic_programs": "relax-nm:"}
 #: The parser and damaged-file fuzzers' sections.
 FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
 
@@ -566,7 +584,7 @@ SECTION_MERGERS = {
 #: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
 #: finding has none).
 RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
-            "relax-passes:", "casts:", "qnn:")
+            "relax-passes:", "casts:", "qnn:", "relax-nm:")
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
@@ -655,6 +673,9 @@ def _parser() -> argparse.ArgumentParser:
                          "requantize / conv2d / dense / add, int8 / uint8, random scales and "
                          "zero points) through the interpreter, relay.build and the VM vs a "
                          "numpy oracle, compared exactly")
+    ap.add_argument("--relax-symbolic-programs", type=int, default=0,
+                    help="random Relax programs over two symbolic dimensions (n, m): one "
+                         "relax.build, run at three (n, m) pairs against the numpy reference")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")
@@ -710,7 +731,8 @@ def main(argv=None) -> int:
                         (args.build_programs, run_relay_build_programs),
                         (args.relax_pass_programs, run_relax_pass_programs),
                         (args.cast_programs, run_cast_programs),
-                        (args.qnn_programs, run_qnn_programs)):
+                        (args.qnn_programs, run_qnn_programs),
+                        (args.relax_symbolic_programs, run_relax_symbolic_programs)):
         if wanted:
             failed |= any(f.kind not in TOLERATED for f in run(args, report))
     report.data["status"] = "done"

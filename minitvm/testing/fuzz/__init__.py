@@ -19,7 +19,9 @@ and ``disabled_pass`` set; ``relax_pass_sequences``: Relax programs through rand
 high-level passes before relax.build; ``cast_generator``: chains of float16 / int8 / uint8 /
 bool casts fed values at the casts' jumps, compared exactly, in both dialects;
 ``qnn_generator``: quantized Relay programs (quantize / requantize / conv2d / dense / add, int8
-and uint8) against a numpy oracle of the quantization rules, compared exactly.
+and uint8) against a numpy oracle of the quantization rules, compared exactly;
+``relax_symbolic_generator``: Relax programs over two symbolic dimensions, one relax.build run
+at three (n, m) pairs.
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array
