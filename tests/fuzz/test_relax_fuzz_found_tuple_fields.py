@@ -53,3 +53,21 @@ def test_remove_unused_outputs_may_drop_the_unread_argmin():
     assert check_relax_sequence(prog, ("RemoveUnusedOutputs",), sizes=[2, 0]) == []
     # without passes the build keeps the tuple, and raises at n = 0 as the reference does
     assert check_relax_sequence(prog, (), sizes=[2, 0]) == []
+
+
+def test_field_reads_of_100k_bindings():
+    """``_field_reads`` is one loop over the bindings (no recursion; a field read's own
+    nesting is followed by a loop): 50,000 tuples and 50,000 reads of their fields."""
+    from minitvm.relax import Tuple, TupleGetItem, Var, VarBinding
+    from minitvm.testing.fuzz.relax_reference import _field_reads
+
+    x, y = Var("x"), Var("y")
+    pair = Tuple([x, y])
+    order = []
+    for i in range(50_000):
+        t = Var("t")
+        order += [VarBinding(t, pair), VarBinding(Var("r"), TupleGetItem(t, i % 2))]
+    uses: dict = {}
+    direct = _field_reads(order, uses)
+    assert len(direct) == 50_000 and direct[order[-1].var] is y
+    assert uses[order[-1].var] == [y] and uses[order[-3].var] == [x]

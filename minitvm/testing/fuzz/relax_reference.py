@@ -440,7 +440,7 @@ def _field_reads(order: list, uses: dict) -> dict:
             e = tuples[e.tuple_value].fields[e.index]
         if e is not b.value:
             direct[b.var] = e
-            uses[b.var] = free_vars(e)
+            uses[b.var] = [e] if isinstance(e, Var) else free_vars(e)
     return direct
 
 
