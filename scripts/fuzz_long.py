@@ -289,85 +289,42 @@ def run_saved_programs(args, report: Report) -> list:
     return _run_generated(args, report, "saved_programs", "saved:", seeds, generate, check)
 
 
-def run_relax_loop_programs(args, report: Report) -> list:
-    """Relax programs with recursive loops (``relax_loop_generator``): passes, one relax.build
-    (every other seed exported and loaded back), a schedule of lengths."""
-    from minitvm.testing.fuzz.relax_loop_generator import check_relax_loops, generate_loop_program
+#: The generated-program runs that need only their module's generator and checker: report
+#: section -> (the attribute of its --option, the ``minitvm.testing.fuzz`` module, its
+#: generate and check functions). Relax loops: recursive loops, passes, one relax.build (every
+#: other seed exported and loaded back), a schedule of lengths; relay build: the graph executor
+#: and the VM vs the interpreter under the seed's opt_level and disabled_pass set; Relax
+#: passes: the seed's sequence of high-level passes, then relax.build at a schedule of sizes;
+#: casts: Relay through every executor (even seeds), Relax through relax.build (odd); qnn:
+#: every Relay executor vs the numpy oracle; Relax (n, m): one relax.build, three size pairs.
+MODULE_RUNS = {
+    "relax_loop_programs": ("relax_loop_programs", "relax_loop_generator",
+                            "generate_loop_program", "check_relax_loops"),
+    "relay_build_programs": ("build_programs", "build_matrix", "generate_build_program",
+                             "check_build_matrix"),
+    "relax_pass_programs": ("relax_pass_programs", "relax_pass_sequences",
+                            "generate_pass_program", "check_relax_sequence"),
+    "cast_programs": ("cast_programs", "cast_generator", "generate_cast_program",
+                      "check_cast_program"),
+    "qnn_programs": ("qnn_programs", "qnn_generator", "generate_qnn_program",
+                     "check_qnn_program"),
+    "relax_symbolic_programs": ("relax_symbolic_programs", "relax_symbolic_generator",
+                                "generate_symbolic_program", "check_symbolic_program"),
+}
 
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+
+def run_module_programs(args, report: Report, key: str) -> list:
+    """The programs of run ``key`` of ``MODULE_RUNS`` (seeds from --seed, sharded), generated
+    and checked by its module (``_run_generated``)."""
+    import importlib
+
+    option, module, generate, check = MODULE_RUNS[key]
+    mod = importlib.import_module(f"minitvm.testing.fuzz.{module}")
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")  # random kernels: no reuse
     k, n = args.shard
-    seeds = [args.seed + i for i in range(args.relax_loop_programs)][k::n]
-    return _run_generated(args, report, "relax_loop_programs", "relax-loops:", seeds,
-                          generate_loop_program, check_relax_loops)
-
-
-def run_relay_build_programs(args, report: Report) -> list:
-    """Relay programs through relay.build + the graph executor and relay.vm.compile + the VM
-    against the interpreter, each under the seed's opt_level (0-3) and random disabled_pass
-    set (``build_matrix``)."""
-    from minitvm.testing.fuzz.build_matrix import check_build_matrix, generate_build_program
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.build_programs)][k::n]
-    return _run_generated(args, report, "relay_build_programs", GENERATED_TAGS[
-        "relay_build_programs"], seeds, generate_build_program, check_build_matrix)
-
-
-def run_relax_pass_programs(args, report: Report) -> list:
-    """Relax programs through the seed's sequence of high-level passes, then relax.build, at
-    a schedule of sizes against the reference (``relax_pass_sequences``)."""
-    from minitvm.testing.fuzz.relax_pass_sequences import (
-        check_relax_sequence,
-        generate_pass_program,
-    )
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.relax_pass_programs)][k::n]
-    return _run_generated(args, report, "relax_pass_programs", GENERATED_TAGS[
-        "relax_pass_programs"], seeds, generate_pass_program, check_relax_sequence)
-
-
-def run_cast_programs(args, report: Report) -> list:
-    """Programs of casts between float16 / int8 / uint8 / bool at their jumps
-    (``cast_generator``): Relay through every executor (even seeds), Relax through
-    relax.build (odd seeds)."""
-    from minitvm.testing.fuzz.cast_generator import check_cast_program, generate_cast_program
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.cast_programs)][k::n]
-    return _run_generated(args, report, "cast_programs", GENERATED_TAGS["cast_programs"],
-                          seeds, generate_cast_program, check_cast_program)
-
-
-def run_qnn_programs(args, report: Report) -> list:
-    """Quantized Relay programs (``qnn_generator``: quantize / dequantize / requantize /
-    conv2d / dense / add, int8 and uint8) through every executor against the numpy oracle."""
-    from minitvm.testing.fuzz.qnn_generator import check_qnn_program, generate_qnn_program
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.qnn_programs)][k::n]
-    return _run_generated(args, report, "qnn_programs", GENERATED_TAGS["qnn_programs"],
-                          seeds, generate_qnn_program, check_qnn_program)
-
-
-def run_relax_symbolic_programs(args, report: Report) -> list:
-    """Relax programs over two symbolic dimensions (``relax_symbolic_generator``): one
-    relax.build, three (n, m) pairs against the numpy reference."""
-    from minitvm.testing.fuzz.relax_symbolic_generator import (
-        check_symbolic_program,
-        generate_symbolic_program,
-    )
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.relax_symbolic_programs)][k::n]
-    return _run_generated(args, report, "relax_symbolic_programs",
-                          GENERATED_TAGS["relax_symbolic_programs"], seeds,
-                          generate_symbolic_program, check_symbolic_program)
+    seeds = [args.seed + i for i in range(getattr(args, option))][k::n]
+    return _run_generated(args, report, key, GENERATED_TAGS[key], seeds,
+                          getattr(mod, generate), getattr(mod, check))
 
 
 def run_relax_size_programs(args, report: Report) -> list:
@@ -550,13 +507,13 @@ def _sum_present(values: list):
 
 
 #: The report sections of the generated-program runs (``_run_generated``), in run order,
-#: and the tags of the newer ones' findings.
+#: and the tags of the findings of those run by ``run_module_programs``.
 GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
                   "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
                   "cast_programs", "qnn_programs", "relax_symbolic_programs")
-GENERATED_TAGS = {"relay_build_programs": "build:", "relax_pass_programs": "relax-passes:",
-                  "cast_programs": "casts:", "qnn_programs": "qnn:",
-                  "relax_symbolic_programs": "relax-nm:"}
+GENERATED_TAGS = {"relax_loop_programs": "relax-loops:", "relay_build_programs": "build:",
+                  "relax_pass_programs": "relax-passes:", "cast_programs": "casts:",
+                  "qnn_programs": "qnn:", "relax_symbolic_programs": "relax-nm:"}
 #: The parser and damaged-file fuzzers' sections.
 FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
 
@@ -727,12 +684,9 @@ def main(argv=None) -> int:
     for wanted, run in ((args.dyn_programs or args.dyn_seeds, run_dynamic_programs),
                         (args.relax_sizes_programs, run_relax_size_programs),
                         (args.saved_programs, run_saved_programs),
-                        (args.relax_loop_programs, run_relax_loop_programs),
-                        (args.build_programs, run_relay_build_programs),
-                        (args.relax_pass_programs, run_relax_pass_programs),
-                        (args.cast_programs, run_cast_programs),
-                        (args.qnn_programs, run_qnn_programs),
-                        (args.relax_symbolic_programs, run_relax_symbolic_programs)):
+                        *((getattr(args, MODULE_RUNS[key][0]),
+                           lambda a, r, key=key: run_module_programs(a, r, key))
+                          for key in MODULE_RUNS)):
         if wanted:
             failed |= any(f.kind not in TOLERATED for f in run(args, report))
     report.data["status"] = "done"
