@@ -48,3 +48,13 @@ def test_a_wrong_result_is_found(monkeypatch):
     prog = generate_symbolic_program(0)
     found = check_symbolic_program(prog)
     assert len(found) == 1 and found[0].kind == "mismatch" and "n=" in found[0].detail
+
+
+def test_flatten_shapes_are_told_apart():
+    """Seeds 900227 / 900991 / 903079 of the first long run: the generator called a flatten of
+    ``(m, 1)`` and one of ``(n, m)`` the same shape and subtracted them; the struct info (rightly)
+    could not prove ``n * m == m``, so the build refused the op with its clear error. The
+    generator now labels a flatten by its factors."""
+    prog = generate_symbolic_program(900227)
+    assert 'ndim=1)' not in prog.mod.script()
+    assert check_symbolic_program(prog) == []

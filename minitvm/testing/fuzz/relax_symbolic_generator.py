@@ -92,7 +92,10 @@ def generate_symbolic_program(seed: int) -> SymbolicProgram:
                                for i, d in enumerate(dims))
                     feat = f"concat along {dims[axis]}"
                 elif r < 0.78 and len(dims) == 2:
-                    out, od, feat = R.flatten(v), ("n*m",), "flatten"
+                    # (a flatten of (m, 1) is (m,), not (n * m,): seeds 900227, 900991)
+                    od = (dims[0] * dims[1] if all(isinstance(d, int) for d in dims)
+                          else f"{dims[0]}*{dims[1]}",)
+                    out, feat = R.flatten(v), "flatten"
                 else:
                     same = [(u, d) for u, d in pool if d == dims]
                     u, _ = rng.choice(same)
