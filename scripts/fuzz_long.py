@@ -534,8 +534,8 @@ SECTION_MERGERS = {
         "findings": ("findings", {}, _tally), "features": ("features", {}, _tally)})),
     **dict.fromkeys(FUZZER_KEYS, _by_fields({
         "summaries": ("summary", "", list), "failures": ("failures", [], _concat),
-        **{f: (f, _OPTIONAL, _sum_present) for f in ("total", "parsed", "parse_errors", "type_errors", "loaded_ok",
-                     "value_errors")}})),
+        **{f: (f, _OPTIONAL, _sum_present) for f in (
+            "total", "parsed", "parse_errors", "type_errors", "loaded_ok", "value_errors")}})),
 }
 
 #: The tags that name the other runs' findings in ``program_findings`` (a Relay program's

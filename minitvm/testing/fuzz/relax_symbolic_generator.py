@@ -11,7 +11,6 @@ kernels index, reduce and allocate by products and sums of two run-time sizes.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +41,12 @@ class SymbolicProgram:
         rng = np.random.default_rng(self.seed * 31 + n * 7 + m)
         return [rng.uniform(-2, 2, tuple({"n": n, "m": m}.get(d, d) for d in dims))
                 .astype("float32") for _, dims in self.params]
+
+
+def _axis(d) -> str:
+    """A feature's name for an axis of abstract size ``d``: its symbolic factors, or static."""
+    names = [v for v in ("n", "m") if isinstance(d, str) and v in d]
+    return "*".join(names) if names else "a static axis"
 
 
 def generate_symbolic_program(seed: int) -> SymbolicProgram:
@@ -76,11 +81,11 @@ def generate_symbolic_program(seed: int) -> SymbolicProgram:
                     out = getattr(R, kind)(v, axis=[axis], keepdims=keep)
                     od = tuple(1 if i == axis else d for i, d in enumerate(dims)) if keep \
                         else tuple(d for i, d in enumerate(dims) if i != axis)
-                    feat = f"{kind} over {dims[axis]}"
+                    feat = f"{kind} over {_axis(dims[axis])}"
                 elif r < 0.5 and len(dims) == 2:
                     out, od, feat = R.permute_dims(v, [1, 0]), dims[::-1], "permute_dims"
                 elif r < 0.6 and len(dims) == 2:
-                    out, od, feat = R.nn.softmax(v, axis=-1), dims, f"softmax over {dims[1]}"
+                    out, od, feat = R.nn.softmax(v, axis=-1), dims, f"softmax over {_axis(dims[1])}"
                 elif r < 0.7:
                     same = [(u, d) for u, d in pool if d == dims]
                     u, _ = rng.choice(same)
@@ -90,7 +95,7 @@ def generate_symbolic_program(seed: int) -> SymbolicProgram:
                     out = R.concat([v, u], axis=axis)
                     od = tuple(("2*" + d if isinstance(d, str) else 2 * d) if i == axis else d
                                for i, d in enumerate(dims))
-                    feat = f"concat along {dims[axis]}"
+                    feat = f"concat along {_axis(dims[axis])}"
                 elif r < 0.78 and len(dims) == 2:
                     # (a flatten of (m, 1) is (m,), not (n * m,): seeds 900227, 900991)
                     od = (dims[0] * dims[1] if all(isinstance(d, int) for d in dims)
@@ -105,7 +110,7 @@ def generate_symbolic_program(seed: int) -> SymbolicProgram:
                     if rng.random() < 0.5:
                         out = R.tanh(bb.emit(out))
                 pool.append((bb.emit(out), od))
-                features.add(re.sub(r"\b\d+\b", "a static axis", feat))
+                features.add(feat)
             outs = [pool[-1][0]] + ([rng.choice(pool[2:])[0]] if rng.random() < 0.5 else [])
             res = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
         bb.emit_func_output(res)
