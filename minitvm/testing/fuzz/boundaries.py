@@ -103,7 +103,7 @@ _COMPARISONS = frozenset({"greater", "less", "equal", "not_equal", "greater_equa
 _SELECTIONS = frozenset({"argmax", "argmin", "sort", "argsort", "topk"})
 #: every op ``_boundary`` knows a jump of
 JUMP_OPS = _INTEGER_POINTS | _COMPARISONS | _SELECTIONS | {
-    "round", "floor_divide", "floor_mod", "astype", "cast", "sign"}
+    "round", "floor_divide", "floor_mod", "mod", "astype", "cast", "sign"}
 
 
 def _scaled(dist: np.ndarray, x: np.ndarray, rtol: float) -> bool:
@@ -144,7 +144,9 @@ def _boundary(name: str, attrs, values: list, rtol: float) -> str | None:
         near = _scaled(x, x, rtol)
     elif name == "round":
         near = _scaled(np.abs(x - np.floor(x)) - 0.5, x, rtol)
-    elif name in ("floor_divide", "floor_mod") and len(values) > 1:
+    elif name in ("floor_divide", "floor_mod", "mod") and len(values) > 1:
+        # (mod: Relay's truncating remainder, which jumps where the quotient crosses an
+        # integer as floor_mod does: seed 1000224, exp(log(|x| + 1)) mod (|x| + 1))
         with np.errstate(all="ignore"):
             q = x / np.asarray(values[1]).astype("float64")
         near = _scaled(q - np.round(q), q, rtol)
