@@ -30,7 +30,10 @@ Relay programs through the graph executor and the VM under a random opt_level an
 set (``--build-programs``, ``build_matrix``), Relax programs through random sequences of passes
 before relax.build (``--relax-pass-programs``, ``relax_pass_sequences``), and chains of float16 /
 int8 / uint8 / bool casts fed values at their jumps, compared exactly (``--cast-programs``,
-``cast_generator``).
+``cast_generator``), and quantized programs (qnn quantize / requantize / conv2d / dense / add,
+int8 and uint8) against a numpy oracle of the quantization rules (``--qnn-programs``,
+``qnn_generator``); Relax programs over two symbolic dimensions, one relax.build run at three
+(n, m) pairs (``--relax-symbolic-programs``, ``relax_symbolic_generator``).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
@@ -286,57 +289,42 @@ def run_saved_programs(args, report: Report) -> list:
     return _run_generated(args, report, "saved_programs", "saved:", seeds, generate, check)
 
 
-def run_relax_loop_programs(args, report: Report) -> list:
-    """Relax programs with recursive loops (``relax_loop_generator``): passes, one relax.build
-    (every other seed exported and loaded back), a schedule of lengths."""
-    from minitvm.testing.fuzz.relax_loop_generator import check_relax_loops, generate_loop_program
+#: The generated-program runs that need only their module's generator and checker: report
+#: section -> (the attribute of its --option, the ``minitvm.testing.fuzz`` module, its
+#: generate and check functions). Relax loops: recursive loops, passes, one relax.build (every
+#: other seed exported and loaded back), a schedule of lengths; relay build: the graph executor
+#: and the VM vs the interpreter under the seed's opt_level and disabled_pass set; Relax
+#: passes: the seed's sequence of high-level passes, then relax.build at a schedule of sizes;
+#: casts: Relay through every executor (even seeds), Relax through relax.build (odd); qnn:
+#: every Relay executor vs the numpy oracle; Relax (n, m): one relax.build, three size pairs.
+MODULE_RUNS = {
+    "relax_loop_programs": ("relax_loop_programs", "relax_loop_generator",
+                            "generate_loop_program", "check_relax_loops"),
+    "relay_build_programs": ("build_programs", "build_matrix", "generate_build_program",
+                             "check_build_matrix"),
+    "relax_pass_programs": ("relax_pass_programs", "relax_pass_sequences",
+                            "generate_pass_program", "check_relax_sequence"),
+    "cast_programs": ("cast_programs", "cast_generator", "generate_cast_program",
+                      "check_cast_program"),
+    "qnn_programs": ("qnn_programs", "qnn_generator", "generate_qnn_program",
+                     "check_qnn_program"),
+    "relax_symbolic_programs": ("relax_symbolic_programs", "relax_symbolic_generator",
+                                "generate_symbolic_program", "check_symbolic_program"),
+}
 
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
+
+def run_module_programs(args, report: Report, key: str) -> list:
+    """The programs of run ``key`` of ``MODULE_RUNS`` (seeds from --seed, sharded), generated
+    and checked by its module (``_run_generated``)."""
+    import importlib
+
+    option, module, generate, check = MODULE_RUNS[key]
+    mod = importlib.import_module(f"minitvm.testing.fuzz.{module}")
+    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")  # random kernels: no reuse
     k, n = args.shard
-    seeds = [args.seed + i for i in range(args.relax_loop_programs)][k::n]
-    return _run_generated(args, report, "relax_loop_programs", "relax-loops:", seeds,
-                          generate_loop_program, check_relax_loops)
-
-
-def run_relay_build_programs(args, report: Report) -> list:
-    """Relay programs through relay.build + the graph executor and relay.vm.compile + the VM
-    against the interpreter, each under the seed's opt_level (0-3) and random disabled_pass
-    set (``build_matrix``)."""
-    from minitvm.testing.fuzz.build_matrix import check_build_matrix, generate_build_program
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.build_programs)][k::n]
-    return _run_generated(args, report, "relay_build_programs", GENERATED_TAGS[
-        "relay_build_programs"], seeds, generate_build_program, check_build_matrix)
-
-
-def run_relax_pass_programs(args, report: Report) -> list:
-    """Relax programs through the seed's sequence of high-level passes, then relax.build, at
-    a schedule of sizes against the reference (``relax_pass_sequences``)."""
-    from minitvm.testing.fuzz.relax_pass_sequences import (
-        check_relax_sequence,
-        generate_pass_program,
-    )
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.relax_pass_programs)][k::n]
-    return _run_generated(args, report, "relax_pass_programs", GENERATED_TAGS[
-        "relax_pass_programs"], seeds, generate_pass_program, check_relax_sequence)
-
-
-def run_cast_programs(args, report: Report) -> list:
-    """Programs of casts between float16 / int8 / uint8 / bool at their jumps
-    (``cast_generator``): Relay through every executor (even seeds), Relax through
-    relax.build (odd seeds)."""
-    from minitvm.testing.fuzz.cast_generator import check_cast_program, generate_cast_program
-
-    os.environ.setdefault("MINITVM_DISABLE_DISK_CACHE", "1")
-    k, n = args.shard
-    seeds = [args.seed + i for i in range(args.cast_programs)][k::n]
-    return _run_generated(args, report, "cast_programs", GENERATED_TAGS["cast_programs"],
-                          seeds, generate_cast_program, check_cast_program)
+    seeds = [args.seed + i for i in range(getattr(args, option))][k::n]
+    return _run_generated(args, report, key, GENERATED_TAGS[key], seeds,
+                          getattr(mod, generate), getattr(mod, check))
 
 
 def run_relax_size_programs(args, report: Report) -> list:
@@ -424,109 +412,136 @@ def _share(n: int, shard: tuple[int, int]) -> int:
 
 
 def merge(paths: list[str], out: str) -> int:
-    """Combine the reports of several shards into one."""
+    """Combine the reports of several shards into one: each section of ``SECTION_MERGERS``
+    that any shard has, by its merger, and the findings (a seed two reports both checked is
+    reported once)."""
     parts = [json.load(open(p)) for p in paths]
     merged: dict = {"command": [p["command"] for p in parts], "status":
                     "done" if all(p.get("status") == "done" for p in parts) else "incomplete",
                     "program_findings": []}
     seen = set()
-    for p in parts:  # a seed two reports both checked is reported once
+    for p in parts:
         for f in p["program_findings"]:
             key = (f["kind"], f["pass"], f["seed"], f["detail"])
             if key not in seen:
                 seen.add(key)
                 merged["program_findings"].append(f)
-    progs = [(p["programs"], p["command"]) for p in parts if "programs" in p]
-    if progs:
-        counts: collections.Counter = collections.Counter()
-        done: dict = {}  # seed -> relay.build runs (each seed counted once)
-        unknown_builds = 0
-        for p, command in progs:
-            counts.update(p["findings"])
-            seeds = _seeds_done(p, command)
-            per_seed = p.get("builds_by_seed")
-            if per_seed is None:  # a report without per-seed counts: its total, minus repeats
-                unknown_builds += p["builds"]
-                for s in seeds:
-                    done.setdefault(s, None)
-            else:
-                for s in seeds:
-                    done[s] = per_seed.get(str(s), 0)
-        builds = unknown_builds + sum(v for v in done.values() if v is not None)
-        passes = progs[0][0]["passes"]
-        merged["programs"] = {
-            "count": len(done), "passes": passes, "pass_runs": len(done) * passes,
-            "builds": builds, "seeds": _ranges(sorted(done)),
-            "seconds": max(p["seconds"] for p, _ in progs), "findings": dict(counts)}
-        if all(sum(p["findings"].values()) <= MAX_FINDINGS for p, _ in progs):
-            counts = collections.Counter(f"{f['kind']} / {f['pass']}"
-                                         for f in merged["program_findings"]
-                                         if not f["pass"].startswith(RUN_TAGS))
-            merged["programs"]["findings"] = dict(counts)
-    rprogs = [p["relax_programs"] for p in parts if "relax_programs" in p]
-    if rprogs:
-        rcounts: collections.Counter = collections.Counter()
-        feats: collections.Counter = collections.Counter()
-        for p in rprogs:
-            rcounts.update(p["findings"])
-            feats.update(p.get("features", {}))
-        merged["relax_programs"] = {
-            "count": sum(p["count"] for p in rprogs), "passes": rprogs[0]["passes"],
-            "pass_runs": sum(p["pass_runs"] for p in rprogs),
-            "builds": sum(p["builds"] for p in rprogs),
-            "seconds": max(p["seconds"] for p in rprogs), "findings": dict(rcounts),
-            "features": dict(feats)}
-    for key in GENERATED_KEYS:
-        got = [p[key] for p in parts if key in p]
+    for key, merge_section in SECTION_MERGERS.items():
+        got = [p for p in parts if key in p]
         if got:
-            merged[key] = _merge_generated(got)
-    for key in ("parser", "library", "relax_parser", "relax_library"):
-        got = [p[key] for p in parts if key in p]
-        if got:
-            merged[key] = {"summaries": [g["summary"] for g in got],
-                           "failures": [x for g in got for x in g["failures"]]}
-            for field in got[0]:
-                if isinstance(got[0][field], int | float) and field != "seconds":
-                    merged[key][field] = sum(g.get(field, 0) for g in got)
+            merged[key] = merge_section(got, key, merged)
     with open(out, "w") as fh:
         json.dump(merged, fh, indent=1)
     print(json.dumps({k: v for k, v in merged.items() if k != "program_findings"}, indent=1))
     print(f"{len(merged['program_findings'])} program findings; written to {out}")
     bad = any(f["kind"] not in TOLERATED for f in merged["program_findings"]) or any(
-        merged.get(k, {}).get("failures") for k in ("parser", "library", "relax_parser",
-                                                    "relax_library"))
+        merged.get(k, {}).get("failures") for k in FUZZER_KEYS)
     return 1 if bad else 0
 
+
+def _merge_relay_programs(parts: list[dict], key: str, merged: dict) -> dict:
+    """The Relay programs' section: each seed counted once (shards and re-runs may overlap),
+    its relay.build runs from the per-seed counts; finding counts from the merged findings
+    list when no shard's list was cut at ``MAX_FINDINGS``."""
+    counts: collections.Counter = collections.Counter()
+    done: dict = {}  # seed -> relay.build runs (each seed counted once)
+    unknown_builds = 0
+    for part in parts:
+        p = part[key]
+        counts.update(p["findings"])
+        seeds = _seeds_done(p, part["command"])
+        per_seed = p.get("builds_by_seed")
+        if per_seed is None:  # a report without per-seed counts: its total, minus repeats
+            unknown_builds += p["builds"]
+            for s in seeds:
+                done.setdefault(s, None)
+        else:
+            for s in seeds:
+                done[s] = per_seed.get(str(s), 0)
+    progs = [part[key] for part in parts]
+    passes = progs[0]["passes"]
+    section = {
+        "count": len(done), "passes": passes, "pass_runs": len(done) * passes,
+        "builds": unknown_builds + sum(v for v in done.values() if v is not None),
+        "seeds": _ranges(sorted(done)), "seconds": max(p["seconds"] for p in progs),
+        "findings": dict(counts)}
+    if all(sum(p["findings"].values()) <= MAX_FINDINGS for p in progs):
+        section["findings"] = dict(collections.Counter(
+            f"{f['kind']} / {f['pass']}" for f in merged["program_findings"]
+            if not f["pass"].startswith(RUN_TAGS)))
+    return section
+
+
+def _tally(values: list) -> dict:
+    total: collections.Counter = collections.Counter()
+    for v in values:
+        total.update(v)
+    return dict(total)
+
+
+def _concat(values: list) -> list:
+    return [x for v in values for x in v]
+
+
+def _by_fields(rules: dict):
+    """A section merger from ``rules``: output field -> (the shards' field, its default where
+    a shard lacks it, how the shards' values combine); a rule whose default is ``_OPTIONAL``
+    gives its field only where a shard has it."""
+    def merge_section(parts: list[dict], key: str, merged: dict) -> dict:
+        got = [p[key] for p in parts]
+        return {out: combine([g.get(src, default) for g in got])
+                for out, (src, default, combine) in rules.items()
+                if default is not _OPTIONAL or any(src in g for g in got)}
+    return merge_section
+
+
+_OPTIONAL = object()
+
+
+def _first(values: list):
+    return values[0]
+
+
+def _sum_present(values: list):
+    return sum(v for v in values if v is not _OPTIONAL)
+
+
+#: The report sections of the generated-program runs (``_run_generated``), in run order,
+#: and the tags of the findings of those run by ``run_module_programs``.
+GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
+                  "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
+                  "cast_programs", "qnn_programs", "relax_symbolic_programs")
+GENERATED_TAGS = {"relax_loop_programs": "relax-loops:", "relay_build_programs": "build:",
+                  "relax_pass_programs": "relax-passes:", "cast_programs": "casts:",
+                  "qnn_programs": "qnn:", "relax_symbolic_programs": "relax-nm:"}
+#: The parser and damaged-file fuzzers' sections.
+FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
+
+#: How each report section merges over shards, which work disjoint seeds and cases: counts,
+#: plans, pass runs, builds and errors summed, finding and feature tallies added, the longest
+#: shard's seconds, every shard's last seed, summary and failures.
+SECTION_MERGERS = {
+    "programs": _merge_relay_programs,
+    "relax_programs": _by_fields({
+        "count": ("count", 0, sum), "passes": ("passes", None, _first),
+        "pass_runs": ("pass_runs", 0, sum), "builds": ("builds", 0, sum),
+        "seconds": ("seconds", 0.0, max), "findings": ("findings", {}, _tally),
+        "features": ("features", {}, _tally)}),
+    **dict.fromkeys(GENERATED_KEYS, _by_fields({
+        "count": ("count", 0, sum), "planned": ("planned", 0, sum),
+        "seconds": ("seconds", 0.0, max), "last_seed": ("last_seed", None, list),
+        "generator_errors": ("generator_errors", 0, sum),
+        "findings": ("findings", {}, _tally), "features": ("features", {}, _tally)})),
+    **dict.fromkeys(FUZZER_KEYS, _by_fields({
+        "summaries": ("summary", "", list), "failures": ("failures", [], _concat),
+        **{f: (f, _OPTIONAL, _sum_present) for f in (
+            "total", "parsed", "parse_errors", "type_errors", "loaded_ok", "value_errors")}})),
+}
 
 #: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
 #: finding has none).
 RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
-            "relax-passes:", "casts:")
-
-#: The report sections of the generated-program runs (``_run_generated``), in run order,
-#: and the tags of the newer ones' findings.
-GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
-                  "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
-                  "cast_programs")
-GENERATED_TAGS = {"relay_build_programs": "build:", "relax_pass_programs": "relax-passes:",
-                  "cast_programs": "casts:"}
-
-
-def _merge_generated(got: list[dict]) -> dict:
-    """One section from the same ``_run_generated`` section of several shards: counts, plans,
-    generator errors and per-kind findings and feature tallies summed (shards work disjoint
-    seeds), the longest shard's seconds, every shard's last seed."""
-    findings: collections.Counter = collections.Counter()
-    features: collections.Counter = collections.Counter()
-    for g in got:
-        findings.update(g.get("findings", {}))
-        features.update(g.get("features", {}))
-    return {"count": sum(g["count"] for g in got),
-            "planned": sum(g.get("planned", 0) for g in got),
-            "seconds": max(g["seconds"] for g in got),
-            "last_seed": [g.get("last_seed") for g in got],
-            "generator_errors": sum(g.get("generator_errors", 0) for g in got),
-            "findings": dict(findings), "features": dict(features)}
+            "relax-passes:", "casts:", "qnn:", "relax-nm:")
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
@@ -610,6 +625,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="random programs casting between float16 / int8 / uint8 / bool at "
                          "the jumps of the casts (boundaries), Relay (even seeds: every "
                          "executor) and Relax (odd seeds: relax.build)")
+    ap.add_argument("--qnn-programs", type=int, default=0,
+                    help="random quantized Relay programs (qnn quantize / dequantize / "
+                         "requantize / conv2d / dense / add, int8 / uint8, random scales and "
+                         "zero points) through the interpreter, relay.build and the VM vs a "
+                         "numpy oracle, compared exactly")
+    ap.add_argument("--relax-symbolic-programs", type=int, default=0,
+                    help="random Relax programs over two symbolic dimensions (n, m): one "
+                         "relax.build, run at three (n, m) pairs against the numpy reference")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")
@@ -661,10 +684,9 @@ def main(argv=None) -> int:
     for wanted, run in ((args.dyn_programs or args.dyn_seeds, run_dynamic_programs),
                         (args.relax_sizes_programs, run_relax_size_programs),
                         (args.saved_programs, run_saved_programs),
-                        (args.relax_loop_programs, run_relax_loop_programs),
-                        (args.build_programs, run_relay_build_programs),
-                        (args.relax_pass_programs, run_relax_pass_programs),
-                        (args.cast_programs, run_cast_programs)):
+                        *((getattr(args, MODULE_RUNS[key][0]),
+                           lambda a, r, key=key: run_module_programs(a, r, key))
+                          for key in MODULE_RUNS)):
         if wanted:
             failed |= any(f.kind not in TOLERATED for f in run(args, report))
     report.data["status"] = "done"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import int_or_float_power
+from .reference.tensor import clip_range
 from .utils import (
     compute,
     fast_erf,
@@ -136,12 +135,11 @@ def _leaky_relu(attrs, inputs, out_type):
 def clip_bounds(a_min: float, a_max: float, dtype: str) -> tuple[E.PrimExpr, E.PrimExpr]:
     """``clip``'s bounds as ``dtype`` constants; for integer dtypes truncated (as TVM's
     ``const(a_min, dtype)`` and the numpy reference do) and held in the dtype's range, so the
-    float attribute of ``clamp(min=1)`` (a_max = float max, or inf) does not wrap around."""
+    float attribute of ``clamp(min=1)`` (a_max = float max, or inf) does not wrap around
+    (``reference.tensor.clip_range``: the one rule)."""
     if dtype.startswith(("float", "bfloat")):
         return fconst(a_min, dtype), fconst(a_max, dtype)
-    low, high = tir_op.min_value(dtype).value, tir_op.max_value(dtype).value
-    lo = low if a_min <= low else min(math.trunc(a_min), high)
-    hi = high if a_max >= high else max(math.trunc(a_max), low)
+    lo, hi = clip_range(a_min, a_max, dtype)
     return E._to_expr(int(lo), dtype), E._to_expr(int(hi), dtype)
 
 

@@ -77,3 +77,19 @@ def test_floor_of_a_sum_to_one_is_a_boundary():
     far = relay.floor(relay.nn.softmax(x, axis=0) * relay.const(3.0))
     mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], far)))
     assert near_tie(mod, [np.array([0.0, 0.1], "float32")], 2e-4) is None
+
+
+def test_truncating_mod_of_a_quotient_near_an_integer_is_a_boundary():
+    """Build-matrix seed 1000224: ``mod(exp(log(|x| + 1)), |x| + 1)`` -- the quotient is 1
+    within rounding, so our exp / log and numpy's gave 2.585 (just under the divisor) and 0;
+    both right. Relay's truncating ``mod`` jumps where the quotient crosses an integer, as
+    ``floor_mod`` does, and now counts as such a jump; a quotient far from one does not."""
+    x = relay.var("x", shape=(2,), dtype="float32")
+    y = relay.add(relay.abs(x), relay.const(1.0))
+    body = relay.mod(relay.exp(relay.log(y)), y)
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], body)))
+    near = near_tie(mod, [np.array([1.5852280, -0.25], "float32")], 2e-4)
+    assert near is not None and "mod" in near
+    far = relay.mod(relay.multiply(y, relay.const(1.5)), y)
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], far)))
+    assert near_tie(mod, [np.array([1.5852280, -0.25], "float32")], 2e-4) is None

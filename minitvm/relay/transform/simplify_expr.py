@@ -14,7 +14,8 @@ already simplified and typed; the rewrites of TVM's SimplifyExpr, in its order:
   first one is a widening;
 * ``x op full/ones/zeros`` into ``x op scalar`` when the result type is x's type;
 * ``(x + c1) * c2`` into ``x * c2 + c1 * c2`` and ``(x op c1) op c2`` into ``x op (c1 op c2)``
-  for op in add/multiply and constants c1, c2;
+  for op in add/multiply and constants c1, c2, in either operand order (TVM's patterns match
+  commutatively), x not a constant;
 * ``x + x`` into ``x * 2``; a transpose/layout_transform that keeps every axis in place removed;
   ``argmax/argmin/argsort(qnn.dequantize(x))`` into the op on ``x``; casts after a clip whose
   range the cast's dtype holds removed; a clip wider than its dtype removed;
@@ -345,29 +346,52 @@ def full_elementwise(call):
     return None
 
 
-def switch_add_multiply(call):
-    if not (_is_call(call, "multiply") and _is_call(call.args[0], "add")):
+def _with_constant(call, name):
+    """``(x, c)`` where ``call`` is ``name(x, c)`` or ``name(c, x)`` with ``c`` a Constant (the
+    written order tried first, as TVM's DFPattern matches a commutative op); None else."""
+    if not _is_call(call, name):
         return None
-    c2 = call.args[1]
-    x, c1 = call.args[0].args
-    if isinstance(c1, Constant) and isinstance(c2, Constant) and not isinstance(x, Constant):
-        v1, v2 = c1.data.numpy(), c2.data.numpy()
-        if v1.dtype == v2.dtype:  # folded at once, as TVM's FoldConstantExpr does
-            folded = const(np.asarray(np.multiply(v1, v2)).astype(v1.dtype), str(v1.dtype))
-            return _t.add(_t.multiply(x, c2), folded)
+    a, b = call.args
+    if isinstance(b, Constant):
+        return a, b
+    if isinstance(a, Constant):
+        return b, a
     return None
 
 
+def _fold(fn, c1, c2):
+    """``fn(c1, c2)`` of two same-dtype constants, folded at once (TVM's FoldConstantExpr);
+    None for constants of different dtypes."""
+    v1, v2 = c1.data.numpy(), c2.data.numpy()
+    if v1.dtype != v2.dtype:
+        return None
+    return const(np.asarray(fn(v1, v2)).astype(v1.dtype), str(v1.dtype))
+
+
+def switch_add_multiply(call):
+    """``(x + c1) * c2`` into ``x * c2 + c1 * c2`` (either operand order of both ops; not when
+    ``x`` is itself a constant), TVM's SwitchAddMultiply."""
+    outer = _with_constant(call, "multiply")
+    inner = outer and _with_constant(outer[0], "add")
+    if not inner or isinstance(inner[0], Constant):
+        return None
+    (x, c1), c2 = inner, outer[1]
+    folded = _fold(np.multiply, c1, c2)
+    return None if folded is None else _t.add(_t.multiply(x, c2), folded)
+
+
 def simplify_adjacent_multiply_or_add(call):
+    """``(x op c1) op c2`` into ``x op (c1 op c2)`` for op in multiply / add (either operand
+    order of both; not when ``x`` is itself a constant), TVM's SimplifyAdjacentMultiplyOrAdd.
+    For floats it changes a result by a rounding (``(x + a) + b`` vs ``x + (a + b)``), as
+    TVM's does."""
     for name, fn in (("multiply", np.multiply), ("add", np.add)):
-        if _is_call(call, name) and _is_call(call.args[0], name):
-            x, c1 = call.args[0].args
-            c2 = call.args[1]
-            if isinstance(c1, Constant) and isinstance(c2, Constant):
-                v1, v2 = c1.data.numpy(), c2.data.numpy()
-                if v1.dtype == v2.dtype:
-                    folded = const(np.asarray(fn(v1, v2)).astype(v1.dtype), str(v1.dtype))
-                    return Call(call.op, [x, folded], call.attrs, call.type_args)
+        outer = _with_constant(call, name)
+        inner = outer and _with_constant(outer[0], name)
+        if inner and not isinstance(inner[0], Constant):
+            folded = _fold(fn, inner[1], outer[1])
+            if folded is not None:
+                return Call(call.op, [inner[0], folded], call.attrs, call.type_args)
     return None
 
 

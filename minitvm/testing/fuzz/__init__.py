@@ -17,7 +17,11 @@ the program explains (a sort key's near tie, a cast near an integer) are "bounda
 ``build_matrix``: Relay programs through the graph executor and the VM under a random opt_level
 and ``disabled_pass`` set; ``relax_pass_sequences``: Relax programs through random sequences of
 high-level passes before relax.build; ``cast_generator``: chains of float16 / int8 / uint8 /
-bool casts fed values at the casts' jumps, compared exactly, in both dialects.
+bool casts fed values at the casts' jumps, compared exactly, in both dialects;
+``qnn_generator``: quantized Relay programs (quantize / requantize / conv2d / dense / add, int8
+and uint8) against a numpy oracle of the quantization rules, compared exactly;
+``relax_symbolic_generator``: Relax programs over two symbolic dimensions, one relax.build run
+at three (n, m) pairs.
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array

@@ -24,10 +24,11 @@ __all__ = ["jump_calls", "near_tie", "relax_near_boundary", "selection_keys"]
 SELECTION_OPS = frozenset({"argsort", "sort", "topk"})
 
 
-def selection_keys(func) -> list:
-    """``(key, axis)`` of every selection in ``func`` whose key is a computed float value that
-    depends only on ``func``'s parameters (a key inside a loop body reads the loop's variables
-    and cannot be evaluated on its own)."""
+def _computed_float_calls(func, ops, operands: int) -> list:
+    """Calls of ``func`` to an op of ``ops`` whose first operand is a computed float value (no
+    parameter or constant: those are exact on both sides) and whose first ``operands``
+    operands depend only on ``func``'s parameters (one inside a loop body reads the loop's
+    variables and cannot be evaluated on its own)."""
     from ...relay import expr as rx
     from ...relay.analysis import free_vars
     from ...relay.expr_functor import post_order_visit
@@ -36,34 +37,7 @@ def selection_keys(func) -> list:
     found: list = []
 
     def visit(node) -> None:
-        if not (isinstance(node, rx.Call) and getattr(node.op, "name", None) in SELECTION_OPS):
-            return
-        key = node.args[0]
-        if isinstance(key, (rx.Var, rx.Constant)):
-            return
-        ty = getattr(key, "_checked_type", None)
-        if not isinstance(ty, TensorType) or not str(ty.dtype).startswith("float"):
-            return
-        if set(free_vars(key)) <= params:
-            found.append((key, int(node.attrs.axis) % max(len(ty.shape), 1)))
-
-    post_order_visit(func.body, visit)
-    return found
-
-
-def jump_calls(func) -> list:
-    """Calls of ``func`` to an op that jumps (``JUMP_OPS``) whose first operand is a computed
-    float value depending only on ``func``'s parameters (one inside a loop body reads the
-    loop's variables and cannot be evaluated on its own)."""
-    from ...relay import expr as rx
-    from ...relay.analysis import free_vars
-    from ...relay.expr_functor import post_order_visit
-
-    params = set(func.params)
-    found: list = []
-
-    def visit(node) -> None:
-        if not (isinstance(node, rx.Call) and getattr(node.op, "name", None) in JUMP_OPS):
+        if not (isinstance(node, rx.Call) and getattr(node.op, "name", None) in ops):
             return
         first = node.args[0]
         if isinstance(first, (rx.Var, rx.Constant)):
@@ -71,11 +45,24 @@ def jump_calls(func) -> list:
         ty = getattr(first, "_checked_type", None)
         if not isinstance(ty, TensorType) or not str(ty.dtype).startswith("float"):
             return
-        if all(set(free_vars(a)) <= params for a in node.args[:2]):
+        if all(set(free_vars(a)) <= params for a in node.args[:operands]):
             found.append(node)
 
     post_order_visit(func.body, visit)
     return found
+
+
+def selection_keys(func) -> list:
+    """``(key, axis)`` of every selection in ``func`` whose key is a computed float value that
+    depends only on ``func``'s parameters."""
+    return [(c.args[0], int(c.attrs.axis) % max(len(c.args[0]._checked_type.shape), 1))
+            for c in _computed_float_calls(func, SELECTION_OPS, 1)]
+
+
+def jump_calls(func) -> list:
+    """Calls of ``func`` to an op that jumps (``JUMP_OPS``) whose first operand is a computed
+    float value and whose first two operands depend only on ``func``'s parameters."""
+    return _computed_float_calls(func, JUMP_OPS, 2)
 
 
 def near_tie(mod, inputs: list, rtol: float) -> str | None:
@@ -116,7 +103,7 @@ _COMPARISONS = frozenset({"greater", "less", "equal", "not_equal", "greater_equa
 _SELECTIONS = frozenset({"argmax", "argmin", "sort", "argsort", "topk"})
 #: every op ``_boundary`` knows a jump of
 JUMP_OPS = _INTEGER_POINTS | _COMPARISONS | _SELECTIONS | {
-    "round", "floor_divide", "floor_mod", "astype", "cast", "sign"}
+    "round", "floor_divide", "floor_mod", "mod", "astype", "cast", "sign"}
 
 
 def _scaled(dist: np.ndarray, x: np.ndarray, rtol: float) -> bool:
@@ -157,7 +144,9 @@ def _boundary(name: str, attrs, values: list, rtol: float) -> str | None:
         near = _scaled(x, x, rtol)
     elif name == "round":
         near = _scaled(np.abs(x - np.floor(x)) - 0.5, x, rtol)
-    elif name in ("floor_divide", "floor_mod") and len(values) > 1:
+    elif name in ("floor_divide", "floor_mod", "mod") and len(values) > 1:
+        # (mod: Relay's truncating remainder, which jumps where the quotient crosses an
+        # integer as floor_mod does: seed 1000224, exp(log(|x| + 1)) mod (|x| + 1))
         with np.errstate(all="ignore"):
             q = x / np.asarray(values[1]).astype("float64")
         near = _scaled(q - np.round(q), q, rtol)

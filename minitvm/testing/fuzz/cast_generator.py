@@ -94,10 +94,9 @@ def _draw_steps(rng: random.Random) -> tuple[list, list[int]]:
                 c = float(min(max(int(c), lo), hi)) if int(c) == c and c != 0 else 2.0
             steps.append((dt, op, (k,), {"c": c}))
         elif r < 0.82 and dt != "bool":
+            # on an integer type too: bounds outside its range or between its integers
+            # (truncated, then saturated: ``topi.reference.tensor.clip_range``)
             bounds = [-128.0, -1.0, 0.0, 0.5, 127.0, 255.0, 300.0]
-            if dt not in _FLOAT:  # bounds the type holds
-                info = np.iinfo(dt)
-                bounds = [b for b in bounds if b == int(b) and info.min <= b <= info.max]
             lo, hi = sorted(rng.sample(bounds, 2))
             steps.append((dt, "clip", (k,), {"lo": lo, "hi": hi}))
         else:
@@ -130,28 +129,35 @@ def generate_cast_program(seed: int) -> CastProgram:
     return prog
 
 
+def _emit_steps(prog: CastProgram, x, ns, const, emit=lambda v: v) -> list:
+    """The output values of ``prog``'s steps, built from input ``x`` with the dialect's op
+    namespace ``ns`` (``relay`` or ``relax.op``), its ``const`` and its ``emit`` (a Relax
+    block builder binds each value)."""
+    cast = getattr(ns, "cast", None) or ns.astype
+    vals: list = []
+    for dt, op, args, attrs in prog.steps:
+        a = [vals[i] for i in args]
+        if op == "input":
+            vals.append(x)
+            continue
+        if op == "cast":
+            v = cast(a[0], dt)
+        elif op in ("add", "multiply"):
+            v = getattr(ns, op)(a[0], const(attrs["c"], dt))
+        elif op == "clip":
+            v = ns.clip(a[0], attrs["lo"], attrs["hi"])
+        else:
+            v = getattr(ns, op)(*a)
+        vals.append(emit(v))
+    return [vals[i] for i in prog.outputs]
+
+
 def _relay_module(prog: CastProgram):
     import minitvm as tvm
     from minitvm import relay
 
     x = relay.var("x", shape=(prog.length,), dtype="float32")
-    vals: list = []
-    for dt, op, args, attrs in prog.steps:
-        a = [vals[i] for i in args]
-        if op == "input":
-            v = x
-        elif op == "cast":
-            v = relay.cast(a[0], dt)
-        elif op in ("add", "multiply"):
-            v = getattr(relay, op)(a[0], relay.const(attrs["c"], dt))
-        elif op == "clip":
-            v = relay.clip(a[0], attrs["lo"], attrs["hi"])
-        elif op == "where":
-            v = relay.where(*a)
-        else:
-            v = getattr(relay, op)(*a)
-        vals.append(v)
-    outs = [vals[i] for i in prog.outputs]
+    outs = _emit_steps(prog, x, relay, relay.const)
     body = outs[0] if len(outs) == 1 else relay.Tuple(outs)
     return relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], body)))
 
@@ -164,23 +170,7 @@ def _relax_module(prog: CastProgram):
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         with bb.dataflow():
-            vals: list = []
-            for dt, op, args, attrs in prog.steps:
-                a = [vals[i] for i in args]
-                if op == "input":
-                    v = x
-                elif op == "cast":
-                    v = bb.emit(R.astype(a[0], dt))
-                elif op in ("add", "multiply"):
-                    v = bb.emit(getattr(R, op)(a[0], relax.const(attrs["c"], dt)))
-                elif op == "clip":
-                    v = bb.emit(R.clip(a[0], attrs["lo"], attrs["hi"]))
-                elif op == "where":
-                    v = bb.emit(R.where(*a))
-                else:
-                    v = bb.emit(getattr(R, op)(*a))
-                vals.append(v)
-            outs = [vals[i] for i in prog.outputs]
+            outs = _emit_steps(prog, x, R, relax.const, bb.emit)
             res = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
         bb.emit_func_output(res)
     return bb.get()

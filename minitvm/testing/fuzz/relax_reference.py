@@ -25,9 +25,11 @@ from ...relax.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    VarBinding,
 )
 from ...relax.struct_info import TensorStructInfo, TupleStructInfo
 from ...tir import IntImm
+from ...topi.reference.tensor import clip_values
 
 __all__ = ["evaluate", "NoReference", "StructInfoMismatch", "EmptyReduction"]
 
@@ -244,8 +246,7 @@ def _matmul(call, args, sym):
 def _clip(call, args, sym):
     lo, hi = (float(a.value.value) if hasattr(a.value, "value") else float(a.value)
               for a in call.args[1:])
-    x = args[0]
-    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+    return clip_values(args[0], lo, hi)
 
 
 def _float_fn(fn):
@@ -421,12 +422,37 @@ def feeding(roots: list, uses: dict) -> set:
     return seen
 
 
+def _field_reads(order: list, uses: dict) -> dict:
+    """The bindings of ``order`` whose value is a field of a tuple literal's variable
+    (``t = (a, b); c = t[1]``, nested too), mapped to that field's expression (``b``); their
+    ``uses`` entries are narrowed to it, so the tuple and its other fields stay dead when
+    nothing else reads them."""
+    from ...relax.analysis import free_vars
+
+    tuples = {b.var: b.value for b in order
+              if isinstance(b, VarBinding) and isinstance(b.value, Tuple)}
+    direct: dict = {}
+    for b in order:
+        e = b.value
+        if not isinstance(b, VarBinding) or not isinstance(e, TupleGetItem):
+            continue
+        while isinstance(e, TupleGetItem) and e.tuple_value in tuples:
+            e = tuples[e.tuple_value].fields[e.index]
+        if e is not b.value:
+            direct[b.var] = e
+            uses[b.var] = [e] if isinstance(e, Var) else free_vars(e)
+    return direct
+
+
 def evaluate(mod, args: list, name: str = "main", env: dict | None = None,
-             implied_casts: bool = True):
+             implied_casts: bool = True, whole_tuples: bool = True):
     """``mod[name](*args)`` evaluated with numpy: an array or a tuple of them. ``env``, when
     given, is filled with every variable's value (params and the bindings that ran).
     ``implied_casts=False``: a match_cast to the struct info its value already has does not
-    keep that value live (``CanonicalizeBindings`` removes such casts)."""
+    keep that value live (``CanonicalizeBindings`` removes such casts); ``whole_tuples=False``:
+    a field read of a tuple literal's variable reads only that field (CanonicalizeBindings
+    forwards it, then the tuple and its other fields are dead: an argmin read only by an
+    unread field, Relax pass-sequence seed 700515)."""
     from ...relax.analysis import free_vars
 
     func = mod[name]
@@ -437,6 +463,7 @@ def evaluate(mod, args: list, name: str = "main", env: dict | None = None,
     # its value already has (CanonicalizeBindings drops it, as TVM's does: an argmin read
     # only by such a cast is then dead, Relax pass-sequence seed 600211)
     uses, order = binding_uses(func)
+    direct = {} if whole_tuples else _field_reads(order, uses)
     result_expr = func.body.body if isinstance(func.body, SeqExpr) else func.body
     casts = [b for b in order if isinstance(b, MatchCast) and (implied_casts or
                                                                not _implied(b))]
@@ -482,7 +509,7 @@ def evaluate(mod, args: list, name: str = "main", env: dict | None = None,
             stack.append([[x for blk in value_expr.blocks for x in blk.bindings], 0,
                           value_expr.body, b.var])
             continue
-        value = _eval_leaf(value_expr, env, sym)
+        value = _eval_leaf(direct.get(b.var, value_expr), env, sym)
         if isinstance(b, MatchCast):
             _bind_sym(b.struct_info, value, sym)
             _check(value, b.struct_info, sym, f"match_cast {b.var.name_hint}")

@@ -95,9 +95,34 @@ def _where(attrs, a, t):
     return np.where(a[0], a[1], a[2]).astype(t.dtype)
 
 
+def clip_range(a_min: float, a_max: float, dtype) -> tuple:
+    """``clip``'s bounds as values of ``dtype``: floats as given; for an integer dtype
+    truncated toward zero (TVM casts the double attributes to the dtype, C's conversion) and
+    saturated into the dtype's range (TVM's IntImm refuses a bound outside it; a bound below
+    or above every value of the type clips nothing there). One rule for the compiled kernel
+    (``topi.tensor.clip_bounds``) and the numpy references."""
+    dt = np.dtype(str(dtype))
+    if dt.kind not in "iub":
+        return float(a_min), float(a_max)
+    low, high = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+    lo = low if a_min <= low else min(math.trunc(a_min), high)
+    hi = high if a_max >= high else max(math.trunc(a_max), low)
+    return lo, hi
+
+
+def clip_values(x: np.ndarray, a_min: float, a_max: float) -> np.ndarray:
+    """``clip`` of ``x`` by the rule of ``clip_range``, in ``x``'s own dtype (no detour
+    through float64, which would round int64 values)."""
+    x = np.asarray(x)
+    lo, hi = clip_range(a_min, a_max, x.dtype)
+    if x.dtype.kind == "b":
+        return np.minimum(np.maximum(x, bool(lo)), bool(hi))
+    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+
+
 @reference("clip")
 def _clip(attrs, a, t):
-    return np.clip(a[0], attrs.a_min, attrs.a_max).astype(t.dtype)
+    return clip_values(a[0], float(attrs.a_min), float(attrs.a_max)).astype(t.dtype)
 
 
 def float_to_int(x, dtype) -> np.ndarray:

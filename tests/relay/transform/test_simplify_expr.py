@@ -124,6 +124,25 @@ def test_constant_reassociation():
     _check(relay.Function([x], y), relay.Function([x], x * c(3.0) + c(6.0)))
 
 
+def test_constant_reassociation_matches_either_operand_order():
+    """TVM's SimplifyAdjacentMultiplyOrAdd / SwitchAddMultiply patterns match add and multiply
+    commutatively: a constant on the left of either op is folded too (fuzz59: checked against
+    TVM's simplify_expr.cc); a chain of constants alone is left to FoldConstant."""
+    x = relay.var("x", shape=(3,))
+    c = relay.const
+    _check(relay.Function([x], c(3.0) * (c(2.0) * x)), relay.Function([x], x * c(6.0)))
+    _check(relay.Function([x], c(3.0) + (x + c(2.0))), relay.Function([x], x + c(5.0)))
+    _check(relay.Function([x], (c(2.0) + x) + c(3.0)), relay.Function([x], x + c(5.0)))
+    _check(relay.Function([x], c(3.0) * (c(2.0) + x)),
+           relay.Function([x], x * c(3.0) + c(6.0)))
+    i = relay.var("i", shape=(3,), dtype="int32")
+    _check(relay.Function([i], relay.const(4, "int32") + (relay.const(-1, "int32") + i)),
+           relay.Function([i], i + relay.const(3, "int32")),
+           [np.array([-5, 0, 7], "int32")])
+    only = (c(2.0) + c(1.0)) * c(3.0)
+    _check(relay.Function([x], x + only), relay.Function([x], x + only))
+
+
 def test_single_concatenate_kept_as_in_tvm():
     x = relay.var("x", shape=(2, 3))
     _check(relay.Function([x], relay.exp(relay.concatenate([x], axis=0))),

@@ -1,0 +1,280 @@
+"""Quantized Relay programs (``qnn.quantize`` / ``dequantize`` / ``requantize`` / ``conv2d`` /
+``dense`` / ``add``, int8 and uint8, random scales and zero points) against a numpy oracle.
+
+The generator builds each program and, on the seed's one input, its expected values at the same
+time, with numpy by the quantization rules minitvm follows (``relay/qnn/op/canonicalize.py``,
+TVM's QNN semantics):
+
+* quantize: ``clip(round_half_even(x / scale) + zp)`` in float32, then the cast;
+* dequantize: ``(q - zp) * scale`` in float32;
+* requantize: ``(q - in_zp) * (in_scale / out_scale)`` in float64 (the scales' float32 values),
+  rounded half up ("UPWARD", TVM's default) or half away from zero ("TONEAREST"), plus
+  ``out_zp``, saturated to the output dtype. (TVM's ``int64`` compute dtype multiplies by a
+  31-bit fixed-point approximation of the scale ratio instead: one step apart at most, only
+  where the product is within 2**-31 relative of a rounding tie.)
+* conv2d / dense: int32 sums of ``(q - in_zp) * (w - w_zp)`` (padding holds the input's zero
+  point, so it adds nothing);
+* add: both operands requantized to the output's scale and zero point (half up, unsaturated),
+  summed, the output zero point subtracted once, saturated.
+
+Every value is an integer or a float32 product computed the same way on both sides, so the
+interpreter, relay.build + the graph executor (at the seed's opt level) and relay.vm.compile
++ the VM must give the oracle's values exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .differential import Finding, compare_values, flatten
+
+QDTYPES = ("int8", "uint8")
+
+
+@dataclass
+class QValue:
+    """A value of the program: its Relay expression, its expected numpy value and, for a
+    quantized tensor, its scale (a float32 scalar or per-channel vector), zero point and the
+    channel axis of a per-channel scale."""
+
+    expr: object
+    value: np.ndarray
+    scale: np.ndarray | None = None
+    zp: int = 0
+    axis: int = 1
+
+
+@dataclass
+class QnnProgram:
+    """A generated quantized program, its input and the oracle's outputs."""
+
+    seed: int
+    mod: object
+    inputs: list
+    expected: list
+    features: set = field(default_factory=set)
+
+
+def _range(dtype: str) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _scale(rng: random.Random) -> np.float32:
+    return np.float32(rng.choice([rng.uniform(0.002, 0.3), 2.0 ** -rng.randint(2, 8),
+                                  rng.uniform(0.3, 2.0)]))
+
+
+def _zp(rng: random.Random, dtype: str) -> int:
+    return rng.randint(-20, 20) if dtype == "int8" else rng.randint(100, 156)
+
+
+def _round_half_up(x: np.ndarray, rounding: str) -> np.ndarray:
+    if rounding == "TONEAREST":
+        return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    return np.floor(x + 0.5)
+
+
+def _requant(q, in_scale, in_zp, out_scale, out_zp, axis, rounding, out_dtype=None):
+    """The requantized values (saturated to ``out_dtype``; unsaturated float64 when None)."""
+    q = np.asarray(q)
+    ratio = np.asarray(in_scale, "float64") / np.float64(out_scale)
+    if ratio.ndim == 1 and ratio.size > 1:
+        shape = [1] * q.ndim
+        shape[axis] = ratio.size
+        ratio = ratio.reshape(shape)
+    v = _round_half_up((q.astype("int64") - in_zp).astype("float64") * ratio, rounding) + out_zp
+    if out_dtype is None:
+        return v
+    lo, hi = _range(out_dtype)
+    return np.clip(v, lo, hi).astype(out_dtype)
+
+
+def _conv2d(x, w, stride: int, pad: int) -> np.ndarray:
+    """int64 NCHW x OIHW convolution of already zero-point-shifted values."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow), "int64")
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return out
+
+
+class _Builder:
+    def __init__(self, seed: int):
+        from minitvm import relay
+
+        self.relay = relay
+        self.rng = random.Random(seed * 7919 + 11)
+        self.np_rng = np.random.default_rng(seed)
+        self.features: set = set()
+        self.conv = self.rng.random() < 0.6
+        shape = ((1, self.rng.randint(1, 4), self.rng.randint(2, 6), self.rng.randint(2, 6))
+                 if self.conv else (self.rng.randint(1, 3), self.rng.randint(1, 8)))
+        self.x = relay.var("x", shape=shape, dtype="float32")
+        self.data = self.np_rng.uniform(-3.0, 3.0, shape).astype("float32")
+
+    def _const(self, v: np.ndarray):
+        return self.relay.const(v, str(v.dtype))
+
+    def quantize(self, dtype: str) -> QValue:
+        from minitvm.relay import qnn
+
+        s, zp = _scale(self.rng), _zp(self.rng, dtype)
+        lo, hi = _range(dtype)
+        q = np.round(self.data / s) + np.float32(zp)
+        value = np.clip(q, lo, hi).astype(dtype)
+        self.features.add(f"quantize {dtype}")
+        return QValue(qnn.op.quantize(self.x, self._const(s), self._const(np.int32(zp)),
+                                      out_dtype=dtype), value, s, zp)
+
+    def requantize(self, v: QValue, dtype: str) -> QValue:
+        from minitvm.relay import qnn
+
+        s, zp = _scale(self.rng), _zp(self.rng, dtype)
+        rounding = self.rng.choice(["UPWARD", "TONEAREST", "None"])
+        value = _requant(v.value, v.scale, v.zp, s, zp, v.axis,
+                         "UPWARD" if rounding == "None" else rounding, dtype)
+        self.features.add(f"requantize {rounding}")
+        expr = qnn.op.requantize(v.expr, self._const(np.asarray(v.scale, "float32")),
+                                 self._const(np.int32(v.zp)), self._const(s),
+                                 self._const(np.int32(zp)), axis=v.axis, rounding=rounding,
+                                 out_dtype=dtype)
+        return QValue(expr, value, s, zp)
+
+    def conv2d(self, v: QValue) -> QValue:
+        from minitvm.relay import qnn
+
+        rng = self.rng
+        c = v.value.shape[1]
+        o, k = rng.randint(1, 4), rng.choice([1, 3])
+        pad, stride = rng.choice([0, 1]) if k == 3 else 0, rng.choice([1, 1, 2])
+        if v.value.shape[2] + 2 * pad < k or v.value.shape[3] + 2 * pad < k:
+            pad = 1
+        w = self.np_rng.integers(-127, 128, (o, c, k, k)).astype("int8")
+        wzp = 0 if rng.random() < 0.5 else rng.randint(-3, 3)
+        per_channel = rng.random() < 0.5
+        ws = (np.asarray([_scale(rng) for _ in range(o)], "float32") if per_channel
+              else np.float32(_scale(rng)))
+        acc = _conv2d(v.value.astype("int64") - v.zp, w.astype("int64") - wzp, stride, pad)
+        self.features.add("conv2d per-channel" if per_channel else "conv2d")
+        expr = qnn.op.conv2d(v.expr, self._const(w), self._const(np.int32(v.zp)),
+                             self._const(np.int32(wzp)), self._const(np.asarray(v.scale)),
+                             self._const(np.asarray(ws, "float32")), kernel_size=(k, k),
+                             channels=o, strides=(stride, stride), padding=(pad, pad))
+        return QValue(expr, acc.astype("int32"), np.asarray(v.scale * ws, "float32"), 0, 1)
+
+    def dense(self, v: QValue) -> QValue:
+        from minitvm.relay import qnn
+
+        rng = self.rng
+        units = rng.randint(1, 6)
+        w = self.np_rng.integers(-127, 128, (units, v.value.shape[1])).astype("int8")
+        wzp = 0 if rng.random() < 0.5 else rng.randint(-3, 3)
+        ws = np.float32(_scale(rng))
+        acc = (v.value.astype("int64") - v.zp) @ (w.astype("int64") - wzp).T
+        self.features.add("dense")
+        expr = qnn.op.dense(v.expr, self._const(w), self._const(np.int32(v.zp)),
+                            self._const(np.int32(wzp)), self._const(np.asarray(v.scale)),
+                            self._const(ws), units=units)
+        return QValue(expr, acc.astype("int32"), np.float32(v.scale * ws), 0, 1)
+
+    def add(self, a: QValue, b: QValue, dtype: str) -> QValue:
+        from minitvm.relay import qnn
+
+        s, zp = _scale(self.rng), _zp(self.rng, dtype)
+        total = (_requant(a.value, a.scale, a.zp, s, zp, a.axis, "UPWARD")
+                 + _requant(b.value, b.scale, b.zp, s, zp, b.axis, "UPWARD") - zp)
+        lo, hi = _range(dtype)
+        self.features.add("add")
+        expr = qnn.op.add(a.expr, b.expr, self._const(a.scale), self._const(np.int32(a.zp)),
+                          self._const(b.scale), self._const(np.int32(b.zp)), self._const(s),
+                          self._const(np.int32(zp)))
+        return QValue(expr, np.clip(total, lo, hi).astype(a.value.dtype), s, zp)
+
+    def build(self) -> tuple[list, list]:
+        rng = self.rng
+        pool = [self.quantize(rng.choice(QDTYPES))]
+        for _ in range(rng.randint(1, 5)):
+            v = rng.choice(pool)
+            r = rng.random()
+            if r < 0.35:
+                acc = self.conv2d(v) if self.conv else self.dense(v)
+                pool.append(self.requantize(acc, rng.choice(QDTYPES)))
+            elif r < 0.6:
+                pool.append(self.requantize(v, rng.choice(QDTYPES)))
+            elif r < 0.8:
+                same = [u for u in pool if u.value.shape == v.value.shape
+                        and u.value.dtype == v.value.dtype]
+                pool.append(self.add(v, rng.choice(same), str(v.value.dtype)))
+            else:
+                pool.append(self.quantize(rng.choice(QDTYPES)))
+        outs = [pool[-1]]
+        if rng.random() < 0.5:  # a dequantized output too
+            v = rng.choice(pool)
+            deq = (v.value.astype("int32") - np.int32(v.zp)).astype("float32") * v.scale
+            self.features.add("dequantize")
+            from minitvm.relay import qnn
+
+            outs.append(QValue(qnn.op.dequantize(v.expr, self._const(v.scale),
+                                                 self._const(np.int32(v.zp))),
+                               deq.astype("float32")))
+        return [o.expr for o in outs], [o.value for o in outs]
+
+
+def generate_qnn_program(seed: int) -> QnnProgram:
+    """The quantized program of ``seed`` with its input and the oracle's outputs."""
+    import minitvm as tvm
+    from minitvm import relay
+
+    b = _Builder(seed)
+    exprs, expected = b.build()
+    body = exprs[0] if len(exprs) == 1 else relay.Tuple(exprs)
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([b.x], body)))
+    return QnnProgram(seed, mod, [b.data], expected, b.features)
+
+
+def _results(prog: QnnProgram) -> dict:
+    import minitvm as tvm
+    from minitvm import relay
+
+    from ...runtime import vm as runtime_vm
+    from ...runtime.graph_executor import GraphModule
+    from .differential import run_interpreter
+
+    level = random.Random(prog.seed).randrange(4)
+    out = {"interpreter": run_interpreter(prog.mod, prog.inputs)}
+    with tvm.transform.PassContext(opt_level=level):
+        lib = relay.build(prog.mod, target="llvm")
+        exe = relay.vm.compile(prog.mod, target="llvm")
+    m = GraphModule(lib["default"]())
+    m.set_input("x", prog.inputs[0])
+    m.run()
+    out[f"relay.build+graph O{level}"] = [m.get_output(k).numpy()
+                                          for k in range(m.get_num_outputs())]
+    vm = runtime_vm.VirtualMachine(exe, tvm.cpu())
+    out[f"relay.vm.compile O{level}"] = flatten(vm.run(*prog.inputs))
+    return out
+
+
+def check_qnn_program(prog: QnnProgram) -> list[Finding]:
+    """Every executor gives the oracle's values exactly."""
+    try:
+        with np.errstate(all="ignore"):
+            results = _results(prog)
+    except Exception as err:  # noqa: BLE001
+        return [Finding("exception", "qnn", prog.seed, f"{type(err).__name__}: "
+                        f"{str(err)[:400]}", prog.mod.astext())]
+    found = []
+    for name, got in results.items():
+        diff = compare_values(prog.expected, got, rtol=0.0, atol=0.0)
+        if diff:
+            found.append(Finding("mismatch", name, prog.seed, diff, prog.mod.astext()))
+    return found
