@@ -5,7 +5,7 @@ on the same model (thread CPU time, interleaved settled rounds, median of per-ro
 
     python benchmarks/bench_gemm_shapes.py [--only gemv_4096,clip_77] [--rounds 5]
     python benchmarks/bench_gemm_shapes.py --group decode   # decode, clip, odd, skinny, attn,
-                                                            # batch, input_w, guard
+                                                            # batch, input_w, guard, rnn
     python benchmarks/bench_gemm_shapes.py --ab gemm.RUNTIME_W_AS_MATMUL --group input_w,guard
 
 Each call is end to end like a user's: set the inputs, run, read the output. ``set_input``
@@ -34,6 +34,10 @@ tiles narrowed to its columns (``gemm_kernel.NARROW_PARTIAL_PANEL``), which keep
 100x300x500 0.96 -> 0.95; BERT scores 0.92 -> 0.91 (the avx512 table's 6x64 entry dropped).
 1000x10x10 (0.88-0.91) and the dense shapes (0.75-0.98) were already at or under 1.0; the
 unchanged vit_197_mlp read 0.96-1.06 over three runs.
+
+Stop 59 (Sapphire Rapids, 2 shared cores, --zero-copy, 7 rounds): DCCRN's LSTM input projection
+256x256x512 + bias 378 vs ORT 387 us (0.98), its projection 256x512x64 107 vs 115 us (0.93):
+bench_layers_ort's "nn_dense_add 2.9x ORT" in that model paired it with the wrong ORT node.
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ CASES = [
     ("odd_1000x10x10", "odd", "dense", (1000, 10, 10), "bias"),
     ("odd_3x5x7", "odd", "dense", (3, 5, 7), ""),
     ("skinny_4096x64x64", "skinny", "dense", (4096, 64, 64), "bias_relu"),
+    # DCCRN (bench_new_user_models' dccrn_enhance, batch 4 x 64 frames): its LSTM's input
+    # projection, hoisted out of the time loop (ORT runs it inside its LSTM node), and the
+    # Linear after the LSTM
+    ("dccrn_lstm_in", "rnn", "dense", (256, 256, 512), "bias"),
+    ("dccrn_proj", "rnn", "dense", (256, 512, 64), "bias"),
     ("attn_12x128x128x64", "attn", "bmm", (12, 128, 128, 64), ""),
     ("attn_12x197x197x64", "attn", "bmm", (12, 197, 197, 64), ""),
     ("attn_8x77x77x64_t", "attn", "bmm_t", (8, 77, 77, 64), ""),

@@ -9,8 +9,9 @@ rounds, and the ratio to ONNX Runtime), then one row per minitvm kernel in execu
 time (thread CPU time, median of 9 calls in graph order) next to ONNX Runtime's node for the
 same layer (its per-node profile, ``SessionOptions.enable_profiling``: median of 15 runs). A
 conv kernel pairs with the first unpaired ORT Conv node of the same data input and output
-shapes (both fuse a conv with its bias, activation and residual add into one node); pooling,
-the classifier's dense and the rest pair by op kind. ``--alone`` adds each kernel's time called
+shapes (both fuse a conv with its bias, activation and residual add into one node); a dense
+with the first unpaired Gemm / MatMul node of its output shape (none: ORT runs it inside
+another node, as an LSTM's input projection); pooling and the rest pair by op kind. ``--alone`` adds each kernel's time called
 again and again on its own (its input, output and scratch stay in cache; median of 9 calls after
 one) and the ratio in graph order / alone: what the cache state the layers before it leave costs
 that kernel (its input or its output's lines out of L2, its scratch evicted).
@@ -155,7 +156,23 @@ def ort_node_times(blob: bytes, feeds: dict, runs: int = 15) -> list[tuple]:
 
 
 OP_KIND = {"max_pool2d": "MaxPool", "avg_pool2d": "AveragePool",
-           "global_avg_pool2d": "GlobalAveragePool", "dense": "Gemm"}
+           "global_avg_pool2d": "GlobalAveragePool"}
+# ORT nodes a dense kernel may pair with (``pair_dense``)
+GEMM_OPS = ("Gemm", "MatMul", "FusedMatMul")
+
+
+def pair_dense(gemms: list, out: tuple):
+    """Remove and return the first of ORT's GEMM nodes ``gemms`` (``(seconds, data shape,
+    output shape)``) whose output holds ``out``'s elements with ``out``'s last dim (ORT keeps a
+    torch Linear's leading dims, minitvm's dense flattens them), or None. Pairing by kind alone
+    matched a dense that ORT runs inside another node (an LSTM's input projection) with the
+    next Gemm of another shape: DCCRN's 256x512 -> 256x256 against a 256x64 -> 256x512 node."""
+    for g in gemms:
+        ys = g[2]
+        if ys and out and ys[-1] == out[-1] and int(np.prod(ys)) == int(np.prod(out)):
+            gemms.remove(g)
+            return g
+    return None
 
 
 def main(argv=None) -> int:
@@ -233,9 +250,10 @@ def main(argv=None) -> int:
     nodes = ort_node_times(blob, feeds)
     convs = [(t, xs, ys, wide_filter(w, xs, ys)) for _, op, t, xs, ys, w in nodes
              if op == "Conv"]
+    gemms = [(t, xs, ys) for _, op, t, xs, ys, _ in nodes if op in GEMM_OPS]
     by_kind: dict[str, list[float]] = {}
     for _, op, t, _, _, _ in nodes:
-        if op != "Conv":
+        if op != "Conv" and op not in GEMM_OPS:
             by_kind.setdefault(op, []).append(t)
     print("per layer (ms): minitvm  ORT  minitvm/ORT" +
           ("  alone  graph/alone" if alone else "") + "  kernel  shapes")
@@ -250,6 +268,9 @@ def main(argv=None) -> int:
             if hit is not None:
                 convs.remove(hit)
                 o = hit[0]
+        elif "nn_dense" in kname or "nn_matmul" in kname:  # the same output shape
+            hit = pair_dense(gemms, out)
+            o = None if hit is None else hit[0]
         else:
             kind = next((v for k, v in OP_KIND.items() if f"nn_{k}" in kname), None)
             o = by_kind[kind].pop(0) if by_kind.get(kind) else None
@@ -260,7 +281,8 @@ def main(argv=None) -> int:
         hot = f"  {alone[k] * 1e3:7.3f} {t / alone[k]:5.2f}" if alone and alone[k] > 0 else \
             "        -     -" if alone else ""
         print(f"  {t * 1e3:7.3f} {ort_ms} {ratio}{hot}  {kname}  {desc}")
-    rest = sum(t for ts in by_kind.values() for t in ts) + sum(c[0] for c in convs)
+    rest = sum(t for ts in by_kind.values() for t in ts) + sum(c[0] for c in convs) + \
+        sum(g[0] for g in gemms)
     print(f"  sums: minitvm {total[0] * 1e3:.2f} ms, ORT {(total[1] + rest) * 1e3:.2f} ms "
           f"(of which {rest * 1e3:.2f} ms in ORT nodes without a minitvm kernel)" +
           (f", minitvm kernels alone {sum(alone) * 1e3:.2f} ms" if alone else ""))
