@@ -18,19 +18,22 @@ from minitvm.runtime.relax_vm.row_outputs import row_outputs
 
 
 def _carried_loop(halve_index: bool = False, read_stacked: bool = False):
-    """main(src [n, 3]) -> (h, ys): h = tanh(h * 0.5 + src[t]); ys[t] = h (``ys[t // 2]`` with
-    ``halve_index``; the row adds ``ys[0]`` with ``read_stacked``), by a recursive function."""
+    """main(src [n, 3]) -> (h, acc, ys): r = tanh(h * 0.5 + src[t]); ys[t] = r (``ys[t // 2]``
+    with ``halve_index``; the row adds ``ys[0]`` with ``read_stacked``); acc += h; h = r, by a
+    recursive function."""
     n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
     t = relax.Var("t", relax.TensorStructInfo([], "int64"))
     src = relax.Var("src", relax.TensorStructInfo([m, 3], "float32"))
     h = relax.Var("h", relax.TensorStructInfo([3], "float32"))
+    acc = relax.Var("acc", relax.TensorStructInfo([3], "float32"))
     ys = relax.Var("ys", relax.TensorStructInfo([m, 3], "float32"))
-    out_sinfo = relax.TupleStructInfo([h.struct_info, ys.struct_info])
+    out_sinfo = relax.TupleStructInfo([h.struct_info, acc.struct_info, ys.struct_info])
     gv = relax.GlobalVar("rows")
     gv._checked_type = relax.FuncStructInfo(
-        [t.struct_info, src.struct_info, h.struct_info, ys.struct_info], out_sinfo)
+        [t.struct_info, src.struct_info, h.struct_info, acc.struct_info, ys.struct_info],
+        out_sinfo)
     bb = relax.BlockBuilder()
-    with bb.function("rows", [t, src, h, ys], private=True):
+    with bb.function("rows", [t, src, h, acc, ys], private=True):
         steps = bb.emit(relax.op.take(relax.op.shape_to_tensor(relax.ShapeExpr([m, 3])),
                                       relax.const(np.array(0, "int64")), 0))
         go = bb.emit(relax.op.less(t, steps))
@@ -46,18 +49,20 @@ def _carried_loop(halve_index: bool = False, read_stacked: bool = False):
         written = bb.emit_output(call_inplace_packed("vm.builtin.update_row", ys, h2, index,
                                                      inplace_indices=[0],
                                                      sinfo_args=ys.struct_info))
+        # (h read after the write: a view of a row written again would show the new row)
+        acc2 = bb.emit_output(relax.op.add(acc, h))
         nxt = bb.emit_output(relax.op.add(t, relax.const(np.array(1, "int64"))))
         step = bb.end_block()
         bb.begin_binding_block()
-        again = bb.emit(relax.Call(gv, [nxt, src, h2, written]))
+        again = bb.emit(relax.Call(gv, [nxt, src, h2, acc2, written]))
         then = relax.SeqExpr([step, bb.end_block()], again)
-        out = bb.emit(relax.If(go, then, relax.SeqExpr([], relax.Tuple([h, ys]))))
+        out = bb.emit(relax.If(go, then, relax.SeqExpr([], relax.Tuple([h, acc, ys]))))
         fgv = bb.emit_func_output(out)
     x = relax.Var("x", relax.TensorStructInfo([n, 3], "float32"))
     with bb.function("main", [x]):
         zeros = bb.emit(relax.op.zeros(relax.ShapeExpr([n, 3]), "float32"))
         h0 = bb.emit(relax.op.zeros(relax.ShapeExpr([3]), "float32"))
-        res = bb.emit(relax.Call(gv, [relax.const(np.array(0, "int64")), x, h0, zeros]))
+        res = bb.emit(relax.Call(gv, [relax.const(np.array(0, "int64")), x, h0, h0, zeros]))
         bb.emit_func_output(res)
     mod = bb.get()
     func = mod[fgv]
@@ -67,14 +72,16 @@ def _carried_loop(halve_index: bool = False, read_stacked: bool = False):
 
 
 def _reference(x, halve_index, read_stacked):
-    h, ys = np.zeros(3, "float32"), np.zeros_like(x)
+    h, acc, ys = np.zeros(3, "float32"), np.zeros(3, "float32"), np.zeros_like(x)
     for t in range(x.shape[0]):
         pre = h * np.float32(0.5) + x[t]
         if read_stacked:
             pre = pre + ys[0]
-        h = np.tanh(pre)
-        ys[t // 2 if halve_index else t] = h
-    return h, ys
+        r = np.tanh(pre)
+        ys[t // 2 if halve_index else t] = r
+        acc = acc + h
+        h = r
+    return h, acc, ys
 
 
 def _run(halve_index=False, read_stacked=False, steps=(1, 2, 7, 300)):
@@ -94,7 +101,7 @@ def _run(halve_index=False, read_stacked=False, steps=(1, 2, 7, 300)):
                 assert g.tobytes() == w.tobytes()
             for g, r in zip(got, _reference(x, halve_index, read_stacked), strict=True):
                 np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
-            assert not np.shares_memory(got[0], got[1])
+            assert not any(np.shares_memory(a, b) for a in got for b in got if a is not b)
         np.testing.assert_array_equal(x, keep)
     run = fast._straight[id(ex.functions["rows"])]
     return any(getattr(v, "__name__", "") == "row" for v in run.__globals__.values())
