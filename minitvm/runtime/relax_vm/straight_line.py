@@ -14,7 +14,9 @@ calls, and very long ones (compiling them would cost more than it saves), stay i
 
 In a loop, the shapes made from the shape heap (``make_shape``) are the same at every step when
 nothing in the loop writes the heap: each distinct one is made once, on entering the loop
-(``loop_invariant_shapes``), instead of once a step.
+(``loop_invariant_shapes``), instead of once a step. A step's row of a stacked result
+(``vm.builtin.update_row``) is made as a view of that row where ``row_outputs`` proves no value
+can tell (the site checks the rest per call), and the write is skipped when its row is the view.
 """
 
 from __future__ import annotations
