@@ -411,7 +411,7 @@ def update_row_site(tmpl: list, positions: list):
     itself) copies the buffer first, so a value read after its write keeps its bits.
     ``site.detach`` copies the live views in a returned value (what the caller gets shares no
     memory with the stacked buffer)."""
-    owned: dict = {}  # id(buffer) -> (weak reference, {row: weak reference to its view})
+    owned: dict = {}  # id(buffer) -> [weak reference, {row: its view's}, ...] (``own``)
     last = None  # owned[...] of the buffer this site wrote last (most calls write it)
     handed = [None]  # the view handed out last (the generated code's test)
     nd = np.ndarray
@@ -441,7 +441,8 @@ def update_row_site(tmpl: list, positions: list):
 
     def own(data):
         key = id(data)
-        mine = owned[key] = (ref(data, lambda _, key=key: owned.pop(key, None)), {})
+        # [weak reference, {row: weak reference to its view}, shape and allocator checked]
+        mine = owned[key] = [ref(data, lambda _, key=key: owned.pop(key, None)), {}, None, None]
         return mine
 
     def row(alloc, size, shape, data, index):
@@ -449,11 +450,13 @@ def update_row_site(tmpl: list, positions: list):
         no live view of that row was handed out; else ``alloc(size, shape)``."""
         handed[0] = None
         mine = last
-        if mine is not None and mine[0]() is data and type(index) is nd and \
-                index.ndim == 0 and data.shape[1:] == shape and \
-                (data.dtype is alloc.dtype or data.dtype == alloc.dtype):
+        if mine is not None and mine[0]() is data and type(index) is nd and index.ndim == 0:
+            if mine[2] is not shape or mine[3] is not alloc:  # (checked once a buffer)
+                if data.shape[1:] != shape or data.dtype != alloc.dtype:
+                    return alloc(size, shape)
+                mine[2], mine[3] = shape, alloc
             k = index.item()
-            if type(k) is int and 0 <= k < data.shape[0] and data.flags.writeable:
+            if type(k) is int and 0 <= k < len(data) and data.flags.writeable:
                 views = mine[1]
                 view = views.get(k)
                 if view is None or view() is None:
