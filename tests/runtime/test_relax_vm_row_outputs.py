@@ -125,15 +125,15 @@ def test_a_step_reading_the_stacked_buffer_gets_no_view():
 def test_site_hands_views_of_its_own_buffer_only():
     site = builtins.update_row_site([None] * 3, [0, 1, 2])
     alloc = builtins.site_tensor(0, "float32")
-    size, shape = builtins.ShapeTuple([16]), builtins.ShapeTuple([4])
-    theirs = np.zeros((3, 4), "float32")
+    size, shape = builtins.ShapeTuple([64]), builtins.ShapeTuple([16])  # (64-byte rows)
+    theirs = np.zeros((3, 16), "float32")
     fresh = site.row(alloc, size, shape, theirs, np.array(0))
     assert not np.shares_memory(fresh, theirs) and site.handed[0] is None
     fresh[:] = 1
     mine = site(theirs, fresh, np.array(0))  # (not the site's: copied, then written)
     assert mine is not theirs and not theirs.any() and (mine[0] == 1).all()
     view = site.row(alloc, size, shape, mine, np.array(1))
-    assert view.base is mine and site.handed[0] is view
+    assert np.shares_memory(view, mine) and site.handed[0] is view
     view[:] = 2  # (the kernel)
     assert site(mine, view, np.array(1)) is mine and (mine[1] == 2).all()
     # row 1's value is alive (view): not handed again; a write of another value there copies
@@ -147,16 +147,23 @@ def test_site_hands_views_of_its_own_buffer_only():
     assert h is not view and (h == 2).all() and ys is mine
     # the buffer written last is the copy: a dead view's row is handed out again; a wrong
     # dtype or shape is not a row, nor is a row of the buffer before
-    assert site.row(alloc, size, shape, mine, np.array(2)).base is not mine
+    assert not np.shares_memory(site.row(alloc, size, shape, mine, np.array(2)), mine)
     first = site.row(alloc, size, shape, copied, np.array(0))
-    assert first.base is copied
+    assert np.shares_memory(first, copied)
     del first
-    assert site.row(alloc, size, shape, copied, np.array(0)).base is copied
-    assert site.row(alloc, size, builtins.ShapeTuple([2, 2]), copied, np.array(2)).base \
-        is not copied
+    assert np.shares_memory(site.row(alloc, size, shape, copied, np.array(0)), copied)
+    assert not np.shares_memory(
+        site.row(alloc, size, builtins.ShapeTuple([2, 2]), copied, np.array(2)), copied)
     wide = builtins.site_tensor(0, "float64")
-    assert site.row(wide, builtins.ShapeTuple([32]), shape, copied, np.array(2)).base \
-        is not copied
+    assert not np.shares_memory(
+        site.row(wide, builtins.ShapeTuple([32]), shape, copied, np.array(2)), copied)
+    # the site's own buffers start at a 64-byte boundary, as the allocator's tensors do
+    assert mine.ctypes.data % 64 == 0 and copied.ctypes.data % 64 == 0
+    # rows not a multiple of 64 bytes are not handed out (their kernels' stores would split)
+    narrow = site(np.zeros((3, 4), "float32"), np.ones(4, "float32"), np.array(0))
+    assert not np.shares_memory(
+        site.row(alloc, builtins.ShapeTuple([16]), builtins.ShapeTuple([4]), narrow,
+                 np.array(1)), narrow)
 
 
 def test_a_hundred_thousand_instructions():

@@ -425,7 +425,7 @@ def update_row_site(tmpl: list, positions: list):
         if last is None or last[0]() is not data or not data.flags.writeable:
             mine = owned.get(id(data))
             if mine is None or mine[0]() is not data or not data.flags.writeable:
-                data = data.copy()
+                data = _aligned_copy(data)
                 mine = own(data)
             last = mine
         view = last[1].get(k)
@@ -434,7 +434,7 @@ def update_row_site(tmpl: list, positions: list):
             if view is row:
                 return data  # (the kernel wrote the row itself)
             if view is not None:  # (a live value is that row: it keeps its bits)
-                data = data.copy()
+                data = _aligned_copy(data)
                 last = own(data)
         data[k] = row
         return data
@@ -452,7 +452,10 @@ def update_row_site(tmpl: list, positions: list):
         mine = last
         if mine is not None and mine[0]() is data and type(index) is nd and index.ndim == 0:
             if mine[2] is not shape or mine[3] is not alloc:  # (checked once a buffer)
-                if data.shape[1:] != shape or data.dtype != alloc.dtype:
+                # (rows at 64-byte boundaries only: a kernel's output is as aligned as the
+                # allocator's; a misaligned row made its vector loads and stores split)
+                if data.shape[1:] != shape or data.dtype != alloc.dtype or \
+                        data.ctypes.data % ALIGN or (data.nbytes // max(len(data), 1)) % ALIGN:
                     return alloc(size, shape)
                 mine[2], mine[3] = shape, alloc
             k = index.item()
@@ -474,9 +477,9 @@ def update_row_site(tmpl: list, positions: list):
         if type(value) is tuple:
             return tuple(detach(v) for v in value)  # (a returned tuple: a few fields)
         if type(value) is nd and value.base is not None:
-            mine = owned.get(id(value.base))
-            if mine is not None and any(w() is value for w in mine[1].values()):
-                return value.copy()
+            for mine in owned.values():
+                if any(w() is value for w in mine[1].values()):
+                    return value.copy()
         return value
 
     if list(positions) == [0, 1, 2]:  # (every argument a register: the loops' sites)
@@ -493,6 +496,15 @@ def update_row_site(tmpl: list, positions: list):
     site.handed = handed
     site.detach = detach
     return site
+
+
+def _aligned_copy(data: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``data`` starting at a 64-byte boundary (``update_row_site``'s
+    own buffers: their rows are handed to kernels as outputs)."""
+    owner = np.empty(data.nbytes + ALIGN, np.uint8)
+    out = np.ndarray(data.shape, data.dtype, owner, (-owner.ctypes.data) % ALIGN)
+    out[...] = data
+    return out
 
 
 def check_nonempty(result, shape, name, *axes):
