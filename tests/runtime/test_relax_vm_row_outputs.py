@@ -156,7 +156,7 @@ def test_site_hands_views_of_its_own_buffer_only():
         site.row(alloc, size, builtins.ShapeTuple([2, 2]), copied, np.array(2)), copied)
     wide = builtins.site_tensor(0, "float64")
     assert not np.shares_memory(
-        site.row(wide, builtins.ShapeTuple([32]), shape, copied, np.array(2)), copied)
+        site.row(wide, builtins.ShapeTuple([128]), shape, copied, np.array(2)), copied)
     # the site's own buffers start at a 64-byte boundary, as the allocator's tensors do
     assert mine.ctypes.data % 64 == 0 and copied.ctypes.data % 64 == 0
     # rows not a multiple of 64 bytes are not handed out (their kernels' stores would split)
