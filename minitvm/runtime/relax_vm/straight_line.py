@@ -14,7 +14,9 @@ calls, and very long ones (compiling them would cost more than it saves), stay i
 
 In a loop, the shapes made from the shape heap (``make_shape``) are the same at every step when
 nothing in the loop writes the heap: each distinct one is made once, on entering the loop
-(``loop_invariant_shapes``), instead of once a step.
+(``loop_invariant_shapes``), instead of once a step. A step's row of a stacked result
+(``vm.builtin.update_row``) is made as a view of that row where ``row_outputs`` proves no value
+can tell (the site checks the rest per call), and the write is skipped when its row is the view.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ from .executable import (
     VMFunction,
 )
 from .kernel import NativeKernel
+from .row_outputs import call_regs as _call_regs
+from .row_outputs import reads as _reads
+from .row_outputs import row_outputs
 
 __all__ = ["MAX_INSTRUCTIONS", "loop_invariant_shapes", "straight_line_function"]
 
@@ -55,11 +60,6 @@ MAX_INSTRUCTIONS = 20000  # longer functions stay interpreted (the Python compil
 def _literal(v) -> bool:
     """Whether ``v`` is written into the generated source as itself."""
     return v is None or type(v) in (bool, int, str)
-
-
-def _call_regs(ins) -> list[int]:
-    """The registers a linked CALL reads."""
-    return list(ins[7]) if ins[7] is not None else [r for _, r in ins[6]]
 
 
 def _is_heap_shape(ins) -> bool:
@@ -165,6 +165,10 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
             if got is not None:
                 tensors[got[0]] = (ins, got[1])
                 fused.update((pc, got[0] + 1))
+    # the row tensors a kernel may write into their stacked result's row (row_outputs)
+    rows, detach = row_outputs(code, {pc for pc, (st, _) in tensors.items() if len(st[5]) == 5},
+                               leaders)
+    row_writes = {u for _, _, _, u in rows.values()}
     for pc, ins in enumerate(code):
         if branchy and pc in leaders:
             if pc and code[pc - 1][0] not in (GOTO, RET):  # the block before falls through
@@ -197,7 +201,12 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
                 if len(args) == 5:  # (vm, size, device, dtype, site)
                     # the site's own allocator, which reuses its free tensors: (size, shape)
                     fn = name_of(site_tensor(offset, dtype))
-                    lines.append(f"{ind}r{dst} = {fn}({args[1]}, {more[1]})")
+                    if pc in rows:  # (its stacked result's row when the site can)
+                        site, data, index, _ = rows[pc]
+                        lines.append(f"{ind}r{dst} = {name_of(site.row)}({fn}, {args[1]}, "
+                                     f"{more[1]}, r{data}, r{index})")
+                    else:
+                        lines.append(f"{ind}r{dst} = {fn}({args[1]}, {more[1]})")
                 else:
                     lines.append(f"{ind}r{dst} = {name_of(storage_tensor)}"
                                  f"({', '.join(args + more)})")
@@ -207,6 +216,11 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
                 continue
             if target is tuple_getitem and len(args) == 2 and args[1].isdigit():
                 lines.append(f"{ind}r{dst} = {args[0]}[{args[1]}]")
+                continue
+            if pc in row_writes:  # (the row is the data's row already: no call)
+                lines.append(f"{ind}r{dst} = {args[0]} if {args[1]} is "
+                             f"{name_of(target.handed)}[0] else {name_of(target)}"
+                             f"({', '.join(args)})")
                 continue
             fn = target.direct if isinstance(target, NativeKernel) else target  # one frame
             lines.append(f"{ind}r{dst} = {name_of(fn)}({', '.join(args)})")
@@ -220,7 +234,10 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
         elif op == KILL:
             lines.append(f"{ind}r{ins[1]} = None")
         elif op == RET:
-            lines.append(f"{ind}return r{ins[1]}")
+            value = f"r{ins[1]}"
+            for site in detach.get(pc, ()):  # (no row view leaves the function)
+                value = f"{name_of(site.detach)}({value})"
+            lines.append(f"{ind}return {value}")
             returns = True
             if not branchy:
                 break
@@ -283,18 +300,6 @@ class _Reg(int):
     """A register operand among the values ``_storage_tensor`` gives (named ``r<k>``)."""
 
     __slots__ = ()
-
-
-def _reads(ins) -> list[int]:
-    """The registers an instruction reads."""
-    op = ins[0]
-    if op == CALL:
-        return _call_regs(ins)
-    if op == MOVE:
-        return [ins[2][1]] if ins[2][0] == ARG_REG else []
-    if op in (RET, IF):
-        return [ins[1]]
-    return []
 
 
 def _truth_of(name: str) -> Callable:
