@@ -6,6 +6,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .layout import Layout, primal_extents, primal_groups
+from .shape import slice_start
 from .utils import (
     compute,
     dims,
@@ -205,7 +206,11 @@ def _concatenate(attrs, inputs, out_type):
             # indices clamped so every load is in bounds: a vector condition (the axis inside
             # the vector loop) evaluates both sides
             x, n = inputs[k], dims(inputs[k])[axis]
-            j = E.Max(E.Min(i[axis] - offsets[k], _i(n - 1)), _i(0))
+            if isinstance(n, int):
+                j = E.Max(E.Min(i[axis] - offsets[k], _i(n - 1)), _i(0))
+            else:  # (a symbolic extent: its last index as an expression of its dtype)
+                last = n - 1
+                j = E.Max(E.Min(i[axis] - offsets[k], last), E.IntImm(last.dtype, 0))
             return x[tuple(j if d == axis else i[d] for d in range(nd))]
 
         return pick_piece(i[axis], offsets, load)
@@ -222,7 +227,9 @@ def _strided_slice(attrs, inputs, out_type):
     params = slice_params(xs, attrs)
     starts, steps = [], []
     for d, n in enumerate(xs):
-        if d in params:
+        if d in params and not isinstance(n, int):  # (a symbolic size: clamped as an expr)
+            start, step = slice_start(n, params[d][0], params[d][2]), params[d][2]
+        elif d in params:
             start, _, step = slice(*params[d]).indices(n)
         else:
             start, step = 0, 1
