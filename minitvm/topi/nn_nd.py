@@ -11,13 +11,29 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .shape import spatial_axes
-from .utils import compute, ieee_max, ishape, lowest, out_tensor_types, pad_tuple, static_shape
+from .shape import pool_tuple, spatial_axes
+from .utils import (
+    compute,
+    dims,
+    ieee_max,
+    ishape,
+    lowest,
+    out_dims,
+    out_tensor_types,
+    pad_tuple,
+    static_shape,
+)
 from .utils import i32 as _i
 
 
 def _acc(x, dtype):
     return x if x.dtype == dtype else E.Cast(dtype, x)
+
+
+def _static(t, x) -> bool:
+    """Whether result type ``t`` and te tensor ``x`` have static shapes (else the computes
+    written for symbolic sizes build them)."""
+    return all(isinstance(d, int) for d in (*out_dims(t), *dims(x)))
 
 
 def _all(conds):
@@ -188,10 +204,19 @@ def _conv3d_transpose(attrs, inputs, out_type):
 def _pool3d(kind):
     def fcompute(attrs, inputs, out_type):
         t = out_tensor_types(out_type)[0]
-        shape = static_shape(t)
         x = inputs[0]
         if attrs.layout != "NCDHW":
             raise ValueError("3-D pooling is lowered natively for NCDHW only")
+        if not _static(t, x):  # (symbolic sizes: the N-d window pool, masked per window)
+            from .pooling import window_pool
+
+            return window_pool(x, kind, out_dims(t), [2, 3, 4],
+                               *(pool_tuple(v, 3) for v in (attrs.pool_size, attrs.strides,
+                                                            attrs.dilation)),
+                               pad_tuple(attrs.padding, 3),
+                               bool(getattr(attrs, "count_include_pad", False)),
+                               f"{kind}_pool3d")
+        shape = static_shape(t)
         sizes = ishape(x)[2:]
         ks = [int(k) for k in attrs.pool_size]
         st = [int(s) for s in attrs.strides]
@@ -251,8 +276,14 @@ compute("nn.avg_pool3d")(_pool3d("avg"))
 def _adaptive(kind, spatial):
     def fcompute(attrs, inputs, out_type):
         t = out_tensor_types(out_type)[0]
-        shape = static_shape(t)
         x = inputs[0]
+        if not _static(t, x):  # (symbolic sizes: the N-d adaptive pool, bins as expressions)
+            from .pooling import adaptive_pool
+
+            return adaptive_pool(x, kind, out_dims(t),
+                                 spatial_axes(attrs.layout, len(x.shape), spatial, "pool"),
+                                 f"adaptive_{kind}_pool")
+        shape = static_shape(t)
         xs = ishape(x)
         axes = spatial_axes(attrs.layout, len(xs), spatial, "pool")
         ins = [xs[a] for a in axes]

@@ -244,6 +244,8 @@ def adaptive_pool(x, kind: str, shape, axes, name: str):
     xs = dims(x)
     sizes = [xs[a] for a in axes]
     outs = [shape[a] for a in axes]
+    if not _static(*sizes, *outs):
+        return _symbolic_adaptive_pool(x, kind, shape, axes, sizes, outs, name)
     for n, o in zip(sizes, outs, strict=True):
         if o < 1 or n < 1:
             raise ValueError(
@@ -303,6 +305,61 @@ def adaptive_pool(x, kind: str, shape, axes, name: str):
         return E.Cast(dt, cnt)
 
     return _mean_stages(x, shape, total, count, rk, name, tag, info)
+
+
+def _symbolic_adaptive_pool(x, kind: str, shape, axes, sizes, outs, name: str):
+    """Adaptive pooling over symbolic sizes: each output cell ``i`` of ``o`` reduces
+    ``[floor(i * n / o), ceil((i + 1) * n / o))``, a reduction over ``ceil(n / o) + 1`` taps
+    (at least any bin's width) masked to the bin, averaged over its width. The sizes must be
+    positive (``shape_conditions``: a call with an empty axis runs per shape, which refuses
+    it as the static pool does)."""
+    from .shape_conditions import assume_positive
+
+    for n, o in zip(sizes, outs, strict=True):
+        if isinstance(o, int) and o < 1:
+            raise ValueError(f"nn.adaptive_{kind}_pool{len(axes)}d: cannot pool an axis of {n} "
+                             f"to {o}")
+        for v in (n, o):
+            if not isinstance(v, int):
+                assume_positive(v)
+    if all(isinstance(o, int) and o == 1 for o in outs):
+        return _global_pool(x, kind, shape, axes, name)
+    widths = [(_c(n) + _c(o) - _i(1)) // _c(o) + _i(1) if not _static(n, o) else
+              max(hi - lo for lo, hi in adaptive_bins(n, o)) for n, o in zip(sizes, outs)]
+    rk = [te.reduce_axis((0, w), name=f"r{q}") for q, w in enumerate(widths)]
+
+    def bounds(q, i):
+        n, o = _c(sizes[q]), _c(outs[q])
+        return E.FloorDiv(i * n, o), E.FloorDiv(i * n + n + o - _i(1), o)
+
+    def src(idx):
+        fixed, conds = list(idx), []
+        for q, a in enumerate(axes):
+            lo, hi = bounds(q, idx[a])
+            conds.append(lo + rk[q] < hi)
+            fixed[a] = E.Min(lo + rk[q], _c(sizes[q] - 1))
+        return _all(conds), x[tuple(fixed)]
+
+    if kind == "max":
+
+        def body(*idx):
+            cond, v = src(idx)
+            return ieee_max(E.Select(cond, v, lowest(x.dtype)), axis=rk)
+
+        return [te.compute(shape, body, name=name)]
+
+    def total(*idx):
+        cond, v = src(idx)
+        return E.Select(cond, v, E.const(0, x.dtype))
+
+    def count(idx, dt):
+        cnt = None
+        for q, a in enumerate(axes):
+            lo, hi = bounds(q, idx[a])
+            cnt = hi - lo if cnt is None else cnt * (hi - lo)
+        return E.Cast(dt, cnt)
+
+    return _mean_stages(x, shape, total, count, rk, name, "", None)
 
 
 def _adaptive_compute(kind: str, spatial: str):
