@@ -26,15 +26,14 @@ from ...topi.shape import (  # shape rules shared with topi's numpy references
     squeeze_type,
     transpose_axes,
 )
-from ...topi.utils import slice_params
 from ...topi.shape_conditions import taken_equal
+from ...topi.utils import slice_params
 from ..expr import Call, Constant, Expr, Tuple, TupleWrapper
 from .layout import Layout
 from .layout import _layout_shape as _layout_forward_shape
 from .op import define_op
 from .type_relations import (
     check_num_args,
-    dims_equal,
     dims_product,
     is_static_dim,
     normalize_axis,
