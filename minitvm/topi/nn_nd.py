@@ -365,10 +365,10 @@ def _yolo_reorg(attrs, inputs, out_type):
 def _sliding_window(attrs, inputs, out_type):
     x = inputs[0]
     axis = int(attrs.axis)
-    axis = axis + len(ishape(x)) if axis < 0 else axis
+    axis = axis + len(dims(x)) if axis < 0 else axis
     strides = [int(s) for s in attrs.strides]
     nd = len(strides)
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
 
     def body(*i):
         lead, counts, win = i[:axis], i[axis:axis + nd], i[axis + nd:]
@@ -386,9 +386,9 @@ def _meshgrid(attrs, inputs, out_type):
         axis = {0: 1, 1: 0}.get(k, k) if xy else k
 
         def body(*i, x=x, axis=axis):
-            return x[i[axis]] if len(ishape(x)) == 1 else x[()]
+            return x[i[axis]] if len(dims(x)) == 1 else x[()]
 
-        outs.append(te.compute(static_shape(t), body, name=f"meshgrid{k}"))
+        outs.append(te.compute(out_dims(t), body, name=f"meshgrid{k}"))
     return outs
 
 

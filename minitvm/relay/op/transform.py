@@ -26,7 +26,7 @@ from ...topi.shape import (  # shape rules shared with topi's numpy references
     squeeze_type,
     transpose_axes,
 )
-from ...topi.shape_conditions import taken_equal
+from ...topi.shape_conditions import at_most, taken_equal
 from ...topi.utils import slice_params
 from ..expr import Call, Constant, Expr, Tuple, TupleWrapper
 from .layout import Layout
@@ -370,7 +370,11 @@ def _split_rel(arg_types, attrs):
         for idx in ios:
             pieces.append(idx - begin)
             begin = idx
-        pieces.append(d - begin if is_static_dim(d) else Any())
+        if is_static_dim(d) or isinstance(d, Any):
+            pieces.append(d - begin if is_static_dim(d) else Any())
+        else:  # (a symbolic size: the rest past the last index, which it must reach)
+            at_most(begin, d)
+            pieces.append(d - begin if begin else d)
         if any(is_static_dim(p) and p < 0 for p in pieces):
             raise ValueError(f"split: indices {list(ios)} must be sorted and within axis size {d}")
     fields = []
