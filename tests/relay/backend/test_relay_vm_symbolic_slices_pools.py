@@ -13,6 +13,7 @@ from minitvm import relay
 from minitvm.relay.backend.vm.kernels import dynamic_kernel_counts
 from minitvm.relay.backend.vm.symbolic import SymbolicKernel
 from minitvm.runtime.vm import VirtualMachine
+from minitvm.testing.fuzz.differential import flatten
 
 A = relay.Any
 
@@ -26,15 +27,14 @@ def _build(params, body):
 
 
 def _agree(vm, interp, *args, exact=True):
-    want = interp(*args)
-    got = vm.run(*args)
-    want, got = (want, got) if isinstance(want, list | tuple) else ([want], [got])
+    want, got = flatten(interp(*args)), flatten(vm.run(*args))
+    assert len(want) == len(got)
     for w, g in zip(want, got, strict=True):
         assert g.shape == w.shape
         if exact:
-            np.testing.assert_array_equal(g.numpy(), w.numpy())
+            np.testing.assert_array_equal(g, w)
         else:
-            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
 SLICES = [([1], [3], [1], [0]), ([-2], [2**31 - 1], [1], [0]), ([0], [-1], [2], [0]),
@@ -177,5 +177,47 @@ def test_3d_pools_over_run_time_sizes(make):
     assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
     r = np.random.default_rng(3)
     for shape in ((1, 1, 2, 3, 3), (2, 1, 5, 3, 4), (1, 1, 3, 4, 5)):
+        _agree(vm, interp, r.standard_normal(shape).astype("float32"), exact=False)
+    assert runs[0]._fallback is None
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: relay.split(x, [1, 3], axis=0).astuple(),
+    lambda x: relay.sliding_window(x, 0, [2, 3], [1, 1]),
+], ids=["split_indices", "sliding_window"])
+def test_pieces_and_windows_over_a_run_time_axis(make):
+    """The last piece of a split at indices and the count of windows are expressions of the
+    size; the size must reach the last index / fit a window (a shape condition: a shorter
+    input raises, as the interpreter does)."""
+    x = relay.var("x", shape=(A(), 3), dtype="float32")
+    exe, runs, vm, interp = _build([x], make(x))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    assert runs[0].conditions
+    for n in (3, 4, 8):
+        _agree(vm, interp, np.arange(n * 3, dtype="float32").reshape(n, 3))
+    assert runs[0]._fallback is None
+    short = np.zeros((1, 3), "float32")
+    with pytest.raises(Exception):  # noqa: PT011 - the interpreter's own error
+        interp(short)
+    with pytest.raises(Exception):  # noqa: PT011
+        vm.run(short)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: relay.nn.upsampling(x, 2, 3, method="bilinear", align_corners=True),
+    lambda x: relay.nn.upsampling(x, 2, 2),
+    lambda x: relay.image.resize2d(x, (5, 3), method="cubic"),
+    lambda x: relay.image.resize2d(x, (4, 7), method="nearest_neighbor",
+                                   coordinate_transformation_mode="asymmetric",
+                                   rounding_method="floor"),
+], ids=["upsampling_bilinear", "upsampling_nearest", "resize_cubic", "resize_nearest"])
+def test_resizes_over_run_time_sizes(make):
+    """Upsampling (an output of twice / three times the size) and resizes to a fixed size of
+    inputs 1x1 up to 6x5: one symbolic kernel, the interpreter's values."""
+    x = relay.var("x", shape=(A(), 2, A(), A()), dtype="float32")
+    exe, runs, vm, interp = _build([x], make(x))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    r = np.random.default_rng(4)
+    for shape in ((1, 2, 1, 1), (2, 2, 3, 4), (1, 2, 6, 5)):
         _agree(vm, interp, r.standard_normal(shape).astype("float32"), exact=False)
     assert runs[0]._fallback is None
