@@ -266,14 +266,18 @@ def _take(attrs, inputs, out_type):
     n = ds[axis]
     mode = getattr(attrs, "mode", "clip") or "clip"
 
+    # (an index of a symbolic axis: computed in the size's dtype)
+    dt = "int32" if isinstance(n, int) else n.dtype
+
     def body(*i):
         j = ind[tuple(i[axis:axis + len(ins)])] if ins else ind[()]
-        j = E.Cast("int32", j) if j.dtype != "int32" else j
+        j = E.Cast(dt, j) if j.dtype != dt else j
         if mode == "wrap":
             j = E.FloorMod(j, n)
         else:
-            j = E.Max(E.Min(E.Select(j < 0, j + n, j) if mode == "fast" else j, _i(n - 1)),
-                      _i(0))
+            last = _i(n - 1) if dt == "int32" else n - 1
+            j = E.Max(E.Min(E.Select(j < 0, j + n, j) if mode == "fast" else j, last),
+                      E.IntImm(dt, 0))
         idx = list(i[:axis]) + [j] + list(i[axis + len(ins):])
         return data[tuple(idx)]
 
@@ -359,14 +363,20 @@ def _pad(attrs, inputs, out_type):
     if mode != "constant":
         return [_mirrored(x, attrs.pad_width, mode, shape)]
     before = [int(p[0]) for p in attrs.pad_width]
+    after = [int(p[1]) for p in attrs.pad_width]
+
+    def padded(d, n) -> bool:
+        if isinstance(n, int) and isinstance(shape[d], int):
+            return bool(before[d]) or shape[d] != n
+        return bool(before[d] or after[d])  # (a symbolic size: padded where a width is)
 
     def body(*i):
         conds, idx = [], []
         for d, n in enumerate(xs):
             j = i[d] - before[d] if before[d] else i[d]
-            if before[d] or shape[d] != n:
+            if padded(d, n):
                 conds.append(E.And(j >= 0, j < n))
-                j = E.Max(E.Min(j, _i(n - 1)), _i(0))
+                j = E.Max(E.Min(j, _i(n - 1) if isinstance(n, int) else n - 1), _i(0))
             idx.append(j)
         v = x[tuple(idx)]
         if not conds:

@@ -221,3 +221,20 @@ def test_resizes_over_run_time_sizes(make):
     for shape in ((1, 2, 1, 1), (2, 2, 3, 4), (1, 2, 6, 5)):
         _agree(vm, interp, r.standard_normal(shape).astype("float32"), exact=False)
     assert runs[0]._fallback is None
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: relay.nn.pad(x, ((0, 0), (1, 0), (2, 1)), pad_value=1.5),
+    lambda x: relay.take(x, relay.const(np.array([0, 1, -1, 5], "int32")), axis=1),
+    lambda x: relay.take(x, relay.const(np.array([[0, 7], [-1, 2]], "int32")), axis=2,
+                         mode="wrap"),
+], ids=["pad_value", "take_clip", "take_wrap"])
+def test_pad_and_take_over_run_time_sizes(make):
+    """Constant padding and gathers (clipped, wrapped indices) of axes of 1 to 6: one symbolic
+    kernel, the interpreter's elements."""
+    x = relay.var("x", shape=(A(), A(), A()), dtype="float32")
+    exe, runs, vm, interp = _build([x], make(x))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    for shape in ((1, 1, 1), (2, 3, 4), (0, 6, 5)):
+        _agree(vm, interp, np.random.default_rng(5).standard_normal(shape).astype("float32"))
+    assert runs[0]._fallback is None
