@@ -395,18 +395,21 @@ def _meshgrid(attrs, inputs, out_type):
 @compute("nn.fifo_buffer")
 def _fifo_buffer(attrs, inputs, out_type):
     data, buf = inputs
-    bs = ishape(buf)
+    bs = dims(buf)
     axis = int(attrs.axis)
     axis = axis + len(bs) if axis < 0 else axis
-    nd_, nb = ishape(data)[axis], bs[axis]
+    nd_, nb = dims(data)[axis], bs[axis]
+
+    def c(v):  # (an int as a constant; a symbolic size's expression as it is)
+        return _i(v) if isinstance(v, int) else v
 
     def body(*i):
-        j = i[axis] + _i(nd_)  # position in concat(buffer, data)
+        j = i[axis] + c(nd_)  # position in concat(buffer, data)
         from_buf = list(i)
-        from_buf[axis] = E.Min(j, _i(nb - 1))
+        from_buf[axis] = E.Min(j, c(nb - 1))
         from_data = list(i)
-        from_data[axis] = E.Max(j - _i(nb), _i(0))
-        return E.Select(j < _i(nb), buf[tuple(from_buf)], data[tuple(from_data)])
+        from_data[axis] = E.Max(j - c(nb), _i(0))
+        return E.Select(j < c(nb), buf[tuple(from_buf)], data[tuple(from_data)])
 
     return [te.compute(tuple(bs), body, name="fifo_buffer")]
 
@@ -416,15 +419,18 @@ def _cross_entropy(logits: bool):
     def fcompute(attrs, inputs, out_type):
         x, y = inputs
         t = out_tensor_types(out_type)[0]
-        xs = ishape(x)
+        xs = dims(x)
         rs = [te.reduce_axis((0, n), name=f"r{j}") for j, n in enumerate(xs)]
+        # (a symbolic batch: its size converted)
+        batch = E.FloatImm(t.dtype, float(xs[0])) if isinstance(xs[0], int) else \
+            E.Cast(t.dtype, xs[0])
 
         def term():
             v = x[tuple(rs)] if logits else tir_op.log(x[tuple(rs)])
             return te.sum(v * y[tuple(rs)], axis=rs)
 
         s = te.compute((), term, name="cross_entropy_sum")
-        return [te.compute((), lambda: -s[()] / E.FloatImm(t.dtype, float(xs[0])),
+        return [te.compute((), lambda: -s[()] / batch,
                            name="cross_entropy")]
 
     return fcompute

@@ -238,3 +238,35 @@ def test_pad_and_take_over_run_time_sizes(make):
     for shape in ((1, 1, 1), (2, 3, 4), (0, 6, 5)):
         _agree(vm, interp, np.random.default_rng(5).standard_normal(shape).astype("float32"))
     assert runs[0]._fallback is None
+
+
+def test_lrn_over_run_time_channels():
+    """``nn.lrn`` over a run-time channel axis (its padded window as expressions of it):
+    channels 1, 2, 7 in one kernel."""
+    x = relay.var("x", shape=(A(), A(), 2, 2), dtype="float32")
+    exe, runs, vm, interp = _build([x], relay.nn.lrn(x, size=5, axis=1))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    for c in (1, 2, 7):
+        _agree(vm, interp, np.random.default_rng(c).standard_normal((2, c, 2, 2)).astype(
+            "float32"), exact=False)
+    assert runs[0]._fallback is None
+
+
+def test_fifo_buffer_and_cross_entropy_over_run_time_sizes():
+    """A FIFO buffer shifted by run-time data lengths (0 to the whole buffer) and a
+    cross-entropy averaged over a run-time batch (its size converted)."""
+    x, b = relay.var("x", shape=(A(), 3)), relay.var("b", shape=(A(), 3))
+    exe, runs, vm, interp = _build([x, b], relay.nn.fifo_buffer(x, b, axis=0))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    r = np.random.default_rng(6)
+    for n, m in ((0, 4), (1, 4), (4, 4), (2, 1)):
+        _agree(vm, interp, r.standard_normal((n, 3)).astype("float32"),
+               r.standard_normal((m, 3)).astype("float32"))
+    assert runs[0]._fallback is None
+    p, q = relay.var("p", shape=(A(), A())), relay.var("q", shape=(A(), A()))
+    exe, runs, vm, interp = _build([p, q], relay.nn.cross_entropy_with_logits(p, q))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    for shape in ((1, 1), (5, 3)):
+        _agree(vm, interp, r.standard_normal(shape).astype("float32"),
+               r.standard_normal(shape).astype("float32"), exact=False)
+    assert runs[0]._fallback is None
