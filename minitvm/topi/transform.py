@@ -20,6 +20,11 @@ from .utils import (
 from .utils import i32 as _i
 
 
+def _c(v):
+    """An int32 constant of an int; a symbolic size's expression as it is."""
+    return _i(v) if isinstance(v, int) else v
+
+
 def _same_size(a, b) -> bool:
     if isinstance(a, int) or isinstance(b, int):
         return isinstance(a, int) and isinstance(b, int) and a == b
@@ -342,11 +347,11 @@ def _layout_transform(attrs, inputs, out_type):
         for name, positions in dst_groups.items():
             coord = None
             for k in positions:
-                coord = i[k] if coord is None else coord * _i(shape[k]) + i[k]
+                coord = i[k] if coord is None else coord * _c(shape[k]) + i[k]
             src_pos = src_groups[name]
             for k in reversed(src_pos[1:]):
-                idx[k] = E.FloorMod(coord, _i(xs[k]))
-                coord = E.FloorDiv(coord, _i(xs[k]))
+                idx[k] = E.FloorMod(coord, _c(xs[k]))
+                coord = E.FloorDiv(coord, _c(xs[k]))
             idx[src_pos[0]] = coord
         return x[tuple(idx)]
 
@@ -581,13 +586,14 @@ def _reverse_sequence(attrs, inputs, out_type):
     nd = len(shape)
     seq, bat = int(attrs.seq_axis) % nd, int(attrs.batch_axis) % nd
     n = shape[seq]
+    dt = "int32" if isinstance(n, int) else n.dtype  # (a symbolic length: in its dtype)
 
     def body(*i):
         ln = lengths[(i[bat],)]
-        ln = E.Cast("int32", ln) if ln.dtype != "int32" else ln
-        ln = E.Max(E.Min(ln, _i(n)), _i(0))
+        ln = E.Cast(dt, ln) if ln.dtype != dt else ln
+        ln = E.Max(E.Min(ln, _i(n) if dt == "int32" else n), E.IntImm(dt, 0))
         j = i[seq]
-        src = E.Select(j < ln, ln - 1 - j, j)
+        src = E.Select(j < ln, ln - E.IntImm(dt, 1) - j if dt != "int32" else ln - 1 - j, j)
         return x[tuple(src if d == seq else i[d] for d in range(nd))]
 
     return [te.compute(shape, body, name="reverse_sequence")]

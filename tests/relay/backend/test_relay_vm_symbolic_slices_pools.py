@@ -270,3 +270,36 @@ def test_fifo_buffer_and_cross_entropy_over_run_time_sizes():
         _agree(vm, interp, r.standard_normal(shape).astype("float32"),
                r.standard_normal(shape).astype("float32"), exact=False)
     assert runs[0]._fallback is None
+
+
+def test_layout_transform_back_over_run_time_sizes():
+    """NCHW4c -> NCHW of an all-run-time shape: the channels are the outer channels times the
+    run-time sub-axis, one kernel for every size (a sub-axis other than 4 too, which the
+    interpreter merges the same way)."""
+    x = relay.var("x", shape=(A(), A(), A(), A(), A()), dtype="float32")
+    exe, runs, vm, interp = _build([x], relay.layout_transform(x, "NCHW4c", "NCHW"))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    for shape in ((1, 1, 1, 1, 4), (2, 3, 2, 1, 4), (0, 2, 2, 2, 4), (1, 2, 2, 2, 3)):
+        _agree(vm, interp, np.random.default_rng(7).standard_normal(shape).astype("float32"))
+    assert runs[0]._fallback is None
+
+
+def test_reverse_sequence_and_broadcast_to_over_run_time_sizes():
+    """Sequences reversed along a run-time axis (lengths past it clamped); a broadcast of a
+    run-time shape to a fixed one takes the sizes as the target's (a condition): a unit
+    axis, which broadcasts too, runs per shape with the interpreter's values."""
+    x, n = relay.var("x", shape=(A(), A())), relay.var("n", shape=(A(),), dtype="int32")
+    exe, runs, vm, interp = _build([x, n], relay.reverse_sequence(x, n, seq_axis=0,
+                                                                  batch_axis=1))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    r = np.random.default_rng(8)
+    for t, b in ((1, 1), (5, 3), (0, 2)):
+        _agree(vm, interp, r.standard_normal((t, b)).astype("float32"),
+               r.integers(0, t + 3, (b,)).astype("int32"))
+    assert runs[0]._fallback is None
+    exe, runs, vm, interp = _build([x], relay.broadcast_to(x, (4, 3)))
+    assert dynamic_kernel_counts(exe.kernels) == {"symbolic": 1, "specialized": 0}
+    _agree(vm, interp, r.standard_normal((4, 3)).astype("float32"))
+    assert runs[0]._fallback is None
+    _agree(vm, interp, r.standard_normal((1, 3)).astype("float32"))
+    assert runs[0]._fallback is not None
