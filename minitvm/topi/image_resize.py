@@ -23,7 +23,7 @@ from ..tir import op as tir_op
 from .broadcast import ax_names
 from .shape import hw_axes, spatial_axes
 from .utils import as_float as _f
-from .utils import compute, out_tensor_types, static_shape
+from .utils import compute, out_dims, out_tensor_types
 
 __all__ = ["RESIZE_TAG", "AxisMap", "ResizeSpec", "resize", "resize2d", "source_coordinate"]
 
@@ -318,7 +318,7 @@ def resize2d(data, size, layout: str = "NCHW", method: str = "linear",
 # ------------------------------------------------------------------ Relay's computes
 def _out(out_type):
     t = out_tensor_types(out_type)[0]
-    return static_shape(t), t.dtype
+    return out_dims(t), t.dtype  # (ints where static; a symbolic size's expression)
 
 
 def _image_resize(spatial: str):

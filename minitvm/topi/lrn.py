@@ -11,23 +11,35 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .utils import compute, normalize_axis, out_tensor_types, static_shape
+from .utils import compute, normalize_axis
 
 
 def lrn(x, size: int, axis: int, alpha: float, beta: float, bias: float):
-    """``nn.lrn`` of the tensor ``x`` (float), over ``axis``, whose extent must be static (the
-    other axes may be symbolic: a dynamic batch)."""
+    """``nn.lrn`` of the tensor ``x`` (float), over ``axis``; any axis may be symbolic (a
+    dynamic batch, a Relay VM kernel over run-time channels)."""
     shape = list(x.shape)
     axis = normalize_axis(axis, len(shape), "nn.lrn")
     size = int(size)
     if size < 1:
         raise ValueError(f"nn.lrn: size must be positive, got {size}")
-    if not isinstance(shape[axis], (int, E.IntImm)):
-        raise ValueError(f"nn.lrn: the normalized axis needs a static extent, got {shape[axis]}")
-    half, n = size // 2, int(shape[axis])
+    half = size // 2
+    if isinstance(shape[axis], (int, E.IntImm)):
+        n = int(shape[axis])
 
-    def extent(v):  # in the index type of the input's dims (int64 from Relax)
-        return E.IntImm(shape[axis].dtype, v) if isinstance(shape[axis], E.IntImm) else v
+        def extent(v):  # in the index type of the input's dims (int64 from Relax)
+            return E.IntImm(shape[axis].dtype, v) if isinstance(shape[axis], E.IntImm) else v
+
+        def in_type(v, dtype):  # (an int bound as a constant of the index's type)
+            return E.IntImm(dtype, v)
+    else:  # a symbolic extent (a Relay VM symbolic kernel): bounds as its expressions
+        n = shape[axis]
+
+        def extent(v):
+            return E.IntImm(n.dtype, v) if isinstance(v, int) else v
+
+        def in_type(v, dtype):
+            v = extent(v)
+            return v if v.dtype == dtype else E.Cast(dtype, v)
 
     padded = list(shape)
     padded[axis] = extent(n + size - 1)
@@ -35,9 +47,9 @@ def lrn(x, size: int, axis: int, alpha: float, beta: float, bias: float):
 
     def sq(*i):
         j = i[axis] - E.IntImm(i[axis].dtype, half)
-        v = x[(*i[:axis], tir_op.max(tir_op.min(j, E.IntImm(j.dtype, n - 1)),
+        v = x[(*i[:axis], tir_op.max(tir_op.min(j, in_type(n - 1, j.dtype)),
                                      E.IntImm(j.dtype, 0)), *i[axis + 1:])]
-        inside = E.And(j >= E.IntImm(j.dtype, 0), j < E.IntImm(j.dtype, n))
+        inside = E.And(j >= E.IntImm(j.dtype, 0), j < in_type(n, j.dtype))
         return E.Select(inside, v * v, E.const(0, dt))
 
     sqp = te.compute(padded, sq, name="lrn_sq")
@@ -51,6 +63,5 @@ def lrn(x, size: int, axis: int, alpha: float, beta: float, bias: float):
 
 @compute("nn.lrn")
 def _lrn(attrs, inputs, out_type):
-    static_shape(out_tensor_types(out_type)[0])  # (symbolic shapes: the numpy kernel)
     return [lrn(inputs[0], int(attrs.size), int(attrs.axis), float(attrs.alpha),
                 float(attrs.beta), float(attrs.bias))]

@@ -157,8 +157,12 @@ def _global_pool(kind):
         if kind == "max":
             return [s]
         # (an integer mean divides by an integer count, truncating as the reference does)
-        count = E.FloatImm(t.dtype, float(h * wd)) if t.dtype.startswith(("float", "bfloat")) \
-            else E.IntImm(t.dtype, h * wd)
+        if not isinstance(h * wd, int):  # (symbolic sizes: their product, converted)
+            count = E.Cast(t.dtype, h * wd)
+        elif t.dtype.startswith(("float", "bfloat")):
+            count = E.FloatImm(t.dtype, float(h * wd))
+        else:
+            count = E.IntImm(t.dtype, h * wd)
         return [te.compute(shape, lambda b, c, y, xx: s[b, c, y, xx] / count,
                            name="global_avg_pool2d")]
 

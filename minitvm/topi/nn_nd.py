@@ -11,13 +11,29 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
-from .shape import spatial_axes
-from .utils import compute, ieee_max, ishape, lowest, out_tensor_types, pad_tuple, static_shape
+from .shape import pool_tuple, spatial_axes
+from .utils import (
+    compute,
+    dims,
+    ieee_max,
+    ishape,
+    lowest,
+    out_dims,
+    out_tensor_types,
+    pad_tuple,
+    static_shape,
+)
 from .utils import i32 as _i
 
 
 def _acc(x, dtype):
     return x if x.dtype == dtype else E.Cast(dtype, x)
+
+
+def _static(t, x) -> bool:
+    """Whether result type ``t`` and te tensor ``x`` have static shapes (else the computes
+    written for symbolic sizes build them)."""
+    return all(isinstance(d, int) for d in (*out_dims(t), *dims(x)))
 
 
 def _all(conds):
@@ -188,10 +204,19 @@ def _conv3d_transpose(attrs, inputs, out_type):
 def _pool3d(kind):
     def fcompute(attrs, inputs, out_type):
         t = out_tensor_types(out_type)[0]
-        shape = static_shape(t)
         x = inputs[0]
         if attrs.layout != "NCDHW":
             raise ValueError("3-D pooling is lowered natively for NCDHW only")
+        if not _static(t, x):  # (symbolic sizes: the N-d window pool, masked per window)
+            from .pooling import window_pool
+
+            return window_pool(x, kind, out_dims(t), [2, 3, 4],
+                               *(pool_tuple(v, 3) for v in (attrs.pool_size, attrs.strides,
+                                                            attrs.dilation)),
+                               pad_tuple(attrs.padding, 3),
+                               bool(getattr(attrs, "count_include_pad", False)),
+                               f"{kind}_pool3d")
+        shape = static_shape(t)
         sizes = ishape(x)[2:]
         ks = [int(k) for k in attrs.pool_size]
         st = [int(s) for s in attrs.strides]
@@ -251,8 +276,14 @@ compute("nn.avg_pool3d")(_pool3d("avg"))
 def _adaptive(kind, spatial):
     def fcompute(attrs, inputs, out_type):
         t = out_tensor_types(out_type)[0]
-        shape = static_shape(t)
         x = inputs[0]
+        if not _static(t, x):  # (symbolic sizes: the N-d adaptive pool, bins as expressions)
+            from .pooling import adaptive_pool
+
+            return adaptive_pool(x, kind, out_dims(t),
+                                 spatial_axes(attrs.layout, len(x.shape), spatial, "pool"),
+                                 f"adaptive_{kind}_pool")
+        shape = static_shape(t)
         xs = ishape(x)
         axes = spatial_axes(attrs.layout, len(xs), spatial, "pool")
         ins = [xs[a] for a in axes]
@@ -334,10 +365,10 @@ def _yolo_reorg(attrs, inputs, out_type):
 def _sliding_window(attrs, inputs, out_type):
     x = inputs[0]
     axis = int(attrs.axis)
-    axis = axis + len(ishape(x)) if axis < 0 else axis
+    axis = axis + len(dims(x)) if axis < 0 else axis
     strides = [int(s) for s in attrs.strides]
     nd = len(strides)
-    shape = static_shape(out_tensor_types(out_type)[0])
+    shape = out_dims(out_tensor_types(out_type)[0])
 
     def body(*i):
         lead, counts, win = i[:axis], i[axis:axis + nd], i[axis + nd:]
@@ -355,27 +386,30 @@ def _meshgrid(attrs, inputs, out_type):
         axis = {0: 1, 1: 0}.get(k, k) if xy else k
 
         def body(*i, x=x, axis=axis):
-            return x[i[axis]] if len(ishape(x)) == 1 else x[()]
+            return x[i[axis]] if len(dims(x)) == 1 else x[()]
 
-        outs.append(te.compute(static_shape(t), body, name=f"meshgrid{k}"))
+        outs.append(te.compute(out_dims(t), body, name=f"meshgrid{k}"))
     return outs
 
 
 @compute("nn.fifo_buffer")
 def _fifo_buffer(attrs, inputs, out_type):
     data, buf = inputs
-    bs = ishape(buf)
+    bs = dims(buf)
     axis = int(attrs.axis)
     axis = axis + len(bs) if axis < 0 else axis
-    nd_, nb = ishape(data)[axis], bs[axis]
+    nd_, nb = dims(data)[axis], bs[axis]
+
+    def c(v):  # (an int as a constant; a symbolic size's expression as it is)
+        return _i(v) if isinstance(v, int) else v
 
     def body(*i):
-        j = i[axis] + _i(nd_)  # position in concat(buffer, data)
+        j = i[axis] + c(nd_)  # position in concat(buffer, data)
         from_buf = list(i)
-        from_buf[axis] = E.Min(j, _i(nb - 1))
+        from_buf[axis] = E.Min(j, c(nb - 1))
         from_data = list(i)
-        from_data[axis] = E.Max(j - _i(nb), _i(0))
-        return E.Select(j < _i(nb), buf[tuple(from_buf)], data[tuple(from_data)])
+        from_data[axis] = E.Max(j - c(nb), _i(0))
+        return E.Select(j < c(nb), buf[tuple(from_buf)], data[tuple(from_data)])
 
     return [te.compute(tuple(bs), body, name="fifo_buffer")]
 
@@ -385,15 +419,18 @@ def _cross_entropy(logits: bool):
     def fcompute(attrs, inputs, out_type):
         x, y = inputs
         t = out_tensor_types(out_type)[0]
-        xs = ishape(x)
+        xs = dims(x)
         rs = [te.reduce_axis((0, n), name=f"r{j}") for j, n in enumerate(xs)]
+        # (a symbolic batch: its size converted)
+        batch = E.FloatImm(t.dtype, float(xs[0])) if isinstance(xs[0], int) else \
+            E.Cast(t.dtype, xs[0])
 
         def term():
             v = x[tuple(rs)] if logits else tir_op.log(x[tuple(rs)])
             return te.sum(v * y[tuple(rs)], axis=rs)
 
         s = te.compute((), term, name="cross_entropy_sum")
-        return [te.compute((), lambda: -s[()] / E.FloatImm(t.dtype, float(xs[0])),
+        return [te.compute((), lambda: -s[()] / batch,
                            name="cross_entropy")]
 
     return fcompute

@@ -39,6 +39,15 @@ from .utils import i32 as _i
 POOL_TAG = "pool2d_window"  # (schedule/pool.py's tag: the schedules import topi, not back)
 
 
+def _c(v):
+    """An index bound: an int32 constant of an int, a symbolic size's expression as it is."""
+    return _i(v) if isinstance(v, int) else v
+
+
+def _static(*vals) -> bool:
+    return all(isinstance(v, int) for v in vals)
+
+
 def _all(conds):
     out = conds[0]
     for c in conds[1:]:
@@ -78,8 +87,9 @@ def _whole_window(sizes, outs, ks, dl, pads) -> bool:
     """Is the pool one window over the whole unpadded axes (TFLite's AVERAGE_POOL_2D head, a
     7x7 pool of 7x7)? Then it is the global pool's plain reduction (a 1280x7x7 float mean,
     NCHW: 0.032 -> 0.008 ms)."""
-    return not any(pads) and all(o == 1 and k == n and (d == 1 or k == 1)
-                                 for n, o, k, d in zip(sizes, outs, ks, dl, strict=True))
+    return not any(pads) and _static(*sizes, *outs) and \
+        all(o == 1 and k == n and (d == 1 or k == 1)
+            for n, o, k, d in zip(sizes, outs, ks, dl, strict=True))
 
 
 def window_pool(x, kind: str, shape, axes, ks, st, dl, pads, count_include_pad: bool, name: str):
@@ -95,9 +105,11 @@ def window_pool(x, kind: str, shape, axes, ks, st, dl, pads, count_include_pad: 
     if _whole_window(sizes, outs, ks, dl, pads):
         return _global_pool(x, kind, shape, axes, name)
     rk = [te.reduce_axis((0, k), name=f"r{q}") for q, k in enumerate(ks)]
-    # the axes where some window leaves the input (padding, or a ceil-mode overhang)
+    # the axes where some window leaves the input (padding, or a ceil-mode overhang; over a
+    # symbolic size, any: a ceil-mode window may overhang at some sizes)
     masked = [
-        before[q] > 0 or (outs[q] - 1) * st[q] + (ks[q] - 1) * dl[q] - before[q] >= sizes[q]
+        before[q] > 0 or not _static(outs[q], sizes[q]) or
+        (outs[q] - 1) * st[q] + (ks[q] - 1) * dl[q] - before[q] >= sizes[q]
         for q in range(nd)
     ]
     info = None
@@ -118,7 +130,7 @@ def window_pool(x, kind: str, shape, axes, ks, st, dl, pads, count_include_pad: 
             j = idx[a] * st[q] + rk[q] * dl[q] - before[q]
             if masked[q]:
                 conds.append(E.And(j >= 0, j < sizes[q]))
-                j = E.Max(E.Min(j, _i(sizes[q] - 1)), _i(0))
+                j = E.Max(E.Min(j, _c(sizes[q] - 1)), _i(0))
             fixed[a] = j
         return (_all(conds) if conds else None), x[tuple(fixed)]
 
@@ -138,14 +150,17 @@ def window_pool(x, kind: str, shape, axes, ks, st, dl, pads, count_include_pad: 
         # with count_include_pad inside the padded input (never a ceil-mode window's overhang)
         lo, hi = (-before[q], sizes[q] + after[q]) if count_include_pad else (0, sizes[q])
         start = o * st[q] - before[q]
-        a, b = _i(lo + dl[q] - 1) - start, _i(hi - 1) - start
+        a, b = _c(lo + dl[q] - 1) - start, _c(hi - 1) - start
         if dl[q] != 1:  # (vector integer division is slow: only where taps are spaced)
             a, b = E.FloorDiv(a, _i(dl[q])), E.FloorDiv(b, _i(dl[q]))
         first, last = E.Max(a, _i(0)), E.Min(b, _i(ks[q] - 1))
         return E.Max(last - first + 1, _i(0))
 
     def fixed_count(q):
-        """The tap count of axis ``q`` when every window has the same one, else None."""
+        """The tap count of axis ``q`` when every window has the same one, else None (over
+        a symbolic size: counted per window)."""
+        if not _static(sizes[q], outs[q]):
+            return None
         lo, hi = (-before[q], sizes[q] + after[q]) if count_include_pad else (0, sizes[q])
         counts = {
             sum(lo <= o * st[q] - before[q] + t * dl[q] < hi for t in range(ks[q]))
@@ -219,8 +234,9 @@ def _global_pool(x, kind: str, shape, axes, name: str):
     total = te.compute(shape, lambda *idx: te.sum(load(idx), axis=red), name=f"{name}_sum")
     n = 1
     for a in axes:
-        n *= xs[a]
-    return [te.compute(shape, lambda *idx: total[idx] / E.const(n, total.dtype), name=name)]
+        n = n * xs[a]
+    count = E.const(n, total.dtype) if isinstance(n, int) else E.Cast(total.dtype, n)
+    return [te.compute(shape, lambda *idx: total[idx] / count, name=name)]
 
 
 def adaptive_pool(x, kind: str, shape, axes, name: str):
@@ -228,6 +244,8 @@ def adaptive_pool(x, kind: str, shape, axes, name: str):
     xs = dims(x)
     sizes = [xs[a] for a in axes]
     outs = [shape[a] for a in axes]
+    if not _static(*sizes, *outs):
+        return _symbolic_adaptive_pool(x, kind, shape, axes, sizes, outs, name)
     for n, o in zip(sizes, outs, strict=True):
         if o < 1 or n < 1:
             raise ValueError(
@@ -287,6 +305,61 @@ def adaptive_pool(x, kind: str, shape, axes, name: str):
         return E.Cast(dt, cnt)
 
     return _mean_stages(x, shape, total, count, rk, name, tag, info)
+
+
+def _symbolic_adaptive_pool(x, kind: str, shape, axes, sizes, outs, name: str):
+    """Adaptive pooling over symbolic sizes: each output cell ``i`` of ``o`` reduces
+    ``[floor(i * n / o), ceil((i + 1) * n / o))``, a reduction over ``ceil(n / o) + 1`` taps
+    (at least any bin's width) masked to the bin, averaged over its width. The sizes must be
+    positive (``shape_conditions``: a call with an empty axis runs per shape, which refuses
+    it as the static pool does)."""
+    from .shape_conditions import assume_positive
+
+    for n, o in zip(sizes, outs, strict=True):
+        if isinstance(o, int) and o < 1:
+            raise ValueError(f"nn.adaptive_{kind}_pool{len(axes)}d: cannot pool an axis of {n} "
+                             f"to {o}")
+        for v in (n, o):
+            if not isinstance(v, int):
+                assume_positive(v)
+    if all(isinstance(o, int) and o == 1 for o in outs):
+        return _global_pool(x, kind, shape, axes, name)
+    widths = [(_c(n) + _c(o) - _i(1)) // _c(o) + _i(1) if not _static(n, o) else
+              max(hi - lo for lo, hi in adaptive_bins(n, o)) for n, o in zip(sizes, outs)]
+    rk = [te.reduce_axis((0, w), name=f"r{q}") for q, w in enumerate(widths)]
+
+    def bounds(q, i):
+        n, o = _c(sizes[q]), _c(outs[q])
+        return E.FloorDiv(i * n, o), E.FloorDiv(i * n + n + o - _i(1), o)
+
+    def src(idx):
+        fixed, conds = list(idx), []
+        for q, a in enumerate(axes):
+            lo, hi = bounds(q, idx[a])
+            conds.append(lo + rk[q] < hi)
+            fixed[a] = E.Min(lo + rk[q], _c(sizes[q] - 1))
+        return _all(conds), x[tuple(fixed)]
+
+    if kind == "max":
+
+        def body(*idx):
+            cond, v = src(idx)
+            return ieee_max(E.Select(cond, v, lowest(x.dtype)), axis=rk)
+
+        return [te.compute(shape, body, name=name)]
+
+    def total(*idx):
+        cond, v = src(idx)
+        return E.Select(cond, v, E.const(0, x.dtype))
+
+    def count(idx, dt):
+        cnt = None
+        for q, a in enumerate(axes):
+            lo, hi = bounds(q, idx[a])
+            cnt = hi - lo if cnt is None else cnt * (hi - lo)
+        return E.Cast(dt, cnt)
+
+    return _mean_stages(x, shape, total, count, rk, name, "", None)
 
 
 def _adaptive_compute(kind: str, spatial: str):

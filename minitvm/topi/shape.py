@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ir.prim_expr import Any
 from ..ir.type import TensorType
-from ..tir.expr import FloorDiv, IntImm, Mul
+from ..tir.expr import FloorDiv, IntImm, Max, Min, Mul
 from .layout import parse_layout
 from .shape_conditions import agree, assume_divisible, assume_equal
 from .utils import (
@@ -21,7 +21,7 @@ __all__ = [
     "div_dim", "infer_reshape", "reshape_type", "reverse_reshape_type", "reshape_like_type",
     "transpose_axes", "expand_dims_type", "squeeze_axes", "squeeze_type", "slice_like_axes",
     "window_tuple", "spatial_axes", "pool_tuple", "pool_out_size", "adaptive_output_size",
-    "hw_axes",
+    "hw_axes", "slice_start", "slice_extent",
 ]
 
 
@@ -312,3 +312,46 @@ def hw_axes(layout, ndim, op_name):
         raise TypeError(f"{op_name}: layout {layout} does not fit a rank-{ndim} tensor with H "
                         f"and W axes")
     return names.index("H"), names.index("W")
+
+
+# ------------------------------------------------------------------ strided_slice
+def _imm(v: int, like) -> IntImm:
+    return IntImm(getattr(like, "dtype", "int64"), int(v))
+
+
+def _clamp_index(i: int | None, n, step: int, default_lo: bool):
+    """Python's clamping of a slice bound ``i`` (None: the slice's own end) on a symbolic
+    size ``n``: a negative bound counts from the end, a bound past the end stops there
+    (``-1`` / ``n - 1`` bound a negative step's reach)."""
+    lo, hi = (0, n) if step > 0 else (-1, n - 1)
+    if i is None:
+        return _imm(lo, n) if default_lo else hi
+    if step > 0 and i == 0:  # (a size is never negative)
+        return _imm(0, n)
+    if step > 0 and i >= 2**31 - 1:  # (an "until the end" bound)
+        return n
+    if i < 0:
+        return Max(n + _imm(i, n), _imm(lo, n))
+    return Min(_imm(i, n), hi)
+
+
+def slice_start(n, begin: int | None, step: int):
+    """The first index ``x[begin::step]`` reads on an axis of symbolic size ``n``, clamped as
+    Python clamps it (an expression of ``n``)."""
+    from ..arith import Analyzer
+
+    return Analyzer().simplify(_clamp_index(begin, n, step, step > 0))
+
+
+def slice_extent(n, begin: int | None, end: int | None, step: int):
+    """``len(range(n)[begin:end:step])`` for a symbolic size ``n``: an expression (Min / Max
+    clamp the bounds, an empty slice gives 0), as ``slice(begin, end, step).indices(n)``
+    gives it for an int."""
+    from ..arith import Analyzer
+
+    start = _clamp_index(begin, n, step, step > 0)
+    stop = _clamp_index(end, n, step, step < 0)
+    span = stop - start if step > 0 else start - stop
+    a = abs(step)
+    count = FloorDiv(span + _imm(a - 1, n), _imm(a, n)) if a != 1 else span
+    return Analyzer().simplify(Max(count, _imm(0, n)))

@@ -17,7 +17,7 @@ from ..ir.prim_expr import Any
 from .utils import dims_equal, is_static_dim
 
 __all__ = ["collect", "collecting", "assume_divisible", "assume_equal", "assume_positive", "agree", "at_most",
-           "divides"]
+           "divides", "taken_equal"]
 
 # the list the innermost ``collect`` fills, or None: nobody is collecting
 _ACTIVE: contextvars.ContextVar[list | None] = contextvars.ContextVar(
@@ -76,6 +76,21 @@ def agree(a, b) -> bool:
         return a == b
     assume_equal(a, b)
     return True
+
+
+def taken_equal(a, b) -> bool:
+    """Whether a rule may take sizes ``a`` and ``b`` as one: they are the same size, or (only
+    while someone collects, see ``collecting``) at least one is symbolic and their equality is
+    stated for each call to check (a concatenation's ``n`` and ``m``, ``n`` and a slice's
+    ``max(min(n, 1), 0) + max(n - 1, 0)`` no rewrite proves equal). Outside a collection two
+    sizes it cannot prove equal are not the same."""
+    if dims_equal(a, b):
+        return True
+    if collecting() and not (is_static_dim(a) and is_static_dim(b)) and \
+            not isinstance(a, Any) and not isinstance(b, Any):
+        _note("equal", a, b)
+        return True
+    return False
 
 
 def divides(num, den) -> bool:

@@ -6,6 +6,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .layout import Layout, primal_extents, primal_groups
+from .shape import slice_start
 from .utils import (
     compute,
     dims,
@@ -17,6 +18,11 @@ from .utils import (
     slice_params,
 )
 from .utils import i32 as _i
+
+
+def _c(v):
+    """An int32 constant of an int; a symbolic size's expression as it is."""
+    return _i(v) if isinstance(v, int) else v
 
 
 def _same_size(a, b) -> bool:
@@ -205,7 +211,11 @@ def _concatenate(attrs, inputs, out_type):
             # indices clamped so every load is in bounds: a vector condition (the axis inside
             # the vector loop) evaluates both sides
             x, n = inputs[k], dims(inputs[k])[axis]
-            j = E.Max(E.Min(i[axis] - offsets[k], _i(n - 1)), _i(0))
+            if isinstance(n, int):
+                j = E.Max(E.Min(i[axis] - offsets[k], _i(n - 1)), _i(0))
+            else:  # (a symbolic extent: its last index as an expression of its dtype)
+                last = n - 1
+                j = E.Max(E.Min(i[axis] - offsets[k], last), E.IntImm(last.dtype, 0))
             return x[tuple(j if d == axis else i[d] for d in range(nd))]
 
         return pick_piece(i[axis], offsets, load)
@@ -222,7 +232,9 @@ def _strided_slice(attrs, inputs, out_type):
     params = slice_params(xs, attrs)
     starts, steps = [], []
     for d, n in enumerate(xs):
-        if d in params:
+        if d in params and not isinstance(n, int):  # (a symbolic size: clamped as an expr)
+            start, step = slice_start(n, params[d][0], params[d][2]), params[d][2]
+        elif d in params:
             start, _, step = slice(*params[d]).indices(n)
         else:
             start, step = 0, 1
@@ -259,14 +271,18 @@ def _take(attrs, inputs, out_type):
     n = ds[axis]
     mode = getattr(attrs, "mode", "clip") or "clip"
 
+    # (an index of a symbolic axis: computed in the size's dtype)
+    dt = "int32" if isinstance(n, int) else n.dtype
+
     def body(*i):
         j = ind[tuple(i[axis:axis + len(ins)])] if ins else ind[()]
-        j = E.Cast("int32", j) if j.dtype != "int32" else j
+        j = E.Cast(dt, j) if j.dtype != dt else j
         if mode == "wrap":
             j = E.FloorMod(j, n)
         else:
-            j = E.Max(E.Min(E.Select(j < 0, j + n, j) if mode == "fast" else j, _i(n - 1)),
-                      _i(0))
+            last = _i(n - 1) if dt == "int32" else n - 1
+            j = E.Max(E.Min(E.Select(j < 0, j + n, j) if mode == "fast" else j, last),
+                      E.IntImm(dt, 0))
         idx = list(i[:axis]) + [j] + list(i[axis + len(ins):])
         return data[tuple(idx)]
 
@@ -331,11 +347,11 @@ def _layout_transform(attrs, inputs, out_type):
         for name, positions in dst_groups.items():
             coord = None
             for k in positions:
-                coord = i[k] if coord is None else coord * _i(shape[k]) + i[k]
+                coord = i[k] if coord is None else coord * _c(shape[k]) + i[k]
             src_pos = src_groups[name]
             for k in reversed(src_pos[1:]):
-                idx[k] = E.FloorMod(coord, _i(xs[k]))
-                coord = E.FloorDiv(coord, _i(xs[k]))
+                idx[k] = E.FloorMod(coord, _c(xs[k]))
+                coord = E.FloorDiv(coord, _c(xs[k]))
             idx[src_pos[0]] = coord
         return x[tuple(idx)]
 
@@ -352,14 +368,20 @@ def _pad(attrs, inputs, out_type):
     if mode != "constant":
         return [_mirrored(x, attrs.pad_width, mode, shape)]
     before = [int(p[0]) for p in attrs.pad_width]
+    after = [int(p[1]) for p in attrs.pad_width]
+
+    def padded(d, n) -> bool:
+        if isinstance(n, int) and isinstance(shape[d], int):
+            return bool(before[d]) or shape[d] != n
+        return bool(before[d] or after[d])  # (a symbolic size: padded where a width is)
 
     def body(*i):
         conds, idx = [], []
         for d, n in enumerate(xs):
             j = i[d] - before[d] if before[d] else i[d]
-            if before[d] or shape[d] != n:
+            if padded(d, n):
                 conds.append(E.And(j >= 0, j < n))
-                j = E.Max(E.Min(j, _i(n - 1)), _i(0))
+                j = E.Max(E.Min(j, _i(n - 1) if isinstance(n, int) else n - 1), _i(0))
             idx.append(j)
         v = x[tuple(idx)]
         if not conds:
@@ -564,13 +586,14 @@ def _reverse_sequence(attrs, inputs, out_type):
     nd = len(shape)
     seq, bat = int(attrs.seq_axis) % nd, int(attrs.batch_axis) % nd
     n = shape[seq]
+    dt = "int32" if isinstance(n, int) else n.dtype  # (a symbolic length: in its dtype)
 
     def body(*i):
         ln = lengths[(i[bat],)]
-        ln = E.Cast("int32", ln) if ln.dtype != "int32" else ln
-        ln = E.Max(E.Min(ln, _i(n)), _i(0))
+        ln = E.Cast(dt, ln) if ln.dtype != dt else ln
+        ln = E.Max(E.Min(ln, _i(n) if dt == "int32" else n), E.IntImm(dt, 0))
         j = i[seq]
-        src = E.Select(j < ln, ln - 1 - j, j)
+        src = E.Select(j < ln, ln - E.IntImm(dt, 1) - j if dt != "int32" else ln - 1 - j, j)
         return x[tuple(src if d == seq else i[d] for d in range(nd))]
 
     return [te.compute(shape, body, name="reverse_sequence")]

@@ -22,9 +22,11 @@ from ...topi.shape import (  # shape rules shared with topi's numpy references
     reshape_like_type,
     reshape_type,
     reverse_reshape_type,
+    slice_extent,
     squeeze_type,
     transpose_axes,
 )
+from ...topi.shape_conditions import at_most, taken_equal
 from ...topi.utils import slice_params
 from ..expr import Call, Constant, Expr, Tuple, TupleWrapper
 from .layout import Layout
@@ -32,7 +34,6 @@ from .layout import _layout_shape as _layout_forward_shape
 from .op import define_op
 from .type_relations import (
     check_num_args,
-    dims_equal,
     dims_product,
     is_static_dim,
     normalize_axis,
@@ -294,8 +295,9 @@ def _concatenate_rel(arg_types, attrs):
                 out.append(total)
             continue
         known = [d for d in dims if not isinstance(d, Any)]
+        known.sort(key=lambda d: not is_static_dim(d))  # (a static one names the result's)
         for d in known[1:]:
-            if not dims_equal(d, known[0]):
+            if not taken_equal(d, known[0]):
                 raise TypeError(f"concatenate: dimension {k} differs between inputs: "
                                 f"{', '.join(type_str(f) for f in fields)}")
         out.append(known[0] if known else dims[0])  # (all equal when it runs: any one says it)
@@ -328,7 +330,7 @@ def _stack_rel(arg_types, attrs):
     first = fields[0]
     for f in fields[1:]:
         if len(f.shape) != len(first.shape) or not all(
-                isinstance(a, Any) or isinstance(b, Any) or dims_equal(a, b)
+                isinstance(a, Any) or isinstance(b, Any) or taken_equal(a, b)
                 for a, b in zip(f.shape, first.shape)):
             raise TypeError(f"stack: all inputs must have the same shape, got {type_str(first)} "
                             f"and {type_str(f)}")
@@ -368,7 +370,11 @@ def _split_rel(arg_types, attrs):
         for idx in ios:
             pieces.append(idx - begin)
             begin = idx
-        pieces.append(d - begin if is_static_dim(d) else Any())
+        if is_static_dim(d) or isinstance(d, Any):
+            pieces.append(d - begin if is_static_dim(d) else Any())
+        else:  # (a symbolic size: the rest past the last index, which it must reach)
+            at_most(begin, d)
+            pieces.append(d - begin if begin else d)
         if any(is_static_dim(p) and p < 0 for p in pieces):
             raise ValueError(f"split: indices {list(ios)} must be sorted and within axis size {d}")
     fields = []
@@ -399,7 +405,9 @@ def _slice_dim(d, b, e, s):
     if not is_static_dim(d):
         if s == 1 and b in (0, None) and (e is None or e >= 2**31 - 1):
             return d
-        return Any()
+        if isinstance(d, Any):
+            return Any()
+        return slice_extent(d, b, e, s)  # (a symbolic size: the slice's length as its expr)
     return len(range(*slice(b, e, s).indices(d)))
 
 

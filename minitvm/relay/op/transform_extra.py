@@ -6,7 +6,8 @@ from __future__ import annotations
 from ...ir.attrs import Attrs
 from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType, TupleType
-from ...tir.expr import Any
+from ...tir.expr import Any, FloorDiv, IntImm
+from ...topi.shape_conditions import at_most
 from ..expr import Call, Expr, Tuple, TupleWrapper, const
 from .op import define_op, register_numpy_only
 from .type_relations import (
@@ -117,8 +118,12 @@ def _sliding_window_rel(arg_types, attrs):
                 raise TypeError(f"sliding_window: window {win} does not fit the data "
                                 f"{type_str(x)} from axis {axis}")
             counts.append((d - w) // s + 1)
-        else:
+        elif isinstance(d, Any):
             counts.append(Any())
+        else:  # (a symbolic size: the window count as its expression; the window must fit)
+            at_most(w, d)
+            counts.append(FloorDiv(d - IntImm(d.dtype, w), IntImm(d.dtype, s)) +
+                          IntImm(d.dtype, 1))
     return TensorType(tuple(x.shape[:axis]) + tuple(counts) + tuple(win), x.dtype)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ...ir.op import NAMED_TYPE_RELATIONS
 from ...ir.type import TensorType, Type
 from ...tir.expr import Any
+from ...topi import shape_conditions
 from ...topi.shape_conditions import assume_positive
 from ...topi.utils import (  # shared with topi's computes and references
     dim_str,
@@ -81,6 +82,11 @@ def broadcast_shapes(s1: Sequence, s2: Sequence, op_name: str = "broadcast") -> 
             out.append(a)
         elif dims_equal(a, b):
             out.append(a)
+        elif shape_conditions.taken_equal(a, b):
+            # (typed symbolically: two sizes it cannot prove equal, e.g. ``n`` and a slice's
+            # ``max(min(n, 1), 0) + max(n - 1, 0)``, or ``n`` and a 3, are taken as equal and
+            # the kernel checks it at each call; a call where one is 1 runs per shape)
+            out.append(b if is_static_dim(b) else a)
         else:
             raise TypeError(
                 f"{op_name}: incompatible broadcast shapes {shape_str(s1)} and {shape_str(s2)} "

@@ -17,7 +17,10 @@ static axis, of a whole dynamic one or a fixed k of it, unique, all-class NMS, v
 box NMS, RoI pools, the dense factorizations and solves, CTC's forward variables) go through
 their rule when it takes symbolic extents (``SYMBOLIC_RULE_TAGS``). What the shape rules assumed
 of the sizes (``topi.shape_conditions``), in the typing or in a compute (two sizes ``topi.linalg``
-takes as a square's), is checked at each new shape the same way as the typing's equalities.
+takes as a square's), is checked at each new shape the same way as the typing's equalities:
+typed symbolically, a broadcast / join takes two sizes it cannot prove equal as equal
+(``shape_conditions.taken_equal``: ``n`` and a slice's ``max(min(n, 1), 0) + max(n - 1, 0)``),
+and a slice along a symbolic axis has its clamped length as an expression of the size.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import numpy as np
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
+from ....tir.expr import Any, IntImm
 from ....topi.shape import spatial_axes
 from ...expr import Call, Constant, Expr
 from ..op import define_op
@@ -99,7 +100,13 @@ def _upsampling3d_rel(arg_types, attrs):
     for i, scale in zip(idx, (attrs.scale_d, attrs.scale_h, attrs.scale_w)):
         if float(scale) <= 0:
             raise ValueError(f"{op_name}: scales must be positive, got {float(scale)}")
-        shape[i] = arith(lambda s, sc=float(scale): int(np.round(s * sc)), shape[i])
+        d, sc = shape[i], float(scale)
+        if isinstance(d, Any) or is_static_dim(d):
+            shape[i] = arith(lambda s, sc=sc: int(np.round(s * sc)), d)
+        elif sc.is_integer():  # (a symbolic size times a whole scale)
+            shape[i] = d * IntImm(d.dtype, int(sc))
+        else:  # (a fractional scale rounds half to even: left to each shape)
+            shape[i] = Any()
     return TensorType(shape, data.dtype)
 
 
