@@ -17,6 +17,7 @@ depth without recursion.
 
 from __future__ import annotations
 
+import weakref
 from operator import is_
 
 from ..ir.expr import GlobalVar
@@ -97,7 +98,8 @@ def dataflow_post_order(root, children=dataflow_children) -> list:
     return order
 _MISSING = object()
 _SCOPES = (Function, Let, Match)
-_SCOPE_TYPES: dict = {}
+# class -> its scope kinds; weak: passes define visitor classes inside functions, one per call
+_SCOPE_TYPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def scope_children(e) -> tuple:

@@ -170,7 +170,7 @@ class CompiledObject:
     """
 
     __slots__ = ("engine", "address", "py_address", "symbol", "_optimized_ir", "from_disk",
-                 "source_ir", "opt")
+                 "source_ir", "opt", "__weakref__")
 
     def __init__(self, engine, address: int, symbol: str, optimized_ir: str | None, from_disk,
                  source_ir: str | None = None, opt: int = 3):
@@ -328,7 +328,7 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
             engine.finalize_object()
             addr = engine.get_function_address(symbol)
             if addr:
-                return CompiledObject(engine, addr, symbol, None, True, opt=opt)
+                return CompiledObject(engine, addr, symbol, None, True, ir_text, opt)
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         mod.triple = tm.triple
