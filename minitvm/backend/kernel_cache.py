@@ -20,8 +20,8 @@ from collections.abc import Callable
 from ..runtime.bounded_cache import BoundedCache
 from ..runtime.module import Kernel
 
-# 512 keys: the distinct kernels of several models (ResNet-50 has 77)
-KERNEL_CACHE_SIZE = 512
+# 256 keys: the distinct kernels of several models (ResNet-50 has 36)
+KERNEL_CACHE_SIZE = 256
 _CACHE = BoundedCache("backend.kernels", KERNEL_CACHE_SIZE)
 _LOCK = threading.Lock()
 STATS = {"hits": 0, "misses": 0}
