@@ -321,7 +321,7 @@ SAVED_FORMAT = "relay_symbolic"
 # break it. The most recent ``SYMBOLIC_CACHE_SIZE`` keys are kept (LRU): a record holds its
 # function, schedule and native kernel, and a process compiling thousands of distinct dynamic
 # programs (a fuzzer) kept them all.
-SYMBOLIC_CACHE_SIZE = 256
+SYMBOLIC_CACHE_SIZE = 128
 _COMPILED = BoundedCache("relay.vm.symbolic_kernels", SYMBOLIC_CACHE_SIZE)
 _COMPILED_LOCK = threading.Lock()
 LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
