@@ -4,6 +4,12 @@ Kernels are keyed by a hash of their source function plus everything else that c
 (the lowering options, which inputs are constants); candidates under a key are confirmed with the
 caller's equality (structural equality), so a repeated build, or a block repeated inside one
 model, compiles nothing. Thread-safe.
+
+The cache keeps the ``KERNEL_CACHE_SIZE`` most recently used keys (LRU): each entry holds its
+source function and compiled kernel, so an unbounded cache kept every kernel of every program a
+process ever built (a long fuzzing run reached 7 GB). A kernel evicted here but still held by a
+live module is found again by the code generator's cache (``codegen.build``), which then
+compiles nothing; only lowering and scheduling run again.
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from ..runtime.bounded_cache import BoundedCache
 from ..runtime.module import Kernel
 
-_CACHE: dict = {}
+# 256 keys: the distinct kernels of several models (ResNet-50 has 36)
+KERNEL_CACHE_SIZE = 256
+_CACHE = BoundedCache("backend.kernels", KERNEL_CACHE_SIZE)
 _LOCK = threading.Lock()
 STATS = {"hits": 0, "misses": 0}
 
@@ -28,7 +37,7 @@ def cached_kernel(key, source, name: str, equal: Callable, make: Callable[[], Ke
         STATS["misses"] += 1
     kernel = make()
     with _LOCK:
-        _CACHE.setdefault(key, []).append((source, kernel))
+        _CACHE[key] = [*_CACHE.get(key, ()), (source, kernel)]
     return kernel
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import weakref
 
 from ..runtime import jit
+from ..runtime.bounded_cache import BoundedCache
 from ..runtime.gc_pause import paused
 from ..target.host_only import check_host_target
 from ..tir.analysis import verify_well_formed
@@ -93,10 +95,22 @@ LOOP_PASSES = "loop_passes"
 # tiny kernels of four operator test files: IR pipeline 11.5 -> 1.5 (minimal) / 6.1 (O1) CPU s.
 TINY_KERNEL_WORK = 4096
 MINIMAL_KERNEL_WORK = 1024
-_CACHE: dict[str, tuple] = {}
+# The in-process cache of compiled kernels: key -> ``jit.CompiledObject`` (its ``source_ir`` the
+# LLVM IR). Each holds an MCJIT engine (about 0.8 MB of native memory), so the cache keeps only
+# the ``CODE_CACHE_SIZE`` most recently used ones, and finds any older one a live module still
+# holds by weak reference: a rebuild of a live program compiles nothing, a process building
+# thousands of distinct programs (a fuzzer: 7 GB before) keeps at most that many dead kernels
+# (about 0.2 GB). 256 holds the kernels of several models (ResNet-50 has 36 distinct ones); a
+# miss past it loads the object code from the on-disk cache when one is active.
+CODE_CACHE_SIZE = 256
+_CACHE = BoundedCache("codegen.kernels", CODE_CACHE_SIZE, weak=True)
 _STATS = {"hits": 0, "misses": 0}
-_OBJECTS: dict[str, tuple[bytes, int]] = {}  # symbol -> (object code, pipeline level)
-_LOCK = threading.Lock()
+# compiled kernel -> (object code, pipeline level), for those compiled or loaded through the
+# on-disk cache, and symbol -> compiled kernel: kept as long as the kernel lives (a live module
+# or the cache above holds it), so a cache exporting a build finds every kernel's object code
+_OBJECTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BY_SYMBOL: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_LOCK = threading.RLock()
 
 
 def _functions(inputs, name: str | None) -> dict[str, PrimFunc]:
@@ -152,6 +166,7 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
+            hit = (hit, hit.source_ir)
             _STATS["hits"] += 1
     pipeline = ir_pipeline_level(func, opt_level) if hit is None else opt_level
     if hit is None and object_cache is not None:
@@ -170,11 +185,10 @@ def compile_prim_func(func: PrimFunc, name: str, fast_math: bool = False,
                 compiled, obj = jit.compile_ir_to_object(ir_text, symbol, pipeline,
                                                            codegen_opt)
                 object_cache.put(_disk_key(key), obj, ir_text)
-                with _LOCK:
-                    _OBJECTS[symbol] = (obj, pipeline)
+                _remember(compiled, obj, pipeline)
         hit = (compiled, ir_text)
         with _LOCK:
-            _CACHE[key] = hit
+            _CACHE[key] = compiled
             _STATS["misses"] += 1
     compiled, ir_text = hit
     return KernelFunction(name, KernelSignature(func, name), compiled.address, compiled), ir_text
@@ -310,26 +324,35 @@ def _load_cached_object(object_cache, key: str, pipeline: int):
                                    declared_externals(ir_text))
     except (ValueError, RuntimeError):
         return None
-    hit = (compiled, ir_text)
     with _LOCK:
-        _CACHE.setdefault(key, hit)
-        _OBJECTS.setdefault(compiled.symbol, (obj, pipeline))
+        compiled = _CACHE.setdefault(key, compiled)
         _STATS["misses"] += 1
-    return hit
+    if compiled not in _OBJECTS:
+        _remember(compiled, obj, pipeline)
+    return compiled, compiled.source_ir
 
 
-def remember_object(symbol: str, obj: bytes, pipeline: int) -> None:
-    """Keep the object code of a kernel loaded from elsewhere (a saved record) by its symbol,
-    so ``object_code`` finds it as for one compiled here."""
+def remember_object(compiled, obj: bytes, pipeline: int) -> None:
+    """Keep the object code of kernel ``compiled`` (a ``jit.CompiledObject``) loaded from
+    elsewhere (a saved record), so ``object_code`` finds it by its symbol as for one compiled
+    here, as long as the kernel lives."""
     with _LOCK:
-        _OBJECTS.setdefault(symbol, (obj, pipeline))
+        if compiled not in _OBJECTS:
+            _remember(compiled, obj, pipeline)
+
+
+def _remember(compiled, obj: bytes, pipeline: int) -> None:
+    with _LOCK:
+        _OBJECTS[compiled] = (obj, pipeline)
+        _BY_SYMBOL[compiled.symbol] = compiled
 
 
 def object_code(symbol: str) -> tuple[bytes, int] | None:
-    """(object code, IR pipeline level) of a kernel compiled or loaded in this process through
-    the on-disk cache, by its symbol; None when it was compiled without one."""
+    """(object code, IR pipeline level) of a live kernel compiled or loaded in this process
+    through the on-disk cache, by its symbol; None when it was compiled without one."""
     with _LOCK:
-        return _OBJECTS.get(symbol)
+        compiled = _BY_SYMBOL.get(symbol)
+        return None if compiled is None else _OBJECTS.get(compiled)
 
 
 def build(inputs, target="llvm", name: str | None = None, fast_math: bool = False,
@@ -371,4 +394,5 @@ def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
         _OBJECTS.clear()
+        _BY_SYMBOL.clear()
         _STATS["hits"] = _STATS["misses"] = 0

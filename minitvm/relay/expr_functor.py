@@ -97,7 +97,10 @@ def dataflow_post_order(root, children=dataflow_children) -> list:
     return order
 _MISSING = object()
 _SCOPES = (Function, Let, Match)
+# class -> its scope kinds (a plain dict: ``visit`` asks per node); passes that define visitor
+# classes inside functions make one per call, so it is emptied past ``_SCOPE_TYPES_MAX`` classes
 _SCOPE_TYPES: dict = {}
+_SCOPE_TYPES_MAX = 1024
 
 
 def scope_children(e) -> tuple:
@@ -135,6 +138,8 @@ def _scope_types(cls) -> frozenset:
                     and getattr(cls, "visit_clause", None) is getattr(base, "visit_clause",
                                                                        None)):
                 kinds.append(Match)
+    if len(_SCOPE_TYPES) >= _SCOPE_TYPES_MAX:
+        _SCOPE_TYPES.clear()
     found = _SCOPE_TYPES[cls] = frozenset(kinds)
     return found
 

@@ -170,7 +170,7 @@ class CompiledObject:
     """
 
     __slots__ = ("engine", "address", "py_address", "symbol", "_optimized_ir", "from_disk",
-                 "source_ir", "opt")
+                 "source_ir", "opt", "__weakref__")
 
     def __init__(self, engine, address: int, symbol: str, optimized_ir: str | None, from_disk,
                  source_ir: str | None = None, opt: int = 3):
@@ -328,7 +328,7 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
             engine.finalize_object()
             addr = engine.get_function_address(symbol)
             if addr:
-                return CompiledObject(engine, addr, symbol, None, True, opt=opt)
+                return CompiledObject(engine, addr, symbol, None, True, ir_text, opt)
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         mod.triple = tm.triple
@@ -364,9 +364,14 @@ def assembly(ir_text: str, opt: int = 3) -> str:
 
 
 def link_entry(ir_text: str, symbol: str, kernel_addresses: dict[str, int]) -> CompiledObject:
-    """JIT a whole-graph entry after telling LLVM where each kernel symbol lives."""
+    """JIT a whole-graph entry after telling LLVM where each kernel symbol lives.
+
+    The symbols are process-wide and a kernel's symbol names its code, not its copy: two threads
+    building the same kernel each compile a copy, and the lock is held from setting the
+    addresses to linking so the entry links this module's copies (which it keeps alive), never
+    another module's, whose engine may be freed once the code caches drop it."""
     with _LOCK:
         init()
         for sym, addr in kernel_addresses.items():
             llvm.add_symbol(sym, addr)
-    return compile_ir(ir_text, symbol, opt=1 if ir_text.count("\n") < 4000 else 0)
+        return compile_ir(ir_text, symbol, opt=1 if ir_text.count("\n") < 4000 else 0)

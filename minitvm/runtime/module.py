@@ -23,6 +23,7 @@ import zipfile
 
 import numpy as np
 
+from .bounded_cache import BoundedCache
 from .gc_pause import gc_paused
 from .ndarray import aligned
 
@@ -31,7 +32,12 @@ VERSION = 2  # 2: members carry SHA-256 digests
 # IR pass pipeline levels a native kernel may record (``jit.MINIMAL_PIPELINE`` is -1,
 # ``jit.NO_SLP_PIPELINE`` -2)
 PIPELINE_LEVELS = (-2, -1, 0, 1, 2, 3)
-_IR_CACHE: dict[tuple, object] = {}
+# (symbol, IR, pipeline, CPU) -> compiled kernel of loaded libraries: the most recent
+# ``IR_CACHE_SIZE``, and any older one a live module still holds (weakly), so loading the same
+# library again compiles nothing while a loop loading many distinct ones keeps a bounded number
+# of dead kernels (each an MCJIT engine, about 0.8 MB)
+IR_CACHE_SIZE = 256
+_IR_CACHE = BoundedCache("runtime.loaded_kernels", IR_CACHE_SIZE, weak=True)
 _LOCK = threading.Lock()
 
 

@@ -10,6 +10,8 @@ import weakref
 
 import numpy as np
 
+from ..bounded_cache import BoundedCache
+
 ALIGN = 64
 
 
@@ -324,7 +326,10 @@ def invoke_closure(vm, closure, *args):
 # Most builtin calls have every argument but one or two registers fixed at build time (a
 # make_shape's codes and constant dims, a tensor's dtype and offset). The VM links each such
 # call to a function made for that site, which skips decoding the fixed arguments per call.
-_SITE_CODE: dict = {}
+# Sites are keyed by their fixed arguments (shapes, offsets): the most recent
+# ``SITE_CODE_SIZE`` functions are kept, not one per shape a process ever ran.
+SITE_CODE_SIZE = 1024
+_SITE_CODE = BoundedCache("relax_vm.site_functions", SITE_CODE_SIZE)
 
 
 def _site_function(key, src: str, env: dict):
@@ -332,8 +337,9 @@ def _site_function(key, src: str, env: dict):
     if fn is None:
         scope = dict(env)
         exec(compile(src, f"<vm builtin site {key[0]}>", "exec"), scope)  # noqa: S102
-        fn = _SITE_CODE[key] = scope["site"]
+        fn = scope["site"]
         fn.builtin = BUILTINS[key[0]][0]
+        _SITE_CODE[key] = fn
     return fn
 
 

@@ -327,7 +327,7 @@ class RecordStore:
             elif value is not None and value["meta"]["symbol"] in compiled:
                 c = compiled[value["meta"]["symbol"]]
                 hit = (value["meta"], list(value["consts"]), c, c.source_ir)
-                remember_object(c.symbol, bytes(value["object"]), int(value["meta"]["pipeline"]))
+                remember_object(c, bytes(value["object"]), int(value["meta"]["pipeline"]))
             STATS["misses" if hit is _MISS else "hits"] += 1
             self._loaded[key] = hit
         return {k: self._loaded[k] for k in values}

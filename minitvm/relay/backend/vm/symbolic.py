@@ -39,6 +39,7 @@ from ....ir.prim_expr import Any
 from ....ir.structural import structural_equal, structural_hash
 from ....ir.type import TensorType, TupleType
 from ....runtime import blas, threadpool
+from ....runtime.bounded_cache import BoundedCache
 from ....runtime.module import Kernel
 from ....runtime.ndarray import contiguous
 from ....schedule import LoweringError, LoweringOptions
@@ -320,8 +321,11 @@ SAVED_FORMAT = "relay_symbolic"
 # scheduled nor compiled again. A record holds the schedule (``_Scheduled``) or the error its
 # lowering raised, then the native kernel. Functions that differ only in which Anys are the same
 # object share a record: the kernel checks the sizes at each call, and specializes where they
-# break it.
-_COMPILED: dict = {}
+# break it. The most recent ``SYMBOLIC_CACHE_SIZE`` keys are kept (LRU): a record holds its
+# function, schedule and native kernel, and a process compiling thousands of distinct dynamic
+# programs (a fuzzer) kept them all.
+SYMBOLIC_CACHE_SIZE = 128
+_COMPILED = BoundedCache("relay.vm.symbolic_kernels", SYMBOLIC_CACHE_SIZE)
 _COMPILED_LOCK = threading.Lock()
 LOWERING_ERRORS = (LoweringError, ValueError, TypeError, NotImplementedError, KeyError)
 
@@ -468,7 +472,7 @@ def schedule_symbolic(func: Function, options: LoweringOptions,
             if disk_key is not None:
                 store.store_error(disk_key, err)
     with _COMPILED_LOCK:
-        _COMPILED.setdefault(key, []).append((func, made))
+        _COMPILED[key] = [*_COMPILED.get(key, ()), (func, made)]
     return made
 
 
