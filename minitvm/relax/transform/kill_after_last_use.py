@@ -15,7 +15,13 @@ from ..expr import (
     VarBinding,
 )
 from ..op import memory
-from .lower_utils import Namer, function_rewrite_pass, rewrite_function_seqs, vars_used
+from .lower_utils import (
+    Namer,
+    function_rewrite_pass,
+    rewrite_function_seqs,
+    typed_call,
+    vars_used,
+)
 from .utils import register
 
 __all__ = ["KillAfterLastUse", "kill_after_last_use"]
@@ -27,6 +33,11 @@ _KILL = {"relax.memory.alloc_storage": memory.kill_storage,
 def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
     """``func`` with kills after last uses; and how many were inserted."""
     namer = Namer(func)
+    # the kill ops and one empty-tuple struct info (a kill's, as ``memory.infer_kill`` gives
+    # it for its one argument) for every kill of the run
+    kill_ops = {name: kill(Var("_", None)).op for name, kill in _KILL.items()}
+    kill_sinfo = memory.infer_kill(memory.kill_tensor(Var("_", None)))
+    storage_kill = kill_ops["relax.memory.alloc_storage"]
     count = 0
 
     def rewrite(bindings, body, _top):
@@ -41,7 +52,7 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
                 if u in killable:
                     last[u] = i
             if isinstance(v, Call) and isinstance(v.op, Op):
-                kill = _KILL.get(v.op.name)
+                kill = kill_ops.get(v.op.name)
                 if kill is not None:
                     killable[b.var] = kill
                     last.setdefault(b.var, i)
@@ -60,13 +71,12 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
                 continue
             # tensors before their storage, as TVM orders them
             if len(kills) > 1:
-                kills.sort(key=lambda x: killable[x] is memory.kill_storage)
+                kills.sort(key=lambda x: killable[x] is storage_kill)
             for var in kills:
-                # (a kill of a typed variable: its struct info from the op's own rule, without
-                # a trip through the normalizer)
-                k = killable[var](var)
-                k._checked_type = memory.infer_kill(k, None)
-                out.append(VarBinding(Var(namer.fresh("_"), k.struct_info), k))
+                # (a kill of a typed variable: the struct info its rule gives a kill of one
+                # argument, shared, without a trip through the normalizer)
+                k = typed_call(killable[var], (var,), kill_sinfo)
+                out.append(VarBinding(Var(namer.fresh("_"), kill_sinfo), k))
                 count += 1
         return out, body
 
