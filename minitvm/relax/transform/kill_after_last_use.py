@@ -51,8 +51,9 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
             for u in vars_used(v) if reads is None else reads:
                 if u in killable:
                     last[u] = i
-            if isinstance(v, Call) and isinstance(v.op, Op):
-                kill = kill_ops.get(v.op.name)
+            if type(v) is Call:
+                op = v.op
+                kill = kill_ops.get(op.name) if isinstance(op, Op) else None
                 if kill is not None:
                     killable[b.var] = kill
                     last.setdefault(b.var, i)
@@ -64,11 +65,11 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         if not after:
             return bindings, body
         out = []
-        for i, b in enumerate(bindings):
-            out.append(b)
-            kills = after.get(i)
-            if not kills:
-                continue
+        start = 0
+        for i in sorted(after):  # (the bindings between two kill sites copied as slices)
+            out.extend(bindings[start:i + 1])
+            start = i + 1
+            kills = after[i]
             # tensors before their storage, as TVM orders them
             if len(kills) > 1:
                 kills.sort(key=lambda x: killable[x] is storage_kill)
@@ -78,6 +79,7 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
                 k = typed_call(killable[var], (var,), kill_sinfo)
                 out.append(VarBinding(Var(namer.fresh("_"), kill_sinfo), k))
                 count += 1
+        out.extend(bindings[start:])
         return out, body
 
     new = rewrite_function_seqs(func, rewrite)
