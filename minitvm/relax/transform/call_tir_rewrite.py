@@ -15,7 +15,7 @@ The calls are impure, so the pass runs after ToNonDataflow in the build pipeline
 from __future__ import annotations
 
 from ...ir.op import Op
-from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, Var, VarBinding
+from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, VarBinding
 from ..struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
 from .lower_utils import (
     AllocSinfo,
@@ -24,6 +24,7 @@ from .lower_utils import (
     function_rewrite_pass,
     normalized,
     rewrite_function_seqs,
+    typed_var,
 )
 from .utils import register
 
@@ -73,7 +74,7 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
                 # dimensions and their struct info was an eighth of the pass
                 a = allocs_sinfo.call(alloc_op, (s.shape, leaves.dtype(s.dtype), device, scope),
                                       s.shape, s.dtype)
-                av = Var(namer.fresh("alloc"), a.struct_info)
+                av = typed_var(namer.fresh("alloc"), a._checked_type)
                 out.append(VarBinding(av, a))
                 allocs.append(av)
                 results.append(av)
@@ -88,7 +89,7 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
             # for a call of an ExternFunc without sinfo_args (what its TVMScript parses to)
             call._checked_type = packed_sinfo if isinstance(callee, ExternFunc) \
                 else kernel_sinfo
-            out.append(VarBinding(Var(namer.fresh("_"), call._checked_type), call))
+            out.append(VarBinding(typed_var(namer.fresh("_"), call._checked_type), call))
             res = results[0] if len(results) == 1 and not isinstance(outs, TupleStructInfo) \
                 else normalized(Tuple(results), mod)
             out.append(VarBinding(b.var, res, b.span))

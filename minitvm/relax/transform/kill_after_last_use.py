@@ -20,6 +20,7 @@ from .lower_utils import (
     function_rewrite_pass,
     rewrite_function_seqs,
     typed_call,
+    typed_var,
     vars_used,
 )
 from .utils import register
@@ -46,11 +47,21 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         last: dict[Var, int] = {}
         for i, b in enumerate(bindings):
             v = b.value
-            # a call of leaves (most bindings): its variables without vars_used's walk
-            reads = leaf_reads(v)
-            for u in vars_used(v) if reads is None else reads:
-                if u in killable:
-                    last[u] = i
+            if type(v) is Call and not type(v.op)._node_operands and \
+                    not any([type(a)._node_operands for a in v.args]):
+                # a call of leaves (most bindings after CallTIRRewrite): a leaf that is no
+                # variable is no key of ``killable`` either, so every argument is looked up
+                if v.op in killable:
+                    last[v.op] = i
+                for u in v.args:
+                    if u in killable:
+                        last[u] = i
+            else:
+                # (other values: their variables, without vars_used's walk where it can)
+                reads = leaf_reads(v)
+                for u in vars_used(v) if reads is None else reads:
+                    if u in killable:
+                        last[u] = i
             if type(v) is Call:
                 op = v.op
                 kill = kill_ops.get(op.name) if isinstance(op, Op) else None
@@ -77,7 +88,7 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
                 # (a kill of a typed variable: the struct info its rule gives a kill of one
                 # argument, shared, without a trip through the normalizer)
                 k = typed_call(killable[var], (var,), kill_sinfo)
-                out.append(VarBinding(Var(namer.fresh("_"), kill_sinfo), k))
+                out.append(VarBinding(typed_var(namer.fresh("_"), kill_sinfo), k))
                 count += 1
         out.extend(bindings[start:])
         return out, body

@@ -23,7 +23,7 @@ from ..expr import (
     VarBinding,
 )
 
-__all__ = ["no_gc", "Namer", "Leaves", "AllocSinfo", "typed_call", "binding_names", "rewrite_function_seqs", "normalized", "dtype_bytes",
+__all__ = ["no_gc", "Namer", "Leaves", "AllocSinfo", "typed_call", "typed_var", "binding_names", "rewrite_function_seqs", "normalized", "dtype_bytes",
            "vars_used", "simplify", "function_rewrite_pass"]
 
 
@@ -59,12 +59,14 @@ class Namer:
         if hint not in self.used:
             self.used.add(hint)
             return hint
+        used = self.used
         k = self.next.get(hint, 1)
-        while f"{hint}{k}" in self.used:
-            k += 1
-        self.next[hint] = k + 1
         name = f"{hint}{k}"
-        self.used.add(name)
+        while name in used:
+            k += 1
+            name = f"{hint}{k}"
+        self.next[hint] = k + 1
+        used.add(name)
         return name
 
 
@@ -106,6 +108,15 @@ def typed_call(op, args: tuple, sinfo, span=None) -> Call:
 
 
 _new = object.__new__
+
+
+def typed_var(name: str, sinfo) -> Var:
+    """``Var(name, sinfo)`` for a ``name`` (a str, from ``Namer``) and a StructInfo the caller
+    made or inferred, without the constructor's checks: the variables of the 100,000s of
+    bindings the lowering passes add."""
+    v = _new(Var)
+    v.span, v._checked_type, v._virtual_device, v.name_hint = None, sinfo, None, name
+    return v
 
 
 class AllocSinfo:
@@ -303,6 +314,11 @@ def rewrite_function_seqs(func: Function, rewrite: SeqRewriter) -> Function:
                             stack.append(br)
     new_seq: dict[int, SeqExpr] = {}
     for seq in reversed(order):
+        if not new_seq:  # (no branch below was rewritten: the bindings as they are)
+            bindings = [b for block in seq.blocks for b in block.bindings]
+            out_b, body = rewrite(bindings, seq.body, seq is func.body)
+            new_seq[id(seq)] = _new_seq(out_b, body, seq)
+            continue
         bindings = []
         for block in seq.blocks:
             for b in block.bindings:
@@ -318,12 +334,17 @@ def rewrite_function_seqs(func: Function, rewrite: SeqRewriter) -> Function:
                             if isinstance(b, MatchCast) else VarBinding(b.var, nv, b.span)
                 bindings.append(b)
         out_b, body = rewrite(bindings, seq.body, seq is func.body)
-        ns = SeqExpr([BindingBlock(out_b)] if out_b else [], body, seq.span)
-        ns._checked_type = body._checked_type if body._checked_type is not None \
-            else seq._checked_type
-        new_seq[id(seq)] = ns
+        new_seq[id(seq)] = _new_seq(out_b, body, seq)
     body = new_seq[id(func.body)]
     return Function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs, func.span)
+
+
+def _new_seq(bindings: list, body, old: SeqExpr) -> SeqExpr:
+    """The rewritten ``old``: one block of ``bindings`` (none when empty) and ``body``."""
+    ns = SeqExpr([BindingBlock(bindings)] if bindings else [], body, old.span)
+    ns._checked_type = body._checked_type if body._checked_type is not None \
+        else old._checked_type
+    return ns
 
 
 def is_const_int(e) -> bool:

@@ -112,6 +112,7 @@ class _Lowerer:
         self.static_shapes: dict[int, bool] = {}  # id(ShapeExpr) -> all dimensions constant
         self.keep: list = []          # the ShapeExprs those ids name
         self.quiet_sinfo: dict = {}   # id(struct info) -> (it, names_no_variable(it))
+        self.plain_calls: set = set()  # ids of the function's calls with only plain_args
 
     # ------------------------------------------------------------------ heap slots
     @staticmethod
@@ -136,10 +137,12 @@ class _Lowerer:
         prims = []
         scanned = _SCANNED
         static_shape = self.static_shape
+        plain = self.plain_calls
         for b in iter_bindings(self.func.body):
             v = b.value
             if type(v) is Call and self.plain_args(v.args, static_shape):
                 stack = []  # (nothing in it can hold a non-constant PrimExpr)
+                plain.add(id(v))  # (lower_value keeps it: no second look at its arguments)
             else:
                 stack = [v]
             while stack:
@@ -340,6 +343,8 @@ class _Lowerer:
         return self.slot_of(d)
 
     def lower_value(self, v, out: list):
+        if type(v) in _AS_IS or id(v) in self.plain_calls:
+            return v  # (a call scan_composites found nothing to lower in, a variable)
         if isinstance(v, Call):
             old = v.args
             # a variable, a constant or a constant shape is its own lowering (most operands of
