@@ -10,6 +10,7 @@ from ...ir.op import Op
 from ..analysis.leaf_reads import leaf_reads
 from ..expr import (
     Call,
+    DataflowVar,
     Function,
     Var,
     VarBinding,
@@ -47,8 +48,14 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         last: dict[Var, int] = {}
         for i, b in enumerate(bindings):
             v = b.value
-            if type(v) is Call and not type(v.op)._node_operands and \
-                    not any([type(a)._node_operands for a in v.args]):
+            tv = type(v)
+            flat = tv is Call and not type(v.op)._node_operands
+            if flat:
+                for a in v.args:
+                    if type(a)._node_operands:
+                        flat = False
+                        break
+            if flat:
                 # a call of leaves (most bindings after CallTIRRewrite): a leaf that is no
                 # variable is no key of ``killable`` either, so every argument is looked up
                 if v.op in killable:
@@ -56,13 +63,16 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
                 for u in v.args:
                     if u in killable:
                         last[u] = i
+            elif tv is Var or tv is DataflowVar:  # (a copy: ``lv = alloc``)
+                if v in killable:
+                    last[v] = i
             else:
                 # (other values: their variables, without vars_used's walk where it can)
                 reads = leaf_reads(v)
                 for u in vars_used(v) if reads is None else reads:
                     if u in killable:
                         last[u] = i
-            if type(v) is Call:
+            if tv is Call:
                 op = v.op
                 kill = kill_ops.get(op.name) if isinstance(op, Op) else None
                 if kill is not None:

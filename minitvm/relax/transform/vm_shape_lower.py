@@ -137,11 +137,14 @@ class _Lowerer:
         prims = []
         scanned = _SCANNED
         static_shape = self.static_shape
-        plain = self.plain_calls
+        plain, plain_args = self.plain_calls, self.plain_args
         for b in iter_bindings(self.func.body):
             v = b.value
-            if type(v) is Call and self.plain_args(v.args, static_shape):
-                stack = []  # (nothing in it can hold a non-constant PrimExpr)
+            tv = type(v)
+            if tv in _AS_IS:
+                stack = None  # (a variable, a constant: no PrimExpr in it)
+            elif tv is Call and plain_args(v.args, static_shape):
+                stack = None  # (nothing in it can hold a non-constant PrimExpr)
                 plain.add(id(v))  # (lower_value keeps it: no second look at its arguments)
             else:
                 stack = [v]
@@ -156,7 +159,7 @@ class _Lowerer:
                     stack.extend(a for a in e.args if type(a) in scanned)
                 elif t is Tuple:
                     stack.extend(f for f in e.fields if type(f) in scanned)
-            if isinstance(b, MatchCast):
+            if type(b) is not VarBinding and isinstance(b, MatchCast):
                 prims.extend(sinfo_prim_fields(b.struct_info))
         for p in self.func.params:
             prims.extend(sinfo_prim_fields(p._struct_info))
@@ -470,13 +473,14 @@ class _Lowerer:
                 # trip through the frame per binding: a fifth of the pass on a 100k graph)
                 ki, n = fr["ki"], len(bindings)
                 lower_value, bind_from_result = self.lower_value, self.bind_from_result
-                quiet = self.quiet_sinfo
+                quiet, plain = self.quiet_sinfo, self.plain_calls
                 while ki < n:
                     b = bindings[ki]
                     v = b.value
                     if type(b) is MatchCast or isinstance(v, If):
                         break
-                    value = lower_value(v, out)
+                    # (a call scan_composites found plain, a variable: kept as it is)
+                    value = v if id(v) in plain or type(v) in _AS_IS else lower_value(v, out)
                     # an unchanged value keeps its binding: a 100,000-call static graph
                     # rebuilt every binding for nothing
                     out.append(b if value is v else VarBinding(b.var, value, b.span))
