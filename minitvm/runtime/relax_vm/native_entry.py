@@ -368,24 +368,35 @@ class NativeFunction:
         # the kernels (shape functions, which only read and write the shape heap, are done)
         steps, keep, nbytes_total = [], [], 0
         touched = []  # per step: the (address, bytes) of its arrays, the arrays, the kernel
+        # id(array) -> (the array, its root, its address, its bytes), for every array a step
+        # touches (held here, so the ids stay its own): one lookup per array (each output is
+        # met again as the next call's input), where the kept arrays' storages and the arena
+        # packing below walked to each array's root again (a 100,000-call recording: 900,000
+        # walks)
+        root_of: dict = {}
         for kernel, argv in calls:
             arrays, kvars = kernel.pack(argv)
-            rids = [id(_root(a)) for a in arrays]
-            on_heap = [rid in heap_ids for rid in rids]
-            if any(on_heap):
-                if all(on_heap):
-                    continue
-                raise _Unplannable  # data flowing into shapes: not a function of the shapes
+            facts = []
+            for a in arrays:
+                hit = root_of.get(id(a))
+                if hit is None:
+                    hit = root_of[id(a)] = (a, _root(a), _data_address(a), a.nbytes)
+                facts.append(hit)
+            if heap_ids:
+                on_heap = [id(f[1]) in heap_ids for f in facts]
+                if any(on_heap):
+                    if all(on_heap):
+                        continue
+                    raise _Unplannable  # data flowing into shapes: not a function of the shapes
             refs, spans = [], []
-            for a, rid in zip(arrays, rids, strict=True):
-                ptr, n = _data_address(a), a.nbytes
+            for a, r, ptr, n in facts:
                 spans.append((ptr, n))
                 nbytes_total += n
                 hit = in_args(ptr, n)
                 if hit is not None:
                     refs.append(("arg", hit[0], hit[1]))
                     continue
-                ent = out_roots.get(rid)
+                ent = out_roots.get(id(r))
                 if ent is not None and n:
                     ent[1] = min(ent[1], ptr)
                     ent[2] = max(ent[2], ptr + n)
@@ -397,9 +408,10 @@ class NativeFunction:
             touched.append((spans, arrays, kernel))
         # the storages of intermediates (written by some step: never a constant), where a
         # concatenation's output may move
-        roots = {id(r): r for r in map(_root, keep) if id(r) not in self.const_ids}
-        written_at = [a.ctypes.data for _, arrays, kernel in touched
-                      for q, a in enumerate(arrays) if q in _written(kernel)]
+        roots = {id(r): r for r in _roots(keep, root_of) if id(r) not in self.const_ids}
+        # (the addresses recorded in the spans: ``_data_address`` is ``a.ctypes.data``)
+        written_at = [spans[q][0] for spans, _arrays, kernel in touched
+                      for q in _written(kernel) if q < len(spans)]
         arena = [(r.ctypes.data, r.nbytes) for r in roots.values()
                  if any(r.ctypes.data <= p < r.ctypes.data + r.nbytes for p in written_at)]
         steps, touched, split = _concat_parts(steps, touched, keep, arena)
@@ -436,7 +448,7 @@ class NativeFunction:
         py_run, nogil_run = run_plan_address()
         run = nogil_run if nbytes_total > GIL_RELEASE_BYTES else py_run
         build = self._builder(result, leaves, in_args, out_roots, owner_index, direct)
-        roots = {id(r): r for r in map(_root, keep) if id(r) not in self.const_ids}
+        roots = {id(r): r for r in _roots(keep, root_of) if id(r) not in self.const_ids}
         return _Plan(words, run, owners, build, keep, sum(r.nbytes for r in roots.values()),
                      [st[3] for st in steps], solo)
 
@@ -601,24 +613,44 @@ def _concat_parts(steps: list, touched: list, keep: list, arena=()) -> tuple:
             {i: split[k] for i, k in enumerate(keep_steps) if k in split})
 
 
+def _roots(arrays, root_of: dict) -> list:
+    """The root of each of ``arrays``: from ``root_of`` (id(array) -> (array, root, ...), the
+    arrays held there) where it has it, else walked to."""
+    get = root_of.get
+    return [hit[1] if (hit := get(id(a))) is not None else _root(a) for a in arrays]
+
+
 def _pack_intermediates(steps: list, touched: list, keep: list, const_ids: set) -> list:
     """Move the plan's intermediate storages (those some step writes) into one arena, each at
     an offset ``native_plan.arena_offsets`` gives it from the steps that touch it, rewriting
     ``steps``' fixed refs and ``touched``'s spans; returns ``keep`` with the arena in place of
     the storages it replaced. The arena is one contiguous buffer (of 4 MiB and more, numpy asks
     the kernel for huge pages), where the interpreter's storages are many small ones."""
-    roots = {id(r): r for r in map(_root, keep) if id(r) not in const_ids and r.nbytes}
+    # (each kept array's root once: an output kept is often kept again as the next input)
+    root_of = {id(a): (a, _root(a)) for a in {id(a): a for a in keep}.values()}
+    keep_roots = _roots(keep, root_of)
+    roots = {id(r): r for r in keep_roots if id(r) not in const_ids and r.nbytes}
     spans = sorted((r.ctypes.data, r.nbytes, rid) for rid, r in roots.items())
     starts = [s for s, _, _ in spans]
+    ends = [a + n for a, n, _ in spans]
     first: dict = {}
     last: dict = {}
     written = set()
+    inside: list = []  # (step, ref, storage): the fixed refs starting in a storage
+    bisect_right = bisect.bisect_right
     for t, (tspans, _arrays, kernel) in enumerate(touched):
         wr = _written(kernel)
+        refs = steps[t][1]
         for q, (ptr, n) in enumerate(tspans):
-            i = bisect.bisect_right(starts, ptr) - 1
-            if not n or steps[t][1][q][0] != "fixed" or i < 0 or \
-                    ptr + n > spans[i][0] + spans[i][1]:
+            ref = refs[q]
+            if ref[0] != "fixed":
+                continue
+            i = bisect_right(starts, ptr) - 1
+            rptr = ref[1]  # (the span's address, unless a step was retargeted)
+            j = i if rptr == ptr else bisect_right(starts, rptr) - 1
+            if j >= 0 and rptr < ends[j]:
+                inside.append((t, q, j))
+            if i < 0 or not n or ptr + n > ends[i]:
                 continue
             first.setdefault(i, t)
             last[i] = t
@@ -630,16 +662,22 @@ def _pack_intermediates(steps: list, touched: list, keep: list, const_ids: set) 
     offsets, total = arena_offsets([(spans[i][1], first[i], last[i]) for i in moved])
     buf, base = _aligned_buffer(total)
     to = {i: base + off for i, off in zip(moved, offsets, strict=True)}
-    for t, (tspans, _arrays, _kernel) in enumerate(touched):
-        refs = list(steps[t][1])
-        for q, (kind, ptr, b) in enumerate(refs):
-            i = bisect.bisect_right(starts, ptr) - 1
-            if kind == "fixed" and i in to and ptr < spans[i][0] + spans[i][1]:
-                refs[q] = ("fixed", to[i] + ptr - spans[i][0], b)
-                tspans[q] = (refs[q][1], tspans[q][1])
-        steps[t] = (steps[t][0], refs, *steps[t][2:])
+    # (only the refs found above in a moved storage are rewritten: no second search per ref)
+    new_refs: dict = {}
+    for t, q, i in inside:
+        if i not in to:
+            continue
+        refs = new_refs.get(t)
+        if refs is None:
+            refs = new_refs[t] = list(steps[t][1])
+        _kind, ptr, b = refs[q]
+        refs[q] = ("fixed", to[i] + ptr - spans[i][0], b)
+        tspans = touched[t][0]
+        tspans[q] = (refs[q][1], tspans[q][1])
+    for t in range(len(steps)):
+        steps[t] = (steps[t][0], new_refs.get(t) or list(steps[t][1]), *steps[t][2:])
     gone = {spans[i][2] for i in moved}
-    return [a for a in keep if id(_root(a)) not in gone] + [buf]
+    return [a for a, r in zip(keep, keep_roots, strict=True) if id(r) not in gone] + [buf]
 
 
 def _batch_order(step, touch, split) -> list:
