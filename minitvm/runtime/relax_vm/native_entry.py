@@ -368,19 +368,34 @@ class NativeFunction:
         # the kernels (shape functions, which only read and write the shape heap, are done)
         steps, keep, nbytes_total = [], [], 0
         touched = []  # per step: the (address, bytes) of its arrays, the arrays, the kernel
-        # id(array) -> (the array, its root, its address, its bytes), for every array a step
-        # touches (held here, so the ids stay its own): one lookup per array (each output is
-        # met again as the next call's input), where the kept arrays' storages and the arena
-        # packing below walked to each array's root again (a 100,000-call recording: 900,000
-        # walks)
+        # id(array) -> (the array, its root, its span, its ref, whether kept), for every array
+        # a step touches (held here, so the ids stay its own): each array is placed once
+        # (an output is met again as the next call's input), where the kept arrays' storages
+        # and the arena packing below walked to each array's root again (a 100,000-call
+        # recording: 900,000 walks). An array's place never changes: its address, bytes, the
+        # argument holding it, the result root holding it (whose bounds min / max only widen,
+        # the same for every use) are its own.
         root_of: dict = {}
+
+        def place(a):
+            root, ptr, n = _root(a), _data_address(a), a.nbytes
+            hit = in_args(ptr, n)
+            if hit is not None:
+                return a, root, (ptr, n), ("arg", hit[0], hit[1]), False
+            ent = out_roots.get(id(root))
+            if ent is not None and n:
+                ent[1] = min(ent[1], ptr)
+                ent[2] = max(ent[2], ptr + n)
+                return a, root, (ptr, n), ("out", id(ent[0]), ptr), False
+            return a, root, (ptr, n), ("fixed", ptr, 0), True
+
         for kernel, argv in calls:
             arrays, kvars = kernel.pack(argv)
             facts = []
             for a in arrays:
                 hit = root_of.get(id(a))
                 if hit is None:
-                    hit = root_of[id(a)] = (a, _root(a), _data_address(a), a.nbytes)
+                    hit = root_of[id(a)] = place(a)
                 facts.append(hit)
             if heap_ids:
                 on_heap = [id(f[1]) in heap_ids for f in facts]
@@ -389,21 +404,12 @@ class NativeFunction:
                         continue
                     raise _Unplannable  # data flowing into shapes: not a function of the shapes
             refs, spans = [], []
-            for a, r, ptr, n in facts:
-                spans.append((ptr, n))
-                nbytes_total += n
-                hit = in_args(ptr, n)
-                if hit is not None:
-                    refs.append(("arg", hit[0], hit[1]))
-                    continue
-                ent = out_roots.get(id(r))
-                if ent is not None and n:
-                    ent[1] = min(ent[1], ptr)
-                    ent[2] = max(ent[2], ptr + n)
-                    refs.append(("out", id(ent[0]), ptr))
-                else:
+            for a, _r, span, ref, kept in facts:
+                spans.append(span)
+                nbytes_total += span[1]
+                refs.append(ref)
+                if kept:
                     keep.append(a)
-                    refs.append(("fixed", ptr, 0))
             steps.append((kernel.compiled.address, refs, kvars, kernel.name))
             touched.append((spans, arrays, kernel))
         # the storages of intermediates (written by some step: never a constant), where a
