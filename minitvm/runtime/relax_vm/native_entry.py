@@ -632,31 +632,18 @@ def _pack_intermediates(steps: list, touched: list, keep: list, const_ids: set) 
     ``steps``' fixed refs and ``touched``'s spans; returns ``keep`` with the arena in place of
     the storages it replaced. The arena is one contiguous buffer (of 4 MiB and more, numpy asks
     the kernel for huge pages), where the interpreter's storages are many small ones."""
-    # (each kept array's root once: an output kept is often kept again as the next input)
-    root_of = {id(a): (a, _root(a)) for a in {id(a): a for a in keep}.values()}
-    keep_roots = _roots(keep, root_of)
-    roots = {id(r): r for r in keep_roots if id(r) not in const_ids and r.nbytes}
+    roots = {id(r): r for r in map(_root, keep) if id(r) not in const_ids and r.nbytes}
     spans = sorted((r.ctypes.data, r.nbytes, rid) for rid, r in roots.items())
     starts = [s for s, _, _ in spans]
-    ends = [a + n for a, n, _ in spans]
     first: dict = {}
     last: dict = {}
     written = set()
-    inside: list = []  # (step, ref, storage): the fixed refs starting in a storage
-    bisect_right = bisect.bisect_right
     for t, (tspans, _arrays, kernel) in enumerate(touched):
         wr = _written(kernel)
-        refs = steps[t][1]
         for q, (ptr, n) in enumerate(tspans):
-            ref = refs[q]
-            if ref[0] != "fixed":
-                continue
-            i = bisect_right(starts, ptr) - 1
-            rptr = ref[1]  # (the span's address, unless a step was retargeted)
-            j = i if rptr == ptr else bisect_right(starts, rptr) - 1
-            if j >= 0 and rptr < ends[j]:
-                inside.append((t, q, j))
-            if i < 0 or not n or ptr + n > ends[i]:
+            i = bisect.bisect_right(starts, ptr) - 1
+            if not n or steps[t][1][q][0] != "fixed" or i < 0 or \
+                    ptr + n > spans[i][0] + spans[i][1]:
                 continue
             first.setdefault(i, t)
             last[i] = t
@@ -668,22 +655,16 @@ def _pack_intermediates(steps: list, touched: list, keep: list, const_ids: set) 
     offsets, total = arena_offsets([(spans[i][1], first[i], last[i]) for i in moved])
     buf, base = _aligned_buffer(total)
     to = {i: base + off for i, off in zip(moved, offsets, strict=True)}
-    # (only the refs found above in a moved storage are rewritten: no second search per ref)
-    new_refs: dict = {}
-    for t, q, i in inside:
-        if i not in to:
-            continue
-        refs = new_refs.get(t)
-        if refs is None:
-            refs = new_refs[t] = list(steps[t][1])
-        _kind, ptr, b = refs[q]
-        refs[q] = ("fixed", to[i] + ptr - spans[i][0], b)
-        tspans = touched[t][0]
-        tspans[q] = (refs[q][1], tspans[q][1])
-    for t in range(len(steps)):
-        steps[t] = (steps[t][0], new_refs.get(t) or list(steps[t][1]), *steps[t][2:])
+    for t, (tspans, _arrays, _kernel) in enumerate(touched):
+        refs = list(steps[t][1])
+        for q, (kind, ptr, b) in enumerate(refs):
+            i = bisect.bisect_right(starts, ptr) - 1
+            if kind == "fixed" and i in to and ptr < spans[i][0] + spans[i][1]:
+                refs[q] = ("fixed", to[i] + ptr - spans[i][0], b)
+                tspans[q] = (refs[q][1], tspans[q][1])
+        steps[t] = (steps[t][0], refs, *steps[t][2:])
     gone = {spans[i][2] for i in moved}
-    return [a for a, r in zip(keep, keep_roots, strict=True) if id(r) not in gone] + [buf]
+    return [a for a in keep if id(_root(a)) not in gone] + [buf]
 
 
 def _batch_order(step, touch, split) -> list:
