@@ -366,9 +366,11 @@ class BindingBlock(Node):
 
     def __init__(self, bindings, span=None):
         self.bindings = tuple(bindings)
-        for b in self.bindings:
-            if not isinstance(b, Binding):
-                raise TypeError(f"a binding block holds bindings, got {type(b).__name__}")
+        # (the check once per distinct binding class, not once per binding: the lowering
+        # passes rebuild 100,000-binding blocks several times)
+        if not all(issubclass(t, Binding) for t in set(map(type, self.bindings))):
+            bad = next(b for b in self.bindings if not isinstance(b, Binding))
+            raise TypeError(f"a binding block holds bindings, got {type(bad).__name__}")
         self.span = span
 
 

@@ -15,10 +15,17 @@ The calls are impure, so the pass runs after ToNonDataflow in the build pipeline
 from __future__ import annotations
 
 from ...ir.op import Op
-from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, Var, VarBinding
-from ..op.builtin import alloc_tensor
+from ..expr import Call, ExternFunc, Function, ShapeExpr, Tuple, VarBinding
 from ..struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
-from .lower_utils import Leaves, Namer, function_rewrite_pass, normalized, rewrite_function_seqs
+from .lower_utils import (
+    AllocSinfo,
+    Leaves,
+    Namer,
+    function_rewrite_pass,
+    normalized,
+    rewrite_function_seqs,
+    typed_var,
+)
 from .utils import register
 
 __all__ = ["CallTIRRewrite", "call_tir_rewrite"]
@@ -34,6 +41,11 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
     """``func`` with every call_tir / call_dps_packed binding made explicit; and the count."""
     namer = Namer(func)
     leaves = Leaves()
+    allocs_sinfo = AllocSinfo(mod)
+    alloc_op = Op.get("relax.builtin.alloc_tensor")
+    # one empty-tuple / opaque struct info for every kernel / packed call (not one each)
+    kernel_sinfo, packed_sinfo = TupleStructInfo([]), ObjectStructInfo()
+    device, scope = leaves.prim(0), leaves.string("global")
     count = 0
 
     def rewrite(bindings, body, _top):
@@ -60,9 +72,9 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
                                      f"tensor struct info with a known shape, got {s}")
                 # the output's own shape node (IR nodes may be shared): a copy of its
                 # dimensions and their struct info was an eighth of the pass
-                a = normalized(alloc_tensor(s.shape, leaves.dtype(s.dtype), leaves.prim(0),
-                                            leaves.string("global")), mod)
-                av = Var(namer.fresh("alloc"), a.struct_info)
+                a = allocs_sinfo.call(alloc_op, (s.shape, leaves.dtype(s.dtype), device, scope),
+                                      s.shape, s.dtype)
+                av = typed_var(namer.fresh("alloc"), a._checked_type)
                 out.append(VarBinding(av, a))
                 allocs.append(av)
                 results.append(av)
@@ -75,9 +87,9 @@ def call_tir_rewrite(func: Function, mod=None) -> tuple[Function, int]:
             call = Call(callee, call_args, None, None, v.span)
             # a kernel returns nothing; a packed function's result is opaque, as TVM infers
             # for a call of an ExternFunc without sinfo_args (what its TVMScript parses to)
-            call._checked_type = ObjectStructInfo() if isinstance(callee, ExternFunc) \
-                else TupleStructInfo([])
-            out.append(VarBinding(Var(namer.fresh("_"), call._checked_type), call))
+            call._checked_type = packed_sinfo if isinstance(callee, ExternFunc) \
+                else kernel_sinfo
+            out.append(VarBinding(typed_var(namer.fresh("_"), call._checked_type), call))
             res = results[0] if len(results) == 1 and not isinstance(outs, TupleStructInfo) \
                 else normalized(Tuple(results), mod)
             out.append(VarBinding(b.var, res, b.span))

@@ -10,12 +10,20 @@ from ...ir.op import Op
 from ..analysis.leaf_reads import leaf_reads
 from ..expr import (
     Call,
+    DataflowVar,
     Function,
     Var,
     VarBinding,
 )
 from ..op import memory
-from .lower_utils import Namer, function_rewrite_pass, rewrite_function_seqs, vars_used
+from .lower_utils import (
+    Namer,
+    function_rewrite_pass,
+    rewrite_function_seqs,
+    typed_call,
+    typed_var,
+    vars_used,
+)
 from .utils import register
 
 __all__ = ["KillAfterLastUse", "kill_after_last_use"]
@@ -27,6 +35,11 @@ _KILL = {"relax.memory.alloc_storage": memory.kill_storage,
 def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
     """``func`` with kills after last uses; and how many were inserted."""
     namer = Namer(func)
+    # the kill ops and one empty-tuple struct info (a kill's, as ``memory.infer_kill`` gives
+    # it for its one argument) for every kill of the run
+    kill_ops = {name: kill(Var("_", None)).op for name, kill in _KILL.items()}
+    kill_sinfo = memory.infer_kill(memory.kill_tensor(Var("_", None)))
+    storage_kill = kill_ops["relax.memory.alloc_storage"]
     count = 0
 
     def rewrite(bindings, body, _top):
@@ -35,13 +48,33 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         last: dict[Var, int] = {}
         for i, b in enumerate(bindings):
             v = b.value
-            # a call of leaves (most bindings): its variables without vars_used's walk
-            reads = leaf_reads(v)
-            for u in vars_used(v) if reads is None else reads:
-                if u in killable:
-                    last[u] = i
-            if isinstance(v, Call) and isinstance(v.op, Op):
-                kill = _KILL.get(v.op.name)
+            tv = type(v)
+            flat = tv is Call and not type(v.op)._node_operands
+            if flat:
+                for a in v.args:
+                    if type(a)._node_operands:
+                        flat = False
+                        break
+            if flat:
+                # a call of leaves (most bindings after CallTIRRewrite): a leaf that is no
+                # variable is no key of ``killable`` either, so every argument is looked up
+                if v.op in killable:
+                    last[v.op] = i
+                for u in v.args:
+                    if u in killable:
+                        last[u] = i
+            elif tv is Var or tv is DataflowVar:  # (a copy: ``lv = alloc``)
+                if v in killable:
+                    last[v] = i
+            else:
+                # (other values: their variables, without vars_used's walk where it can)
+                reads = leaf_reads(v)
+                for u in vars_used(v) if reads is None else reads:
+                    if u in killable:
+                        last[u] = i
+            if tv is Call:
+                op = v.op
+                kill = kill_ops.get(op.name) if isinstance(op, Op) else None
                 if kill is not None:
                     killable[b.var] = kill
                     last.setdefault(b.var, i)
@@ -53,21 +86,21 @@ def kill_after_last_use(func: Function, mod=None) -> tuple[Function, int]:
         if not after:
             return bindings, body
         out = []
-        for i, b in enumerate(bindings):
-            out.append(b)
-            kills = after.get(i)
-            if not kills:
-                continue
+        start = 0
+        for i in sorted(after):  # (the bindings between two kill sites copied as slices)
+            out.extend(bindings[start:i + 1])
+            start = i + 1
+            kills = after[i]
             # tensors before their storage, as TVM orders them
             if len(kills) > 1:
-                kills.sort(key=lambda x: killable[x] is memory.kill_storage)
+                kills.sort(key=lambda x: killable[x] is storage_kill)
             for var in kills:
-                # (a kill of a typed variable: its struct info from the op's own rule, without
-                # a trip through the normalizer)
-                k = killable[var](var)
-                k._checked_type = memory.infer_kill(k, None)
-                out.append(VarBinding(Var(namer.fresh("_"), k.struct_info), k))
+                # (a kill of a typed variable: the struct info its rule gives a kill of one
+                # argument, shared, without a trip through the normalizer)
+                k = typed_call(killable[var], (var,), kill_sinfo)
+                out.append(VarBinding(typed_var(namer.fresh("_"), kill_sinfo), k))
                 count += 1
+        out.extend(bindings[start:])
         return out, body
 
     new = rewrite_function_seqs(func, rewrite)

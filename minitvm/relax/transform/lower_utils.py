@@ -23,7 +23,7 @@ from ..expr import (
     VarBinding,
 )
 
-__all__ = ["no_gc", "Namer", "Leaves", "rewrite_function_seqs", "normalized", "dtype_bytes",
+__all__ = ["no_gc", "Namer", "Leaves", "AllocSinfo", "typed_call", "typed_var", "binding_names", "rewrite_function_seqs", "normalized", "dtype_bytes",
            "vars_used", "simplify", "function_rewrite_pass"]
 
 
@@ -52,23 +52,96 @@ class Namer:
         self.used: set[str] = set()
         self.next: dict[str, int] = {}
         if func is not None:
-            from .utils import iter_bindings
-
             self.used.update(p.name_hint for p in func.params)
-            for b in iter_bindings(func.body):
-                self.used.add(b.var.name_hint)
+            self.used.update(binding_names(func.body))
 
     def fresh(self, hint: str) -> str:
         if hint not in self.used:
             self.used.add(hint)
             return hint
+        used = self.used
         k = self.next.get(hint, 1)
-        while f"{hint}{k}" in self.used:
-            k += 1
-        self.next[hint] = k + 1
         name = f"{hint}{k}"
-        self.used.add(name)
+        while name in used:
+            k += 1
+            name = f"{hint}{k}"
+        self.next[hint] = k + 1
+        used.add(name)
         return name
+
+
+def binding_names(expr) -> list[str]:
+    """The names of every variable bound under ``expr`` (nested functions, branches and
+    sequences too; in no particular order). A sequence's names are taken in one comprehension
+    and only nested values are pushed: each lowering pass's ``Namer`` took a generator step per
+    binding (``iter_bindings``), a tenth of VMShapeLower on a 100,000-binding chain."""
+    names: list[str] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Function):
+            stack.append(e.body)
+        elif isinstance(e, If):
+            stack.append(e.false_branch)
+            stack.append(e.true_branch)
+        elif isinstance(e, SeqExpr):
+            stack.append(e.body)
+            for block in e.blocks:
+                bindings = block.bindings
+                names.extend([b.var.name_hint for b in bindings])
+                stack.extend([b.value for b in bindings if isinstance(b.value, _NESTED)])
+    return names
+
+
+_NESTED = (Function, If, SeqExpr)
+
+
+def typed_call(op, args: tuple, sinfo, span=None) -> Call:
+    """``Call(op, args)`` whose struct info ``sinfo`` the caller already knows, built without
+    the constructor's checks or the normalizer (no attrs, no ``sinfo_args``): ``args`` must be
+    a tuple of Relax expressions. The lowering passes build 100,000s of allocation and kill
+    calls whose struct info is the same for every one of a kind."""
+    c = _new(Call)
+    c.span, c._checked_type, c._virtual_device = span, sinfo, None
+    c.op, c.args, c.attrs, c.sinfo_args = op, args, None, ()
+    return c
+
+
+_new = object.__new__
+
+
+def typed_var(name: str, sinfo) -> Var:
+    """``Var(name, sinfo)`` for a ``name`` (a str, from ``Namer``) and a StructInfo the caller
+    made or inferred, without the constructor's checks: the variables of the 100,000s of
+    bindings the lowering passes add."""
+    v = _new(Var)
+    v.span, v._checked_type, v._virtual_device, v.name_hint = None, sinfo, None, name
+    return v
+
+
+class AllocSinfo:
+    """The struct info of allocation calls inferred once per (shape node, dtype) within one
+    pass run, by the normalizer, and shared by the next allocations of that shape node: a
+    chain's 100,000 allocations share one output shape node, and inferring (and making) a
+    fresh ``TensorStructInfo`` for each was a fifth of CallTIRRewrite / StaticPlanBlockMemory.
+    Struct info is immutable, so sharing it changes nothing the program says."""
+
+    __slots__ = ("_memo", "mod")
+
+    def __init__(self, mod=None):
+        self._memo: dict = {}
+        self.mod = mod
+
+    def call(self, op, args: tuple, shape, dtype: str) -> Call:
+        """``Call(op, args)`` normalized, where its struct info depends only on the node
+        ``shape`` (an argument) and ``dtype``."""
+        key = (id(shape), dtype)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is shape and hit[1] is op:
+            return typed_call(op, args, hit[2])
+        c = normalized(Call(op, args), self.mod)
+        self._memo[key] = (shape, op, c._checked_type)  # (the node kept: its id stays unique)
+        return c
 
 
 class Leaves:
@@ -241,6 +314,11 @@ def rewrite_function_seqs(func: Function, rewrite: SeqRewriter) -> Function:
                             stack.append(br)
     new_seq: dict[int, SeqExpr] = {}
     for seq in reversed(order):
+        if not new_seq:  # (no branch below was rewritten: the bindings as they are)
+            bindings = [b for block in seq.blocks for b in block.bindings]
+            out_b, body = rewrite(bindings, seq.body, seq is func.body)
+            new_seq[id(seq)] = _new_seq(out_b, body, seq)
+            continue
         bindings = []
         for block in seq.blocks:
             for b in block.bindings:
@@ -256,12 +334,17 @@ def rewrite_function_seqs(func: Function, rewrite: SeqRewriter) -> Function:
                             if isinstance(b, MatchCast) else VarBinding(b.var, nv, b.span)
                 bindings.append(b)
         out_b, body = rewrite(bindings, seq.body, seq is func.body)
-        ns = SeqExpr([BindingBlock(out_b)] if out_b else [], body, seq.span)
-        ns._checked_type = body._checked_type if body._checked_type is not None \
-            else seq._checked_type
-        new_seq[id(seq)] = ns
+        new_seq[id(seq)] = _new_seq(out_b, body, seq)
     body = new_seq[id(func.body)]
     return Function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs, func.span)
+
+
+def _new_seq(bindings: list, body, old: SeqExpr) -> SeqExpr:
+    """The rewritten ``old``: one block of ``bindings`` (none when empty) and ``body``."""
+    ns = SeqExpr([BindingBlock(bindings)] if bindings else [], body, old.span)
+    ns._checked_type = body._checked_type if body._checked_type is not None \
+        else old._checked_type
+    return ns
 
 
 def is_const_int(e) -> bool:

@@ -42,6 +42,7 @@ from ..expr import (
 from ..op import memory
 from ..struct_info import TupleStructInfo
 from .lower_utils import (
+    AllocSinfo,
     Leaves,
     Namer,
     dtype_bytes,
@@ -124,7 +125,31 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
     canon = Canon()  # one numbering of the variables for the whole function
     namer = Namer(func)
     leaves = Leaves()
+    allocs_sinfo = AllocSinfo(mod)
+    view_op = Op.get("relax.memory.alloc_tensor")
+    sizes: dict = {}      # (id(shape node), dtype) -> (node, size, static, scale)
+    kernel_gvs: dict = {}  # a callee GlobalVar -> whether it is a PrimFunc (a DPS kernel)
     stats = [0, 0]
+
+    def size_of(shape, dtype):
+        """``_nbytes`` / ``_scaled`` of an allocation, once per shape node and dtype (a
+        chain's 100,000 allocations share one output shape node)."""
+        hit = sizes.get((id(shape), dtype))
+        if hit is not None and hit[0] is shape:
+            return hit[1:]
+        size, static = _nbytes(shape.values, dtype, bounds)
+        scale = None if static else _scaled(size, canon)
+        sizes[(id(shape), dtype)] = (shape, size, static, scale)
+        return size, static, scale
+
+    def is_kernel_call(v):
+        op = v.op
+        if isinstance(op, GlobalVar):
+            known = kernel_gvs.get(op)
+            if known is None:
+                known = kernel_gvs[op] = _is_dps_kernel_call(v, mod)
+            return known
+        return _is_dps_kernel_call(v, mod)
 
     def rewrite(bindings, body, top):
         if not top:
@@ -135,7 +160,11 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
         last_use: dict[int, int] = {}
         for i, b in enumerate(bindings):
             v = b.value
-            if isinstance(b, VarBinding) and _is_op(v, "relax.builtin.alloc_tensor") and \
+            # (the callee's kind looked up once per binding, not once per test below)
+            is_call = isinstance(v, Call)
+            op = v.op if is_call else None
+            op_name = op.name if is_call and isinstance(op, Op) else None
+            if op_name == "relax.builtin.alloc_tensor" and isinstance(b, VarBinding) and \
                     isinstance(v.args[0], ShapeExpr) and isinstance(v.args[1], DataTypeImm):
                 alloc_at[i] = (v.args[0], v.args[1].value)
                 alias[b.var] = {i}
@@ -153,12 +182,11 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
                         held.add(a)
             if not held:
                 continue
-            if isinstance(v, Var | Tuple | TupleGetItem) or (
-                    _is_op(v, "relax.reshape")) or (
-                    isinstance(v, Call) and isinstance(v.op, ExternFunc) and
-                    v.op.global_symbol in _VIEW_PACKED):
+            if isinstance(v, Var | Tuple | TupleGetItem) or op_name == "relax.reshape" or (
+                    is_call and isinstance(op, ExternFunc) and
+                    op.global_symbol in _VIEW_PACKED):
                 alias[b.var] = held  # the result is (part of) the same memory
-            elif isinstance(v, If) or (isinstance(v, Call) and not _is_dps_kernel_call(v, mod)):
+            elif isinstance(v, If) or (is_call and not is_kernel_call(v)):
                 pinned |= held  # it may keep or return the tensor
                 alias[b.var] = held
         for u in vars_used(body):
@@ -169,11 +197,11 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
         releases: dict[int, list[int]] = {}
         for a, last in last_use.items():
             releases.setdefault(last, []).append(a)
-        for i in range(len(bindings)):
+        # (only the indices where something happens, in program order)
+        for i in sorted(alloc_at.keys() | releases.keys()):
             if i in alloc_at and i not in pinned:
                 shape, dtype = alloc_at[i]
-                size, static = _nbytes(shape.values, dtype, bounds)
-                scale = None if static else _scaled(size, canon)
+                size, static, scale = size_of(shape, dtype)
                 tok = _take(free, dtype, size, static, scale)
                 if tok is None:
                     tok = _Token(dtype, size, static, scale)
@@ -202,8 +230,8 @@ def plan_memory(func: Function, mod=None) -> tuple[Function, int, int]:
             shape, dtype = alloc_at[i]
             # the allocation's own shape node: an IR node may be shared, and a copy of it (a
             # tuple of its dimensions, their struct info) was a sixth of the pass
-            t = normalized(memory.alloc_tensor(tok.var, leaves.prim(0), shape,
-                                               leaves.dtype(dtype)), mod)
+            t = allocs_sinfo.call(view_op, (tok.var, leaves.prim(0), shape,
+                                            leaves.dtype(dtype)), shape, dtype)
             out.append(VarBinding(b.var, t, b.span))
         return out, body
 

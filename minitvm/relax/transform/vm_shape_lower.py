@@ -111,6 +111,8 @@ class _Lowerer:
         self.heap_used = False
         self.static_shapes: dict[int, bool] = {}  # id(ShapeExpr) -> all dimensions constant
         self.keep: list = []          # the ShapeExprs those ids name
+        self.quiet_sinfo: dict = {}   # id(struct info) -> (it, names_no_variable(it))
+        self.plain_calls: set = set()  # ids of the function's calls with only plain_args
 
     # ------------------------------------------------------------------ heap slots
     @staticmethod
@@ -134,8 +136,18 @@ class _Lowerer:
         # 100,000-binding static graph.
         prims = []
         scanned = _SCANNED
+        static_shape = self.static_shape
+        plain, plain_args = self.plain_calls, self.plain_args
         for b in iter_bindings(self.func.body):
-            stack = [b.value]
+            v = b.value
+            tv = type(v)
+            if tv in _AS_IS:
+                stack = None  # (a variable, a constant: no PrimExpr in it)
+            elif tv is Call and plain_args(v.args, static_shape):
+                stack = None  # (nothing in it can hold a non-constant PrimExpr)
+                plain.add(id(v))  # (lower_value keeps it: no second look at its arguments)
+            else:
+                stack = [v]
             while stack:
                 e = stack.pop()
                 t = type(e)
@@ -147,13 +159,34 @@ class _Lowerer:
                     stack.extend(a for a in e.args if type(a) in scanned)
                 elif t is Tuple:
                     stack.extend(f for f in e.fields if type(f) in scanned)
-            if isinstance(b, MatchCast):
+            if type(b) is not VarBinding and isinstance(b, MatchCast):
                 prims.extend(sinfo_prim_fields(b.struct_info))
         for p in self.func.params:
             prims.extend(sinfo_prim_fields(p._struct_info))
         for e in prims:
             if not isinstance(e, IntImm | T.Var) and _tir_vars(e):
                 self.composites.setdefault(self.key(e), e)
+
+    @staticmethod
+    def plain_args(args, static_shape) -> bool:
+        """Whether no argument can hold a non-constant PrimExpr (variables, constant shapes
+        and prim values, immediates): the arguments lower_operand keeps as they are and
+        scan_composites finds nothing in, told without a walk or a call per argument."""
+        for a in args:
+            t = type(a)
+            if t in _AS_IS:
+                continue
+            if t is ShapeExpr:
+                if static_shape(a):
+                    continue
+                return False
+            if t is PrimValue:
+                if type(a.value) is IntImm:
+                    continue
+                return False
+            if t in _SCANNED:
+                return False
+        return True
 
     def compute_ready(self, out: list) -> None:
         """Emit a shape_func computing every composite whose variables are all known now."""
@@ -313,13 +346,13 @@ class _Lowerer:
         return self.slot_of(d)
 
     def lower_value(self, v, out: list):
+        if type(v) in _AS_IS or id(v) in self.plain_calls:
+            return v  # (a call scan_composites found nothing to lower in, a variable)
         if isinstance(v, Call):
             old = v.args
-            # a variable or a constant is its own lowering (most operands of a static graph)
-            for a in old:
-                if type(a) not in _AS_IS:
-                    break
-            else:
+            # a variable, a constant or a constant shape is its own lowering (most operands of
+            # a static graph)
+            if self.plain_args(old, self.static_shape):
                 return v
             args = [a if type(a) in _AS_IS else self.lower_operand(a, out) for a in old]
             if all(a is b for a, b in zip(args, old, strict=True)):
@@ -440,19 +473,38 @@ class _Lowerer:
                 # trip through the frame per binding: a fifth of the pass on a 100k graph)
                 ki, n = fr["ki"], len(bindings)
                 lower_value, bind_from_result = self.lower_value, self.bind_from_result
+                quiet, plain = self.quiet_sinfo, self.plain_calls
                 while ki < n:
                     b = bindings[ki]
                     v = b.value
                     if type(b) is MatchCast or isinstance(v, If):
                         break
-                    value = lower_value(v, out)
+                    # (a call scan_composites found plain, a variable: kept as it is)
+                    value = v if id(v) in plain or type(v) in _AS_IS else lower_value(v, out)
                     # an unchanged value keeps its binding: a 100,000-call static graph
                     # rebuilt every binding for nothing
                     out.append(b if value is v else VarBinding(b.var, value, b.span))
                     ki += 1
-                    bind_from_result(b, out)
+                    if type(v) is Call:
+                        # (whether the result's struct info can name a variable, once per
+                        # struct-info object: the lowering passes share one among many calls)
+                        si = b.var._checked_type
+                        hit = quiet.get(id(si))
+                        if hit is None or hit[0] is not si:
+                            hit = quiet[id(si)] = (si, self.names_no_variable(si))
+                        if not hit[1]:
+                            bind_from_result(b, out)
                 fr["ki"] = ki
         return result
+
+    def names_no_variable(self, sinfo) -> bool:
+        """Whether a call result of struct info ``sinfo`` has nothing to check or bind: a
+        tensor of static or unknown shape, an opaque object, an empty tuple."""
+        t = type(sinfo)
+        if t is TensorStructInfo and (type(sinfo.shape) is not ShapeExpr or
+                                      self.static_shape(sinfo.shape)):
+            return True
+        return t is ObjectStructInfo or (t is TupleStructInfo and not sinfo.fields)
 
     def bind_from_result(self, b, out: list) -> None:
         """A call whose result struct info names symbolic variables not known yet (a packed
