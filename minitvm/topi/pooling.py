@@ -298,11 +298,7 @@ def adaptive_pool(x, kind: str, shape, axes, name: str):
         return v
 
     def count(idx, dt):
-        cnt = None
-        for q, a in enumerate(axes):
-            lo, hi = bounds(q, idx[a])
-            cnt = hi - lo if cnt is None else cnt * (hi - lo)
-        return E.Cast(dt, cnt)
+        return _window_count(bounds, axes, idx, dt)
 
     return _mean_stages(x, shape, total, count, rk, name, tag, info)
 
@@ -353,11 +349,7 @@ def _symbolic_adaptive_pool(x, kind: str, shape, axes, sizes, outs, name: str):
         return E.Select(cond, v, E.const(0, x.dtype))
 
     def count(idx, dt):
-        cnt = None
-        for q, a in enumerate(axes):
-            lo, hi = bounds(q, idx[a])
-            cnt = hi - lo if cnt is None else cnt * (hi - lo)
-        return E.Cast(dt, cnt)
+        return _window_count(bounds, axes, idx, dt)
 
     return _mean_stages(x, shape, total, count, rk, name, "", None)
 
@@ -379,6 +371,16 @@ for _kind in ("max", "avg"):
     for _sp in ("W", "HW"):
         compute(f"nn.{_kind}_pool{len(_sp)}d")(_window_compute(_kind, _sp))
         compute(f"nn.adaptive_{_kind}_pool{len(_sp)}d")(_adaptive_compute(_kind, _sp))
+
+
+def _window_count(bounds, axes, idx, dt: str):
+    """The element count of the window at output index ``idx``: the product over the pooled
+    ``axes`` of ``hi - lo``, each axis's ``bounds(q, i)``, as ``dt``."""
+    cnt = None
+    for q, a in enumerate(axes):
+        lo, hi = bounds(q, idx[a])
+        cnt = hi - lo if cnt is None else cnt * (hi - lo)
+    return E.Cast(dt, cnt)
 
 
 def _mean_stages(x, shape, total, count, rk, name: str, tag: str, info: dict | None) -> list:
