@@ -1,6 +1,6 @@
 """Kernels of an exported or whole-executable-cached Relay VM executable run as the compiled
 ones did. A shape-specializing kernel (``vm/specialized.py``: its ops do not lower symbolically,
-a take of a run-time row over ``Any`` dims) comes back as the ``ShapeSpecializer`` it was, where
+a conv3d over a run-time batch) comes back as the ``ShapeSpecializer`` it was, where
 its Relay text read back as the ops' numpy references run at every call; a static native kernel
 is called through its tuple entry (``_py``), not a ctypes pointer array a call."""
 
@@ -29,11 +29,16 @@ def fresh_cache(tmp_path, monkeypatch):
     _forget()
 
 
-def _row_sigmoid():
-    """sigmoid(x[t]) for x of any (n, b, 8): the take of row t specializes per shape."""
-    x = relay.var("x", shape=(relay.Any(), relay.Any(), 8), dtype="float32")
-    t = relay.var("t", shape=(), dtype="int64")
-    return tvm.IRModule.from_expr(relay.Function([x, t], relay.sigmoid(relay.take(x, t, 0))))
+# (the function's ops must have no symbolic kernel: this was a take of a run-time row until the
+# take lowered symbolically; conv3d still specializes per shape)
+_W = np.random.default_rng(3).standard_normal((4, 2, 1, 1, 1)).astype("float32")
+
+
+def _conv_sigmoid():
+    """sigmoid(conv3d(x, W)) for x of any (n, 2, 3, 3, 3): the conv3d specializes per shape."""
+    x = relay.var("x", shape=(relay.Any(), 2, 3, 3, 3), dtype="float32")
+    conv = relay.nn.conv3d(x, relay.const(_W), kernel_size=(1, 1, 1), channels=4)
+    return tvm.IRModule.from_expr(relay.Function([x], relay.sigmoid(conv)))
 
 
 def _specializers(exe) -> list:
@@ -43,15 +48,16 @@ def _specializers(exe) -> list:
 def _check_runs(exe, want_exe) -> None:
     got_vm, want_vm = VirtualMachine(exe, tvm.cpu()), VirtualMachine(want_exe, tvm.cpu())
     rng = np.random.default_rng(0)
-    for n, b, t in ((5, 3, 4), (2, 1, 0), (7, 3, 6)):
-        x = rng.standard_normal((n, b, 8)).astype("float32")
-        got = got_vm.run(x, np.array(t, "int64")).numpy()
-        assert got.tobytes() == want_vm.run(x, np.array(t, "int64")).numpy().tobytes()
-        np.testing.assert_allclose(got, 1 / (1 + np.exp(-x[t])), rtol=1e-6, atol=1e-7)
+    for n in (5, 1, 7):
+        x = rng.standard_normal((n, 2, 3, 3, 3)).astype("float32")
+        got = got_vm.run(x).numpy()
+        assert got.tobytes() == want_vm.run(x).numpy().tobytes()
+        z = np.einsum("oc,ncdhw->nodhw", _W[:, :, 0, 0, 0], x)
+        np.testing.assert_allclose(got, 1 / (1 + np.exp(-z)), rtol=1e-5, atol=1e-6)
 
 
 def test_exported_specializing_kernel_loads_as_a_specializer(tmp_path):
-    exe = relay.vm.compile(_row_sigmoid(), target="llvm")
+    exe = relay.vm.compile(_conv_sigmoid(), target="llvm")
     (kernel,) = _specializers(exe)
     assert kernel.source_format == SPECIALIZED_FORMAT
     code, lib = exe.save()
@@ -63,10 +69,10 @@ def test_exported_specializing_kernel_loads_as_a_specializer(tmp_path):
 
 
 def test_a_warm_compile_keeps_the_specializer(fresh_cache):
-    cold = relay.vm.compile(_row_sigmoid(), target="llvm")
+    cold = relay.vm.compile(_conv_sigmoid(), target="llvm")
     _forget()  # (a fresh process: only the disk remembers)
     hits = exe_cache.STATS["hits"]
-    warm = relay.vm.compile(_row_sigmoid(), target="llvm")
+    warm = relay.vm.compile(_conv_sigmoid(), target="llvm")
     assert exe_cache.STATS["hits"] == hits + 1
     assert dynamic_kernel_counts(warm.kernels) == dynamic_kernel_counts(cold.kernels) == \
         {"symbolic": 0, "specialized": 1}
@@ -74,7 +80,7 @@ def test_a_warm_compile_keeps_the_specializer(fresh_cache):
 
 
 def test_the_text_round_trips_and_a_bad_header_is_refused():
-    exe = relay.vm.compile(_row_sigmoid(), target="llvm")
+    exe = relay.vm.compile(_conv_sigmoid(), target="llvm")
     (kernel,) = _specializers(exe)
     func, run = read_specialized(specialized_text(kernel))
     assert isinstance(run, ShapeSpecializer) and run.name == kernel.name
