@@ -262,16 +262,7 @@ def resize_bilinear(x, dtype: str, size, align: bool, half: bool):
             shape[axis] = -1
             return _op.multiply(v, _c(wt.reshape(shape).astype("int32"), "int32"))
 
-        # the four products in int32 (|v| * 1536**2 at most); rows first, then columns: the
-        # same integer as TFLite's four-term sum
-        rows = {kc: _op.add(along(g[0, kc], wy[0], 1), along(g[1, kc], wy[1], 1))
-                for kc in (0, 1)}
-        v = _op.add(along(rows[0], wx[0], 2), along(rows[1], wx[1], 2))
-        half_unit = _c(1 << 19, "int32")
-        pos = _op.right_shift(_op.add(v, half_unit), _c(20, "int32"))
-        neg = _op.negative(_op.right_shift(_op.subtract(half_unit, v), _c(20, "int32")))
-        out = _op.where(_op.greater_equal(v, _c(0, "int32")), pos, neg)
-        return _saturate(out, dtype, *QRANGE[dtype])
+        return _integer_blend(g, wy, wx, along, dtype)
     f32 = np.float32
     (y0, y1, fy), (x0, x1, fx) = _float_taps(h, oh, align, half), _float_taps(w, ow, align, half)
     g = _corners(_op.cast(x, "float64"), {0: y0, 1: y1}, {0: x0, 1: x1})
@@ -348,6 +339,20 @@ def _run_time_float_taps(n_in, n_out, align: bool, half: bool):
     return _op.cast(a, "int64"), hi, _op.subtract(v, a)
 
 
+def _integer_blend(g, wy, wx, along, dtype: str):
+    """TFLite's 8-bit bilinear blend of the four corners ``g[(row, col)]`` (int32) by the
+    weights in 1/1024ths ``wy`` / ``wx`` (``along(v, weights, axis)`` multiplies them in): the
+    four products in int32 (|v| * 1536**2 at most), rows first, then columns (the same integer
+    as TFLite's four-term sum), divided by 2**20 rounding half away from zero, saturated."""
+    rows = {kc: _op.add(along(g[0, kc], wy[0], 1), along(g[1, kc], wy[1], 1)) for kc in (0, 1)}
+    v = _op.add(along(rows[0], wx[0], 2), along(rows[1], wx[1], 2))
+    half_unit = _c(1 << 19, "int32")
+    pos = _op.right_shift(_op.add(v, half_unit), _c(20, "int32"))
+    neg = _op.negative(_op.right_shift(_op.subtract(half_unit, v), _c(20, "int32")))
+    out = _op.where(_op.greater_equal(v, _c(0, "int32")), pos, neg)
+    return _saturate(out, dtype, *QRANGE[dtype])
+
+
 def _along(v, wt, axis: int):
     """``v`` times the per-position weights ``wt`` (1-D) broadcast along ``axis`` of NHWC."""
     shape = [1, 1, 1, 1]
@@ -376,14 +381,7 @@ def resize_bilinear_at_run_time(x, dtype: str, size, align: bool, half: bool):
         unit = _c(1024, "int32")
         wy = {0: _op.subtract(unit, dy), 1: dy}
         wx = {0: _op.subtract(unit, dx), 1: dx}
-        sums = {kc: _op.add(_along(g[0, kc], wy[0], 1), _along(g[1, kc], wy[1], 1))
-                for kc in (0, 1)}
-        v = _op.add(_along(sums[0], wx[0], 2), _along(sums[1], wx[1], 2))
-        half_unit = _c(1 << 19, "int32")
-        pos = _op.right_shift(_op.add(v, half_unit), _c(20, "int32"))
-        neg = _op.negative(_op.right_shift(_op.subtract(half_unit, v), _c(20, "int32")))
-        out = _op.where(_op.greater_equal(v, _c(0, "int32")), pos, neg)
-        return _saturate(out, dtype, *QRANGE[dtype])
+        return _integer_blend(g, wy, wx, _along, dtype)
     (y0, y1, fy), (x0, x1, fx) = [_run_time_float_taps(i, o, align, half)
                                   for i, o in zip(n_in, n_out, strict=True)]
     xf = _op.cast(x, "float64")
