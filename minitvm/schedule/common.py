@@ -66,7 +66,12 @@ def own_isa_cpu() -> str | None:
     """The CPU code is made for (``jit.host_cpu``) when that code is of the CPU's own vector
     ISA, else None: ``-mattr=-avx512f`` makes AVX2 code for an AVX-512 CPU, and what was
     measured on that CPU (its ``host_key`` entries, its built-in table) is AVX-512 code's."""
-    cpu, features = _jit.host_cpu()
+    return _own_isa_cpu(*_jit.host_cpu())
+
+
+@functools.cache
+def _own_isa_cpu(cpu: str, features: str) -> str | None:
+    # (asked at every per-host switch of every schedule: once per CPU and feature string)
     own = isa_class(cpu)
     if own is not None and ("avx2" if own == "avx2" else "avx512") != _isa_of(features):
         return None
