@@ -244,12 +244,9 @@ def twentyseventh_models():
             c = [width * 2 ** i for i in range(len(depths))]
             cins = [3] + c[:-1]
             self.enc = nn.ModuleList([RSU(a, mid, b, d) for a, b, d in zip(cins, c, depths)])
-            self.dec = nn.ModuleList([RSU(2 * c[i], mid, c[i - 1] if i else c[0], depths[i])
+            self.dec = nn.ModuleList([RSU(c[i + 1] + c[i], mid, c[i], depths[i])
                                       for i in range(len(depths) - 1)])
-            self.side = nn.ModuleList([nn.Conv2d(c[0], 1, 3, 1, 1)] +
-                                      [nn.Conv2d(c[i - 1], 1, 3, 1, 1)
-                                       for i in range(1, len(depths) - 1)] +
-                                      [nn.Conv2d(c[-1], 1, 3, 1, 1)])
+            self.side = nn.ModuleList([nn.Conv2d(ci, 1, 3, 1, 1) for ci in c])
             self.fuse = nn.Conv2d(len(depths), 1, 1)
 
         def forward(self, x):
