@@ -29,6 +29,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentyfourth  # (..._twentyfourth)
     python benchmarks/bench_new_user_models.py --group twentyfifth  # (..._twentyfifth)
     python benchmarks/bench_new_user_models.py --group twentysixth  # (..._twentysixth)
+    python benchmarks/bench_new_user_models.py --group twentyseventh  # (..._twentyseventh)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -71,6 +72,7 @@ from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
+from new_user_models_twentyseventh import twentyseventh_models  # noqa: E402
 from new_user_models_twentysixth import twentysixth_models  # noqa: E402
 from new_user_models_twentythird import twentythird_models  # noqa: E402
 
@@ -1937,7 +1939,7 @@ def main() -> int:
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
                                         "twentieth", "twentyfirst", "twentysecond",
                                         "twentythird", "twentyfourth", "twentyfifth",
-                                        "twentysixth", "all"),
+                                        "twentysixth", "twentyseventh", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2039,7 +2041,11 @@ def main() -> int:
                     "refinement, ChebNet's Chebyshev recurrence, NeuMF, an FCOS head, a YOLOv4 "
                     "CSP darknet with Mish and SPP, an Attention U-Net, PVTv2 spatial-reduction "
                     "attention, RotatE, GRU-D, a PixelCNN++ discretized logistic mixture "
-                    "likelihood, a mesh net with cross-product normals); all")
+                    "likelihood, a mesh net with cross-product normals); twentyseventh: the 12 "
+                    "of the twenty-seventh (Wide & Deep with hashed crosses, a Poincare-ball "
+                    "HGCN, an evidential Dirichlet classifier, RCAN, U^2-Net, a biaffine parser, "
+                    "an Elman nn.RNN LM, an LPPool keyword spotter, TransE, a log-space minGRU "
+                    "LM, DreamerV3 symlog heads, a SAITS imputer over NaN inputs); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2061,11 +2067,12 @@ def main() -> int:
     twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
     twentythird, twentyfourth = twentythird_models(), twentyfourth_models()
     twentyfifth, twentysixth = twentyfifth_models(), twentysixth_models()
+    twentyseventh = twentyseventh_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
              **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth,
-             **twentysixth}
+             **twentysixth, **twentyseventh}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2075,6 +2082,7 @@ def main() -> int:
              "twentyfirst": twentyfirst, "twentysecond": twentysecond,
              "twentythird": twentythird, "twentyfourth": twentyfourth,
              "twentyfifth": twentyfifth, "twentysixth": twentysixth,
+             "twentyseventh": twentyseventh,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

@@ -75,6 +75,7 @@ from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
+from new_user_models_twentyseventh import twentyseventh_models  # noqa: E402
 from new_user_models_twentysixth import twentysixth_models  # noqa: E402
 from new_user_models_twentythird import twentythird_models  # noqa: E402
 
@@ -106,7 +107,8 @@ def groups() -> dict:
               "nineteenth": nineteenth_models(), "twentieth": twentieth_models(),
               "twentyfirst": twentyfirst_models(), "twentysecond": twentysecond_models(),
               "twentythird": twentythird_models(), "twentyfourth": twentyfourth_models(),
-              "twentyfifth": twentyfifth_models(), "twentysixth": twentysixth_models()}
+              "twentyfifth": twentyfifth_models(), "twentysixth": twentysixth_models(),
+              "twentyseventh": twentyseventh_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -495,7 +497,7 @@ def main() -> int:
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
                              "twentysecond", "twentythird", "twentyfourth", "twentyfifth",
-                             "twentysixth", "all"))
+                             "twentysixth", "twentyseventh", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS + DYN_RELAY_PATHS}, or all")

@@ -166,3 +166,29 @@ def _Fn(fn):
     from frontend_models import Fn
 
     return Fn(fn)
+
+
+class PlainRNN(nn.Module):
+    """``nn.RNN`` layers (aten::rnn_tanh / rnn_relu): two stacked layers, both directions."""
+
+    def __init__(self, nonlinearity, batch_first, bias):
+        super().__init__()
+        self.rnn = nn.RNN(5, 4, 2, nonlinearity=nonlinearity, bias=bias, bidirectional=True,
+                          batch_first=batch_first)
+        self.batch_first = batch_first
+
+    def forward(self, x, h0):
+        y, hn = self.rnn(x, h0)
+        y = y if self.batch_first else y.transpose(0, 1)
+        return torch.cat([y.flatten(1), hn.transpose(0, 1).flatten(1)], 1)
+
+
+@pytest.mark.parametrize("nonlinearity,batch_first,bias",
+                         [("tanh", True, True), ("relu", False, False)])
+def test_plain_rnn_layers_both_importers(nonlinearity, batch_first, bias):
+    """nn.RNN unrolls as ONNX's RNN with its nonlinearity in every direction and layer, from a
+    given state (6 steps, batch 3)."""
+    x = _randn(3, 6, 5) if batch_first else _randn(6, 3, 5)
+    mod = _both(_seeded(PlainRNN, nonlinearity, batch_first, bias), x, _randn(4, 3, 4, seed=1),
+                rtol=1e-5, atol=1e-5)
+    assert ("tanh" if nonlinearity == "tanh" else "nn.relu") in mod.astext()

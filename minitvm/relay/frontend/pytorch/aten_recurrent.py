@@ -1,5 +1,5 @@
-"""ATen's recurrent layers: ``lstm`` / ``gru`` (``nn.LSTM``, ``nn.GRU``, every layer and
-direction) and the cells ``lstm_cell`` / ``gru_cell`` / ``rnn_tanh_cell`` / ``rnn_relu_cell``
+"""ATen's recurrent layers: ``lstm`` / ``gru`` / ``rnn_tanh`` / ``rnn_relu`` (``nn.LSTM``,
+``nn.GRU``, ``nn.RNN``, every layer and direction) and the cells ``lstm_cell`` / ``gru_cell`` / ``rnn_tanh_cell`` / ``rnn_relu_cell``
 (``nn.LSTMCell`` and kin, called once a step by a decoder loop). Both unroll through
 ``frontend_common.onnx_rnn``, the ONNX importers' recurrence, with PyTorch's gate order."""
 
@@ -17,13 +17,16 @@ from .aten import register
 
 # PyTorch's gate order in W / R / B, as positions of ONNX's (i, o, f, c) and (z, r, h)
 _TORCH_GATES = {"lstm": (0, 3, 1, 2), "gru": (1, 0, 2)}
+# the plain RNN's gates (one: W / R are [H, in] / [H, H]) and its nonlinearity by ATen op
+_PLAIN_RNN = {"rnn_tanh": "Tanh", "rnn_relu": "Relu"}
 
 
-@register("lstm", "gru")
+@register("lstm", "gru", *_PLAIN_RNN)
 def _rnn(ctx, args):
-    """aten::lstm / aten::gru (the ``.input`` overloads): the shared unrolling of
-    ``frontend_common.onnx_rnn`` per layer and direction (one input projection per layer and
-    direction, then the recurrent product and the gate arithmetic per step)."""
+    """aten::lstm / gru / rnn_tanh / rnn_relu (the ``.input`` overloads): the shared unrolling
+    of ``frontend_common.onnx_rnn`` per layer and direction (one input projection per layer
+    and direction, then the recurrent product and the gate arithmetic per step); ``nn.RNN``
+    is ONNX's RNN with its ``nonlinearity`` as the activation of every direction."""
     kind = ctx.op_name
     x, hx, params, has_biases, layers, _, _, bidir, batch_first = args[:9]
     if not isinstance(params, list | tuple):
@@ -37,12 +40,16 @@ def _rnn(ctx, args):
         raise ctx.fail(f"{len(params)} weights for {layers} layer(s) of {dirs} direction(s) "
                        f"{'with' if has_biases else 'without'} biases")
     proj = per in (3, 5)
-    hid = int(ctx.shape(params[0])[0]) // (4 if kind == "lstm" else 3)
+    hid = int(ctx.shape(params[0])[0]) // {"lstm": 4, "gru": 3}.get(kind, 1)
     out_width = int(ctx.shape(params[1])[1])  # the hidden size, or proj_size
     attrs = {"hidden_size": hid, "direction": "bidirectional" if bidir else "forward",
              "linear_before_reset": 1}
-    spec = dataclasses.replace(parse_spec(kind.upper(), attrs, dirs, ctx.fail),
-                               gate_order=_TORCH_GATES[kind])
+    if kind in _PLAIN_RNN:
+        attrs["activations"] = [_PLAIN_RNN[kind]] * dirs
+        spec = parse_spec("RNN", attrs, dirs, ctx.fail)
+    else:
+        spec = dataclasses.replace(parse_spec(kind.upper(), attrs, dirs, ctx.fail),
+                                   gate_order=_TORCH_GATES[kind])
     ops = RelayRecurrentOps(ctx.dtype(x))
     s = ctx.shape(x)
     seq, batch = (s[1], s[0]) if batch_first else (s[0], s[1])
