@@ -215,3 +215,25 @@ def test_take_with_batch_dims_static_kernel_is_native():
     ind = np.array([[0, 4, 2], [1, 1, 3]], "int32")
     got = VirtualMachine(exe, tvm.cpu()).run(a, ind).numpy()
     np.testing.assert_array_equal(got, np.take_along_axis(a, ind, axis=1))
+
+
+def test_collapse_sum_like_over_run_time_sizes():
+    """collapse_sum_like of a run-time (a, b, c) onto a run-time (m, k): each target size 1
+    (summed) or the input's (kept) runs the one symbolic kernel (``m * (c - m + 1) == c``
+    stated per axis); the interpreter's values and numpy's sums."""
+    x = relay.var("x", shape=_any(3))
+    y = relay.var("y", shape=_any(2))
+    exe, runs, vm, interp = _build([x, y], relay.collapse_sum_like(x, y))
+    _one_symbolic_kernel(exe, runs)
+    assert sum(c[0] == "equal" for c in runs[0].conditions) == 2
+    for xs, ys in (((2, 3, 4), (3, 4)), ((2, 3, 4), (1, 4)), ((2, 3, 4), (3, 1)),
+                   ((1, 5, 6), (1, 1)), ((3, 1, 1), (1, 1)), ((2, 0, 3), (0, 1))):
+        a, b = _rand(*xs), _rand(*ys)
+        _agree(vm, interp, a, b)
+        want = a.sum(axis=0)
+        want = want.sum(axis=tuple(k for k in range(2) if ys[k] == 1 and xs[k + 1] != 1),
+                        keepdims=True)
+        np.testing.assert_allclose(vm.run(a, b).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert runs[0]._fallback is None
+    with pytest.raises(Exception, match="broadcast"):  # (2 is neither 1 nor 4)
+        vm.run(_rand(2, 3, 4), _rand(3, 2))
