@@ -1,6 +1,6 @@
 """Kernels of an exported or whole-executable-cached Relay VM executable run as the compiled
 ones did. A shape-specializing kernel (``vm/specialized.py``: its ops do not lower symbolically,
-a grid_sample over a run-time batch) comes back as the ``ShapeSpecializer`` it was, where
+a YOLO reorg over a run-time batch) comes back as the ``ShapeSpecializer`` it was, where
 its Relay text read back as the ops' numpy references run at every call; a static native kernel
 is called through its tuple entry (``_py``), not a ctypes pointer array a call."""
 
@@ -30,14 +30,13 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 # (the function's ops must have no symbolic kernel: this was a take of a run-time row until the
-# take lowered symbolically, then a conv3d until conv3d did (sym61); grid_sample's compute
-# needs static shapes)
+# take lowered symbolically, then a conv3d until conv3d and grid_sample did (sym61); Darknet's
+# reorg computes with the sizes as ints)
 def _conv_sigmoid():
-    """sigmoid(grid_sample(x, x)) for x of any (n, 2, 3, 3) (x its own sampling grid): the
-    grid_sample specializes per shape."""
-    x = relay.var("x", shape=(relay.Any(), 2, 3, 3), dtype="float32")
+    """sigmoid(yolo_reorg(x, 2)) for x of any (n, 4, 4, 4): the reorg specializes per shape."""
+    x = relay.var("x", shape=(relay.Any(), 4, 4, 4), dtype="float32")
     return tvm.IRModule.from_expr(relay.Function([x], relay.sigmoid(
-        relay.image.grid_sample(x, x))))
+        relay.vision.yolo_reorg(x, 2))))
 
 
 # the interpreter's values (the ops' numpy references)
@@ -52,7 +51,7 @@ def _check_runs(exe, want_exe) -> None:
     got_vm, want_vm = VirtualMachine(exe, tvm.cpu()), VirtualMachine(want_exe, tvm.cpu())
     rng = np.random.default_rng(0)
     for n in (5, 1, 7):
-        x = rng.standard_normal((n, 2, 3, 3)).astype("float32")
+        x = rng.standard_normal((n, 4, 4, 4)).astype("float32")
         got = got_vm.run(x).numpy()
         assert got.tobytes() == want_vm.run(x).numpy().tobytes()
         np.testing.assert_allclose(got, _REFERENCE(x).numpy(), rtol=1e-5, atol=1e-6)

@@ -237,3 +237,19 @@ def test_collapse_sum_like_over_run_time_sizes():
     assert runs[0]._fallback is None
     with pytest.raises(Exception, match="broadcast"):  # (2 is neither 1 nor 4)
         vm.run(_rand(2, 3, 4), _rand(3, 2))
+
+
+@pytest.mark.parametrize("method,padding", [("bilinear", "zeros"), ("nearest", "reflection")])
+def test_grid_sample_over_run_time_image_and_grid_sizes(method, padding):
+    """grid_sample with the batch, channels, image size and grid size at run time (sizes of
+    1 included: reflection over a one-pixel axis): one symbolic kernel, the interpreter's
+    values."""
+    x = relay.var("x", shape=_any(4))
+    g = relay.var("g", shape=_any(4))
+    exe, runs, vm, interp = _build([x, g], relay.image.grid_sample(
+        x, g, method=method, padding_mode=padding, align_corners=method == "nearest"))
+    _one_symbolic_kernel(exe, runs)
+    for xs, gs in (((1, 3, 4, 5), (1, 2, 3, 3)), ((2, 1, 7, 2), (2, 2, 1, 4)),
+                   ((1, 2, 1, 3), (1, 2, 2, 2))):
+        _agree(vm, interp, _rand(*xs), 1.3 * _rand(*gs, seed=2))
+    assert runs[0]._fallback is None
