@@ -7,8 +7,9 @@ from __future__ import annotations
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
+from . import shape_conditions
 from .utils import as_float as _f
-from .utils import compute, out_dims, out_tensor_types, static_shape
+from .utils import compute, out_dims, out_tensor_types
 from .utils import i32 as _i
 
 _F = "float32"
@@ -34,8 +35,30 @@ def _affine_grid(attrs, inputs, out_type):
     return [te.compute(shape, body, name="affine_grid")]
 
 
-def _reflect(v, size: int, align_corners: bool):
-    """``v`` folded back into the image by mirroring at its borders (PyTorch's reflection)."""
+def _fsize(size, delta: int = 0):
+    """``size + delta`` as a float32 expression (a constant of a static size)."""
+    if isinstance(size, int):
+        return _f(float(size + delta))
+    return E.Cast(_F, size + _i(delta) if delta else size)
+
+
+def _isize(size, delta: int = 0):
+    """``size + delta`` as an int32 expression (a constant of a static size)."""
+    return _i(size + delta) if isinstance(size, int) else (size + _i(delta) if delta else size)
+
+
+def _reflect(v, size, align_corners: bool):
+    """``v`` folded back into the image by mirroring at its borders (PyTorch's reflection);
+    ``size`` an int or, over symbolic sizes, an int32 expression."""
+    if not isinstance(size, int):
+        lo = _f(0.0 if align_corners else -0.5)
+        span = _fsize(size, -1) if align_corners else _fsize(size)
+        v = tir_op.abs(v - lo)
+        flips = tir_op.floor(v / span)
+        extra = v - flips * span
+        even = E.EQ(flips - _f(2.0) * tir_op.floor(flips / _f(2.0)), _f(0.0))
+        v = E.Select(even, lo + extra, lo + span - extra)
+        return E.Select(span <= _f(0.0), _f(0.0), E.Max(E.Min(v, _fsize(size, -1)), _f(0.0)))
     lo, span = (0.0, float(size - 1)) if align_corners else (-0.5, float(size))
     if span <= 0:
         return _f(0.0)
@@ -47,8 +70,11 @@ def _reflect(v, size: int, align_corners: bool):
     return E.Max(E.Min(v, _f(size - 1)), _f(0.0))
 
 
-def _unnormalize(g, size: int, align_corners: bool):
+def _unnormalize(g, size, align_corners: bool):
     g = _f(g)
+    if not isinstance(size, int):
+        return (g + _f(1.0)) * (_fsize(size, -1) / _f(2.0)) if align_corners else \
+            ((g + _f(1.0)) * _fsize(size) - _f(1.0)) / _f(2.0)
     return (g + _f(1.0)) * _f((size - 1) / 2.0) if align_corners else \
         ((g + _f(1.0)) * _f(size) - _f(1.0)) / _f(2.0)
 
@@ -65,7 +91,7 @@ def _source(g, size: int, padding_mode: str, align_corners: bool):
     """The input coordinate of normalized grid value ``g`` along an axis of ``size``."""
     v = _unnormalize(g, size, align_corners)
     if padding_mode == "border":
-        return E.Max(E.Min(v, _f(size - 1)), _f(0.0))
+        return E.Max(E.Min(v, _fsize(size, -1)), _f(0.0))
     if padding_mode == "reflection":
         return _reflect(v, size, align_corners)
     return v
@@ -77,7 +103,7 @@ def _grid_sample(attrs, inputs, out_type):
     t = out_tensor_types(out_type)[0]
     data, grid = inputs
     return [grid_sample(data, grid, str(attrs.method), str(attrs.padding_mode),
-                        bool(attrs.align_corners), static_shape(t), str(t.dtype))]
+                        bool(attrs.align_corners), out_dims(t), str(t.dtype))]
 
 
 def grid_sample(data, grid, method: str, padding_mode: str, align: bool, shape, dt: str,
@@ -86,12 +112,11 @@ def grid_sample(data, grid, method: str, padding_mode: str, align: bool, shape, 
     (channel k addresses the k-th spatial axis from the last; ``channels_last_grid``: the
     grid is (N, *out, nd), ONNX's and PyTorch's layout); zero outside the image unless
     ``padding_mode`` is border or reflection. The batch may be symbolic; the image's spatial
-    sizes must be known."""
-    try:
-        sizes = [int(d) for d in data.shape[2:]]
-    except TypeError:
-        raise ValueError(f"image.grid_sample: the image's spatial sizes must be known, got "
-                         f"{list(data.shape[2:])}") from None
+    sizes may be too (int32 expressions; each must be positive, a stated shape condition)."""
+    sizes = [int(d) if isinstance(d, int | E.IntImm) else
+             (d if d.dtype == "int32" else E.Cast("int32", d)) for d in data.shape[2:]]
+    for d in data.shape[2:]:  # (an empty image has no pixel to clamp a tap to)
+        shape_conditions.assume_positive(d)
     nd = len(sizes)
     if method not in ("nearest", "bilinear", "bicubic") or (method == "bicubic" and nd != 2):
         raise ValueError(f"image.grid_sample: method {method!r} in {nd}-D has no native "
@@ -108,7 +133,7 @@ def grid_sample(data, grid, method: str, padding_mode: str, align: bool, shape, 
             conds, clamped = [], []
             for j, s in zip(idx, sizes, strict=True):
                 conds.append(E.And(j >= 0, j < s))
-                clamped.append(E.Max(E.Min(j, _i(s - 1)), _i(0)))
+                clamped.append(E.Max(E.Min(j, _isize(s, -1)), _i(0)))
             ok = conds[0]
             for k in conds[1:]:
                 ok = E.And(ok, k)
@@ -147,7 +172,7 @@ def _bicubic(coord, n, o, sizes, padding_mode: str, align: bool, at, dt: str):
 
     def tap(j, size):
         if padding_mode == "border":
-            return E.Max(E.Min(j, _i(size - 1)), _i(0))
+            return E.Max(E.Min(j, _isize(size, -1)), _i(0))
         if padding_mode == "reflection":
             return E.Cast("int32", tir_op.nearbyint(_reflect(_f(j), size, align)))
         return j

@@ -160,6 +160,18 @@ compute("argmin")(_arg_reduction("min"))
 _ = tir_op  # keep the import for computes added here later
 
 
+@compute("collapse_sum_like")
+def _collapse_sum_like(attrs, inputs, out_type):
+    """The sum of the input down to the second input's shape (``collapse_sum_to`` with the
+    target a tensor's shape: Relay's static pipeline rewrites it so; over symbolic sizes each
+    target size is 1 or the input's, ``collapse_sum_onto``)."""
+    from .transform_extra import collapse_sum_onto
+
+    target = [E.IntImm("int64", d) if isinstance(d, int) else d
+              for d in out_dims(out_tensor_types(out_type)[0])]
+    return [collapse_sum_onto(inputs[0], target)]
+
+
 @compute("collapse_sum_to")
 def _collapse_sum_to(attrs, inputs, out_type):
     """The sum of the input down to ``attrs.shape``, undoing a broadcast to the input's shape

@@ -13,6 +13,7 @@ import numpy as np
 from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
+from . import shape_conditions
 from .reference.vision import roi_sample_corners
 from .utils import as_float as _f
 from .utils import compute, out_dims, out_tensor_types, reference
@@ -21,12 +22,19 @@ from .utils import i32 as _i
 _F = "float32"
 
 
-def _corner(coord, size: int):
+def _size(d):
+    """A data dimension as an int where static, else its symbolic size as an int32 expression."""
+    if isinstance(d, int | E.IntImm):
+        return int(d)
+    return d if d.dtype == "int32" else E.Cast("int32", d)
+
+
+def _corner(coord, size):
     """(low index, high index, fraction) of a sample coordinate already known to lie in
     [0, size]: past the last pixel both indices are the last one, as the reference's."""
     low = E.Cast("int32", tir_op.floor(coord))
     edge = low >= size - 1
-    last = _i(size - 1)
+    last = _i(size - 1) if isinstance(size, int) else size - _i(1)
     return (E.Select(edge, last, low), E.Select(edge, last, low + _i(1)),
             E.Select(edge, _f(0.0), coord - tir_op.floor(coord)))
 
@@ -44,8 +52,10 @@ def _roi_align(attrs, inputs, out_type):
         raise ValueError(f"vision.roi_align: layout {layout} with sample_ratio {ratio} has no "
                          "native compute (NCHW or NHWC with a fixed sample_ratio > 0 does)")
     nhwc = layout == "NHWC"
-    h, w = (int(data.shape[k]) for k in ((1, 2) if nhwc else (2, 3)))
+    h, w = (_size(data.shape[k]) for k in ((1, 2) if nhwc else (2, 3)))
     n = data.shape[0]  # (the images may be a symbolic count: the box's index is clamped to it)
+    for size in (n, h, w):  # (a box reads pixel (0, 0) of image 0 at least: none may be empty)
+        shape_conditions.assume_positive(size)
     last_image = _i(int(n) - 1) if isinstance(n, int | E.IntImm) else E.Cast("int32", n) - _i(1)
     ph, pw = (int(p) for p in attrs.pooled_size)
     scale = float(attrs.spatial_scale)
@@ -63,8 +73,10 @@ def _roi_align(attrs, inputs, out_type):
         y = y1 + _f(i) * bh + (_f(ry.var) + _f(0.5)) * bh / _f(ratio)
         x = x1 + _f(j) * bw + (_f(rx.var) + _f(0.5)) * bw / _f(ratio)
         inside = E.And(E.And(y >= _f(-1.0), y <= _f(h)), E.And(x >= _f(-1.0), x <= _f(w)))
-        y0, y1i, ly = _corner(E.Max(y, _f(0.0)), h)
-        x0, x1i, lx = _corner(E.Max(x, _f(0.0)), w)
+        # the corners are loaded whatever ``inside`` says: a sample outside (a NaN or huge
+        # box, whose int32 cast is undefined) reads them at 0, in bounds, and is masked below
+        y0, y1i, ly = _corner(E.Select(inside, E.Max(y, _f(0.0)), _f(0.0)), h)
+        x0, x1i, lx = _corner(E.Select(inside, E.Max(x, _f(0.0)), _f(0.0)), w)
 
         def px(yy, xx):
             return _f(data[b, yy, xx, c] if nhwc else data[b, c, yy, xx])

@@ -274,8 +274,13 @@ def _take(attrs, inputs, out_type):
     # (an index of a symbolic axis: computed in the size's dtype)
     dt = "int32" if isinstance(n, int) else n.dtype
 
+    # ``batch_dims`` leading axes shared by data and indices: index ``i[:bd]`` of both
+    bd = int(getattr(attrs, "batch_dims", 0) or 0)
+    bd = bd + len(ins) if bd < 0 else bd
+    nj = len(ins) - bd  # (the output axes the indices' own dims give)
+
     def body(*i):
-        j = ind[tuple(i[axis:axis + len(ins)])] if ins else ind[()]
+        j = ind[tuple(i[:bd]) + tuple(i[axis:axis + nj])] if ins else ind[()]
         j = E.Cast(dt, j) if j.dtype != dt else j
         if mode == "wrap":
             j = E.FloorMod(j, n)
@@ -283,7 +288,7 @@ def _take(attrs, inputs, out_type):
             last = _i(n - 1) if dt == "int32" else n - 1
             j = E.Max(E.Min(E.Select(j < 0, j + n, j) if mode == "fast" else j, last),
                       E.IntImm(dt, 0))
-        idx = list(i[:axis]) + [j] + list(i[axis + len(ins):])
+        idx = list(i[:axis]) + [j] + list(i[axis + nj:])
         return data[tuple(idx)]
 
     return [te.compute(shape, body, name="take")]

@@ -19,7 +19,7 @@ from .utils import pick_piece
 
 __all__ = [
     "flip", "tile", "stack", "one_hot", "gather_elements", "gather_nd", "scatter_elements",
-    "scatter_nd", "collapse_sum", "meshgrid", "quantize",
+    "scatter_nd", "collapse_sum", "collapse_sum_onto", "meshgrid", "quantize",
     "dequantize", "bucketize", "pixel_shuffle", "eye", "clamp_index", "instance_norm",
     "cross_entropy_with_logits", "nll_loss", "index_tensor", "index_put", "slice_scatter",
     "hamming_window",
@@ -277,6 +277,38 @@ def scatter_nd(x, indices, updates, reduction: str = "update"):
         return updates[tuple(_clamped(ys, ext) + list(i[m:]))]
 
     return _scatter(x, ny, ext, match, load, reduction, "T_scatter_nd", match_dims=m)
+
+
+def collapse_sum_onto(x, target_shape):
+    """``collapse_sum`` where target sizes may be symbolic: an aligned axis of input size
+    ``n`` and target size ``m`` is summed over ``n - m + 1`` taps from the output index (one
+    tap where ``m == n``, the whole axis from 0 where ``m == 1``; the type relation states
+    ``m * (n - m + 1) == n``, i.e. ``m`` is 1 or ``n``, checked at each call). Static pairs
+    reduce as ``collapse_sum`` does; the input's leading axes are summed whole."""
+    xs = list(x.shape)
+    lead = len(xs) - len(target_shape)
+    red = {d: _rvar(xs[d], f"k{d}") for d in range(lead)}
+    spans = {}
+    for k, m in enumerate(target_shape):
+        n = xs[lead + k]
+        if isinstance(m, E.IntImm) and isinstance(n, E.IntImm):
+            if m.value == 1 and n.value != 1:
+                red[lead + k] = _rvar(n, f"k{lead + k}")
+        else:
+            spans[lead + k] = red[lead + k] = _rvar(_i64(n) - _i64(m) + _i64(1), f"k{lead + k}")
+    if not red:
+        return _compute(target_shape, lambda *i: x[tuple(i)], "T_collapse_sum")
+
+    def body(*i):
+        idx = []
+        for d in range(len(xs)):
+            if d in spans:
+                idx.append(_i64(i[d - lead]) + spans[d].var)
+            else:
+                idx.append(red[d].var if d in red else i[d - lead])
+        return te.sum(x[tuple(idx)], axis=list(red.values()))
+
+    return _compute(target_shape, body, "T_collapse_sum")
 
 
 def collapse_sum(x, target_shape):

@@ -12,7 +12,8 @@ from ...ir.op import Op, OpPattern
 from ...ir.type import TensorType
 from ...tir.expr import Any
 from ...topi.shape import slice_like_axes
-from ...topi.shape_conditions import agree, at_most
+from ...topi.shape_conditions import agree, assume_equal, at_most
+from ...topi.utils import arith
 from ..expr import Call, Constant, Expr, const
 from .op import define_op
 from .type_relations import (
@@ -296,7 +297,18 @@ def _collapse_like_rel(arg_types, attrs=None):
     check_num_args("collapse_sum_like", arg_types, 2)
     t = tensor_arg(arg_types, 0, "collapse_sum_like")
     like = tensor_arg(arg_types, 1, "collapse_sum_like")
-    _broadcasts_onto("collapse_sum_like", like.shape, t.shape)
+    lead = len(t.shape) - len(like.shape)
+    pairs = list(zip(like.shape, t.shape[max(lead, 0):]))
+    if lead < 0 or all(is_static_dim(m) and is_static_dim(n) for m, n in pairs):
+        _broadcasts_onto("collapse_sum_like", like.shape, t.shape)
+    else:  # (a symbolic size m collapses n only as 1 or n: m * (n - m + 1) == n, stated)
+        for m, n in pairs:
+            if is_static_dim(m) and is_static_dim(n):
+                if m not in (1, n):
+                    raise TypeError(f"collapse_sum_like: {shape_str(like.shape)} does not "
+                                    f"broadcast to {shape_str(t.shape)}")
+            elif not isinstance(m, Any) and not isinstance(n, Any):
+                assume_equal(arith(lambda a, b: a * (b - a + 1), m, n), n)
     return TensorType(like.shape, t.dtype)
 
 

@@ -1,6 +1,6 @@
 """Kernels of an exported or whole-executable-cached Relay VM executable run as the compiled
 ones did. A shape-specializing kernel (``vm/specialized.py``: its ops do not lower symbolically,
-a conv3d over a run-time batch) comes back as the ``ShapeSpecializer`` it was, where
+a YOLO reorg over a run-time batch) comes back as the ``ShapeSpecializer`` it was, where
 its Relay text read back as the ops' numpy references run at every call; a static native kernel
 is called through its tuple entry (``_py``), not a ctypes pointer array a call."""
 
@@ -30,15 +30,17 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 # (the function's ops must have no symbolic kernel: this was a take of a run-time row until the
-# take lowered symbolically; conv3d still specializes per shape)
-_W = np.random.default_rng(3).standard_normal((4, 2, 1, 1, 1)).astype("float32")
-
-
+# take lowered symbolically, then a conv3d until conv3d and grid_sample did (sym61); Darknet's
+# reorg computes with the sizes as ints)
 def _conv_sigmoid():
-    """sigmoid(conv3d(x, W)) for x of any (n, 2, 3, 3, 3): the conv3d specializes per shape."""
-    x = relay.var("x", shape=(relay.Any(), 2, 3, 3, 3), dtype="float32")
-    conv = relay.nn.conv3d(x, relay.const(_W), kernel_size=(1, 1, 1), channels=4)
-    return tvm.IRModule.from_expr(relay.Function([x], relay.sigmoid(conv)))
+    """sigmoid(yolo_reorg(x, 2)) for x of any (n, 4, 4, 4): the reorg specializes per shape."""
+    x = relay.var("x", shape=(relay.Any(), 4, 4, 4), dtype="float32")
+    return tvm.IRModule.from_expr(relay.Function([x], relay.sigmoid(
+        relay.vision.yolo_reorg(x, 2))))
+
+
+# the interpreter's values (the ops' numpy references)
+_REFERENCE = relay.create_executor("debug", mod=_conv_sigmoid()).evaluate()
 
 
 def _specializers(exe) -> list:
@@ -49,11 +51,10 @@ def _check_runs(exe, want_exe) -> None:
     got_vm, want_vm = VirtualMachine(exe, tvm.cpu()), VirtualMachine(want_exe, tvm.cpu())
     rng = np.random.default_rng(0)
     for n in (5, 1, 7):
-        x = rng.standard_normal((n, 2, 3, 3, 3)).astype("float32")
+        x = rng.standard_normal((n, 4, 4, 4)).astype("float32")
         got = got_vm.run(x).numpy()
         assert got.tobytes() == want_vm.run(x).numpy().tobytes()
-        z = np.einsum("oc,ncdhw->nodhw", _W[:, :, 0, 0, 0], x)
-        np.testing.assert_allclose(got, 1 / (1 + np.exp(-z)), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got, _REFERENCE(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_exported_specializing_kernel_loads_as_a_specializer(tmp_path):

@@ -271,6 +271,42 @@ def _conv2d(attrs, inputs, out_type):
                        attrs.out_layout or attrs.data_layout, dtype)]
 
 
+def _conv3d(attrs, inputs, out_type):
+    """``nn.conv3d`` over symbolic sizes: ``topi.nn_te.conv``'s loop nest (a ``pad_temp``
+    stage, then the window sum; any layout letters). The static compute's conv2d over the depth
+    folded into the batch needs its extents as ints."""
+    from ....topi.utils import pad_tuple
+
+    dtype = out_type.dtype if isinstance(out_type, TensorType) else None
+    x, w = inputs
+    return [nn_te.conv(x, w, list(attrs.strides), list(pad_tuple(attrs.padding, 3, "nn.conv3d")),
+                       list(attrs.dilation), int(attrs.groups), attrs.data_layout,
+                       attrs.kernel_layout, attrs.out_layout or attrs.data_layout, dtype)]
+
+
+def _conv_transpose(nd: int):
+    """The compute of ``nn.conv<nd>d_transpose`` over symbolic sizes: ``topi.nn_te
+    .conv_transpose``, each output element gathering the input positions that scatter onto it
+    (masked per tap; the output padding only widens the output). The static lowering legalizes
+    the op onto conv2d phases, which need the sizes as ints."""
+    sp = {1: "W", 2: "HW", 3: "DHW"}[nd]
+
+    def fcompute(attrs, inputs, out_type):
+        from ....topi.utils import out_dims, pad_tuple
+
+        if attrs.data_layout != "NC" + sp or attrs.kernel_layout != "IO" + sp or \
+                (attrs.out_layout or attrs.data_layout) != attrs.data_layout:
+            raise ValueError(f"a symbolic conv{nd}d_transpose takes NC{sp} data and an IO{sp} "
+                             f"kernel, got {attrs.data_layout} / {attrs.kernel_layout}")
+        x, w = inputs
+        return [nn_te.conv_transpose(x, w, list(attrs.strides),
+                                     list(pad_tuple(attrs.padding, nd)),
+                                     list(attrs.output_padding), list(attrs.dilation),
+                                     int(attrs.groups), out_dims(out_type), out_type.dtype)]
+
+    return fcompute
+
+
 def _softmax(attrs, inputs, out_type):
     """``nn.softmax`` as ``topi.nn_te.softmax`` writes it: the row kernel's form
     (``schedule.softmax_rows``) in a PrimFunc."""
@@ -278,7 +314,11 @@ def _softmax(attrs, inputs, out_type):
 
 
 # ops whose PrimFunc must take the form the shared PrimFunc schedules recognize
-_PRIM_FUNC_COMPUTES = {"nn.conv2d": _conv2d, "nn.softmax": _softmax}
+# (and the ops whose static compute or lowering needs int sizes, written here over symbolic ones)
+_PRIM_FUNC_COMPUTES = {"nn.conv2d": _conv2d, "nn.softmax": _softmax, "nn.conv3d": _conv3d,
+                       "nn.conv1d_transpose": _conv_transpose(1),
+                       "nn.conv2d_transpose": _conv_transpose(2),
+                       "nn.conv3d_transpose": _conv_transpose(3)}
 
 
 def _compute_of(call: Call):

@@ -15,7 +15,7 @@ from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
 from ....tir.expr import Any
 from ....topi.shape import window_tuple
-from ....topi.shape_conditions import agree
+from ....topi.shape_conditions import agree, divides
 from ...expr import Call, Expr
 from ..op import define_op
 from ..type_relations import check_num_args, is_static_dim, shape_str, tensor_arg
@@ -91,7 +91,7 @@ def conv_transpose_nd_rel(arg_types, attrs, op_name: str, nd: int) -> TensorType
         raise TypeError(f"{op_name}: input channels {d['C']} (data {shape_str(data.shape)}) do "
                         f"not match weight in-channels {w['I']} (weight "
                         f"{shape_str(weight.shape)}, kernel_layout {attrs.kernel_layout})")
-    if is_static_dim(d["C"]) and d["C"] % groups:
+    if not divides(d["C"], groups):  # (stated where symbolic: a kernel checks it per call)
         raise TypeError(f"{op_name}: input channels {d['C']} are not divisible by groups {groups}")
     out_ch = arith(lambda o: o * groups, w["O"])
     _check_channels(op_name, attrs, out_ch, weight)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
+from ....topi.shape_conditions import agree
 from ...expr import Call, Expr
 from ..op import define_op, register_numpy_only
 from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
@@ -39,7 +40,9 @@ def _roi_rel(op_name, modes=None):
         if attrs.layout not in ("NCHW", "NHWC") or len(data.shape) != 4:
             raise TypeError(f"{op_name}: expects 4-D NCHW or NHWC data, got {type_str(data)} "
                             f"with layout {attrs.layout!r}")
-        if len(rois.shape) != 2 or (is_static_dim(rois.shape[1]) and rois.shape[1] != 5):
+        # (a symbolic kernel reads columns 0..4 of every box: a run-time width is stated
+        # equal to 5 and checked at each call, else the kernel reads past a narrower array)
+        if len(rois.shape) != 2 or not agree(rois.shape[1], 5):
             raise TypeError(f"{op_name}: rois must be (num_rois, 5) [batch, x1, y1, x2, y2], "
                             f"got {type_str(rois)}")
         if modes is not None and attrs.mode not in modes:

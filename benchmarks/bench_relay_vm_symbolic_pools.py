@@ -1,0 +1,81 @@
+"""Steady time of a Relay VM 2-D window pool (max / average, ceil mode) over run-time sizes:
+the one symbolic kernel that serves every shape against the static kernel of the same shape,
+side by side.
+
+    python benchmarks/bench_relay_vm_symbolic_pools.py [--shapes 1x64x56x56,8x32x28x28]
+        [--rounds 5]
+
+Per case one symbolic executable (every input dimension ``relay.Any()``) and one static one;
+each round times both (best of five calls after two warm-up calls) one after the other, so the
+machine's load hits both alike. The columns: medians over the rounds in milliseconds, the ratio
+symbolic / static (above 1: the symbolic kernel is slower) and the largest difference of their
+outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+# (name, relay.nn builder arguments): ceil-mode pools, whose last window crosses the border
+CASES = {
+    "max 3x3/2 ceil": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True)),
+    "avg 3x3/2 ceil": ("avg_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True)),
+    "max 3x3/2 pad1": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1))),
+    "avg 2x2/2": ("avg_pool2d", dict(pool_size=(2, 2), strides=(2, 2))),
+}
+
+
+def _vm(shape, op: str, attrs: dict):
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.runtime.vm import VirtualMachine
+
+    x = relay.var("x", shape=shape, dtype="float32")
+    body = getattr(relay.nn, op)(x, **attrs)
+    exe = relay.vm.compile(tvm.IRModule.from_expr(relay.Function([x], body)), target="llvm")
+    return VirtualMachine(exe, tvm.cpu())
+
+
+def _best(vm, a, calls: int = 5) -> float:
+    vm.run(a)
+    vm.run(a)  # (the second call records the VM's native entry)
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        vm.run(a)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    from minitvm import relay
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shapes", default="1x64x56x56,8x32x28x28")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    print(f"{'case':16s} {'shape':16s} {'symbolic ms':>12s} {'static ms':>10s} {'ratio':>6s} "
+          f"{'max diff':>9s}")
+    for name, (op, attrs) in CASES.items():
+        sym = _vm((relay.Any(), relay.Any(), relay.Any(), relay.Any()), op, attrs)
+        for shape in shapes:
+            static = _vm(shape, op, attrs)
+            a = np.random.default_rng(0).standard_normal(shape).astype("float32")
+            diff = float(np.abs(sym.run(a).numpy() - static.run(a).numpy()).max())
+            ts, tt = [], []
+            for _ in range(args.rounds):
+                ts.append(_best(sym, a))
+                tt.append(_best(static, a))
+            s, t = statistics.median(ts) * 1e3, statistics.median(tt) * 1e3
+            print(f"{name:16s} {'x'.join(map(str, shape)):16s} {s:12.3f} {t:10.3f} "
+                  f"{s / t:6.2f} {diff:9.2g}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
