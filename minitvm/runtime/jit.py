@@ -224,6 +224,7 @@ def _checked_finalize(ir_text: str, opt: int, codegen_opt: int) -> tuple:
     that is wrong too."""
     tm = target_machine(codegen_opt)
     engine, obj = _finalize(_optimized(ir_text, tm, opt), tm)
+    STATS["compiled"] += 1
     if not (_evex_host(host_cpu()[1]) and _VEX_MOVMSK_BYTES.search(obj)):
         return engine, obj
     STATS["movmsk_checked"] += 1
@@ -244,8 +245,8 @@ def _checked_finalize(ir_text: str, opt: int, codegen_opt: int) -> tuple:
     return _finalize(mod, tm)
 
 
-# kernels whose assembly ``_checked_finalize`` checked, and those it generated again
-STATS = {"movmsk_checked": 0, "movmsk_regenerated": 0}
+# modules ``_checked_finalize`` compiled, those whose assembly it checked, those it made again
+STATS = {"compiled": 0, "movmsk_checked": 0, "movmsk_regenerated": 0}
 
 
 class CompiledObject:
