@@ -17,6 +17,7 @@ import contextvars
 import functools
 import hashlib
 import os
+import re
 import threading
 
 import llvmlite
@@ -161,6 +162,93 @@ def codegen_options():
             llvm.set_option("minitvm", off)
 
 
+# LLVM 22's X86CompressEVEX turns ``vpmov{b,d,q}2m %xmmN, %k; kmov %k, %r`` into the VEX
+# ``vmovmskp{s,d} / vpmovmskb %xmmN, %r`` without checking that N < 16 (llvm/llvm-project#191304,
+# open): VEX cannot name xmm16-31 / ymm16-31 and the encoder keeps the register number's low four
+# bits, so the machine code reads xmm(N - 16), a register holding something else. An AVX-512 host
+# hits it where a vectorized sign test (``icmp slt <2 x i64> %v, 0``, SLP's pairing of two
+# ``take`` indices wrapped when negative) is read lane by lane under register pressure: a silent
+# wrong value. Such code is recognized after the fact and generated again without the instructions
+# the fold starts from (``_checked_finalize``).
+_VEX_MOVMSK_BYTES = re.compile(  # (a VEX prefix, map 0F, then 50 /r or D7 /r register-direct)
+    rb"(?:\xc5[\x00-\xff]|\xc4[\x00-\xff][\x00-\xff])[\x50\xd7][\xc0-\xff]")
+_EXTENDED_MOVMSK = re.compile(r"\b(?:vmovmskp[sd]|vpmovmskb)\s+%[xy]mm(?:1[6-9]|2\d|3[01])\b")
+# features without which 128/256-bit EVEX instructions (vpmov*2m on xmm/ymm, xmm16-31 in them)
+# do not exist: the folded pattern cannot be selected (avx10.1 implies avx512vl and goes too)
+SAFE_MOVMSK_FEATURES = ",-avx512vl"
+
+
+def _evex_host(features: str) -> bool:
+    return "+avx512vl" in features.split(",") or "+avx10.1" in features.split(",")
+
+
+def movmsk_miscompiled(asm: str) -> bool:
+    """Does assembly ``asm`` hold a VEX mask move from an extended register (xmm16-31 / ymm16-31),
+    which LLVM's EVEX compression emits and the encoder cannot express (llvm-project#191304)?"""
+    return _EXTENDED_MOVMSK.search(asm) is not None
+
+
+def _optimized(ir_text: str, tm, opt: int):
+    mod = _parse(ir_text, tm)
+    optimize(mod, tm, opt)
+    return mod
+
+
+def _target_machine_with(opt: int, extra_features: str):
+    opt = 3 if opt in (MINIMAL_PIPELINE, NO_SLP_PIPELINE) else opt
+    cpu, features = host_cpu()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=cpu, features=features + extra_features, opt=opt,
+                                        jit=True)
+
+
+def _finalize(mod, tm) -> tuple:
+    """(MCJIT engine of optimized ``mod``, its object code), code generated."""
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    saved: list[bytes] = []
+    engine.set_object_cache(lambda _m, buf: saved.append(bytes(buf)), lambda _m: None)
+    with codegen_options():
+        engine.finalize_object()
+    if not saved:  # pragma: no cover - MCJIT always notifies the object cache
+        raise RuntimeError("LLVM produced no object code")
+    return engine, saved[0]
+
+
+def _checked_finalize(ir_text: str, opt: int, codegen_opt: int) -> tuple:
+    """``(engine, object code)`` of ``ir_text`` optimized at ``opt``, machine code at
+    ``codegen_opt``; on an AVX-512 host, object code holding a VEX mask move (rare: a few bytes
+    scanned) has its assembly checked for the miscompiled fold of ``movmsk_miscompiled``, and is
+    then generated again for the host without AVX-512VL (the same IR: the fold's source
+    instructions do not exist there). IR calling x86 intrinsics cannot drop the feature: its
+    machine code is generated at ``codegen_opt`` 0 instead, and a RuntimeError says so where
+    that is wrong too."""
+    tm = target_machine(codegen_opt)
+    engine, obj = _finalize(_optimized(ir_text, tm, opt), tm)
+    STATS["compiled"] += 1
+    if not (_evex_host(host_cpu()[1]) and _VEX_MOVMSK_BYTES.search(obj)):
+        return engine, obj
+    STATS["movmsk_checked"] += 1
+    with codegen_options():
+        asm = tm.emit_assembly(_optimized(ir_text, tm, opt))
+    if not movmsk_miscompiled(asm):
+        return engine, obj
+    STATS["movmsk_regenerated"] += 1
+    if "@llvm.x86." not in ir_text:
+        tm = _target_machine_with(codegen_opt, SAFE_MOVMSK_FEATURES)
+        return _finalize(_optimized(ir_text, tm, opt), tm)
+    tm = target_machine(0)
+    mod = _optimized(ir_text, tm, opt)
+    with codegen_options():
+        if movmsk_miscompiled(tm.emit_assembly(_optimized(ir_text, tm, opt))):
+            raise RuntimeError("LLVM's EVEX compression miscompiles this kernel "
+                               "(llvm-project#191304) and it calls AVX-512 intrinsics")
+    return _finalize(mod, tm)
+
+
+# modules ``_checked_finalize`` compiled, those whose assembly it checked, those it made again
+STATS = {"compiled": 0, "movmsk_checked": 0, "movmsk_regenerated": 0}
+
+
 class CompiledObject:
     """A finalized MCJIT engine holding one kernel; keeps the engine alive.
 
@@ -218,18 +306,9 @@ def compile_ir_to_object(ir_text: str, symbol: str, opt: int = 3,
     pass pipeline's level, ``codegen_opt`` the machine code generator's (default: ``opt``)."""
     with _LOCK:
         init()
-        tm = target_machine(opt if codegen_opt is None else codegen_opt)
-        mod = _parse(ir_text, tm)
-        optimize(mod, tm, opt)
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        saved: list[bytes] = []
-        engine.set_object_cache(lambda _m, buf: saved.append(bytes(buf)), lambda _m: None)
-        with codegen_options():
-            engine.finalize_object()
+        engine, obj = _checked_finalize(ir_text, opt, opt if codegen_opt is None else codegen_opt)
         addr = engine.get_function_address(symbol)
-        if not saved:  # pragma: no cover - MCJIT always notifies the object cache
-            raise RuntimeError(f"LLVM produced no object code for {symbol}")
-        return CompiledObject(engine, addr, symbol, None, False, ir_text, opt), saved[0]
+        return CompiledObject(engine, addr, symbol, None, False, ir_text, opt), obj
 
 
 @contextlib.contextmanager
@@ -303,12 +382,17 @@ def load_objects(items: list[tuple[bytes, str, str | None, int, list[str]]]
         return out
 
 
+# bumped when the same IR gets other machine code (2: the EVEX mask-move check)
+_OBJECT_VERSION = "2"
+
+
 def _cache_path(ir_text: str) -> str | None:
     root = os.environ.get("MINITVM_CACHE_DIR")
     if not root:
         return None
     cpu, features = host_cpu()
-    key = hashlib.sha256("\0".join([ir_text, cpu, features, llvmlite.__version__]).encode())
+    key = hashlib.sha256("\0".join([ir_text, cpu, features, llvmlite.__version__,
+                                     _OBJECT_VERSION]).encode())
     return os.path.join(root, key.hexdigest()[:40] + ".o")
 
 
@@ -329,23 +413,13 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
             addr = engine.get_function_address(symbol)
             if addr:
                 return CompiledObject(engine, addr, symbol, None, True, ir_text, opt)
-        mod = llvm.parse_assembly(ir_text)
-        mod.verify()
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        optimize(mod, tm, opt)
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        saved: list[bytes] = []
-        if path:
-            engine.set_object_cache(lambda _m, buf: saved.append(bytes(buf)), lambda _m: None)
-        with codegen_options():
-            engine.finalize_object()
+        engine, obj = _checked_finalize(ir_text, opt, opt if codegen_opt is None else codegen_opt)
         addr = engine.get_function_address(symbol)
-        if path and saved:
+        if path:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "wb") as f:
-                f.write(saved[0])
+                f.write(obj)
             os.replace(tmp, path)
         return CompiledObject(engine, addr, symbol, None, False, ir_text, opt)
 

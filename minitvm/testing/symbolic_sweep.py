@@ -226,6 +226,26 @@ def _binary(name, dtype="float32", ranks=(3, 2)):
     return Case(name, [(ranks[0], dtype), (ranks[1], dtype)], build)
 
 
+def _bilinear_taps(x, ys, xs, mode="fast"):
+    """Four bilinear taps of NHWC ``x`` at source coordinates ``ys`` / ``xs`` (floats: floor and
+    ceil, negative ones wrapped in fast mode), each a take of rows then one of columns, weighted
+    and summed, + 0.5: the fused multi-take kernel of TFLite's 8-bit resize (single-op cases
+    miss what a kernel of many inlined takes does; LLVM miscompiled this one, jit's EVEX check)."""
+    relay = _r()
+    ints = [(relay.cast(relay.floor(c), "int64"), relay.cast(relay.ceil(c), "int64"))
+            for c in (ys, xs)]
+    wy = relay.reshape(ys - relay.floor(ys), [1, -1, 1, 1])
+    wx = relay.reshape(xs - relay.floor(xs), [1, 1, -1, 1])
+    one = relay.const(1.0)
+    out = None
+    for yi, a in zip(ints[0], (one - wy, wy), strict=True):
+        rows = relay.take(x, yi, axis=1, mode=mode)
+        for xi, b in zip(ints[1], (one - wx, wx), strict=True):
+            tap = relay.take(rows, xi, axis=2, mode=mode) * (a * b)
+            out = tap if out is None else out + tap
+    return out + relay.const(0.5)
+
+
 def _cases() -> dict[str, Case]:
     relay = _r()
     nn = relay.nn
@@ -599,6 +619,13 @@ def _cases() -> dict[str, Case]:
         Case("linalg.solve_lower", [(None, 3, 3), (None, 3, 2)],
              lambda a, b: relay.op.linalg.factored_solve(a, b, "lower"),
              grid=[((2, 3, 3), (2, 3, 2)), ((1, 3, 3), (1, 3, 2)), ((2, 3, 3), (3, 3, 2))]),
+        Case("bilinear_taps", [(1, None, None, 4), 1, 1], _bilinear_taps,
+             # (sizes past the standard normal coordinates' reach: fast mode has no bounds)
+             grid=[((1, 6, 8, 4), (4,), (12,)), ((1, 7, 6, 4), (5,), (7,)),
+                   ((1, 9, 6, 4), (1,), (9,)), ((1, 6, 7, 4), (3,), (1,))]),
+        Case("bilinear_taps_clip", [(1, None, None, 4), 1, 1],
+             lambda x, ys, xs: _bilinear_taps(x, ys, xs, "clip"),
+             grid=[((1, 2, 4, 4), (4,), (12,)), ((1, 3, 5, 4), (5,), (7,))]),
         Case("linalg.solve_unit_upper", [3, 3],
              lambda a, b: relay.op.linalg.factored_solve(a, b, "unit_upper"),
              grid=[((2, 3, 3), (2, 3, 2)), ((1, 2, 2), (1, 2, 5)), ((2, 3, 3), (2, 2, 2)),

@@ -234,3 +234,28 @@ def test_integer_average_pool_with_a_stride_over_a_run_time_size(dtype):
     _compare(t.b.finish(), {"x": (1, -1, -1, 4)},
              lambda n, r: {"x": r.integers(lo, lo + 256, (1, n, n + 1, 4)).astype(dtype)},
              (1, 4, 7), steps=0)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_quantized_resize_bilinear_to_a_run_time_size(dtype):
+    """8-bit RESIZE_BILINEAR to a size from SHAPE (half pixel) and to a fixed size of a
+    run-time H / W (align_corners): TFLite's taps computed when the model runs, bit-exact."""
+    lo = -128 if dtype == "int8" else 0
+    mod = _compare(models.quantized_resize_model(dtype), {"x": (1, -1, -1, 4)},
+                   lambda n, r: {"x": r.integers(lo, lo + 256, (1, n, n + 2, 4)).astype(dtype)},
+                   (1, 4, 7), steps=0)
+    assert _ret(mod) == [f"Tensor[(1, ?, ?, 4), {dtype}]", f"Tensor[(1, 5, 7, 4), {dtype}]"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_transpose_conv_to_a_run_time_output_shape(dtype):
+    """TRANSPOSE_CONV SAME and VALID stride 2 to output shapes computed from SHAPE: cropped at
+    LiteRT's pads computed when it runs (int8: bit-exact)."""
+    def feeds(n, r):
+        if dtype == "float32":
+            return {"x": r.standard_normal((1, n, n + 1, 4)).astype("float32")}
+        return {"x": r.integers(-128, 128, (1, n, n + 1, 4)).astype("int8")}
+
+    mod = _compare(models.transpose_conv_model(dtype), {"x": (1, -1, -1, 4)}, feeds, (1, 4, 7),
+                   steps=0)
+    assert _ret(mod) == [f"Tensor[(1, ?, ?, 3), {dtype}]"] * 2
