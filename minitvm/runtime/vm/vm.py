@@ -28,6 +28,7 @@ from . import bytecode as B
 from .executable import Executable, _type_text
 from .liveness import dead_at_calls, fresh_tensor_storages, kill_points, read_after_update_row
 from .native_entry import KILL, MISS, RECORD, native_function
+from .straight_line import straight_line_function
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
 
@@ -300,6 +301,11 @@ class VirtualMachine:
         # run at a call shape seen before; False runs every call in the dispatch loop
         self.native_entry = True
         self._native = [native_function(self, k) for k in range(len(exe.functions))]
+        # loop functions without calls as generated Python (straight_line.py); False runs them
+        # in the dispatch loop
+        self.straight_line = True
+        self._straight = [straight_line_function(self, k, _KILL)
+                          for k in range(len(exe.functions))]
         self.module = self
 
     # ------------------------------------------------------------------ API
@@ -552,6 +558,9 @@ class VirtualMachine:
         return prepared
 
     def _loop(self, func_index: int, args: list):
+        straight = self._straight if self.straight_line else [None] * len(self._code)
+        if straight[func_index] is not None:
+            return straight[func_index](args, [], args)
         prepared = self._code
         consts = self.exe.constants
         nthreads = self._nthreads
@@ -654,6 +663,12 @@ class VirtualMachine:
                 for r in ins[4]:  # (read on no path after the call)
                     regs[r] = None
                 frames.append((code, pc + 1, regs, ins[3]))
+                if straight[target] is not None:  # (it calls no VM function: no frame of its own)
+                    value = straight[target](values, frames, args)
+                    frames.pop()
+                    regs[ins[3]] = value
+                    pc += 1
+                    continue
                 regs = [None] * cnreg
                 regs[:nparams] = values
                 code = callee
