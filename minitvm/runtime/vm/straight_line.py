@@ -8,6 +8,10 @@ A function that loops and calls no VM function (no frames to push) is compiled o
 Python function that does the same things, in the same order, on the same values, with the
 operands as literals: a kernel's argument tuple written out, a dynamic kernel's binding read
 from its call site, ``UpdateRow`` through the VM's own ``_update_row`` (its checks unchanged).
+Where ``row_outputs`` proves it, the dynamic kernel making a step's row writes it into the
+stacked result's row itself (a view from the ``UpdateRow``'s ``runtime.row_site``, handed out
+when the VM's checks allow the write in place then, for rows of ``ROW_VIEW_MIN_BYTES`` or more),
+and the ``UpdateRow`` of that view writes nothing.
 
 A storage made fresh every step for one tensor (``liveness.fresh_tensor_storages``: a loop's
 scalar condition, its next index) reuses the array it made two steps before when nothing else
@@ -16,6 +20,7 @@ refers to it any more (its reference count), instead of allocating one a step.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 
@@ -23,14 +28,26 @@ import numpy as np
 
 from ..container import ADT
 from . import bytecode as B
+from .row_outputs import row_producers
 
-__all__ = ["MAX_INSTRUCTIONS", "straight_line_function"]
+__all__ = ["MAX_INSTRUCTIONS", "ROW_VIEW_MIN_BYTES", "straight_line_function"]
 
 MAX_INSTRUCTIONS = 5000  # longer functions stay interpreted (the Python compile time)
 
 _SUPPORTED = frozenset({B.INVOKE_PACKED, B.ALLOC_STORAGE, B.ALLOC_TENSOR, B.MOVE, B.GOTO, B.IF,
                         B.LOAD_CONST, B.LOAD_CONSTI, B.UPDATE_ROW, B.ALLOC_ADT, B.GET_FIELD,
                         B.RET})
+
+
+#: the smallest row (bytes) a kernel writes into its stacked result itself; smaller ones are
+#: made in the kernel's own output and copied: handing the view out (the VM's checks, a view)
+#: cost more than the copy of a 1 KB row (a GRU step 1.06x), less at 8 KB (0.98x)
+ROW_VIEW_MIN_BYTES = 8192
+
+
+def _pays(out: tuple) -> bool:
+    """Whether a kernel output of ``(shape, dtype)`` is a row worth writing in place."""
+    return math.prod(out[0]) * np.dtype(out[1]).itemsize >= ROW_VIEW_MIN_BYTES
 
 
 def _targets(code: list) -> dict[int, tuple[int, ...]] | None:
@@ -66,7 +83,7 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
     if code[-1][0] not in (B.GOTO, B.RET):
         return None  # (code running off its end: the dispatch loop reports it)
     env: dict = {"ND": np.ndarray, "empty": np.empty, "refs": sys.getrefcount, "ADT": ADT,
-                 "C": vm.exe.constants, "vm": vm, "upd": vm._update_row,
+                 "C": vm.exe.constants, "vm": vm,
                  "packed": vm._invoke_packed, "dynamic": vm._invoke_dynamic}
     names: dict = {}
 
@@ -81,6 +98,13 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
         return "".join(f"R[{r}], " for r in rs)
 
     leaders = {0} | {t for ts in targets.values() for t in ts}
+    # the dynamic kernels that may write their row of a stacked result (row_outputs)
+    instructions = vm.exe.functions[func_index].instructions
+    producers = {} if len(instructions) != len(code) else row_producers(
+        instructions, leaders, frozenset(pc for pc, ins in enumerate(code)
+                                         if ins[0] == B.UPDATE_ROW and ins[5]))
+    producers = {p: u for p, u in producers.items() if code[p][7] is not None}
+    rows = set(producers.values())
     ind = "            "
     lines: list[str] = []
     skip = set()
@@ -104,7 +128,30 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
             elif dyn:
                 inputs = f"({regs(ins_regs)}{cs})"
                 outs = "o" if len(out_regs) != 1 else f"R[{out_regs[0]}],"
-                if site is not None:  # (its binding first: the call repeats its shapes)
+                if site is not None and pc in producers:  # (its output: a row's view)
+                    u = code[producers[pc]]
+                    s, handed = name_of(site), name_of(u[6][4])
+                    k = name_of([None, False])  # (the binding last seen, whether its row pays)
+                    lines += [f"{ind}b = {s}[0]",
+                              f"{ind}o = None",
+                              f"{ind}if b is not {k}[0]:",
+                              f"{ind}    {k}[0] = b",
+                              f"{ind}    {k}[1] = b is not None and b.into is not None and "
+                              f"{name_of(_pays)}(b.outs[0])",
+                              f"{ind}if {k}[1]:",
+                              f"{ind}    v = b.outs[0]",  # (shape, dtype) of its output
+                              f"{ind}    v = vm._row_view(R[{u[1]}], R[{u[3]}], v[0], v[1], "
+                              f"args, {name_of(u)}, R, frames)",
+                              f"{ind}    if v is not None:",
+                              f"{ind}        o = b.into({inputs}, [v])",
+                              f"{ind}        v = None",
+                              f"{ind}        if o is None:",  # (not written: no view out)
+                              f"{ind}            {handed}[0] = None",
+                              f"{ind}if o is None:",
+                              f"{ind}    o = b.run({inputs}) if b is not None else None",
+                              f"{ind}if o is None:",
+                              f"{ind}    o = dynamic({name_of(ins)}, [{regs(ins_regs)}])"]
+                elif site is not None:  # (its binding first: the call repeats its shapes)
                     s = name_of(site)
                     lines += [f"{ind}b = {s}[0]",
                               f"{ind}o = b.run({inputs}) if b is not None else None",
@@ -154,8 +201,13 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
         elif op == B.LOAD_CONSTI:
             lines.append(f"{ind}R[{ins[2]}] = {int(ins[1])!r}")
         elif op == B.UPDATE_ROW:
-            lines.append(f"{ind}R[{ins[4]}] = upd(R[{ins[1]}], R[{ins[2]}], R[{ins[3]}], args, "
-                         f"{name_of(ins)}, R, frames)")
+            write = f"vm._update_row(R[{ins[1]}], R[{ins[2]}], R[{ins[3]}], args, " \
+                f"{name_of(ins)}, R, frames)"
+            if pc in rows:  # (the row may be the data's row already: then no write)
+                lines.append(f"{ind}R[{ins[4]}] = R[{ins[1]}] if R[{ins[2]}] is "
+                             f"{name_of(ins[6][4])}[0] else {write}")
+            else:
+                lines.append(f"{ind}R[{ins[4]}] = {write}")
         elif op == B.ALLOC_ADT:
             lines.append(f"{ind}R[{ins[3]}] = ADT({ins[1]!r}, [{regs(ins[2])}])")
         elif op == B.GET_FIELD:
