@@ -41,7 +41,8 @@ _SUPPORTED = frozenset({B.INVOKE_PACKED, B.ALLOC_STORAGE, B.ALLOC_TENSOR, B.MOVE
 
 #: the smallest row (bytes) a kernel writes into its stacked result itself; smaller ones are
 #: made in the kernel's own output and copied: handing the view out (the VM's checks, a view)
-#: cost more than the copy of a 1 KB row (a GRU step 1.06x), less at 8 KB (0.98x)
+#: costs about what the copy of a 1 KB row does (a GRU step 0.95x and 1.06x in two runs), less
+#: at 8 KB (0.98x) and 128 KB (0.92x); measured with one thread on a loaded 2-core host
 ROW_VIEW_MIN_BYTES = 8192
 
 
