@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import math
 import sys
-import weakref
 
 import numpy as np
 
 from ..bounded_cache import BoundedCache
-
-ALIGN = 64
+from ..row_site import ALIGN, row_site
 
 
 class ShapeTuple(tuple):
@@ -401,92 +399,20 @@ def update_row(data, row, index):
 def update_row_site(tmpl: list, positions: list):
     """``vm.builtin.update_row`` for one call site (``tmpl``: its linked arguments, registers
     at ``positions``, passed in order): in place only into a buffer this site made, its first
-    write into any other buffer copying it (one copy per loop run, O(row) a step after).
-    ``R.call_inplace_packed`` promises that the program does not use ``data`` after, but passes
-    of a pure IR break that: EliminateCommonSubexpr made two loops' ``R.zeros`` buffers one
-    tensor, and each loop wrote its rows into the other's result (found by the Relax loop
-    fuzzer); a loop's result given to another loop, a constant, an argument are not this
-    site's either.
+    write into any other buffer copying it (``runtime.row_site``: the one site mechanism both
+    VMs use). ``R.call_inplace_packed`` promises that the program does not use ``data`` after,
+    but passes of a pure IR break that: EliminateCommonSubexpr made two loops' ``R.zeros``
+    buffers one tensor, and each loop wrote its rows into the other's result (found by the
+    Relax loop fuzzer); a loop's result given to another loop, a constant, an argument are not
+    this site's either.
 
     ``site.row`` hands the kernel producing the row a view of its row of the buffer this site
     wrote last as the kernel's output (generated code, where ``row_outputs`` proved nothing
-    else can tell the difference), so the row is already there when the write comes:
-    ``site.handed[0]`` holds the view handed last, and the generated code skips the call when
-    its row is that view. The site keeps weak references to the views it handed out: a row
-    with a live view is not handed out again, and a write into such a row (not of the view
-    itself) copies the buffer first, so a value read after its write keeps its bits.
-    ``site.detach`` copies the live views in a returned value (what the caller gets shares no
-    memory with the stacked buffer)."""
-    owned: dict = {}  # id(buffer) -> [weak reference, {row: its view's}, ...] (``own``)
-    last = None  # owned[...] of the buffer this site wrote last (most calls write it)
-    handed = [None]  # the view handed out last (the generated code's test)
-    nd = np.ndarray
-    ref = weakref.ref
-
-    def write(data, row, index):
-        nonlocal last
-        k = index.item() if type(index) is nd and index.ndim == 0 else None
-        if type(k) is not int or not 0 <= k < data.shape[0]:
-            k = _row_index(data, index)  # (another index's conversion, or the error)
-        if last is None or last[0]() is not data or not data.flags.writeable:
-            mine = owned.get(id(data))
-            if mine is None or mine[0]() is not data or not data.flags.writeable:
-                data = _aligned_copy(data)
-                mine = own(data)
-            last = mine
-        view = last[1].get(k)
-        if view is not None:
-            view = view()
-            if view is row:
-                return data  # (the kernel wrote the row itself)
-            if view is not None:  # (a live value is that row: it keeps its bits)
-                data = _aligned_copy(data)
-                last = own(data)
-        data[k] = row
-        return data
-
-    def own(data):
-        key = id(data)
-        # [weak reference, {row: weak reference to its view}, shape and allocator checked]
-        mine = owned[key] = [ref(data, lambda _, key=key: owned.pop(key, None)), {}, None, None]
-        return mine
-
-    def row(alloc, size, shape, data, index):
-        """``data[index]`` as the row's output when ``data`` is this site's last buffer and
-        no live view of that row was handed out; else ``alloc(size, shape)``."""
-        handed[0] = None
-        mine = last
-        if mine is not None and mine[0]() is data and type(index) is nd and index.ndim == 0:
-            if mine[2] is not shape or mine[3] is not alloc:  # (checked once a buffer)
-                # (rows at 64-byte boundaries only: a kernel's output is as aligned as the
-                # allocator's; a misaligned row made its vector loads and stores split)
-                if data.shape[1:] != shape or data.dtype != alloc.dtype or \
-                        data.ctypes.data % ALIGN or (data.nbytes // max(len(data), 1)) % ALIGN:
-                    return alloc(size, shape)
-                mine[2], mine[3] = shape, alloc
-            k = index.item()
-            if type(k) is int and 0 <= k < len(data) and data.flags.writeable:
-                views = mine[1]
-                view = views.get(k)
-                if view is None or view() is None:
-                    if len(views) >= 64:  # (forget the dead ones now and then)
-                        for j in [j for j, w in views.items() if w() is None]:
-                            del views[j]
-                    out = handed[0] = data[k]
-                    views[k] = ref(out)
-                    return out
-        return alloc(size, shape)
-
-    def detach(value):
-        """``value`` with the live views this site handed out (in tuples too) copied."""
-        handed[0] = None
-        if type(value) is tuple:
-            return tuple(detach(v) for v in value)  # (a returned tuple: a few fields)
-        if type(value) is nd and value.base is not None:
-            for mine in owned.values():
-                if any(w() is value for w in mine[1].values()):
-                    return value.copy()
-        return value
+    else can tell the difference); ``site.handed[0]`` holds the view handed last, and the
+    generated code skips the call when its row is that view. ``site.detach`` copies the live
+    views in a returned value (what the caller gets shares no memory with the stacked
+    buffer)."""
+    write, row, _, detach, handed = row_site(_row_index)
 
     if list(positions) == [0, 1, 2]:  # (every argument a register: the loops' sites)
         site = write
@@ -502,15 +428,6 @@ def update_row_site(tmpl: list, positions: list):
     site.handed = handed
     site.detach = detach
     return site
-
-
-def _aligned_copy(data: np.ndarray) -> np.ndarray:
-    """A C-contiguous copy of ``data`` starting at a 64-byte boundary (``update_row_site``'s
-    own buffers: their rows are handed to kernels as outputs)."""
-    owner = np.empty(data.nbytes + ALIGN, np.uint8)
-    out = np.ndarray(data.shape, data.dtype, owner, (-owner.ctypes.data) % ALIGN)
-    out[...] = data
-    return out
 
 
 def check_nonempty(result, shape, name, *axes):

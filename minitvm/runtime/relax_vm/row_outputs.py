@@ -21,6 +21,7 @@ with a worklist: linear in the code.
 
 from __future__ import annotations
 
+from ..row_site import may_hold
 from . import builtins as B
 from .builtins import make_tuple, tuple_getitem
 from .executable import ARG_REG, CALL, IF, KILL, MOVE, RET
@@ -94,13 +95,7 @@ def _may_hold(code: list, start: int) -> set[int]:
             regs = call_regs(ins)[:1] if _is_update_row(ins) else call_regs(ins)
             for r in regs:
                 users.setdefault(r, []).append(ins[1])
-    seen, work = {start}, [start]
-    while work:
-        for d in users.get(work.pop(), ()):
-            if d not in seen:
-                seen.add(d)
-                work.append(d)
-    return seen
+    return may_hold(users, start)
 
 
 def _producer(code: list, u: int, row: int, block_start: int) -> int | None:

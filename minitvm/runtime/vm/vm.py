@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import math
 import sys
-import weakref
 from itertools import repeat
 from operator import is_, itemgetter
 
@@ -24,10 +23,12 @@ from ..gc_pause import paused
 from ..module import ProfileResult, time_calls
 from ..ndarray import NDArray, contiguous, cpu
 from ..py_layout import LAYOUT_OK
+from ..row_site import row_site
 from . import bytecode as B
 from .executable import Executable, _type_text
 from .liveness import dead_at_calls, fresh_tensor_storages, kill_points, read_after_update_row
 from .native_entry import KILL, MISS, RECORD, native_function
+from .straight_line import straight_line_function
 
 __all__ = ["VirtualMachine", "VMClosure", "Storage", "call_native"]
 
@@ -204,6 +205,15 @@ def _scalar(v):
 
 
 # ------------------------------------------------------------------------------ the VM
+def _row_index(data: np.ndarray, index) -> int:
+    """``UpdateRow``'s index as an int in range (``row_site``'s conversion)."""
+    k = int(index)
+    if not 0 <= k < data.shape[0]:
+        raise RuntimeError(f"Relay VM: update_row writes row {k} of a tensor of "
+                           f"{data.shape[0]} rows")
+    return k
+
+
 def _refcount_passed_down(x) -> int:
     return _held_refs(x)
 
@@ -287,9 +297,6 @@ class VirtualMachine:
         # kernels are called without per-call checks: by their tuple-reading entry when present
         self._fast = [_tuple_entry(k) if k.kind == "native" else None for k in exe.kernels]
         self._workspaces: dict[int, np.ndarray] = {}
-        # id(array) -> (weak reference to it, the UpdateRow instruction that made it): the
-        # buffers an UpdateRow may write in place (see _update_row)
-        self._row_owned: dict[int, tuple] = {}
         # arrays a result must not alias (it is copied instead): the constants and what they
         # are views of
         self._const_ids = _leaves(exe.constants, set())
@@ -300,6 +307,11 @@ class VirtualMachine:
         # run at a call shape seen before; False runs every call in the dispatch loop
         self.native_entry = True
         self._native = [native_function(self, k) for k in range(len(exe.functions))]
+        # loop functions without calls as generated Python (straight_line.py); False runs them
+        # in the dispatch loop
+        self.straight_line = True
+        self._straight = [straight_line_function(self, k, _KILL)
+                          for k in range(len(exe.functions))]
         self.module = self
 
     # ------------------------------------------------------------------ API
@@ -418,35 +430,35 @@ class VirtualMachine:
         return outputs
 
     def _update_row(self, data: np.ndarray, row: np.ndarray, index, args: list,
-                    site: tuple | None = None, regs: list | None = None,
-                    frames: list = ()) -> np.ndarray:
-        """``UpdateRow``: ``data[index] = row``, in place only where no other value of the
-        program is that tensor, else into a copy. ``vm.update_row``'s contract (``data`` is not
-        used after) holds for the program as written, but passes of a pure IR may make the
-        initial buffer a value that is also used elsewhere (EliminateCommonSubexpr merging two
-        ``copy(x)``, a ``copy`` removed, a loop's result fed to the next loop's buffer and read
-        as its source), and a loop may pass the buffer on as another loop variable too (its
-        old value then still read): a write in place would change those. So a write goes in
-        place only into the buffer the same instruction (``site``) made, the step before,
-        whose register is not read after this instruction (``site[5]``,
-        ``liveness.read_after_update_row``) and which nothing else holds (no other register
-        of this call or of a caller, no tuple, closure or view: its reference count); one copy
-        per loop run, O(row) per step after. Memory the VM does not own is never written."""
-        k = int(index)
-        if not 0 <= k < data.shape[0]:
-            raise RuntimeError(f"Relay VM: update_row writes row {k} of a tensor of "
-                               f"{data.shape[0]} rows")
-        owner = self._row_owned.get(id(data))
-        if owner is None or owner[0]() is not data or owner[1] is not site or \
-                not data.flags.writeable or any(map(is_, args, repeat(data))) or \
-                (site is not None and len(site) > 5 and site[5]) or \
-                (regs is not None and _held_elsewhere(data, regs, site, frames)):
-            data = data.copy()
-            owned = self._row_owned
-            key = id(data)
-            owned[key] = (weakref.ref(data, lambda _, key=key: owned.pop(key, None)), site)
-        data[k] = row
-        return data
+                    site: tuple, regs: list | None = None, frames: list = ()) -> np.ndarray:
+        """``UpdateRow`` (prepared instruction ``site``): ``data[index] = row``, in place only
+        where no other value of the program is that tensor, else into a copy. ``vm.update_row``'s
+        contract (``data`` is not used after) holds for the program as written, but passes of a
+        pure IR may make the initial buffer a value that is also used elsewhere
+        (EliminateCommonSubexpr merging two ``copy(x)``, a ``copy`` removed, a loop's result fed
+        to the next loop's buffer and read as its source), and a loop may pass the buffer on as
+        another loop variable too (its old value then still read): a write in place would
+        change those. So a write goes in place only into a buffer the instruction's row site
+        (``runtime.row_site``, shared with Relax) made, whose register is not read after this
+        instruction (``site[5]``, ``liveness.read_after_update_row``) and which nothing else
+        holds (no argument, no other register of this call or of a caller, no tuple, closure
+        or view: its reference count); one copy per loop run, O(row) per step after. Memory
+        the VM does not own is never written."""
+        # (found before the call: its arguments on the stack would count as references)
+        copy = site[5] or any(map(is_, args, repeat(data))) or \
+            (regs is not None and _held_elsewhere(data, regs, site, frames))
+        return site[6][0](data, row, index, copy)
+
+    def _row_view(self, data: np.ndarray, index, shape: tuple, dtype, args: list,
+                  site: tuple, regs: list, frames: list):
+        """A view of row ``index`` of ``data`` for the kernel making the row ``UpdateRow``
+        ``site`` writes next (generated code, where ``straight_line`` proved that nothing
+        between reads the data or changes it or the index), when that write would go in place
+        (``_update_row``'s conditions hold now) and the row site hands it out; else None."""
+        if site[5] or any(map(is_, args, repeat(data))) or _held_elsewhere(data, regs, site,
+                                                                             frames):
+            return None
+        return site[6][2](data, index, shape, dtype)
 
     def _invoke_dynamic(self, ins: tuple, inputs: list) -> list:
         """A dynamic-shape kernel's call at call site ``ins``: through the site's binding
@@ -544,14 +556,17 @@ class VirtualMachine:
                                  math.prod(shape) * dt.itemsize))
                 elif op in (B.INVOKE, B.INVOKE_CLOSURE):
                     code.append((*ins[:4], dead.get(pc, ()) if dead else ()))
-                elif op == B.UPDATE_ROW:  # (whether the old tensor may be read after)
-                    code.append((*ins, pc in read_after))
+                elif op == B.UPDATE_ROW:  # (whether the old tensor may be read after; its site)
+                    code.append((*ins, pc in read_after, row_site(_row_index)))
                 else:
                     code.append(ins)
             prepared.append((code, f.register_file_size, len(f.params), f.name))
         return prepared
 
     def _loop(self, func_index: int, args: list):
+        straight = self._straight if self.straight_line else [None] * len(self._code)
+        if straight[func_index] is not None:
+            return straight[func_index](args, [], args)
         prepared = self._code
         consts = self.exe.constants
         nthreads = self._nthreads
@@ -654,6 +669,12 @@ class VirtualMachine:
                 for r in ins[4]:  # (read on no path after the call)
                     regs[r] = None
                 frames.append((code, pc + 1, regs, ins[3]))
+                if straight[target] is not None:  # (it calls no VM function: no frame of its own)
+                    value = straight[target](values, frames, args)
+                    frames.pop()
+                    regs[ins[3]] = value
+                    pc += 1
+                    continue
                 regs = [None] * cnreg
                 regs[:nparams] = values
                 code = callee

@@ -40,7 +40,7 @@ class BoundCall:
     weight's identity)."""
 
     __slots__ = ("shapes", "dtypes", "packs", "consts", "outs", "fast", "entry", "kvars",
-                 "address", "tramp", "kept", "matches", "run")
+                 "address", "tramp", "kept", "matches", "run", "into")
 
     def __init__(self, inputs: list, packs: list, consts: tuple, outs: list, fast=None,
                  address: int | None = None, kvars=None):
@@ -60,6 +60,8 @@ class BoundCall:
         self.tramp = call_trampoline()[big] if fast is None and LAYOUT_OK else None
         self.kept: list | None = None  # per output, its last two arrays (keep_outputs)
         self.matches = _matcher(self.shapes, self.dtypes, self.packs)
+        # ``into(inputs, outputs)`` where the native checks are available (else None)
+        self.into = None
         # ``run(inputs)``: the call in one generated frame (``__call__`` where there is none)
         self.run = _generated_call(self)
 
@@ -235,4 +237,27 @@ def _native_checked_call(bc: BoundCall, slow):
     lines.append(f"    return [{', '.join(f'o{j}' for j in range(len(bc.outs)))}]")
     exec(compile("\n".join(lines) + "\n", "<relay vm bound call (native checks)>",  # noqa: S102
                  "exec"), env)
+    bc.into = _native_call_into(bc, env, n, consts)
     return env["run"]
+
+
+def _native_call_into(bc: BoundCall, env: dict, n: int, consts: list):
+    """``into(inputs, outputs) -> outputs | None``: the bound call writing the given outputs,
+    every argument's shape, dtype and contiguity checked by the native routine (None, the
+    kernel not run, when one does not match); ``env``: ``_native_checked_call``'s names."""
+    lines = ["def into(inputs, outs):", f"    if len(inputs) != {n} or len(outs) != "
+             f"{len(bc.outs)}:", "        return None"]
+    if n:
+        lines.append(f"    {', '.join(f'a{k}' for k in range(n))}, = inputs")
+    if bc.packs:
+        conds = [f"a{pos} is p{pos}" for pos, _, _ in bc.packs]
+        lines += [f"    if not ({' and '.join(conds)}):", "        return None"]
+        lines += [f"    a{pos} = q{pos}" for pos, _, _ in bc.packs]
+    outs = [f"o{j}" for j in range(len(bc.outs))]
+    if outs:
+        lines.append(f"    {', '.join(outs)}, = outs")
+    every = [f"a{k}" for k in range(n)] + [f"c{c}" for c in range(len(consts))] + outs
+    lines += [f"    if chk(({', '.join(every)},), tab, pool.get_num_threads()):",
+              "        return None", "    return outs"]
+    exec(compile("\n".join(lines) + "\n", "<relay vm bound call into>", "exec"), env)  # noqa: S102
+    return env["into"]
