@@ -64,13 +64,19 @@ def lane_wise(body) -> bool:
     for st in walk_stmts(body):
         for root in stmt_exprs(st):
             for e in post_order(root, seen):
-                if isinstance(e, (E.Ramp, E.Broadcast)) or \
-                        (isinstance(e, E.Call) and e.op_name in _LANE_MIXING_CALLS):
+                if isinstance(e, E.Call) and e.op_name in _LANE_MIXING_CALLS:
                     return False
-                dtype = getattr(e, "dtype", None)
-                if isinstance(dtype, str) and T.parse_dtype(dtype)[2] != 1:
+                dtype = getattr(e, "dtype", None)  # (a Ramp, Broadcast... of its own lanes)
+                if isinstance(dtype, str) and _lanes(dtype) != 1:
                     return False
     return True
+
+
+def _lanes(dtype: str) -> int:
+    try:
+        return T.parse_dtype(dtype)[2]
+    except (ValueError, KeyError):  # (a dtype the code generator would reject anyway)
+        return 0
 
 
 def emit_in_pieces(cg, s: S.For, lanes: int) -> None:
@@ -83,7 +89,7 @@ def emit_in_pieces(cg, s: S.For, lanes: int) -> None:
     for n in pieces:
         b = base if not start else fold_int(cg.builder, "add", base,
                                             ir.Constant(base.type, start), ("nsw",))
-        envs.append({id(s.loop_var): RampVal(b, 1, n)})
+        envs.append({id(s.loop_var): RampVal(b, 1, n) if n > 1 else b})  # (1 lane: a scalar)
         start += n
     bound = [s.loop_var]
 
@@ -126,10 +132,16 @@ def emit_in_pieces(cg, s: S.For, lanes: int) -> None:
                     cg.lanes = n
                     cg.store(st.buffer, idx, value)
             elif t is S.IfThenElse:
-                parts = each(lambda st=st: cg.masked_store_operands(st))
+                parts = each(lambda st=st: cg.masked_store_operands(st) if cg.lanes > 1
+                             else _guarded_store_operands(cg, st))
                 for n, part in zip(pieces, parts, strict=True):
                     cg.lanes = n
-                    cg.masked_store(st.then_case, *part)
+                    if n > 1:
+                        cg.masked_store(st.then_case, *part)
+                    else:  # (a one-lane piece: a store under a branch)
+                        value, idx, cond = part
+                        cg.emit_guarded(cond, lambda st=st, value=value, idx=idx:
+                                        cg.store(st.then_case.buffer, idx, value))
             else:  # (_vectorizable let nothing else through)
                 raise ValueError(f"vectorized loop over {s.loop_var.name!r}: cannot emit "
                                  f"{t.__name__} in pieces")
@@ -137,3 +149,12 @@ def emit_in_pieces(cg, s: S.For, lanes: int) -> None:
         cg.lanes = 1
         for var in bound:
             cg.env.pop(id(var), None)
+
+
+def _guarded_store_operands(cg, s: S.IfThenElse) -> tuple:
+    """``(value, indices, condition)`` of ``if cond: buf[idx] = value`` at one lane."""
+    st = s.then_case
+    if s.else_case is not None or not isinstance(st, S.BufferStore):
+        raise ValueError("vectorized branch: only a store without else is supported")
+    value, idx = cg.store_operands(st)
+    return value, idx, cg.emit_scalar(s.condition)
