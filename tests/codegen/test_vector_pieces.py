@@ -9,8 +9,12 @@ import pytest
 from minitvm import codegen, tir
 from minitvm.codegen.build import ir_pipeline_level
 from minitvm.codegen.llvm.stmt import MASKED_STORES
-from minitvm.codegen.llvm.vector_pieces import (MAX_PIECEWISE_LANES, lane_wise, needs_pieces,
-                                                vector_pieces)
+from minitvm.codegen.llvm.vector_pieces import (
+    MAX_PIECEWISE_LANES,
+    lane_wise,
+    needs_pieces,
+    vector_pieces,
+)
 from minitvm.runtime import jit
 
 WIDTHS = [8, 16, 24, 32, 48, 64, 80, 128, 256]
