@@ -188,14 +188,21 @@ def test_wider_than_the_piecewise_limit_stays_a_serial_loop(rng):
     np.testing.assert_array_equal(d, a + b)
 
 
-def test_lane_wise_survives_deep_chains():
-    """``lane_wise`` walks a 100,000-deep expression and let chain without recursion."""
+def test_lane_wise_survives_a_deep_expression():
+    """``lane_wise`` walks a 100,000-deep expression chain without recursion."""
     A = tir.decl_buffer((16,), "float32", "A")
     j = tir.Var("j", "int32")
     e = A[j]
     for _ in range(100_000):
         e = e + tir.const(1.0, "float32")
-    body = tir.BufferStore(A, e, [j])
+    assert lane_wise(tir.BufferStore(A, e, [j]))
+
+
+def test_lane_wise_survives_a_deep_let_chain():
+    """... and a 100,000-deep chain of lets."""
+    A = tir.decl_buffer((16,), "float32", "A")
+    j = tir.Var("j", "int32")
+    body = tir.BufferStore(A, A[j], [j])
     for k in range(100_000):
         body = tir.LetStmt(tir.Var(f"t{k}", "int32"), j, body)
     assert lane_wise(body)

@@ -61,13 +61,17 @@ def needs_pieces(lanes: int) -> bool:
 def lane_wise(body) -> bool:
     """Does every operation of the vectorized loop body ``body`` work lane by lane?"""
     seen: set[int] = set()
+    lanes: dict = {}  # dtype -> its lanes (1 for what has none)
     for st in walk_stmts(body):
         for root in stmt_exprs(st):
             for e in post_order(root, seen):
                 if isinstance(e, E.Call) and e.op_name in _LANE_MIXING_CALLS:
                     return False
                 dtype = getattr(e, "dtype", None)  # (a Ramp, Broadcast... of its own lanes)
-                if isinstance(dtype, str) and _lanes(dtype) != 1:
+                n = lanes.get(dtype)
+                if n is None:
+                    n = lanes[dtype] = _lanes(dtype) if isinstance(dtype, str) else 1
+                if n != 1:
                     return False
     return True
 
