@@ -1,9 +1,10 @@
 """A vectorized loop of a width LLVM handles badly, emitted as power-of-two pieces of its lanes.
 
 LLVM keeps a vector of a power-of-two lane count up to 64 in whole registers (a ``<64 x float>``
-is four AVX-512 registers), but splits a vector of any other lane count that lives across basic
-blocks (a loop's phi: an accumulator ``LICM`` promoted to a register, a reduction's running sum)
-into one scalar per lane, rebuilt with an insert a lane at every iteration: a conv-like
+is four AVX-512 registers), but may split a vector of another lane count that lives across
+basic blocks (a loop's phi: an accumulator ``LICM`` promoted to a register, a reduction's running
+sum) into one scalar per lane (24, 48, 7 and 11 lanes were, 12 not), rebuilt with an insert a
+lane at every iteration: a conv-like
 multiply-accumulate 48 lanes wide ran 20-60x slower than 64 lanes wide. A vectorized loop wider
 than ``MAX_VECTOR_LANES`` was a serial scalar loop. Such a loop of ``n`` lanes is emitted here
 as pieces of ``n``'s binary digits (48 = 32 + 16, 80 = 64 + 16, 256 = 4 x 64), each a vector
