@@ -3,7 +3,7 @@
 LLVM keeps a vector of a power-of-two lane count up to 64 in whole registers (a ``<64 x float>``
 is four AVX-512 registers), but may split a vector of another lane count that lives across
 basic blocks (a loop's phi: an accumulator ``LICM`` promoted to a register, a reduction's running
-sum) into one scalar per lane (24, 48, 7 and 11 lanes were, 12 not), rebuilt with an insert a
+sum) into one scalar per lane (24 and 48 lanes were, 12 not), rebuilt with an insert a
 lane at every iteration: a conv-like
 multiply-accumulate 48 lanes wide ran 20-60x slower than 64 lanes wide. A vectorized loop wider
 than ``MAX_VECTOR_LANES`` was a serial scalar loop. Such a loop of ``n`` lanes is emitted here
