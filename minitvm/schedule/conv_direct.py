@@ -340,7 +340,9 @@ def few_channels_nr(t, mr: int, nr: int) -> int:
     vectors = -(-g["grid"] // ROW_LANES)
     per = -(-vectors // -(-vectors // v))  # vectors a panel, the panels of about equal width
     if per * ROW_LANES <= MAX_VECTOR_LANES:  # one vectorized loop: a power of two lanes
-        per = 1 << (per.bit_length() - 1)  # (48 lanes measured 15x slower than 32)
+        # (48 lanes ran 15x slower than 32 before codegen's vector_pieces; since, any
+        # whole number of vectors measured no faster: kept)
+        per = 1 << (per.bit_length() - 1)
     return max(nr, per * ROW_LANES)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from minitvm import codegen, tir
+from minitvm.codegen.llvm.vector_pieces import needs_pieces, vector_pieces
 
 
 def _kernel(n_in: int, lanes: int, stride: int, offset: int, dtype: str):
@@ -57,7 +58,10 @@ def test_strided_vector_load_reads_exactly_its_span(rng, dtype, lanes, stride, o
     ir = mod.get_source()
     et = {"float32": "float", "int32": "i32", "float64": "double"}[dtype]
     assert "shufflevector" in ir
-    assert f"load {et}," not in ir  # no per-lane scalar loads
+    # no per-lane scalar loads (but for the one-lane piece of an odd width: 7 = 4 + 2 + 1,
+    # llvm/vector_pieces)
+    one_lane = vector_pieces(lanes).count(1) if needs_pieces(lanes) else 0
+    assert ir.count(f"load {et},") == one_lane
 
 
 def test_wider_stride_keeps_per_lane_loads(rng):

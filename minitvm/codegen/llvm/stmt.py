@@ -17,8 +17,11 @@ from ...tir.stmt_functor import post_order, walk_stmts
 from . import textir
 from . import types as T
 from .expr import RampVal, fold_int, fold_int_cast, lanes_of
+from .vector_pieces import MAX_PIECEWISE_LANES, emit_in_pieces, lane_wise, needs_pieces
 
 MAX_UNROLL = 64
+# The widest vectorized loop emitted as one vector; a wider one (up to MAX_PIECEWISE_LANES, a
+# lane-wise body) as vector_pieces' pieces, else a serial loop
 MAX_VECTOR_LANES = 64
 STACK_LIMIT_BYTES = 128 * 1024
 # larger temporaries come from malloc, each at the first 64-byte boundary of its block
@@ -159,10 +162,14 @@ class StmtEmitter:
         bld.position_at_end(end_bb)
 
     def emit_store(self, s: S.BufferStore) -> None:
+        value, idx = self.store_operands(s)
+        self.store(s.buffer, idx, value)
+
+    def store_operands(self, s: S.BufferStore) -> tuple:
+        """``(value, indices)`` of the store ``s``, emitted (its loads before any store)."""
         memo: dict = {}
         value = self.emit(s.value, memo)
-        idx = [self.emit(i, memo) for i in s.indices]
-        self.store(s.buffer, idx, value)
+        return value, [self.emit(i, memo) for i in s.indices]
 
     def emit_if(self, s: S.IfThenElse) -> None:
         if self.lanes > 1:  # (a vectorized loop's body: MASKED_STORES)
@@ -184,6 +191,10 @@ class StmtEmitter:
 
     def emit_masked_store(self, s: S.IfThenElse) -> None:
         """``if cond: buf[idx] = value`` in a vectorized loop: one masked vector store."""
+        self.masked_store(s.then_case, *self.masked_store_operands(s))
+
+    def masked_store_operands(self, s: S.IfThenElse) -> tuple:
+        """``(value, offset, mask)`` of the masked store ``s``, emitted."""
         st = s.then_case
         if s.else_case is not None or not isinstance(st, S.BufferStore):
             raise ValueError("vectorized branch: only a store without else is supported")
@@ -198,6 +209,11 @@ class StmtEmitter:
         mask = self.emit(s.condition, memo)
         if lanes_of(mask) != lanes:
             mask = self.broadcast(mask, lanes)
+        return value, off, mask
+
+    def masked_store(self, st: S.BufferStore, value, off, mask) -> None:
+        """Store ``value`` (a vector) into ``st``'s buffer at ``off`` where ``mask`` holds."""
+        lanes = off.lanes
         bld = self.builder
         et = self.mem_type(st.buffer.dtype)
         _check_stored_type(st.buffer, value, et)
@@ -322,8 +338,11 @@ class StmtEmitter:
         if kind == S.ForKind.PARALLEL and self.parallel_depth == 0 and self.gomp:
             return self.emit_parallel(s)
         if (kind == S.ForKind.VECTORIZED and self.lanes == 1 and extent is not None
-                and 1 < extent <= MAX_VECTOR_LANES and self._vectorizable(s)):
-            return self.emit_vectorized(s, extent)
+                and 1 < extent <= MAX_PIECEWISE_LANES and self._vectorizable(s)):
+            if needs_pieces(extent) and lane_wise(s.body):
+                return emit_in_pieces(self, s, extent)
+            if extent <= MAX_VECTOR_LANES:
+                return self.emit_vectorized(s, extent)
         if kind == S.ForKind.UNROLLED and extent is not None and extent <= MAX_UNROLL:
             base = self.emit_scalar(s.min)
             for k in range(extent):
