@@ -247,14 +247,16 @@ def test_quantized_resize_bilinear_to_a_run_time_size(dtype):
     assert _ret(mod) == [f"Tensor[(1, ?, ?, 4), {dtype}]", f"Tensor[(1, 5, 7, 4), {dtype}]"]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint8"])
 def test_transpose_conv_to_a_run_time_output_shape(dtype):
     """TRANSPOSE_CONV SAME and VALID stride 2 to output shapes computed from SHAPE: cropped at
-    LiteRT's pads computed when it runs (int8: bit-exact)."""
+    LiteRT's pads computed when it runs (8-bit: bit-exact; uint8 with uint8 weights and their
+    zero point)."""
     def feeds(n, r):
         if dtype == "float32":
             return {"x": r.standard_normal((1, n, n + 1, 4)).astype("float32")}
-        return {"x": r.integers(-128, 128, (1, n, n + 1, 4)).astype("int8")}
+        lo = -128 if dtype == "int8" else 0
+        return {"x": r.integers(lo, lo + 256, (1, n, n + 1, 4)).astype(dtype)}
 
     mod = _compare(models.transpose_conv_model(dtype), {"x": (1, -1, -1, 4)}, feeds, (1, 4, 7),
                    steps=0)

@@ -218,7 +218,8 @@ def quantized_resize_model(dtype: str) -> bytes:
 
 
 def transpose_conv_model(dtype: str) -> bytes:
-    """TRANSPOSE_CONV of x (1, ?, ?, 4), float or int8 (QTwin's per-channel weights), to
+    """TRANSPOSE_CONV of x (1, ?, ?, 4), float, int8 (QTwin's per-channel weights) or uint8
+    (uint8 weights of one scale and a zero point, as LiteRT's uint8 kernel takes them), to
     output shapes computed at run time: SAME 3x3 stride 2 to (2 H, 2 W) and VALID 3x3 stride 2
     to (2 H + 1, 2 W + 1)."""
     from tflite_qtwin import QTwin
@@ -243,7 +244,8 @@ def transpose_conv_model(dtype: str) -> bytes:
                      "TransposeConvOptions", Padding=0 if padding == "SAME" else 1,
                      StrideH=2, StrideW=2)
         else:
-            y = t.transpose_conv(x, 3, 3, 2, (n, n), padding)
+            w8 = {"w_dtype": "uint8", "w_zp": 120} if dtype == "uint8" else {}
+            y = t.transpose_conv(x, 3, 3, 2, (n, n), padding, **w8)
             b.ops[-1][1][0] = shape  # (the output shape computed at run time)
         b.output(y)
     b.signatures[x] = (1, -1, -1, 4)

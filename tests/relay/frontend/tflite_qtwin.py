@@ -376,14 +376,19 @@ class QTwin:
         self.b.operator(op, [*inputs, *extra], [y], options, **fields)
         return y
 
-    def transpose_conv(self, x, cout, k, stride, out_hw, padding="SAME", bias=True):
-        """TRANSPOSE_CONV (weights (O, kh, kw, I), per-channel int8, an int32 bias)."""
+    def transpose_conv(self, x, cout, k, stride, out_hw, padding="SAME", bias=True,
+                       w_dtype="int8", w_zp=0):
+        """TRANSPOSE_CONV (weights (O, kh, kw, I), an int32 bias): per-channel int8 weights, or
+        uint8 weights of one scale and zero point ``w_zp`` (what LiteRT's uint8 kernel takes)."""
         xf = self.deq(x)
         n, h, wd, cin = xf.shape
         q = self.rng.integers(-127, 128, size=(cout, k, k, cin))
-        w_scale = (self.rng.uniform(0.5, 1.5, cout) * 2.5 / (127 * np.sqrt(k * k * cin))
-                   ).astype("float32")
-        wf = q * w_scale.astype("float64").reshape(-1, 1, 1, 1)
+        per_channel = w_dtype == "int8"
+        if not per_channel:
+            q = np.clip(q + w_zp, 0, 255)
+        w_scale = ((self.rng.uniform(0.5, 1.5, cout) if per_channel else np.ones(1)) * 2.5 /
+                   (127 * np.sqrt(k * k * cin))).astype("float32")
+        wf = (q - w_zp) * w_scale.astype("float64").reshape(-1, 1, 1, 1)
         oh, ow = out_hw
         pads = []
         for n_in, n_out in ((h, oh), (wd, ow)):
@@ -398,14 +403,14 @@ class QTwin:
                              (0, max(ow + pads[1] - full.shape[2], 0)), (0, 0)))
         out = full[:, pads[0]:pads[0] + oh, pads[1]:pads[1] + ow, :]
         ins = [self._i32([n, oh, ow, cout]),
-               self.b.constant(self._name("w"), q.astype("int8"),
-                               quant=(w_scale, np.zeros(cout, "int64"), 0)), x]
+               self.b.constant(self._name("w"), q.astype(w_dtype),
+                               quant=(w_scale, np.full(w_scale.size, w_zp), 0)), x]
         if bias:
             b_scale = (np.float32(self.qp[x][0]) * w_scale).astype("float32")
             bv = self.rng.integers(-2000, 2000, size=cout).astype(self._bias_dtype)
             out = out + bv * b_scale.astype("float64")
             ins.append(self.b.constant(self._name("b"), bv,
-                                       quant=(b_scale, np.zeros(cout, "int64"), 0)))
+                                       quant=(b_scale, np.zeros(b_scale.size, "int64"), 0)))
         y = self._emit(out, "tconv")
         self.b.operator("TRANSPOSE_CONV", ins, [y], "TransposeConvOptions",
                         Padding=0 if padding == "SAME" else 1, StrideH=stride, StrideW=stride)
