@@ -349,12 +349,15 @@ class CompiledObject:
         return self._optimized_ir
 
 
-def _loaded(data: bytes, symbol: str, source_ir: str | None, opt: int, from_disk: bool
-            ) -> CompiledObject:
+def _loaded(data: bytes, symbol: str, source_ir: str | None, opt: int, from_disk: bool,
+            symbols: tuple[list[str], list[str]] | None = None) -> CompiledObject:
     """Object code ``data`` loaded into an arena (one of its own when ``source_ir``, which
-    names the symbols it defines and calls, is unknown); the caller holds ``_LOCK``. Its
-    ``address`` is 0 when it does not define ``symbol``."""
-    defs, externals = ir_symbols(source_ir) if source_ir is not None else (None, [])
+    names the symbols it defines and calls, is unknown; ``symbols``: its ``ir_symbols`` when
+    known already); the caller holds ``_LOCK``. Its ``address`` is 0 when it does not define
+    ``symbol``."""
+    if symbols is None:
+        symbols = ir_symbols(source_ir) if source_ir is not None else (None, [])
+    defs, externals = symbols
     arena = _arena_for(defs, externals)
     arena.add(data, defs or [])
     return CompiledObject(arena, arena.address(symbol, defs), symbol, None, from_disk,
@@ -443,20 +446,25 @@ def load_object(data: bytes, symbol: str, source_ir: str | None = None, opt: int
 def load_objects(items: list[tuple[bytes, str, str | None, int, list[str]]]
                  ) -> list[CompiledObject]:
     """Load several object files (``(object, symbol, source_ir, opt, externals)`` as for
-    ``load_object``) together: into a new code arena (and the next ones past
-    ``ARENA_OBJECTS``, or where two define one symbol) when every one's ``source_ir`` is known
-    and defines only symbols that may share arenas, else into ONE fresh engine of their own
-    (their non-internal symbols must then be distinct). Either is much cheaper than an engine
+    ``load_object``) together: into one code arena (the one being filled when it takes them
+    all, else a new one; more past ``ARENA_OBJECTS``, or where two define one symbol) when
+    every one's ``source_ir`` is known and defines only symbols that may share arenas, else
+    into ONE fresh engine of their own (their non-internal symbols must then be distinct). Either is much cheaper than an engine
     each. Raises ``ValueError`` like ``load_object``."""
     with _LOCK:
         init()
         missing = sorted({s for *_, ext in items for s in ext if not llvm.address_of_symbol(s)})
         if missing:
             raise ValueError(f"object code needs unknown symbols {missing}")
-        if all(ir is not None and all(s.startswith(POOLED_PREFIX) for s in ir_symbols(ir)[0])
-               for _, _, ir, _, _ in items):
-            _FILLING[0] = None  # (a new arena for them: one engine unless they are many)
-            out = [_loaded(data, symbol, ir, opt, True) for data, symbol, ir, opt, _ in items]
+        symbols = [ir_symbols(ir) if ir is not None else None for _, _, ir, _, _ in items]
+        if all(sy is not None and all(s.startswith(POOLED_PREFIX) for s in sy[0])
+               for sy in symbols):
+            arena = _FILLING[0]  # all of them in one engine: the one being filled, or a new one
+            if arena is None or arena.objects + len(items) > ARENA_OBJECTS or \
+                    not all(arena.takes(*sy) for sy in symbols):
+                _FILLING[0] = None
+            out = [_loaded(data, symbol, ir, opt, True, sy)
+                   for (data, symbol, ir, opt, _), sy in zip(items, symbols, strict=True)]
         else:
             arena = CodeArena(pooled=False)
             out = []
