@@ -99,12 +99,13 @@ LOOP_PASSES = "loop_passes"
 TINY_KERNEL_WORK = 4096
 MINIMAL_KERNEL_WORK = 1024
 # The in-process cache of compiled kernels: key -> ``jit.CompiledObject`` (its ``source_ir`` the
-# LLVM IR). Each holds an MCJIT engine (about 0.8 MB of native memory), so the cache keeps only
-# the ``CODE_CACHE_SIZE`` most recently used ones, and finds any older one a live module still
-# holds by weak reference: a rebuild of a live program compiles nothing, a process building
-# thousands of distinct programs (a fuzzer: 7 GB before) keeps at most that many dead kernels
-# (about 0.2 GB). 256 holds the kernels of several models (ResNet-50 has 36 distinct ones); a
-# miss past it loads the object code from the on-disk cache when one is active.
+# LLVM IR). Each holds its machine code (a few to tens of KB in a ``jit.CodeArena``; 0.8 MB when
+# each had an MCJIT engine) and IR text, so the cache keeps only the ``CODE_CACHE_SIZE`` most
+# recently used ones, and finds any older one a live module still holds by weak reference: a
+# rebuild of a live program compiles nothing, a process building thousands of distinct programs
+# (a fuzzer: 7 GB before) keeps at most that many dead kernels. 256 holds the kernels of
+# several models (ResNet-50 has 36 distinct ones); a miss past it loads the object code from
+# the on-disk cache when one is active.
 CODE_CACHE_SIZE = 256
 _CACHE = BoundedCache("codegen.kernels", CODE_CACHE_SIZE, weak=True)
 _STATS = {"hits": 0, "misses": 0}

@@ -10,6 +10,7 @@ unsupported op, a training graph, ...), with one warning per distinct reason. Th
 
 from __future__ import annotations
 
+import collections
 import sys
 import threading
 import warnings
@@ -19,7 +20,28 @@ __all__ = ["minitvm_backend", "register", "set_compiler", "fallback_reasons"]
 _WARNED: set[str] = set()
 _LOCK = threading.Lock()
 _COMPILER = None  # compile_graph(gm, example_inputs, opt_level, fallback), set by the relay layer
-fallback_reasons: list[str] = []  # every reason a graph ran eagerly, in order (for tests/users)
+# How many reasons ``fallback_reasons`` keeps: a process compiling graphs for hours (a serving
+# loop, a fuzzer) must not grow by one string per graph that ran eagerly.
+FALLBACK_REASONS_KEPT = 1000
+
+
+class _RecentReasons(collections.deque):
+    """A deque of the last ``maxlen`` reasons that compares equal to a list (or tuple) of the
+    same items, as the list it replaces did: ``fallback_reasons == []``."""
+
+    def __eq__(self, other):
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return super().__eq__(other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+
+# the reasons graphs ran eagerly, oldest first: the last FALLBACK_REASONS_KEPT (for tests/users)
+fallback_reasons: _RecentReasons = _RecentReasons(maxlen=FALLBACK_REASONS_KEPT)
 
 
 def set_compiler(fn) -> None:

@@ -1,8 +1,9 @@
 """Bounded in-process caches of compiled code, named and listed in one place.
 
 A process that builds many distinct programs (a fuzzer, a tuning loop, a test session) must not
-keep every build's kernels alive: each JIT-compiled kernel owns an MCJIT engine (about 0.8 MB of
-native memory), so unbounded code caches grew a long fuzzing run to 7 GB. A ``BoundedCache``
+keep every build's kernels alive: each JIT-compiled kernel keeps its machine code (in a shared
+``jit.CodeArena`` since stop 61; an MCJIT engine of its own, about 0.8 MB, before), its LLVM IR
+text and its PrimFunc, so unbounded code caches grew a long fuzzing run to 7 GB. A ``BoundedCache``
 keeps its ``limit`` most recently used entries (LRU). With ``weak=True`` it also finds, by weak
 reference, an evicted value that something else still holds (a built module's kernel): a
 rebuild of a live program never compiles a second copy of its code, whatever the limit.

@@ -35,7 +35,7 @@ PIPELINE_LEVELS = (-2, -1, 0, 1, 2, 3)
 # (symbol, IR, pipeline, CPU) -> compiled kernel of loaded libraries: the most recent
 # ``IR_CACHE_SIZE``, and any older one a live module still holds (weakly), so loading the same
 # library again compiles nothing while a loop loading many distinct ones keeps a bounded number
-# of dead kernels (each an MCJIT engine, about 0.8 MB)
+# of dead kernels (their code, and the IR text each keeps: ``runtime.jit`` code arenas)
 IR_CACHE_SIZE = 256
 _IR_CACHE = BoundedCache("runtime.loaded_kernels", IR_CACHE_SIZE, weak=True)
 _LOCK = threading.Lock()

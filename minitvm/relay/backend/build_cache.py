@@ -19,7 +19,7 @@ decides it:
 
 An entry holds the graph JSON, the parameters, each kernel's constants and workspace size, each
 distinct kernel's object code and LLVM IR, and the whole-graph entry's IR (if the graph has one:
-not over ``aot.MAX_ENTRY_STEPS`` steps). A hit loads the object code into fresh MCJIT engines.
+not over ``aot.MAX_ENTRY_STEPS`` steps). A hit loads the object code into a fresh code arena (``jit.load_objects``).
 What an entry does not carry (the optimized module ``ir_mod``, kernels' PrimFuncs, Relay sources
 and callables) is rebuilt on first access by a normal build (through the per-kernel cache), so
 a cached factory behaves like a fresh one.
