@@ -115,20 +115,55 @@ class _GraphBuilder(ScopedVisitor):
         return n
 
     def _edge(self, e, parent, pattern):
-        if isinstance(e, Op):
+        if type(e) is Op:
             return
-        n = self._node(e)
+        n = self.nodes.get(e)
+        if n is None:
+            n = self.nodes[e] = GraphNode(e)
         if parent is None:
             n.extern_ref = True
         else:
             n.outputs.append((parent, pattern))
 
     def _add(self, e, pattern=None):
-        n = self._node(e)
+        n = self.nodes.get(e)
+        if n is None:
+            n = self.nodes[e] = GraphNode(e)
         if pattern is not None:
             n.pattern = pattern
-        n.index = len(self.order)
-        self.order.append(n)
+        order = self.order
+        n.index = len(order)
+        order.append(n)
+
+    def build(self, expr) -> list | None:
+        """Build the graph of ``expr``; returns the expressions in the order the visitor met
+        them when ``expr`` is a function of op calls, tuples, field reads, variables and
+        constants only (the nodes are then recorded in one loop over that order, with the
+        hooks' own edge rules, instead of through the visitor's driver), else None."""
+        order = _flat_order(expr)
+        if order is None:
+            self.visit(expr)
+            return None
+        edge, add = self._edge, self._add
+        for p in expr.params:  # (gen_function's prologue)
+            edge(p, None, OPAQUE)
+        edge(expr.body, None, OPAQUE)
+        for e in order:
+            t = type(e)
+            if t is Call:
+                add(e, self._call_edges(e))
+            elif t is Tuple:
+                self._tuple_edges(e)
+                add(e, TUPLE)
+            elif t is TupleGetItem:
+                add(e, self._getitem_edges(e))
+            elif t is Constant:
+                self.visit_constant(e)
+            else:  # a variable
+                add(e)
+        add(expr)
+        order.append(expr)
+        return order
 
     def gen_function(self, fn):
         if fn.get_attr("Primitive", 0) or fn.get_attr("Compiler"):
@@ -144,15 +179,17 @@ class _GraphBuilder(ScopedVisitor):
         scalar = c.data.ndim == 0 and c.data.dtype in _SCALAR_DTYPES
         self._add(c, ELEMWISE if scalar else OPAQUE)
 
-    def visit_call(self, call):
+    def _call_edges(self, call) -> int:
+        """The call's pattern, after its operands' edges (labelled by it) are recorded."""
         node = self._node(call)
-        pattern = OPAQUE
-        if isinstance(call.op, Op):
-            p = call.op.get_attr("TOpPattern")
-            pattern = OPAQUE if p is None else int(p)
+        op = call.op
+        if isinstance(op, Op):
+            pattern = _op_pattern(op)
         else:
-            self._edge(call.op, None, OPAQUE)
+            pattern = OPAQUE
+            self._edge(op, None, OPAQUE)
         rtype = call._checked_type
+        edge_of = self._edge
         for i, a in enumerate(call.args):
             edge = pattern
             at = a._checked_type
@@ -163,32 +200,43 @@ class _GraphBuilder(ScopedVisitor):
                 edge = OPAQUE
             elif pattern == BROADCAST and _replicated_costly(a, at, rtype):
                 edge = OPAQUE
-            self._edge(a, node, edge)
+            edge_of(a, node, edge)
+        return pattern
+
+    def visit_call(self, call):
+        pattern = self._call_edges(call)
         super().visit_call(call)
         self._add(call, pattern)
 
-    def visit_tuple(self, tup):
+    def _tuple_edges(self, tup) -> None:
         node = self._node(tup)
         for f in tup.fields:
             if isinstance(f._checked_type, TensorType):
                 self._edge(f, node, INJECTIVE)
             else:
                 self._edge(f, None, OPAQUE)
+
+    def visit_tuple(self, tup):
+        self._tuple_edges(tup)
         super().visit_tuple(tup)
         self._add(tup, TUPLE)
 
-    def visit_tuple_getitem(self, op):
+    def _getitem_edges(self, op) -> int | None:
+        """The field read's pattern (None: opaque, its tuple is not all tensors), after its
+        edge is recorded."""
         tt = op.tuple_value._checked_type
         non_tensor = not isinstance(tt, TupleType) or any(
             not isinstance(f, TensorType) for f in tt.fields)
         if non_tensor:
             self._edge(op.tuple_value, None, OPAQUE)
-            super().visit_tuple_getitem(op)
-            self._add(op)
-        else:
-            self._edge(op.tuple_value, self._node(op), INJECTIVE)
-            super().visit_tuple_getitem(op)
-            self._add(op, INJECTIVE)
+            return None
+        self._edge(op.tuple_value, self._node(op), INJECTIVE)
+        return INJECTIVE
+
+    def visit_tuple_getitem(self, op):
+        pattern = self._getitem_edges(op)
+        super().visit_tuple_getitem(op)
+        self._add(op, pattern)
 
     def visit_var(self, v):
         self._add(v)
@@ -237,13 +285,73 @@ class _GraphBuilder(ScopedVisitor):
         self._extern_children(m, [m.data] + [c.rhs for c in m.clauses])
 
 
-def partition(expr, fuse_opt_level: int, max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
-    """Map each fusable expression to the root Group it belongs to."""
+_FLAT_KINDS = frozenset({Call, Tuple, TupleGetItem, Var, Constant})
+
+
+def _op_pattern(op) -> int:
+    p = op.get_attr("TOpPattern")
+    return OPAQUE if p is None else int(p)
+
+
+def _flat_order(fn) -> list | None:
+    """The nodes of a function of op calls, tuples, field reads, variables and constants in
+    the order the scoped visitors' driver visits them (its parameters, then a left-to-right
+    depth-first post-order of its body, each node once; the function itself left out), or None
+    for any other expression or a function holding anything else."""
+    if type(fn) is not Function or fn.get_attr("Primitive", 0) or fn.get_attr("Compiler"):
+        return None
+    order: list = []
+    seen: set = set()
+    for p in fn.params:
+        if p not in seen:
+            seen.add(p)
+            order.append(p)
+    kinds = _FLAT_KINDS
+    stack = [fn.body]
+    while stack:
+        node = stack[-1]
+        if node in seen:
+            stack.pop()
+            continue
+        t = type(node)
+        if t is Call:
+            if type(node.op) is not Op:
+                return None
+            kids = node.args
+        elif t is Tuple:
+            kids = node.fields
+        elif t is TupleGetItem:
+            kids = (node.tuple_value,)
+        elif t in kinds:
+            kids = ()
+        else:
+            return None
+        pending = [c for c in kids if c not in seen]
+        if pending:
+            for c in pending:
+                if type(c) is Op:  # (an op as an operand: the visitors' own path)
+                    return None
+            pending.reverse()
+            stack.extend(pending)
+            continue
+        seen.add(node)
+        order.append(node)
+        stack.pop()
+    return order
+
+
+def _partition(expr, fuse_opt_level: int, max_depth: int) -> tuple[dict, list | None]:
+    """``partition``'s map and, for a flat function, its nodes in visiting order."""
     builder = _GraphBuilder()
-    builder.visit(expr)
+    flat = builder.build(expr)
     order = builder.order
     groups = partition_graph(order, fuse_opt_level, max_depth)
-    return {n.ref: groups[n.index].find_root() for n in order}
+    return {n.ref: groups[n.index].find_root() for n in order}, flat
+
+
+def partition(expr, fuse_opt_level: int, max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
+    """Map each fusable expression to the root Group it belongs to."""
+    return _partition(expr, fuse_opt_level, max_depth)[0]
 
 
 class _Fuser(ScopedMutator):
@@ -253,6 +361,17 @@ class _Fuser(ScopedMutator):
         super().__init__()
         self.gmap = gmap
         self.num_groups = 0
+
+    def visit_in_order(self, order: list) -> None:
+        """Visit a flat function's nodes (``_flat_order``: every operand before its users, as
+        the driver meets them) by calling each node's hook in turn, without the driver's
+        per-node operand lists; the function itself is left to ``visit``."""
+        memo = self.memo_map
+        hooks = {Call: self.visit_call, Tuple: self.visit_tuple,
+                 TupleGetItem: self.visit_tuple_getitem, Var: self.visit_var,
+                 Constant: self.visit_constant}
+        for e in order[:-1]:
+            memo[e] = hooks[type(e)](e)
 
     def _member(self, e, group) -> bool:
         return self.gmap.get(e) is group and not isinstance(e, Var)
@@ -384,8 +503,10 @@ def _inline(body, values: dict):
 
 def fuse_ops(func, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH):
     """Fuse one (type-checked) function; returns the new function and the number of groups."""
-    gmap = partition(func, fuse_opt_level, max_depth)
+    gmap, flat = _partition(func, fuse_opt_level, max_depth)
     fuser = _Fuser(gmap)
+    if flat is not None:
+        fuser.visit_in_order(flat)
     return fuser.visit(func), fuser.num_groups
 
 
