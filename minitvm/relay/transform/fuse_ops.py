@@ -107,6 +107,7 @@ class _GraphBuilder(ScopedVisitor):
         super().__init__()
         self.nodes: dict = {}
         self.order: list[GraphNode] = []
+        self.patterns: dict = {}  # op -> its TOpPattern (asked per call)
 
     def _node(self, e) -> GraphNode:
         n = self.nodes.get(e)
@@ -184,7 +185,9 @@ class _GraphBuilder(ScopedVisitor):
         node = self._node(call)
         op = call.op
         if isinstance(op, Op):
-            pattern = _op_pattern(op)
+            pattern = self.patterns.get(op)
+            if pattern is None:
+                pattern = self.patterns[op] = _op_pattern(op)
         else:
             pattern = OPAQUE
             self._edge(op, None, OPAQUE)
@@ -361,6 +364,7 @@ class _Fuser(ScopedMutator):
         super().__init__()
         self.gmap = gmap
         self.num_groups = 0
+        self._noncomputational: dict = {}  # op -> its TNonComputational flag (one pass run)
 
     def visit_in_order(self, order: list) -> None:
         """Visit a flat function's nodes (``_flat_order``: every operand before its users, as
@@ -385,7 +389,11 @@ class _Fuser(ScopedMutator):
         if isinstance(call.op, Op):
             if call.op.name == "annotation.stop_fusion":
                 return self.visit(call.args[0])
-            if call.op.get_attr("TNonComputational"):  # on_device: stays a plain call (TVM)
+            noncomp = self._noncomputational.get(call.op)
+            if noncomp is None:
+                noncomp = self._noncomputational[call.op] = bool(
+                    call.op.get_attr("TNonComputational"))
+            if noncomp:  # on_device: stays a plain call (TVM)
                 return super().visit_call(call)
             group = self.gmap.get(call)
             if group is not None:
@@ -412,55 +420,52 @@ class _Fuser(ScopedMutator):
         params: dict = {}
         args: list = []
         built: dict = {}
+        gmap, visit = self.gmap, self.visit
 
-        def operand(a):
-            if a in built:
-                return built[a]
-            if isinstance(a, Constant) and self._member(a, group):
-                return a
-            outer = self.visit(a)
+        def outside(a):
+            outer = visit(a)
             p = params.get(outer)
             if p is None:
-                ty = a._checked_type
-                p = params[outer] = Var(f"p{len(params)}", ty)
+                p = params[outer] = Var(f"p{len(params)}", a._checked_type)
                 args.append(outer)
             return p
 
-        def operands(e):
-            if isinstance(e, Call):
-                return e.args
-            if isinstance(e, Tuple):
-                return e.fields
-            return (e.tuple_value,)
-
-        # emulate a left-to-right recursive walk so params are numbered in TVM's order
-        stack = [(root, 0)]
+        # emulate a left-to-right recursive walk so params are numbered in TVM's order; each
+        # frame keeps the node's new operands as the walk meets them (each operand is looked
+        # at once: a member is built before its user resumes)
+        has_call = False
+        stack = [(root, _operands(root), 0, [])]
         while stack:
-            node, i = stack.pop()
-            ops = operands(node)
-            while i < len(ops):
+            node, ops, i, vals = stack.pop()
+            n = len(ops)
+            while i < n:
                 a = ops[i]
-                if isinstance(a, Call) and isinstance(a.op, Op) and \
-                        a.op.name == "annotation.stop_fusion":
-                    i += 1
-                    operand(a)
-                    continue
-                if a not in built and self._member(a, group) and not isinstance(a, Constant):
-                    stack.append((node, i))
-                    stack.append((a, 0))
-                    break
-                operand(a)
+                got = built.get(a)
+                if got is None:
+                    t = type(a)
+                    if t is Call and type(a.op) is Op and a.op.name == "annotation.stop_fusion":
+                        got = outside(a)
+                    elif t is not Var and gmap.get(a) is group:
+                        if t is not Constant:
+                            stack.append((node, ops, i, vals))
+                            stack.append((a, _operands(a), 0, []))
+                            break
+                        got = a
+                    else:
+                        got = outside(a)
+                vals.append(got)
                 i += 1
             else:
-                new_ops = [operand(a) for a in ops]
-                if isinstance(node, Call):
-                    built[node] = Call(node.op, new_ops, node.attrs, node.type_args, node.span)
-                elif isinstance(node, Tuple):
-                    built[node] = Tuple(new_ops, node.span)
+                t = type(node)
+                if t is Call:
+                    has_call = True
+                    built[node] = Call(node.op, vals, node.attrs, node.type_args, node.span)
+                elif t is Tuple:
+                    built[node] = Tuple(vals, node.span)
                 else:
-                    built[node] = TupleGetItem(new_ops[0], node.index, node.span)
+                    built[node] = TupleGetItem(vals[0], node.index, node.span)
         body = built[root]
-        if not any(isinstance(k, Call) for k in built):
+        if not has_call:
             # a group of tuples and field reads only (``(a, b, c).0`` at opt_level 1, before any
             # pass folded it): nothing to compile, so no function -- the reads stay inline. A
             # Primitive=0 function here was a call the graph executor cannot run ("cannot run
@@ -469,6 +474,16 @@ class _Fuser(ScopedMutator):
         fn = Function(list(params.values()), body, root._checked_type, None, {"Primitive": 1})
         self.num_groups += 1
         return Call(fn, args, None, None, root.span)
+
+
+def _operands(e) -> tuple:
+    """The operands of a group member (a call, a tuple or a field read)."""
+    t = type(e)
+    if t is Call:
+        return e.args
+    if t is Tuple:
+        return e.fields
+    return (e.tuple_value,)
 
 
 def _inline(body, values: dict):
