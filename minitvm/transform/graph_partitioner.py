@@ -342,17 +342,17 @@ class _Partitioner:
         them, so the walks reduce to the two groups (the same decisions as the general path)."""
         groups = self.groups
         i, j = src.index, sink.index
-        sink_root = groups[j].find_root()
+        sink_root = _root(groups[j])
         if sink_root.num_nodes + groups[i].num_nodes > self.max_depth:
             self.too_big[i] = True
             return
         if not cond(sink_root.pattern, True):
             return
         if sink_root.num_nodes == 1:  # (the sink alone: only its own size changes)
-            src_root = groups[i].find_root()
+            src_root = _root(groups[i])
             inlined, total = self.inlined, 1
             for a in self.inputs[j]:
-                r = groups[a.index].find_root()
+                r = _root(groups[a.index])
                 if r is src_root or r is sink_root:
                     total += inlined[a.index]
             if total > self.max_inlined:

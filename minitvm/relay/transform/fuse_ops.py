@@ -193,13 +193,14 @@ class _GraphBuilder(ScopedVisitor):
             self._edge(op, None, OPAQUE)
         rtype = call._checked_type
         edge_of = self._edge
+        take = isinstance(op, Op) and op.name == "take"  # (_replicating_take's first test)
         for i, a in enumerate(call.args):
             edge = pattern
             at = a._checked_type
             if (pattern == BROADCAST and isinstance(at, TensorType)
                     and isinstance(rtype, TensorType) and at.shape == rtype.shape):
                 edge = ELEMWISE
-            elif i == 0 and _replicating_take(call, at, rtype):
+            elif i == 0 and take and _replicating_take(call, at, rtype):
                 edge = OPAQUE
             elif pattern == BROADCAST and _replicated_costly(a, at, rtype):
                 edge = OPAQUE
