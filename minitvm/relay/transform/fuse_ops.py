@@ -182,7 +182,10 @@ class _GraphBuilder(ScopedVisitor):
 
     def _call_edges(self, call) -> int:
         """The call's pattern, after its operands' edges (labelled by it) are recorded."""
-        node = self._node(call)
+        nodes = self.nodes
+        node = nodes.get(call)
+        if node is None:
+            node = nodes[call] = GraphNode(call)
         op = call.op
         if isinstance(op, Op):
             pattern = self.patterns.get(op)
@@ -192,19 +195,24 @@ class _GraphBuilder(ScopedVisitor):
             pattern = OPAQUE
             self._edge(op, None, OPAQUE)
         rtype = call._checked_type
-        edge_of = self._edge
         take = isinstance(op, Op) and op.name == "take"  # (_replicating_take's first test)
+        broadcast = pattern == BROADCAST
         for i, a in enumerate(call.args):
             edge = pattern
-            at = a._checked_type
-            if (pattern == BROADCAST and isinstance(at, TensorType)
-                    and isinstance(rtype, TensorType) and at.shape == rtype.shape):
-                edge = ELEMWISE
-            elif i == 0 and take and _replicating_take(call, at, rtype):
-                edge = OPAQUE
-            elif pattern == BROADCAST and _replicated_costly(a, at, rtype):
-                edge = OPAQUE
-            edge_of(a, node, edge)
+            if broadcast or take:
+                at = a._checked_type
+                if (broadcast and isinstance(at, TensorType)
+                        and isinstance(rtype, TensorType) and at.shape == rtype.shape):
+                    edge = ELEMWISE
+                elif i == 0 and take and _replicating_take(call, at, rtype):
+                    edge = OPAQUE
+                elif broadcast and _replicated_costly(a, at, rtype):
+                    edge = OPAQUE
+            if type(a) is not Op:  # (``_edge`` with a consumer)
+                n = nodes.get(a)
+                if n is None:
+                    n = nodes[a] = GraphNode(a)
+                n.outputs.append((node, edge))
         return pattern
 
     def visit_call(self, call):
