@@ -66,12 +66,15 @@ def post_dominators(order: list[GraphNode]) -> list[_DomNode]:
         if n.extern_ref or not n.outputs:
             d.parent, d.depth, d.pattern = None, 1, OPAQUE
             continue
-        first, epat = n.outputs[0]
+        outs = n.outputs
+        first, epat = outs[0]
         parent = dom[first.index]
-        pattern = max(ELEMWISE, epat)
-        for out, epat in n.outputs[1:]:
-            parent, pattern = _lca(parent, dom[out.index], pattern)
-            pattern = max(pattern, epat)
+        pattern = epat if epat > ELEMWISE else ELEMWISE
+        if len(outs) > 1:
+            for out, epat in outs[1:]:
+                parent, pattern = _lca(parent, dom[out.index], pattern)
+                if epat > pattern:
+                    pattern = epat
         d.parent = parent
         d.depth = parent.depth + 1 if parent is not None else 1
         d.pattern = pattern
@@ -297,7 +300,7 @@ class _Partitioner:
             if phase == 2:
                 if pattern > INJECTIVE or parent_group.pattern != TUPLE:
                     continue
-                if parent_group.find_root().pattern > INJECTIVE:  # (a tuple root included)
+                if _root(parent_group).pattern > INJECTIVE:  # (a tuple root included)
                     continue
                 # an opaque edge on the way (a replicating take's data, a costly broadcast
                 # argument) keeps the node out, as in phase 1: the path check sees only the
@@ -308,7 +311,7 @@ class _Partitioner:
             else:
                 if parent_group.pattern == TUPLE:
                     continue
-                if group.find_root() is parent_group.find_root():
+                if _root(group) is _root(parent_group):
                     continue
                 if pattern == OUT_EWISE:
                     if phase != 0 or dnode.pattern != ELEMWISE:
@@ -339,17 +342,17 @@ class _Partitioner:
         them, so the walks reduce to the two groups (the same decisions as the general path)."""
         groups = self.groups
         i, j = src.index, sink.index
-        sink_root = groups[j].find_root()
+        sink_root = _root(groups[j])
         if sink_root.num_nodes + groups[i].num_nodes > self.max_depth:
             self.too_big[i] = True
             return
         if not cond(sink_root.pattern, True):
             return
         if sink_root.num_nodes == 1:  # (the sink alone: only its own size changes)
-            src_root = groups[i].find_root()
+            src_root = _root(groups[i])
             inlined, total = self.inlined, 1
             for a in self.inputs[j]:
-                r = groups[a.index].find_root()
+                r = _root(groups[a.index])
                 if r is src_root or r is sink_root:
                     total += inlined[a.index]
             if total > self.max_inlined:
@@ -358,6 +361,11 @@ class _Partitioner:
             inlined[j] = total
         else:
             self._try_commit(src, sink)
+
+
+def _root(group: Group) -> Group:
+    """``group.find_root()``, without the call for a root (most groups asked about)."""
+    return group if group.parent is None else group.find_root()
 
 
 def _injective_cond(kind, is_sink) -> bool:

@@ -107,6 +107,7 @@ class _GraphBuilder(ScopedVisitor):
         super().__init__()
         self.nodes: dict = {}
         self.order: list[GraphNode] = []
+        self.patterns: dict = {}  # op -> its TOpPattern (asked per call)
 
     def _node(self, e) -> GraphNode:
         n = self.nodes.get(e)
@@ -115,20 +116,55 @@ class _GraphBuilder(ScopedVisitor):
         return n
 
     def _edge(self, e, parent, pattern):
-        if isinstance(e, Op):
+        if type(e) is Op:
             return
-        n = self._node(e)
+        n = self.nodes.get(e)
+        if n is None:
+            n = self.nodes[e] = GraphNode(e)
         if parent is None:
             n.extern_ref = True
         else:
             n.outputs.append((parent, pattern))
 
     def _add(self, e, pattern=None):
-        n = self._node(e)
+        n = self.nodes.get(e)
+        if n is None:
+            n = self.nodes[e] = GraphNode(e)
         if pattern is not None:
             n.pattern = pattern
-        n.index = len(self.order)
-        self.order.append(n)
+        order = self.order
+        n.index = len(order)
+        order.append(n)
+
+    def build(self, expr) -> list | None:
+        """Build the graph of ``expr``; returns the expressions in the order the visitor met
+        them when ``expr`` is a function of op calls, tuples, field reads, variables and
+        constants only (the nodes are then recorded in one loop over that order, with the
+        hooks' own edge rules, instead of through the visitor's driver), else None."""
+        order = _flat_order(expr)
+        if order is None:
+            self.visit(expr)
+            return None
+        edge, add = self._edge, self._add
+        for p in expr.params:  # (gen_function's prologue)
+            edge(p, None, OPAQUE)
+        edge(expr.body, None, OPAQUE)
+        for e in order:
+            t = type(e)
+            if t is Call:
+                add(e, self._call_edges(e))
+            elif t is Tuple:
+                self._tuple_edges(e)
+                add(e, TUPLE)
+            elif t is TupleGetItem:
+                add(e, self._getitem_edges(e))
+            elif t is Constant:
+                self.visit_constant(e)
+            else:  # a variable
+                add(e)
+        add(expr)
+        order.append(expr)
+        return order
 
     def gen_function(self, fn):
         if fn.get_attr("Primitive", 0) or fn.get_attr("Compiler"):
@@ -144,51 +180,75 @@ class _GraphBuilder(ScopedVisitor):
         scalar = c.data.ndim == 0 and c.data.dtype in _SCALAR_DTYPES
         self._add(c, ELEMWISE if scalar else OPAQUE)
 
-    def visit_call(self, call):
-        node = self._node(call)
-        pattern = OPAQUE
-        if isinstance(call.op, Op):
-            p = call.op.get_attr("TOpPattern")
-            pattern = OPAQUE if p is None else int(p)
+    def _call_edges(self, call) -> int:
+        """The call's pattern, after its operands' edges (labelled by it) are recorded."""
+        nodes = self.nodes
+        node = nodes.get(call)
+        if node is None:
+            node = nodes[call] = GraphNode(call)
+        op = call.op
+        if isinstance(op, Op):
+            pattern = self.patterns.get(op)
+            if pattern is None:
+                pattern = self.patterns[op] = _op_pattern(op)
         else:
-            self._edge(call.op, None, OPAQUE)
+            pattern = OPAQUE
+            self._edge(op, None, OPAQUE)
         rtype = call._checked_type
+        take = isinstance(op, Op) and op.name == "take"  # (_replicating_take's first test)
+        broadcast = pattern == BROADCAST
         for i, a in enumerate(call.args):
             edge = pattern
-            at = a._checked_type
-            if (pattern == BROADCAST and isinstance(at, TensorType)
-                    and isinstance(rtype, TensorType) and at.shape == rtype.shape):
-                edge = ELEMWISE
-            elif i == 0 and _replicating_take(call, at, rtype):
-                edge = OPAQUE
-            elif pattern == BROADCAST and _replicated_costly(a, at, rtype):
-                edge = OPAQUE
-            self._edge(a, node, edge)
+            if broadcast or take:
+                at = a._checked_type
+                if (broadcast and isinstance(at, TensorType)
+                        and isinstance(rtype, TensorType) and at.shape == rtype.shape):
+                    edge = ELEMWISE
+                elif i == 0 and take and _replicating_take(call, at, rtype):
+                    edge = OPAQUE
+                elif broadcast and _replicated_costly(a, at, rtype):
+                    edge = OPAQUE
+            if type(a) is not Op:  # (``_edge`` with a consumer)
+                n = nodes.get(a)
+                if n is None:
+                    n = nodes[a] = GraphNode(a)
+                n.outputs.append((node, edge))
+        return pattern
+
+    def visit_call(self, call):
+        pattern = self._call_edges(call)
         super().visit_call(call)
         self._add(call, pattern)
 
-    def visit_tuple(self, tup):
+    def _tuple_edges(self, tup) -> None:
         node = self._node(tup)
         for f in tup.fields:
             if isinstance(f._checked_type, TensorType):
                 self._edge(f, node, INJECTIVE)
             else:
                 self._edge(f, None, OPAQUE)
+
+    def visit_tuple(self, tup):
+        self._tuple_edges(tup)
         super().visit_tuple(tup)
         self._add(tup, TUPLE)
 
-    def visit_tuple_getitem(self, op):
+    def _getitem_edges(self, op) -> int | None:
+        """The field read's pattern (None: opaque, its tuple is not all tensors), after its
+        edge is recorded."""
         tt = op.tuple_value._checked_type
         non_tensor = not isinstance(tt, TupleType) or any(
             not isinstance(f, TensorType) for f in tt.fields)
         if non_tensor:
             self._edge(op.tuple_value, None, OPAQUE)
-            super().visit_tuple_getitem(op)
-            self._add(op)
-        else:
-            self._edge(op.tuple_value, self._node(op), INJECTIVE)
-            super().visit_tuple_getitem(op)
-            self._add(op, INJECTIVE)
+            return None
+        self._edge(op.tuple_value, self._node(op), INJECTIVE)
+        return INJECTIVE
+
+    def visit_tuple_getitem(self, op):
+        pattern = self._getitem_edges(op)
+        super().visit_tuple_getitem(op)
+        self._add(op, pattern)
 
     def visit_var(self, v):
         self._add(v)
@@ -237,13 +297,73 @@ class _GraphBuilder(ScopedVisitor):
         self._extern_children(m, [m.data] + [c.rhs for c in m.clauses])
 
 
-def partition(expr, fuse_opt_level: int, max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
-    """Map each fusable expression to the root Group it belongs to."""
+_FLAT_KINDS = frozenset({Call, Tuple, TupleGetItem, Var, Constant})
+
+
+def _op_pattern(op) -> int:
+    p = op.get_attr("TOpPattern")
+    return OPAQUE if p is None else int(p)
+
+
+def _flat_order(fn) -> list | None:
+    """The nodes of a function of op calls, tuples, field reads, variables and constants in
+    the order the scoped visitors' driver visits them (its parameters, then a left-to-right
+    depth-first post-order of its body, each node once; the function itself left out), or None
+    for any other expression or a function holding anything else."""
+    if type(fn) is not Function or fn.get_attr("Primitive", 0) or fn.get_attr("Compiler"):
+        return None
+    order: list = []
+    seen: set = set()
+    for p in fn.params:
+        if p not in seen:
+            seen.add(p)
+            order.append(p)
+    kinds = _FLAT_KINDS
+    stack = [fn.body]
+    while stack:
+        node = stack[-1]
+        if node in seen:
+            stack.pop()
+            continue
+        t = type(node)
+        if t is Call:
+            if type(node.op) is not Op:
+                return None
+            kids = node.args
+        elif t is Tuple:
+            kids = node.fields
+        elif t is TupleGetItem:
+            kids = (node.tuple_value,)
+        elif t in kinds:
+            kids = ()
+        else:
+            return None
+        pending = [c for c in kids if c not in seen]
+        if pending:
+            for c in pending:
+                if type(c) is Op:  # (an op as an operand: the visitors' own path)
+                    return None
+            pending.reverse()
+            stack.extend(pending)
+            continue
+        seen.add(node)
+        order.append(node)
+        stack.pop()
+    return order
+
+
+def _partition(expr, fuse_opt_level: int, max_depth: int) -> tuple[dict, list | None]:
+    """``partition``'s map and, for a flat function, its nodes in visiting order."""
     builder = _GraphBuilder()
-    builder.visit(expr)
+    flat = builder.build(expr)
     order = builder.order
     groups = partition_graph(order, fuse_opt_level, max_depth)
-    return {n.ref: groups[n.index].find_root() for n in order}
+    return {n.ref: groups[n.index].find_root() for n in order}, flat
+
+
+def partition(expr, fuse_opt_level: int, max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
+    """Map each fusable expression to the root Group it belongs to."""
+    return _partition(expr, fuse_opt_level, max_depth)[0]
 
 
 class _Fuser(ScopedMutator):
@@ -253,6 +373,18 @@ class _Fuser(ScopedMutator):
         super().__init__()
         self.gmap = gmap
         self.num_groups = 0
+        self._noncomputational: dict = {}  # op -> its TNonComputational flag (one pass run)
+
+    def visit_in_order(self, order: list) -> None:
+        """Visit a flat function's nodes (``_flat_order``: every operand before its users, as
+        the driver meets them) by calling each node's hook in turn, without the driver's
+        per-node operand lists; the function itself is left to ``visit``."""
+        memo = self.memo_map
+        hooks = {Call: self.visit_call, Tuple: self.visit_tuple,
+                 TupleGetItem: self.visit_tuple_getitem, Var: self.visit_var,
+                 Constant: self.visit_constant}
+        for e in order[:-1]:
+            memo[e] = hooks[type(e)](e)
 
     def _member(self, e, group) -> bool:
         return self.gmap.get(e) is group and not isinstance(e, Var)
@@ -266,7 +398,11 @@ class _Fuser(ScopedMutator):
         if isinstance(call.op, Op):
             if call.op.name == "annotation.stop_fusion":
                 return self.visit(call.args[0])
-            if call.op.get_attr("TNonComputational"):  # on_device: stays a plain call (TVM)
+            noncomp = self._noncomputational.get(call.op)
+            if noncomp is None:
+                noncomp = self._noncomputational[call.op] = bool(
+                    call.op.get_attr("TNonComputational"))
+            if noncomp:  # on_device: stays a plain call (TVM)
                 return super().visit_call(call)
             group = self.gmap.get(call)
             if group is not None:
@@ -293,55 +429,52 @@ class _Fuser(ScopedMutator):
         params: dict = {}
         args: list = []
         built: dict = {}
+        gmap, visit = self.gmap, self.visit
 
-        def operand(a):
-            if a in built:
-                return built[a]
-            if isinstance(a, Constant) and self._member(a, group):
-                return a
-            outer = self.visit(a)
+        def outside(a):
+            outer = visit(a)
             p = params.get(outer)
             if p is None:
-                ty = a._checked_type
-                p = params[outer] = Var(f"p{len(params)}", ty)
+                p = params[outer] = Var(f"p{len(params)}", a._checked_type)
                 args.append(outer)
             return p
 
-        def operands(e):
-            if isinstance(e, Call):
-                return e.args
-            if isinstance(e, Tuple):
-                return e.fields
-            return (e.tuple_value,)
-
-        # emulate a left-to-right recursive walk so params are numbered in TVM's order
-        stack = [(root, 0)]
+        # emulate a left-to-right recursive walk so params are numbered in TVM's order; each
+        # frame keeps the node's new operands as the walk meets them (each operand is looked
+        # at once: a member is built before its user resumes)
+        has_call = False
+        stack = [(root, _operands(root), 0, [])]
         while stack:
-            node, i = stack.pop()
-            ops = operands(node)
-            while i < len(ops):
+            node, ops, i, vals = stack.pop()
+            n = len(ops)
+            while i < n:
                 a = ops[i]
-                if isinstance(a, Call) and isinstance(a.op, Op) and \
-                        a.op.name == "annotation.stop_fusion":
-                    i += 1
-                    operand(a)
-                    continue
-                if a not in built and self._member(a, group) and not isinstance(a, Constant):
-                    stack.append((node, i))
-                    stack.append((a, 0))
-                    break
-                operand(a)
+                got = built.get(a)
+                if got is None:
+                    t = type(a)
+                    if t is Call and type(a.op) is Op and a.op.name == "annotation.stop_fusion":
+                        got = outside(a)
+                    elif t is not Var and gmap.get(a) is group:
+                        if t is not Constant:
+                            stack.append((node, ops, i, vals))
+                            stack.append((a, _operands(a), 0, []))
+                            break
+                        got = a
+                    else:
+                        got = outside(a)
+                vals.append(got)
                 i += 1
             else:
-                new_ops = [operand(a) for a in ops]
-                if isinstance(node, Call):
-                    built[node] = Call(node.op, new_ops, node.attrs, node.type_args, node.span)
-                elif isinstance(node, Tuple):
-                    built[node] = Tuple(new_ops, node.span)
+                t = type(node)
+                if t is Call:
+                    has_call = True
+                    built[node] = Call(node.op, vals, node.attrs, node.type_args, node.span)
+                elif t is Tuple:
+                    built[node] = Tuple(vals, node.span)
                 else:
-                    built[node] = TupleGetItem(new_ops[0], node.index, node.span)
+                    built[node] = TupleGetItem(vals[0], node.index, node.span)
         body = built[root]
-        if not any(isinstance(k, Call) for k in built):
+        if not has_call:
             # a group of tuples and field reads only (``(a, b, c).0`` at opt_level 1, before any
             # pass folded it): nothing to compile, so no function -- the reads stay inline. A
             # Primitive=0 function here was a call the graph executor cannot run ("cannot run
@@ -350,6 +483,16 @@ class _Fuser(ScopedMutator):
         fn = Function(list(params.values()), body, root._checked_type, None, {"Primitive": 1})
         self.num_groups += 1
         return Call(fn, args, None, None, root.span)
+
+
+def _operands(e) -> tuple:
+    """The operands of a group member (a call, a tuple or a field read)."""
+    t = type(e)
+    if t is Call:
+        return e.args
+    if t is Tuple:
+        return e.fields
+    return (e.tuple_value,)
 
 
 def _inline(body, values: dict):
@@ -384,8 +527,10 @@ def _inline(body, values: dict):
 
 def fuse_ops(func, fuse_opt_level: int = 2, max_depth: int = DEFAULT_MAX_DEPTH):
     """Fuse one (type-checked) function; returns the new function and the number of groups."""
-    gmap = partition(func, fuse_opt_level, max_depth)
+    gmap, flat = _partition(func, fuse_opt_level, max_depth)
     fuser = _Fuser(gmap)
+    if flat is not None:
+        fuser.visit_in_order(flat)
     return fuser.visit(func), fuser.num_groups
 
 

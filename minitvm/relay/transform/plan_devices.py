@@ -22,6 +22,8 @@ device differs from their context. Every walk is iterative.
 
 from __future__ import annotations
 
+from operator import is_
+
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.type import FuncType
@@ -35,7 +37,19 @@ from ...transform.registry import register_pass
 from ...transform.sequential import Sequential
 from ...transform.stats import record_stat
 from ..adt import Clause, Constructor, Match
-from ..expr import Call, Function, If, Let, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var
+from ..expr import (
+    Call,
+    Constant,
+    Function,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ..expr_functor import ExprMutator
 from ..op.call import call_lowered
 from ._device_domains import (
@@ -378,26 +392,12 @@ class _Capturer:
         return e  # Constant, GlobalVar, Op, Constructor
 
     def param(self, v: Var) -> Var:
-        vd = self.vd_of(v)
-        if getattr(v, "_virtual_device", None) == vd:
-            return v
-        new = Var(v.name_hint, v.type_annotation, v.span)
-        new.vid = v.vid  # the same variable, now with its device (TVM's WithFields)
-        new._checked_type = v._checked_type
-        new._virtual_device = vd
-        return new
+        return _with_device(v, self.vd_of(v))
 
     def function(self, fn: Function) -> Function:
         result_vd = self.vd_of(fn)
         body = self.child(result_vd, result_vd, self.vd_of(fn.body), fn.body)
-        params = [self.rw[p] for p in fn.params]
-        new = fn.with_fields(params=params, body=body)
-        if new is fn and getattr(fn, "_virtual_device", None) == result_vd:
-            return fn
-        if new is fn:
-            new = Function(fn.params, fn.body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
-        new._virtual_device = result_vd
-        return new
+        return _with_result_device(fn, [self.rw[p] for p in fn.params], body, result_vd)
 
     def call(self, call: Call):
         # (the op's name read once: the three special calls are rare, plain calls are most)
@@ -438,6 +438,84 @@ class _Capturer:
                for i in range(len(ty.arg_types) + 1)]
         return apply_prim_func_arg_and_result_memory_constraints(
             prim_func, ty, [vd.memory_scope or "" for vd in vds])
+
+
+# ------------------------------------------------------------------ the unconstrained case
+# calls the domains treat specially (``domain_for_callee``, ``_Capturer.call``); any other op
+# is device polymorphic: one class for its arguments and result
+_SPECIAL_OPS = frozenset({"on_device", "device_copy", "call_lowered", "vm.shape_of",
+                          "memory.alloc_storage", "memory.alloc_tensor", "vm.reshape_tensor"})
+_UNIFORM_KINDS = frozenset({Call, Tuple, TupleGetItem, Var, Constant})
+
+
+def _uniform_device(mod: IRModule, funcs: list, orders: list, config):
+    """The one device of every value when nothing constrains any (else None): one function of
+    typed calls of polymorphic ops, tuples, field reads, constants and variables, with no
+    device on the function and no PrimFunc of the module. Its values are all joined to the
+    function's result or parameters, which phase 2 defaults to the config's default device,
+    so phases 1-2 (a union-find class per value, 100,000 of them on a 100k chain) would give
+    every value that device; ``_capture_uniform`` then rebuilds as phase 3 would."""
+    if len(funcs) != 1 or _prim_funcs(mod):
+        return None
+    fn, order = funcs[0][1], orders[0]
+    fvd = getattr(fn, "_virtual_device", None)
+    if (fvd is not None and not fvd.is_fully_unconstrained()) or is_primitive(fn) \
+            or not order or order[-1] is not fn:
+        return None
+    fty = fn._checked_type
+    if not isinstance(fty, FuncType) or len(fty.arg_types) != len(fn.params):
+        return None
+    kinds, special = _UNIFORM_KINDS, _SPECIAL_OPS
+    for i in range(len(order) - 1):
+        e = order[i]
+        t = type(e)
+        if t not in kinds:
+            return None
+        ty = e._checked_type
+        if ty is None or isinstance(ty, FuncType):
+            return None
+        if t is Call and not (isinstance(e.op, Op) and e.op.name not in special):
+            return None
+    # phase 2's steps, in its order: the function's result takes the default (all values
+    # joined to it), its parameters the result's device; each call site's default then changes
+    # nothing, nor does an unused parameter's
+    default = config.default_primitive_virtual_device
+    canon = config.canonical_virtual_device
+    vd = canon(VirtualDevice.default(UNCONSTRAINED, default))
+    if vd.is_fully_unconstrained() or VirtualDevice.default(vd, default) != vd or \
+            canon(VirtualDevice.default(UNCONSTRAINED, vd)) is not vd:
+        return None
+    return vd
+
+
+def _capture_uniform(fn: Function, order: list, vd) -> Function:
+    """``fn`` rebuilt as ``_Capturer.run`` rebuilds it when every value is on ``vd``: no copy
+    nor annotation anywhere, the parameters and the function carry ``vd``."""
+    rw: dict = {}
+    params = set(fn.params)
+    for i in range(len(order) - 1):
+        e = order[i]
+        t = type(e)
+        if t is Call:
+            old = e.args
+            args = [rw[a] for a in old]
+            new = e if all(map(is_, args, old)) else \
+                Call(e.op, args, e.attrs, e.type_args, e.span)
+        elif t is Var:
+            new = _with_device(e, vd) if e in params else e
+        elif t is Tuple:
+            new = e.with_fields([rw[f] for f in e.fields])
+        elif t is TupleGetItem:
+            new = e.with_fields(rw[e.tuple_value])
+        else:
+            new = e
+        rw[e] = new
+        if new is not e and new._checked_type is None:
+            new._checked_type = e._checked_type
+    new = _with_result_device(fn, [rw[p] for p in fn.params], rw[fn.body], vd)
+    if new is not fn and new._checked_type is None:
+        new._checked_type = fn._checked_type
+    return new
 
 
 # ------------------------------------------------------------------ build-time check
@@ -594,8 +672,16 @@ def plan_devices(mod: IRModule, config) -> IRModule:
     funcs = [(gv, f) for gv, f in mod.functions.items() if is_optimizable(f)]
     if not funcs:
         return mod
-    domains = DeviceDomains(config, mod)
     orders = _post_orders(funcs)
+    vd = _uniform_device(mod, funcs, orders, config)
+    if vd is not None:
+        new = _capture_uniform(funcs[0][1], orders[0], vd)
+        if new is funcs[0][1]:
+            return mod
+        out = mod.shallow_copy()
+        out.update_func(funcs[0][0], new)
+        return out
+    domains = DeviceDomains(config, mod)
     params = _analyze(mod, domains, funcs, orders)
     _default(domains, funcs, orders)
     cap = _Capturer(domains, params)
@@ -614,6 +700,28 @@ def plan_devices(mod: IRModule, config) -> IRModule:
     if cap.copies:
         record_stat("device copies inserted", cap.copies)
     return out if changed else mod
+
+
+def _with_device(v: Var, vd) -> Var:
+    """Parameter ``v`` carrying ``vd``: the same variable (TVM's WithFields)."""
+    if getattr(v, "_virtual_device", None) == vd:
+        return v
+    new = Var(v.name_hint, v.type_annotation, v.span)
+    new.vid = v.vid
+    new._checked_type = v._checked_type
+    new._virtual_device = vd
+    return new
+
+
+def _with_result_device(fn: Function, params: list, body, result_vd) -> Function:
+    """``fn`` with ``params`` and ``body``, its result on ``result_vd``."""
+    new = fn.with_fields(params=params, body=body)
+    if new is fn and getattr(fn, "_virtual_device", None) == result_vd:
+        return fn
+    if new is fn:
+        new = Function(fn.params, fn.body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
+    new._virtual_device = result_vd
+    return new
 
 
 def _typed(e, ty):

@@ -632,7 +632,8 @@ def _pack_intermediates(steps: list, touched: list, keep: list, const_ids: set) 
     ``steps``' fixed refs and ``touched``'s spans; returns ``keep`` with the arena in place of
     the storages it replaced. The arena is one contiguous buffer (of 4 MiB and more, numpy asks
     the kernel for huge pages), where the interpreter's storages are many small ones."""
-    roots = {id(r): r for r in map(_root, keep) if id(r) not in const_ids and r.nbytes}
+    keep_roots = [_root(a) for a in keep]  # (walked once: asked again for the ones moved)
+    roots = {id(r): r for r in keep_roots if id(r) not in const_ids and r.nbytes}
     spans = sorted((r.ctypes.data, r.nbytes, rid) for rid, r in roots.items())
     starts = [s for s, _, _ in spans]
     first: dict = {}
@@ -664,7 +665,7 @@ def _pack_intermediates(steps: list, touched: list, keep: list, const_ids: set) 
                 tspans[q] = (refs[q][1], tspans[q][1])
         steps[t] = (steps[t][0], refs, *steps[t][2:])
     gone = {spans[i][2] for i in moved}
-    return [a for a in keep if id(_root(a)) not in gone] + [buf]
+    return [a for a, r in zip(keep, keep_roots, strict=True) if id(r) not in gone] + [buf]
 
 
 def _batch_order(step, touch, split) -> list:
