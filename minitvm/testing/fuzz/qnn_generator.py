@@ -172,7 +172,7 @@ class _Builder:
             # ratios at rounding ties: a power of two (exact ties) or 2**k * 3/2 rounded to
             # float32 (products within float rounding of a tie)
             k = self.rng.randint(-3, 3)
-            s = np.float32(float(v.scale) * 2.0 ** k * (1.0 if r < 0.2 else 2.0 / 3.0))
+            s = np.float32(float(np.asarray(v.scale).reshape(-1)[0]) * 2.0 ** k * (1.0 if r < 0.2 else 2.0 / 3.0))
             self.features.add("requantize near tie")
         rounding = self.rng.choice(["UPWARD", "TONEAREST", "None"])
         value = _requant(v.value, v.scale, v.zp, s, zp, v.axis,
