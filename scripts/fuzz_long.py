@@ -33,7 +33,10 @@ int8 / uint8 / bool casts fed values at their jumps, compared exactly (``--cast-
 ``cast_generator``), and quantized programs (qnn quantize / requantize / conv2d / dense / add,
 int8 and uint8) against a numpy oracle of the quantization rules (``--qnn-programs``,
 ``qnn_generator``); Relax programs over two symbolic dimensions, one relax.build run at three
-(n, m) pairs (``--relax-symbolic-programs``, ``relax_symbolic_generator``).
+(n, m) pairs (``--relax-symbolic-programs``, ``relax_symbolic_generator``). Relay programs printed and parsed
+back in four forms (``--text-programs``, ``text_round_trip``); Relax programs through LegalizeOps,
+AnnotateTIROpPattern, FuseOps and FuseTIR by hand, built, and exported / loaded back
+(``--relax-lowered-programs``, ``relax_lowered_sequences``).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its

@@ -190,12 +190,13 @@ def _qnn_subtract(attrs, args, out_type):
 
 
 @reference("qnn.mul")
-def _qnn_mul(attrs, args, out_type):
+def _qnn_mul(attrs, args, out_type, compute: str = "int64"):
     lhs, rhs, ls, lzp, rs, rzp, os_, ozp = args
     nd = max(np.ndim(lhs), np.ndim(rhs))
     a = lhs.astype("int64") - per_axis(lzp, attrs.lhs_axis, np.ndim(lhs)).astype("int64")
     b = rhs.astype("int64") - per_axis(rzp, attrs.rhs_axis, np.ndim(rhs)).astype("int64")
-    if np.size(ls) == 1 and np.size(rs) == 1:  # TVM: the float32 product of the scales
+    if compute == "int64" and np.size(ls) == 1 and np.size(rs) == 1:
+        # TVM: the int32 product requantized from the float32 product of the scales
         scale = np.float32(np.asarray(ls, "float32").reshape(()) *
                            np.asarray(rs, "float32").reshape(()))
         return requantize_values((a * b).astype("int32"), scale, 0, os_, ozp, -1, "UPWARD",
@@ -207,8 +208,8 @@ def _qnn_mul(attrs, args, out_type):
 
 
 @reference("qnn.concatenate")
-def _qnn_concatenate(attrs, args, out_type):
+def _qnn_concatenate(attrs, args, out_type, compute: str = "int64"):
     data, scales, zps, os_, ozp = args
     parts = [requantize_values(d, s, z, os_, ozp, -1, "UPWARD", out_type.dtype,
-                               compute="int64") for d, s, z in zip(data, scales, zps)]
+                               compute=compute) for d, s, z in zip(data, scales, zps)]
     return np.concatenate(parts, axis=int(attrs.axis))

@@ -278,9 +278,22 @@ def _addsub_np(sign: int):
     return evaluate
 
 
+def _config_np(name: str):
+    """The reference of ``name`` computing in the current config's compute dtype."""
+    def evaluate(attrs, args, out_type):
+        from ....topi.reference import qnn as ref
+
+        return getattr(ref, name)(attrs, args, out_type,
+                                  compute=current_requantize_config().compute_dtype)
+
+    return evaluate
+
+
 Op.get("qnn.requantize").set_attr("FNumpy", _requantize_np, 11)
 Op.get("qnn.add").set_attr("FNumpy", _addsub_np(1), 11)
 Op.get("qnn.subtract").set_attr("FNumpy", _addsub_np(-1), 11)
+Op.get("qnn.mul").set_attr("FNumpy", _config_np("_qnn_mul"), 11)
+Op.get("qnn.concatenate").set_attr("FNumpy", _config_np("_qnn_concatenate"), 11)
 # As in TVM, qnn ops are non-computational until canonicalized: FoldConstant folds them only
 # with fold_qnn=True.
 for _name in Op.list_op_names():
