@@ -4,7 +4,9 @@ multiplies by a 31-bit significand and a shift: where the float64 product rounds
 that the 31-bit multiplier falls short of, the two differ by one (scales 0.89554405 ->
 8.9554405, q = 415: float64 41.5 -> 42, TVM 41). The expected values here come from the fuzz
 oracle's integer implementation (``qnn_generator.fixed_point_requant``), independent of
-minitvm's lowering; every executor must give them exactly."""
+minitvm's lowering; every executor must give them exactly. The qnn fuzzer finds it once its
+scales requantize by exactly 1/d (d = 2.5, 5, 10, 20: the significand 0.8 rounds down in 31
+bits): seeds 610050 and 610198 failed on every executor before the fix."""
 
 import math
 
@@ -15,7 +17,12 @@ import minitvm as tvm
 from minitvm import relay
 from minitvm.relay.qnn import op as qnn
 from minitvm.runtime import vm as runtime_vm
-from minitvm.testing.fuzz.qnn_generator import fixed_point, fixed_point_requant
+from minitvm.testing.fuzz.qnn_generator import (
+    check_qnn_program,
+    fixed_point,
+    fixed_point_requant,
+    generate_qnn_program,
+)
 from minitvm.topi.reference.qnn import fixed_point_multiplier_shift, fixed_point_multiply_values
 
 # (in_scale, out_scale, q) where float64 rounding and TVM's fixed point disagree
@@ -130,3 +137,12 @@ def test_multiplier_and_shift_match_the_integer_oracle():
         assert got.tolist() == want
     assert math.isclose(fixed_point(0.1)[0] * 2.0 ** (fixed_point(0.1)[1] - 31), 0.1,
                         rel_tol=2 ** -30)
+
+
+@pytest.mark.parametrize("seed", [610050, 610198])
+def test_found_programs_with_ties_of_one_over_d(seed):
+    """Seeds where the generator requantizes by exactly 1/10 or 1/5 (``requantize tie of
+    1/d``): the float64 lowering differed from the oracle on every executor."""
+    prog = generate_qnn_program(seed)
+    assert "requantize tie of 1/d" in prog.features
+    assert check_qnn_program(prog) == []

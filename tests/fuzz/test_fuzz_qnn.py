@@ -24,7 +24,7 @@ def test_generation_is_deterministic_and_covers_the_ops():
     features = set().union(*(generate_qnn_program(s).features for s in range(30)))
     for op in ("quantize int8", "quantize uint8", "requantize UPWARD", "requantize TONEAREST",
                "conv2d", "conv2d per-channel", "dense", "add", "dequantize",
-               "requantize near tie"):
+               "requantize near tie", "requantize tie of 1/d"):
         assert op in features, op
 
 

@@ -67,8 +67,11 @@ def _range(dtype: str) -> tuple[int, int]:
 
 
 def _scale(rng: random.Random) -> np.float32:
+    """A random float32 scale; some with a short significand (12 bits), whose products by 5
+    or 10 are exact (the near-tie ratios of ``requantize``)."""
+    short = round(rng.uniform(0.5, 1.0) * 2 ** 12) / 2 ** 12 * 2.0 ** -rng.randint(1, 7)
     return np.float32(rng.choice([rng.uniform(0.002, 0.3), 2.0 ** -rng.randint(2, 8),
-                                  rng.uniform(0.3, 2.0)]))
+                                  rng.uniform(0.3, 2.0), short]))
 
 
 def _zp(rng: random.Random, dtype: str) -> int:
@@ -168,11 +171,19 @@ class _Builder:
 
         s, zp = _scale(self.rng), _zp(self.rng, dtype)
         r = self.rng.random()
-        if np.size(v.scale) == 1 and r < 0.35:
-            # ratios at rounding ties: a power of two (exact ties) or 2**k * 3/2 rounded to
-            # float32 (products within float rounding of a tie)
-            k = self.rng.randint(-3, 3)
-            s = np.float32(float(np.asarray(v.scale).reshape(-1)[0]) * 2.0 ** k * (1.0 if r < 0.2 else 2.0 / 3.0))
+        if np.size(v.scale) == 1 and r < 0.45:
+            # ratios at rounding ties: a power of two (exact ties), 2**k * 3/2 rounded to
+            # float32 (products within float rounding of a tie), or 1/d for d = 2.5, 5, 10,
+            # 20 exactly (float64 products land on ties the 31-bit multiplier, 0.8 * 2**31
+            # rounded down, falls short of)
+            base = float(np.asarray(v.scale).reshape(-1)[0])
+            d = self.rng.choice([2.5, 5.0, 10.0, 20.0])
+            if r >= 0.3 and float(np.float32(base * d)) == base * d:
+                s = np.float32(base * d)
+                self.features.add("requantize tie of 1/d")
+            else:
+                k = self.rng.randint(-3, 3)
+                s = np.float32(base * 2.0 ** k * (1.0 if r < 0.2 else 2.0 / 3.0))
             self.features.add("requantize near tie")
         rounding = self.rng.choice(["UPWARD", "TONEAREST", "None"])
         value = _requant(v.value, v.scale, v.zp, s, zp, v.axis,
