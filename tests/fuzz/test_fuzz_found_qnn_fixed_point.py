@@ -139,10 +139,10 @@ def test_multiplier_and_shift_match_the_integer_oracle():
                         rel_tol=2 ** -30)
 
 
-@pytest.mark.parametrize("seed", [610050, 610198])
+@pytest.mark.parametrize("seed", [610050])  # 610198 too, but at opt level 0 (numpy kernels)
 def test_found_programs_with_ties_of_one_over_d(seed):
-    """Seeds where the generator requantizes by exactly 1/10 or 1/5 (``requantize tie of
-    1/d``): the float64 lowering differed from the oracle on every executor."""
+    """A seed where the generator requantizes by exactly 1/d (``requantize tie of 1/d``): the
+    float64 lowering differed from the oracle on every executor."""
     prog = generate_qnn_program(seed)
     assert "requantize tie of 1/d" in prog.features
     assert check_qnn_program(prog) == []
