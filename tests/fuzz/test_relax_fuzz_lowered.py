@@ -39,3 +39,18 @@ def test_a_loaded_executable_that_differs_is_found(monkeypatch):
     monkeypatch.setattr(lowered, "exported_and_loaded", lambda ex, folder: other)
     found = check_lowered_program(generate_lowered_program(0))
     assert [f.pass_name for f in found] == ["export_library+load"]
+
+
+def test_found_argmax_over_an_empty_axis_with_an_empty_result():
+    """Seed 610933 (fuzz61, an oracle bug): ``argmax(matmul(x, x.T), axis=1)`` at n = 0
+    reduces an empty axis into an empty result. The VM refuses it (``check_nonempty``: no
+    identity value), as the static struct-info check refuses a static zero-size axis; the
+    reference returned the empty result before its empty-reduction check. It now raises
+    EmptyReduction too, which the comparison accepts as the VM's ValueError."""
+    from minitvm.testing.fuzz.relax_reference import EmptyReduction, evaluate
+
+    prog = generate_lowered_program(610933)
+    assert "R.argmax(lv1, axis=1" in prog.mod.script()
+    with pytest.raises(EmptyReduction, match="argmax"):
+        evaluate(prog.mod, prog.inputs(0, seed=0))
+    assert evaluate(prog.mod, prog.inputs(2, seed=0))  # non-empty: values
