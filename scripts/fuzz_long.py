@@ -33,7 +33,10 @@ int8 / uint8 / bool casts fed values at their jumps, compared exactly (``--cast-
 ``cast_generator``), and quantized programs (qnn quantize / requantize / conv2d / dense / add,
 int8 and uint8) against a numpy oracle of the quantization rules (``--qnn-programs``,
 ``qnn_generator``); Relax programs over two symbolic dimensions, one relax.build run at three
-(n, m) pairs (``--relax-symbolic-programs``, ``relax_symbolic_generator``).
+(n, m) pairs (``--relax-symbolic-programs``, ``relax_symbolic_generator``). Relay programs printed and parsed
+back in four forms (``--text-programs``, ``text_round_trip``); Relax programs through LegalizeOps,
+AnnotateTIROpPattern, FuseOps and FuseTIR by hand, built, and exported / loaded back
+(``--relax-lowered-programs``, ``relax_lowered_sequences``).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
@@ -310,6 +313,10 @@ MODULE_RUNS = {
                      "check_qnn_program"),
     "relax_symbolic_programs": ("relax_symbolic_programs", "relax_symbolic_generator",
                                 "generate_symbolic_program", "check_symbolic_program"),
+    "text_programs": ("text_programs", "text_round_trip", "generate_text_program",
+                      "check_text_program"),
+    "relax_lowered_programs": ("relax_lowered_programs", "relax_lowered_sequences",
+                               "generate_lowered_program", "check_lowered_program"),
 }
 
 
@@ -510,10 +517,12 @@ def _sum_present(values: list):
 #: and the tags of the findings of those run by ``run_module_programs``.
 GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
                   "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
-                  "cast_programs", "qnn_programs", "relax_symbolic_programs")
+                  "cast_programs", "qnn_programs", "relax_symbolic_programs",
+                  "text_programs", "relax_lowered_programs")
 GENERATED_TAGS = {"relax_loop_programs": "relax-loops:", "relay_build_programs": "build:",
                   "relax_pass_programs": "relax-passes:", "cast_programs": "casts:",
-                  "qnn_programs": "qnn:", "relax_symbolic_programs": "relax-nm:"}
+                  "qnn_programs": "qnn:", "relax_symbolic_programs": "relax-nm:",
+                  "text_programs": "text:", "relax_lowered_programs": "relax-lowered:"}
 #: The parser and damaged-file fuzzers' sections.
 FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
 
@@ -541,7 +550,7 @@ SECTION_MERGERS = {
 #: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
 #: finding has none).
 RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
-            "relax-passes:", "casts:", "qnn:", "relax-nm:")
+            "relax-passes:", "casts:", "qnn:", "relax-nm:", "text:", "relax-lowered:")
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
@@ -633,6 +642,15 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--relax-symbolic-programs", type=int, default=0,
                     help="random Relax programs over two symbolic dimensions (n, m): one "
                          "relax.build, run at three (n, m) pairs against the numpy reference")
+    ap.add_argument("--text-programs", type=int, default=0,
+                    help="random Relay programs (graph form, A-normal form, fused, fused + "
+                         "A-normal form) printed and parsed back: structurally equal, the "
+                         "same text again, the same interpreter values exactly")
+    ap.add_argument("--relax-lowered-programs", type=int, default=0,
+                    help="random Relax programs through high-level passes, LegalizeOps and "
+                         "a prefix of AnnotateTIROpPattern / FuseOps / FuseTIR with clean-ups, "
+                         "relax.build vs the numpy reference; the exported and loaded "
+                         "executable vs the in-memory one, bit for bit")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")

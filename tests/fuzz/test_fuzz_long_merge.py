@@ -41,7 +41,8 @@ def _shard(k: int, key: str, tag: str, count: int, finding_kind: str | None) -> 
 @pytest.mark.parametrize("key", ["dyn_programs", "relax_size_programs", "saved_programs",
                                  "relax_loop_programs", "relay_build_programs",
                                  "relax_pass_programs", "cast_programs", "qnn_programs",
-                                 "relax_symbolic_programs"])
+                                 "relax_symbolic_programs", "text_programs",
+                                 "relax_lowered_programs"])
 def test_generated_sections_are_merged(fuzz_long, tmp_path, key):
     assert key in fuzz_long.GENERATED_KEYS
     tag = {"dyn_programs": "dyn:", "relax_size_programs": "relax-sizes:",

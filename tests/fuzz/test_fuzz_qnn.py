@@ -23,7 +23,8 @@ def test_generation_is_deterministic_and_covers_the_ops():
     assert all(np.array_equal(x, y) for x, y in zip(a.expected, b.expected, strict=True))
     features = set().union(*(generate_qnn_program(s).features for s in range(30)))
     for op in ("quantize int8", "quantize uint8", "requantize UPWARD", "requantize TONEAREST",
-               "conv2d", "conv2d per-channel", "dense", "add", "dequantize"):
+               "conv2d", "conv2d per-channel", "dense", "add", "dequantize",
+               "requantize near tie", "requantize tie of 1/d"):
         assert op in features, op
 
 
@@ -40,9 +41,11 @@ def test_a_wrong_value_is_found_by_every_executor():
 def test_the_oracle_rounds_requantize_as_the_mode_says():
     """Half up vs half away from zero differ at -2.5: an oracle that rounded every mode the
     same way would be caught on the programs that requantize negative ties."""
-    x = np.array([-2.5, -1.5, 2.5, 0.5])
-    assert qnn_generator._round_half_up(x, "UPWARD").tolist() == [-2.0, -1.0, 3.0, 1.0]
-    assert qnn_generator._round_half_up(x, "TONEAREST").tolist() == [-3.0, -2.0, 3.0, 1.0]
+    half = 0.5
+    assert [qnn_generator.fixed_point_requant(x, half, "UPWARD") for x in (-5, -3, 5, 1)] == \
+        [-2, -1, 3, 1]
+    assert [qnn_generator.fixed_point_requant(x, half, "TONEAREST") for x in (-5, -3, 5, 1)] \
+        == [-3, -2, 3, 1]
     q = np.array([-5, 5], "int8")  # (q - 0) * 0.5 = -2.5, 2.5
     assert qnn_generator._requant(q, np.float32(1.0), 0, np.float32(2.0), 0, 1, "UPWARD",
                                   "int8").tolist() == [-2, 3]

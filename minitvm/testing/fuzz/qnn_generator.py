@@ -7,15 +7,17 @@ TVM's QNN semantics):
 
 * quantize: ``clip(round_half_even(x / scale) + zp)`` in float32, then the cast;
 * dequantize: ``(q - zp) * scale`` in float32;
-* requantize: ``(q - in_zp) * (in_scale / out_scale)`` in float64 (the scales' float32 values),
-  rounded half up ("UPWARD", TVM's default) or half away from zero ("TONEAREST"), plus
-  ``out_zp``, saturated to the output dtype. (TVM's ``int64`` compute dtype multiplies by a
-  31-bit fixed-point approximation of the scale ratio instead: one step apart at most, only
-  where the product is within 2**-31 relative of a rounding tie.)
+* requantize: TVM's fixed-point rule (its ``int64`` compute dtype, the default), written here
+  independently of minitvm with Python integers: the scale ratio ``in_scale / out_scale`` (the
+  float32 scales in float64) as ``m * 2**(e - 31)`` from ``math.frexp`` (``m`` the significand
+  times 2**31 rounded half away from zero), ``((q - in_zp) << max(e, 0)) * m`` plus half of
+  ``2**(31 + max(-e, 0))`` (half up, "UPWARD", TVM's default) or, below zero, one less (half
+  away from zero, "TONEAREST"), floor-shifted right, plus ``out_zp``, saturated;
 * conv2d / dense: int32 sums of ``(q - in_zp) * (w - w_zp)`` (padding holds the input's zero
   point, so it adds nothing);
-* add: both operands requantized to the output's scale and zero point (half up, unsaturated),
-  summed, the output zero point subtracted once, saturated.
+* add: both operands requantized to the output's scale and zero point (half up, unsaturated,
+  an operand already in the output's parameters as it is), summed, the output zero point
+  subtracted once, saturated.
 
 Every value is an integer or a float32 product computed the same way on both sides, so the
 interpreter, relay.build + the graph executor (at the seed's opt level) and relay.vm.compile
@@ -24,6 +26,7 @@ interpreter, relay.build + the graph executor (at the seed's opt level) and rela
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -64,29 +67,57 @@ def _range(dtype: str) -> tuple[int, int]:
 
 
 def _scale(rng: random.Random) -> np.float32:
+    """A random float32 scale; some with a short significand (12 bits), whose products by 5
+    or 10 are exact (the near-tie ratios of ``requantize``)."""
+    short = round(rng.uniform(0.5, 1.0) * 2 ** 12) / 2 ** 12 * 2.0 ** -rng.randint(1, 7)
     return np.float32(rng.choice([rng.uniform(0.002, 0.3), 2.0 ** -rng.randint(2, 8),
-                                  rng.uniform(0.3, 2.0)]))
+                                  rng.uniform(0.3, 2.0), short]))
 
 
 def _zp(rng: random.Random, dtype: str) -> int:
     return rng.randint(-20, 20) if dtype == "int8" else rng.randint(100, 156)
 
 
-def _round_half_up(x: np.ndarray, rounding: str) -> np.ndarray:
-    if rounding == "TONEAREST":
-        return np.sign(x) * np.floor(np.abs(x) + 0.5)
-    return np.floor(x + 0.5)
+def fixed_point(ratio: float) -> tuple[int, int]:
+    """``ratio`` as ``(m, e)`` with ``ratio ~= m * 2**(e - 31)``: the frexp significand times
+    2**31, rounded half away from zero (a carry to 2**31 halves it and raises ``e``)."""
+    if ratio == 0.0:
+        return 0, 0
+    sig, e = math.frexp(ratio)
+    m = int(math.floor(abs(sig) * 2 ** 31 + 0.5))
+    if m == 2 ** 31:
+        m, e = m // 2, e + 1
+    return (m if sig > 0 else -m), e
+
+
+def fixed_point_requant(x: int, ratio: float, rounding: str) -> int:
+    """The integer ``x`` times ``ratio`` by TVM's fixed-point rule, in exact integers."""
+    m, e = fixed_point(ratio)
+    right = 31 + max(-e, 0)
+    prod = (x << max(e, 0)) * m
+    half = 1 << (right - 1)
+    if rounding == "TONEAREST" and prod < 0:
+        half -= 1
+    return (prod + half) >> right
 
 
 def _requant(q, in_scale, in_zp, out_scale, out_zp, axis, rounding, out_dtype=None):
-    """The requantized values (saturated to ``out_dtype``; unsaturated float64 when None)."""
-    q = np.asarray(q)
-    ratio = np.asarray(in_scale, "float64") / np.float64(out_scale)
-    if ratio.ndim == 1 and ratio.size > 1:
+    """The requantized values by TVM's fixed-point rule (saturated to ``out_dtype``;
+    unsaturated int64 when None)."""
+    q = np.asarray(q).astype("int64") - in_zp
+    scales = np.asarray(in_scale, "float32").reshape(-1)
+    out = np.float32(out_scale)
+    chan = np.zeros(q.shape, "int64")
+    if scales.size > 1:
         shape = [1] * q.ndim
-        shape[axis] = ratio.size
-        ratio = ratio.reshape(shape)
-    v = _round_half_up((q.astype("int64") - in_zp).astype("float64") * ratio, rounding) + out_zp
+        shape[axis] = scales.size
+        chan = chan + np.arange(scales.size).reshape(shape)
+    v = np.empty(q.shape, "int64")
+    for idx in np.ndindex(q.shape):
+        s = scales[chan[idx]]
+        x = int(q[idx])
+        v[idx] = x if s == out else fixed_point_requant(x, float(s) / float(out), rounding)
+    v = v + out_zp
     if out_dtype is None:
         return v
     lo, hi = _range(out_dtype)
@@ -139,6 +170,21 @@ class _Builder:
         from minitvm.relay import qnn
 
         s, zp = _scale(self.rng), _zp(self.rng, dtype)
+        r = self.rng.random()
+        if np.size(v.scale) == 1 and r < 0.45:
+            # ratios at rounding ties: a power of two (exact ties), 2**k * 3/2 rounded to
+            # float32 (products within float rounding of a tie), or 1/d for d = 2.5, 5, 10,
+            # 20 exactly (float64 products land on ties the 31-bit multiplier, 0.8 * 2**31
+            # rounded down, falls short of)
+            base = float(np.asarray(v.scale).reshape(-1)[0])
+            d = self.rng.choice([2.5, 5.0, 10.0, 20.0])
+            if r >= 0.3 and float(np.float32(base * d)) == base * d:
+                s = np.float32(base * d)
+                self.features.add("requantize tie of 1/d")
+            else:
+                k = self.rng.randint(-3, 3)
+                s = np.float32(base * 2.0 ** k * (1.0 if r < 0.2 else 2.0 / 3.0))
+            self.features.add("requantize near tie")
         rounding = self.rng.choice(["UPWARD", "TONEAREST", "None"])
         value = _requant(v.value, v.scale, v.zp, s, zp, v.axis,
                          "UPWARD" if rounding == "None" else rounding, dtype)

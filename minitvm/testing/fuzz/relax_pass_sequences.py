@@ -66,8 +66,10 @@ def _sizes(prog: RelaxProgram) -> list[int]:
     return list(SYM_VALUES) + [0] if prog.symbolic else [SYM_VALUES[0]]
 
 
-def _problem(prog: RelaxProgram, sequence, sizes: list[int]) -> tuple[str, str] | None:
-    """(kind, what) goes wrong for ``prog`` through ``sequence`` and the build, or None."""
+def _problem(prog: RelaxProgram, sequence, sizes: list[int],
+             built: list | None = None) -> tuple[str, str] | None:
+    """(kind, what) goes wrong for ``prog`` through ``sequence`` and the build, or None;
+    the executable is appended to ``built`` when given (for further checks of it)."""
     import minitvm as tvm
     from minitvm import relax
 
@@ -76,9 +78,12 @@ def _problem(prog: RelaxProgram, sequence, sizes: list[int]) -> tuple[str, str] 
     except Exception as err:  # noqa: BLE001
         return "exception", f"the passes: {type(err).__name__}: {str(err)[:400]}"
     try:
-        vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+        ex = relax.build(mod, target="llvm")
+        vm = relax.VirtualMachine(ex, tvm.cpu())
     except Exception as err:  # noqa: BLE001
         return "exception", f"relax.build: {type(err).__name__}: {str(err)[:400]}"
+    if built is not None:
+        built.append(ex)
     for k, n in enumerate(sizes):
         inputs = prog.inputs(n, seed=prog.seed * 1000 + k)
         ref = _reference_on(prog, inputs)

@@ -285,6 +285,17 @@ def _expand(x, axis):
     return np.expand_dims(x, axes)
 
 
+def _reduces_empty_axis(call: Call, x: np.ndarray) -> bool:
+    """Does reduction ``call`` reduce an axis of ``x`` of size 0 (every axis when none is
+    named)?"""
+    axis = getattr(call.attrs, "axis", None)
+    if axis is None:
+        return x.size == 0
+    axes = [int(a) for a in axis] if isinstance(axis, (list, tuple)) or hasattr(axis, "__len__") \
+        else [int(axis)]
+    return any(x.shape[a % x.ndim] == 0 for a in axes) if x.ndim else False
+
+
 def _call_op(call: Call, args: list, sym: dict, sinfo):
     from ...relax.transform.fold_constant import _AttrsView, op_reference
 
@@ -293,10 +304,14 @@ def _call_op(call: Call, args: list, sym: dict, sinfo):
     if isinstance(sinfo, TensorStructInfo) and sinfo.dims() is not None:
         shape = tuple(_int(d, sym) for d in sinfo.dims())
     impl = _DIRECT.get(name)
+    if name in _NO_IDENTITY and any(a.size == 0 for a in args) and \
+            _reduces_empty_axis(call, args[0]):
+        # no identity value: an empty reduced axis has no result even where the output is
+        # empty too (argmax over axis 1 of (0, 0)), as the VM's check_nonempty and the static
+        # struct-info check refuse it
+        raise EmptyReduction(f"relax.{name} of an empty tensor {args[0].shape}")
     if shape is not None and 0 in shape:
         return np.zeros(shape, sinfo.dtype)  # an empty result (softmax of an empty axis...)
-    if name in _NO_IDENTITY and any(a.size == 0 for a in args):
-        raise EmptyReduction(f"relax.{name} of an empty tensor {args[0].shape}")
     if name in ("max", "min") and args[0].size == 0 and shape is not None:
         return np.full(shape, _identity(name, np.dtype(sinfo.dtype)), sinfo.dtype)
     with np.errstate(all="ignore"):

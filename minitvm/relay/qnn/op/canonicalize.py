@@ -1,16 +1,22 @@
 """FTVMQnnCanonicalize of every ``qnn.*`` op: the same computation in plain integer / float
-Relay (QnnCanonicalize runs these in relay.build). Requantization is computed in float64, which
-is exact for every int32 input and matches ``topi.reference.qnn`` bit for bit -- for the
-``int64`` and ``float64`` compute dtypes. ``compute_dtype="float32"`` (the call's, or
-``requantize_config``'s, which qnn.add / qnn.subtract follow too, as TVM's) computes in float32,
-as ONNX Runtime's integer kernels requantize: half the vector width of float64's work, exact
-while ``|data - zero point|`` stays under 2**24, and otherwise (or where the product lands
-within float32 rounding of a rounding boundary) one step apart at most."""
+Relay (QnnCanonicalize runs these in relay.build). With the ``int64`` compute dtype (TVM's
+default) a requantization of constant scales is TVM's fixed-point lowering, bit for bit: the
+int32 ``data - zero point`` shifted left by the positive part of the shift, times the 31-bit
+significand of ``in_scale / out_scale`` in int64, plus the rounding offset ("UPWARD": half;
+"TONEAREST": half, or half - 1 below zero), shifted right arithmetically, plus the output zero
+point in int32 (``topi.reference.qnn`` computes the same in numpy). The ``float64`` compute dtype
+multiplies by the float64 ratio; ``float32`` (the call's, or ``requantize_config``'s, which
+qnn.add / qnn.subtract follow too, as TVM's) computes in float32, as ONNX Runtime's integer
+kernels requantize: exact while ``|data - zero point|`` stays under 2**24, and otherwise (or
+where the product lands within float32 rounding of a rounding boundary) one step apart at
+most."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....ir.op import register_op_attr
-from ....topi.reference.qnn import dtype_range
+from ....topi.reference.qnn import dtype_range, fixed_point_multiplier_shift
 from ...expr import Constant, Tuple, TupleGetItem, const
 from ...op import tensor as _t
 from ...op import transform as _tr
@@ -54,10 +60,71 @@ def _requant_f64(data, dtype_in, in_scale, in_zp, out_scale, out_zp, rounding="U
 
 def _compute_dtype(attrs=None) -> str:
     """A requantization's compute dtype: the call's, else ``requantize_config``'s."""
-    from .qnn import current_requantize_config
+    from .qnn import requantize_compute_dtype
 
-    own = getattr(attrs, "compute_dtype", None) if attrs is not None else None
-    return own if own not in (None, "None") else current_requantize_config().compute_dtype
+    return requantize_compute_dtype(attrs)
+
+
+def _const_values(e) -> np.ndarray | None:
+    """A constant scale's float32 values, or None for a computed one."""
+    return e.data.numpy().astype("float32") if isinstance(e, Constant) else None
+
+
+def _along(values: np.ndarray, axis: int, ndim: int, dtype: str):
+    """A per-channel vector as a constant broadcasting along ``axis`` (a scalar if uniform)."""
+    values = np.asarray(values)
+    if values.size == 1 or (values == values.reshape(-1)[0]).all():
+        return const(np.asarray(values.reshape(-1)[0], dtype), dtype)
+    shape = [1] * ndim
+    shape[axis % ndim] = values.size
+    return const(values.astype(dtype).reshape(shape), dtype)
+
+
+def _requant_fixed(data, in_scale, in_zp, out_scale, out_zp, rounding: str, axis: int,
+                   ndim: int):
+    """TVM's int64 fixed-point requantization of constant scales, unsaturated int32; None
+    where a scale is not a constant (the float64 form computes those)."""
+    ins, outs = _const_values(in_scale), _const_values(out_scale)
+    if ins is None or outs is None or outs.size != 1:
+        return None
+    x = _t.cast(data, "int32")
+    if not _zero(in_zp):
+        x = _t.subtract(x, _t.cast(in_zp, "int32"))
+    ins = ins.reshape(-1)
+    if not (ins.size == 1 and ins[0] == outs.reshape(-1)[0]):  # equal scales: no multiply
+        m, shift = fixed_point_multiplier_shift(ins.astype("float64") /
+                                                np.float64(outs.reshape(-1)[0]))
+        lshift, total = np.maximum(shift, 0), 31 + np.maximum(-shift, 0)
+        x = _t.cast(x, "int64")
+        if lshift.any():
+            x = _t.left_shift(x, _along(lshift, axis, ndim, "int64"))
+        x = _t.multiply(x, _along(m, axis, ndim, "int64"))
+        half = np.left_shift(np.int64(1), total - 1)
+        if rounding == "TONEAREST":
+            zero = const(np.int64(0), "int64")
+            offset = _t.where(_t.greater_equal(x, zero), _along(half, axis, ndim, "int64"),
+                              _along(half - 1, axis, ndim, "int64"))
+        else:
+            offset = _along(half, axis, ndim, "int64")
+        x = _t.right_shift(_t.add(x, offset), _along(total, axis, ndim, "int64"))
+        x = _t.cast(x, "int32")
+    if not _zero(out_zp):
+        x = _t.add(x, _t.cast(out_zp, "int32"))
+    return x
+
+
+def _requant(data, dtype_in, in_scale, in_zp, out_scale, out_zp, rounding, compute, axis,
+             ndim, per_axis_types):
+    """One requantization, unsaturated, and whether it is int32: TVM's fixed point for the
+    ``int64`` compute dtype (constant scales), else ``_requant_f64``'s float form."""
+    if compute == "int64":
+        fixed = _requant_fixed(data, in_scale, in_zp, out_scale, out_zp, rounding, axis, ndim)
+        if fixed is not None:
+            return fixed, True
+    ts, tz = per_axis_types
+    return _requant_f64(data, dtype_in, _per_axis(in_scale, ts, axis, ndim),
+                        _per_axis(in_zp, tz, axis, ndim), out_scale, out_zp, rounding,
+                        compute), False
 
 
 def _saturate(v, dtype: str):
@@ -90,9 +157,8 @@ def _requantize(attrs, args, types):
     from .qnn import requantize_rounding
 
     rounding = requantize_rounding(attrs)
-    v = _requant_f64(data, types[0].dtype, _per_axis(in_scale, types[1], attrs.axis, nd),
-                     _per_axis(in_zp, types[2], attrs.axis, nd), out_scale, out_zp, rounding,
-                     _compute_dtype(attrs))
+    v, _ = _requant(data, types[0].dtype, in_scale, in_zp, out_scale, out_zp, rounding,
+                    _compute_dtype(attrs), attrs.axis, nd, (types[1], types[2]))
     return _saturate(v, attrs.out_dtype)
 
 
@@ -191,12 +257,14 @@ def _addsub(sign: int):
             return _saturate(_t.add(combine(a_int, b_int), _t.cast(ozp, "int32")),
                              types[0].dtype)
         compute = _compute_dtype()
-        a = _requant_f64(lhs, types[0].dtype, _per_axis(ls, types[2], attrs.lhs_axis, nl),
-                         _per_axis(lzp, types[3], attrs.lhs_axis, nl), os_, ozp,
-                         compute=compute)
-        b = _requant_f64(rhs, types[1].dtype, _per_axis(rs, types[4], attrs.rhs_axis, nr),
-                         _per_axis(rzp, types[5], attrs.rhs_axis, nr), os_, ozp,
-                         compute=compute)
+        a, a_int = _requant(lhs, types[0].dtype, ls, lzp, os_, ozp, "UPWARD", compute,
+                            attrs.lhs_axis, nl, (types[2], types[3]))
+        b, b_int = _requant(rhs, types[1].dtype, rs, rzp, os_, ozp, "UPWARD", compute,
+                            attrs.rhs_axis, nr, (types[4], types[5]))
+        if a_int and b_int:  # both in TVM's fixed point: int32 sums, as TVM's lowering
+            return _saturate(inverse(combine(a, b), _t.cast(ozp, "int32")), types[0].dtype)
+        if a_int or b_int:  # one side of computed scales: the other side's int32 as float64
+            a, b = _f64(a) if a_int else a, _f64(b) if b_int else b
         zp = _t.cast(ozp, "float32") if compute == "float32" else _f64(ozp)
         return _saturate(inverse(combine(a, b), zp), types[0].dtype)
 
@@ -212,6 +280,15 @@ def _mul(attrs, args, types):
     lhs, rhs, ls, lzp, rs, rzp, os_, ozp = args
     a = _t.subtract(_t.cast(lhs, "int32"), lzp)
     b = _t.subtract(_t.cast(rhs, "int32"), rzp)
+    lv, rv = _const_values(ls), _const_values(rs)
+    if _compute_dtype() == "int64" and lv is not None and rv is not None and \
+            lv.size == 1 and rv.size == 1:
+        # TVM: the int32 product requantized from the float32 product of the scales
+        scale = const(np.float32(lv.reshape(()) * rv.reshape(())), "float32")
+        v = _requant_fixed(_t.multiply(a, b), scale, const(0, "int32"), os_, ozp, "UPWARD",
+                           -1, len(types[0].shape))
+        if v is not None:
+            return _saturate(v, types[0].dtype)
     scale = _t.multiply(_f64(ls), _f64(rs))
     v = _t.multiply(_f64(_t.multiply(a, b)), _t.divide(scale, _f64(os_)))
     return _saturate(_t.add(_round(v, "UPWARD"), _f64(ozp)), types[0].dtype)
@@ -226,6 +303,16 @@ def _concatenate(attrs, args, types):
     def item(t, i):
         return t.fields[i] if isinstance(t, Tuple) else TupleGetItem(t, i)
 
-    parts = [_saturate(_requant_f64(item(data, i), None, item(scales, i), item(zps, i), os_,
-                                    ozp), out_dtype) for i in range(n)]
+    compute = _compute_dtype()
+
+    def requant(i):
+        if compute == "int64":
+            v = _requant_fixed(item(data, i), item(scales, i), item(zps, i), os_, ozp,
+                               "UPWARD", -1, len(types[0].fields[i].shape))
+            if v is not None:
+                return v
+        return _requant_f64(item(data, i), None, item(scales, i), item(zps, i), os_, ozp,
+                            compute=compute)
+
+    parts = [_saturate(requant(i), out_dtype) for i in range(n)]
     return _tr.concatenate(parts, attrs.axis)

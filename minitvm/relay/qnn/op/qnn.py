@@ -64,6 +64,12 @@ def requantize_rounding(attrs) -> str:
     return current_requantize_config().rounding if r in ("None", None) else r
 
 
+def requantize_compute_dtype(attrs=None) -> str:
+    """A requantization's compute dtype: the call's, else the current config's."""
+    own = getattr(attrs, "compute_dtype", None) if attrs is not None else None
+    return own if own not in (None, "None") else current_requantize_config().compute_dtype
+
+
 class QuantizeAttrs(Attrs):
     __slots__ = ()
     _fields = (("out_dtype", "int8"), ("axis", -1))
@@ -258,10 +264,36 @@ def _requantize_np(attrs, args, out_type):
 
     data, in_scale, in_zp, out_scale, out_zp = args
     return requantize_values(data, in_scale, in_zp, out_scale, out_zp, attrs.axis,
-                             requantize_rounding(attrs), out_type.dtype)
+                             requantize_rounding(attrs), out_type.dtype,
+                             compute=requantize_compute_dtype(attrs))
+
+
+def _addsub_np(sign: int):
+    def evaluate(attrs, args, out_type):
+        from ....topi.reference.qnn import _add
+
+        return _add(*args, attrs, out_type.dtype, sign=sign,
+                    compute=current_requantize_config().compute_dtype)
+
+    return evaluate
+
+
+def _config_np(name: str):
+    """The reference of ``name`` computing in the current config's compute dtype."""
+    def evaluate(attrs, args, out_type):
+        from ....topi.reference import qnn as ref
+
+        return getattr(ref, name)(attrs, args, out_type,
+                                  compute=current_requantize_config().compute_dtype)
+
+    return evaluate
 
 
 Op.get("qnn.requantize").set_attr("FNumpy", _requantize_np, 11)
+Op.get("qnn.add").set_attr("FNumpy", _addsub_np(1), 11)
+Op.get("qnn.subtract").set_attr("FNumpy", _addsub_np(-1), 11)
+Op.get("qnn.mul").set_attr("FNumpy", _config_np("_qnn_mul"), 11)
+Op.get("qnn.concatenate").set_attr("FNumpy", _config_np("_qnn_concatenate"), 11)
 # As in TVM, qnn ops are non-computational until canonicalized: FoldConstant folds them only
 # with fold_qnn=True.
 for _name in Op.list_op_names():
