@@ -1,0 +1,81 @@
+"""Window pools over run-time sizes on the pool schedule (``schedule/pool_symbolic.py``): the
+symbolic stage is tagged for it (``raise_pool.pool_tag``, the one-stage average's count found),
+its rule takes it, and one Relay VM kernel agrees with the interpreter at several sizes (1,
+window-sized, odd; windows over the padding and the ceil-mode edge)."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay, te
+from minitvm.runtime.vm import VirtualMachine
+from minitvm.schedule import pool_symbolic, raise_pool, select_rule
+from minitvm.schedule.options import LoweringOptions
+from minitvm.tir import expr as E
+
+ANY4 = (relay.Any(),) * 4
+
+# (op, attrs, input shapes): each case's sizes run through one symbolic kernel
+CASES = {
+    "max 3x3/2 ceil": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
+                       [(1, 2, 3, 3), (2, 3, 8, 11), (1, 1, 4, 17)]),
+    "avg 3x3/2 ceil": ("avg_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
+                       [(1, 2, 3, 3), (2, 3, 8, 11), (1, 1, 4, 17)]),
+    "max 3x3/2 pad1": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1)),
+                       [(1, 1, 1, 1), (1, 2, 3, 3), (2, 3, 9, 20)]),
+    "avg 3x3/1 pad1 incl": ("avg_pool2d", dict(pool_size=(3, 3), strides=(1, 1), padding=(1, 1),
+                                               count_include_pad=True),
+                            [(1, 1, 1, 1), (1, 2, 3, 3), (2, 3, 9, 20)]),
+    "avg 3x3/2 pad1 ceil incl": ("avg_pool2d", dict(pool_size=(3, 3), strides=(2, 2),
+                                                    padding=(1, 1), ceil_mode=True,
+                                                    count_include_pad=True),
+                                 [(1, 1, 1, 1), (1, 2, 4, 4), (2, 3, 10, 19)]),
+    "avg 2x2/2": ("avg_pool2d", dict(pool_size=(2, 2), strides=(2, 2)),
+                  [(1, 1, 2, 2), (1, 2, 5, 7), (2, 3, 16, 33)]),
+    "max 2x2/1 dil2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2)),
+                       [(1, 1, 3, 3), (1, 2, 5, 12), (2, 1, 9, 19)]),
+}
+
+
+def _run_case(op: str, attrs: dict, shapes, dtype="float32", rank=4):
+    name = op.replace("2d", "1d") if rank == 3 else op
+    x = relay.var("x", shape=ANY4[:rank], dtype=dtype)
+    mod = tvm.IRModule.from_expr(relay.Function([x], getattr(relay.nn, name)(x, **attrs)))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    rng = np.random.default_rng(0)
+    for shape in shapes:
+        if dtype.startswith("float"):
+            a = rng.standard_normal(shape).astype(dtype)
+        else:
+            a = rng.integers(-100, 100, shape).astype(dtype)
+        xs = relay.var("x", shape=shape, dtype=dtype)
+        ref = relay.create_executor("debug", mod=tvm.IRModule.from_expr(relay.Function(
+            [xs], getattr(relay.nn, name)(xs, **attrs)))).evaluate()(a).numpy()
+        got = vm.run(a).numpy()
+        assert got.shape == ref.shape, (shape, got.shape, ref.shape)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=str(shape))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_symbolic_pool_matches_interpreter(case):
+    op, attrs, shapes = CASES[case]
+    _run_case(op, attrs, shapes)
+
+
+def test_symbolic_1d_and_int8_pools():
+    _run_case("max_pool2d", dict(pool_size=(3,), strides=(2,), padding=(1,)),
+              [(1, 1, 1), (2, 3, 3), (1, 2, 21)], rank=3)
+    _run_case("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
+              [(1, 2, 3, 3), (2, 3, 8, 11)], dtype="int8")
+
+
+def test_symbolic_pool_propagates_nan():
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
+        x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1))))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.zeros((1, 1, 9, 20), "float32")
+    a[0, 0, 4, 10] = np.nan  # (an interior window's tap)
+    a[0, 0, 0, 0] = np.nan  # (a border window's)
+    got = vm.run(a).numpy()[0, 0]
+    assert np.isnan(got[2, 5]) and np.isnan(got[0, 0]) and not np.isnan(got[3, 2])
