@@ -23,7 +23,7 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import op as tir_op
 from ..tir import stmt as S
-from .common import const_int, dims_of, epilogue_value
+from .common import dims_of, epilogue_value
 from .common import outer_loops as _outer_loops
 from .pool import (
     DIRECT_MAX_STRIDE,

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import minitvm as tvm
-from minitvm import relay, te
+from minitvm import relax, relay, tir
+from minitvm.relax.op import nn
+from minitvm.relax.transform import LegalizeOps
 from minitvm.runtime.vm import VirtualMachine
-from minitvm.schedule import pool_symbolic, raise_pool, select_rule
-from minitvm.schedule.options import LoweringOptions
-from minitvm.tir import expr as E
+from minitvm.schedule.prim_func import optimize_prim_func
 
 ANY4 = (relay.Any(),) * 4
 
@@ -79,3 +79,39 @@ def test_symbolic_pool_propagates_nan():
     a[0, 0, 0, 0] = np.nan  # (a border window's)
     got = vm.run(a).numpy()[0, 0]
     assert np.isnan(got[2, 5]) and np.isnan(got[0, 0]) and not np.isnan(got[3, 2])
+
+
+def _relax_pool(make):
+    n, c, h, w = (tir.Var(v, "int64") for v in "nchw")
+    x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(make(x), "out"))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_relax_symbolic_mean_takes_the_pool_schedule():
+    """LegalizeOps' sum and division stages over run-time sizes become one mean (the count,
+    padding included, found) on the pool schedule: no block left, the plane loop parallel, the
+    interior in vectors; the built function agrees with the reference at several sizes."""
+    def make(x):
+        return nn.avg_pool2d(x, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True,
+                             count_include_pad=True)
+
+    mod = _relax_pool(make)
+    legal = LegalizeOps()(mod)
+    (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+    text = str(optimize_prim_func(prim))
+    assert "T.block" not in text and "T.parallel(n * c" in text and "T.vectorized" in text
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    rng = np.random.default_rng(1)
+    for shape in [(1, 1, 1, 1), (1, 2, 3, 3), (2, 3, 10, 19)]:
+        a = rng.standard_normal(shape).astype("float32")
+        xs = relay.var("x", shape=shape, dtype="float32")
+        ref = relay.create_executor("debug", mod=tvm.IRModule.from_expr(relay.Function(
+            [xs], relay.nn.avg_pool2d(xs, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True,
+                                      count_include_pad=True)))).evaluate()(a).numpy()
+        got = vm["main"](tvm.nd.array(a)).numpy()
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=str(shape))
