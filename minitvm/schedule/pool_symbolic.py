@@ -23,8 +23,7 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import op as tir_op
 from ..tir import stmt as S
-from .common import dims_of, epilogue_value
-from .common import outer_loops as _outer_loops
+from .common import dims_of, epilogue_value, parallel_for
 from .pool import (
     DIRECT_MAX_STRIDE,
     DIRECT_MAX_TAPS,
@@ -100,31 +99,35 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
             first, last = E.FloorDiv(first, c(d)), E.FloorDiv(last, c(d))
         return E.Max(E.Min(last, c(k - 1)) - E.Max(first, c(0)) + c(1), c(1))
 
-    def tap(b, ch_, iy, ix, ymask, xmask):
-        conds = []
-        if ymask:
-            conds.append(E.And(iy >= c(0), iy < h))
-            iy = E.Max(E.Min(iy, h - c(1)), c(0))
-        if xmask:
-            conds.append(E.And(ix >= c(0), ix < w))
-            ix = E.Max(E.Min(ix, w - c(1)), c(0))
-        v = E.BufferLoad(x, _at(x, b, ch_, iy, ix))
-        if conds:
-            cond = conds[0] if len(conds) == 1 else E.And(conds[0], conds[1])
-            v = E.Select(cond, v, pad)
-        return v
+    xf, of = ctx.flat_view(x), ctx.flat_view(out)
 
-    def store(b, ch_, oy, j, ymask, xmask):
-        taps = [tap(b, ch_, oy * c(sh) + c(ky * dh - pt), j * c(sw) + c(kx * dw - pl),
-                    ymask, xmask) for ky in range(kh) for kx in range(kw)]
+    def let(name, value, body_fn):
+        v = ctx.fresh(name, idt)
+        return S.LetStmt(v, value, body_fn(v))
+
+    def store(b, ch_, orow, rows, oy, j, ymask, xmask):
+        """Output ``(oy, j)`` of the plane, ``rows`` each window row's ``(start in the flat
+        input, in-bounds condition or None)``."""
+        taps = []
+        for rbase, rcond in rows:
+            for kx in range(kw):
+                ix = j * c(sw) + c(kx * dw - pl)
+                cond = rcond
+                if xmask:
+                    xc = E.And(ix >= c(0), ix < w)
+                    cond = xc if cond is None else E.And(cond, xc)
+                    ix = E.Max(E.Min(ix, w - c(1)), c(0))
+                v = E.BufferLoad(xf, [rbase + ix])
+                taps.append(v if cond is None else E.Select(cond, v, pad))
         v = _max_tree(taps) if is_max else _tree(taps, combine)
         if mean:
             cy = count(oy, h, kh, sh, dh, pt, pb) if ymask else c(kh)
             cx = count(j, w, kw, sw, dw, pl, pr) if xmask else c(kw)
             v = v / (E.FloatImm(dt, float(kh * kw)) if not (ymask or xmask)
                      else E.Cast(dt, cy * cx))
-        idx = _at(out, b, ch_, oy, j)
-        return S.BufferStore(out, v if epi is None else epilogue_value(epi, out, idx, v), idx)
+        if epi is not None:
+            v = epilogue_value(epi, out, _at(out, b, ch_, oy, j), v)
+        return S.BufferStore(of, v, [orow + j])
 
     def serial(lo, hi, fbody, name):
         v = ctx.fresh(name, idt)
@@ -143,20 +146,36 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
             E.NE(E.FloorMod(n, lanes), c(0)), last, None), short)
         return S.SeqStmt([main, tail])
 
-    def row(b, ch_, oy, ymask):
-        def put(mask):
-            return lambda j: store(b, ch_, oy, j, ymask, mask)
+    def row(p, b, ch_, oy, ymask):
+        def with_rows(ky, rows, body_fn):
+            if ky == kh:
+                return body_fn(rows)
+            iy = oy * c(sh) + c(ky * dh - pt)
+            cond = None
+            if ymask:
+                cond = E.And(iy >= c(0), iy < h)
+                iy = E.Max(E.Min(iy, h - c(1)), c(0))
+            return let("r", p * h * w + iy * w, lambda r: with_rows(
+                ky + 1, [*rows, (r, cond)], body_fn))
 
-        return S.SeqStmt([serial(c(0), xlo, put(True), "ox"), vectors(xlo, xhi, put(False)),
-                          serial(xhi, ow, put(True), "ox")])
+        def body(rows):
+            def put(mask):
+                return lambda j: store(b, ch_, orow, rows, oy, j, ymask, mask)
 
-    def plane(idx):
-        b, ch_ = (c(v) for v in idx)
+            orow = ctx.fresh("orow", idt)
+            return S.LetStmt(orow, (p * oh + oy) * ow, S.SeqStmt([
+                serial(c(0), xlo, put(True), "ox"), vectors(xlo, xhi, put(False)),
+                serial(xhi, ow, put(True), "ox")]))
+
+        return with_rows(0, [], body)
+
+    def plane(p):
+        b, ch_ = E.FloorDiv(p, c(ch)), E.FloorMod(p, c(ch))
 
         def rows(mask):
-            return lambda oy: row(b, ch_, oy, mask)
+            return lambda oy: row(p, b, ch_, oy, mask)
 
         return S.SeqStmt([serial(c(0), ylo, rows(True), "oy"), serial(ylo, yhi, rows(False), "oy"),
                           serial(yhi, oh, rows(True), "oy")])
 
-    return _outer_loops(ctx, [nb, ch], True, plane, work_per_iter=PLANE_OUTPUTS * kh * kw)
+    return parallel_for(ctx, c(nb) * c(ch), PLANE_OUTPUTS * kh * kw, plane, idt)

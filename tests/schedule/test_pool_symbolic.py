@@ -115,3 +115,16 @@ def test_relax_symbolic_mean_takes_the_pool_schedule():
                                       count_include_pad=True)))).evaluate()(a).numpy()
         got = vm["main"](tvm.nd.array(a)).numpy()
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=str(shape))
+
+
+def test_symbolic_pool_with_fused_epilogue():
+    """A pool and the elementwise ops after it (one fused Relay kernel over run-time sizes)."""
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    y = relay.nn.relu(relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1)) - relay.const(0.5))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    rng = np.random.default_rng(2)
+    for shape in [(1, 1, 1, 1), (2, 3, 9, 20)]:
+        a = rng.standard_normal(shape).astype("float32")
+        ref = relay.create_executor("debug", mod=mod).evaluate()(a).numpy()
+        np.testing.assert_allclose(vm.run(a).numpy(), ref, rtol=1e-6, atol=1e-6)
