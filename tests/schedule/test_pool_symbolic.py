@@ -128,3 +128,44 @@ def test_symbolic_pool_with_fused_epilogue():
         a = rng.standard_normal(shape).astype("float32")
         ref = relay.create_executor("debug", mod=mod).evaluate()(a).numpy()
         np.testing.assert_allclose(vm.run(a).numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def _adaptive_ref(a: np.ndarray, outs) -> np.ndarray:
+    """Adaptive average pooling of the trailing axes of ``a`` to ``outs`` (numpy)."""
+    out = a
+    for q, o in enumerate(outs):
+        ax = a.ndim - len(outs) + q
+        n = out.shape[ax]
+        cells = [np.take(out, range((i * n) // o, -(-((i + 1) * n) // o)), axis=ax).mean(
+            axis=ax, keepdims=True) for i in range(o)]
+        out = np.concatenate(cells, axis=ax)
+    return out
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
+    """LegalizeOps' adaptive mean over run-time sizes reduces ``ceil(n / o) + 1`` taps per
+    output (``topi.pooling_nd.widest_bin``), not the whole axis (400 taps per output of a
+    20x20 plane pooled to 7x7, where 16 do), masked to each bin: sizes 1, multiples of the
+    output and not."""
+    names = "dhw"[3 - nd:]
+    dims = [tir.Var(v, "int64") for v in names]
+    x = relax.Var("x", relax.TensorStructInfo([1, 2, *dims], "float32"))
+    op = {1: nn.adaptive_avg_pool1d, 2: nn.adaptive_avg_pool2d, 3: nn.adaptive_avg_pool3d}[nd]
+    outs = (3,) * nd
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(op(x, outs), "out"))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    legal = LegalizeOps()(mod)
+    (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+    text = str(prim)
+    assert "T.min(" in text and text.count("// T.int64(3) + T.int64(1))") >= nd
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    rng = np.random.default_rng(3)
+    for size in (1, 6, 7):
+        a = rng.standard_normal((1, 2, *(size,) * nd)).astype("float32")
+        np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _adaptive_ref(a, outs),
+                                   rtol=1e-5, atol=1e-6)
