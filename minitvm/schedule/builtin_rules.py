@@ -100,7 +100,9 @@ def _emit_pool(ctx, t, buf, bodies):
     _, ident, combine = _reduce_parts(t, bodies[id(t)])
     x = ctx.buf[id(t.op.attrs["operands"][0])]
     if not _static_pool(t):  # (run-time sizes: the interior / border split made when it runs)
-        return emit_with_epilogue(ctx, t, buf, bodies, lambda out, epi: pool_symbolic.emit(
+        emit = pool_symbolic.emit_run_time_bins if "run_time_bins" in t.op.attrs else \
+            pool_symbolic.emit
+        return emit_with_epilogue(ctx, t, buf, bodies, lambda out, epi: emit(
             ctx, t, out, x, combine, epi), tuple(_shape(t)))
     return emit_with_epilogue(ctx, t, buf, bodies,
                               lambda out, epi: pool.emit(ctx, t, out, x, ident, combine, epi),

@@ -23,6 +23,8 @@ from __future__ import annotations
 from ..tir import expr as E
 from ..tir import op as tir_op
 from ..tir import stmt as S
+from ..tir.buffer import decl_buffer
+from ..tir.stmt_functor import substitute
 from .common import dims_of, epilogue_value, parallel_for
 from .pool import (
     DIRECT_MAX_STRIDE,
@@ -43,6 +45,8 @@ def supported(t) -> bool:
     """Does this schedule take symbolic window pool stage ``t`` (a window of at most
     ``pool.DIRECT_MAX_TAPS`` taps at a column stride of at most ``pool.DIRECT_MAX_STRIDE``)?"""
     a = t.op.attrs
+    if "run_time_bins" in a:
+        return True
     if "bins" in a or a.get("kind") not in ("max", "avg", "sum"):
         return False
     (kh, kw), (_, sw) = a["pool_size"], a["strides"]
@@ -57,6 +61,59 @@ def _plane(t) -> tuple:
 
 def _at(buf, b, c, y, j) -> list:
     return [b, c, y, j] if len(buf.shape) == 4 else [b, c, j]
+
+
+def emit_run_time_bins(ctx, t, out, x, combine, epi=None) -> S.Stmt:
+    """Sum stage ``t`` over bins of run-time bounds (``raise_pool.bins_tag``: per axis
+    ``(start, end, R)`` of the output position) into ``out``: each output sums the input over
+    ``[start, min(end, start + R))`` per axis (indices clamped to the input as the stage
+    clamps them), serially, instead of ``R`` masked taps per axis. Planes run in parallel."""
+    a = t.op.attrs
+    dims = dims_of(x)
+    idt = next(d.dtype for d in dims if not isinstance(d, int))
+
+    def c(v):
+        if isinstance(v, int):
+            return E.IntImm(idt, v)
+        return v if v.dtype == idt else E.Cast(idt, v)
+
+    nb, ch = dims[0], dims[1]
+    h, w = (c(v) for v in _plane(x))
+    oh, ow = (c(v) for v in _plane(t))
+    bins, axes = a["run_time_bins"], a["bin_axes"]
+    if len(bins) == 1:  # (NCW: a unit H, one row)
+        bins = ((c(0), c(1), c(1)), *bins)
+        axes = (None, *axes)
+    dt = t.dtype
+    xf, of = ctx.flat_view(x), ctx.flat_view(out)
+    acc = decl_buffer((1,), dt, "bin_acc")
+
+    def bounds(q, o):
+        start, end, r = bins[q]
+        if axes[q] is not None:
+            start, end = (substitute(e, {axes[q]: o}) for e in (start, end))
+        start, end, r = c(start), c(end), c(r)
+        return start, E.Min(end, start + r)
+
+    def plane(p):
+        b, ch_ = E.FloorDiv(p, c(ch)), E.FloorMod(p, c(ch))
+        oy, ox = ctx.fresh("oy", idt), ctx.fresh("ox", idt)
+        y, xx = ctx.fresh("y", idt), ctx.fresh("x", idt)
+        ys, ye = bounds(0, oy)
+        xs, xe = bounds(1, ox)
+        tap = E.BufferLoad(xf, [p * h * w + E.Min(y, h - c(1)) * w + E.Min(xx, w - c(1))])
+        total = S.For(y, ys, ye - ys, S.ForKind.SERIAL, S.For(
+            xx, xs, xe - xs, S.ForKind.SERIAL, S.BufferStore(
+                acc, combine(E.BufferLoad(acc, [c(0)]), tap), [c(0)])))
+        v = E.BufferLoad(acc, [c(0)])
+        if epi is not None:
+            v = epilogue_value(epi, out, _at(out, b, ch_, oy, ox), v)
+        cell = S.SeqStmt([S.BufferStore(acc, E.const(0, dt), [c(0)]), total,
+                          S.BufferStore(of, v, [(p * oh + oy) * ow + ox])])
+        body = S.For(oy, c(0), oh, S.ForKind.SERIAL, S.For(ox, c(0), ow, S.ForKind.SERIAL, cell))
+        return S.Allocate(acc.data, dt, [1], True, S.DeclBuffer(acc, body))
+
+    return parallel_for(ctx, c(nb) * c(ch), PLANE_OUTPUTS, plane, idt)
 
 
 def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:

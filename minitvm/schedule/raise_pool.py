@@ -216,6 +216,75 @@ def pool_tag(t: Tensor) -> tuple[str, dict]:
     return POOL_TAG, attrs
 
 
+# ------------------------------------------------------------------------- run-time bins
+def _start_plus(e, r):
+    """``start`` when ``e`` is ``start + r`` (``r`` a reduction var not in ``start``)."""
+    if isinstance(e, E.Add):
+        for a, b in ((e.a, e.b), (e.b, e.a)):
+            if b is r and not any(n is r for n in post_order(a)):
+                return a
+    return None
+
+
+def bins_tag(t: Tensor) -> tuple[str, dict]:
+    """``(POOL_TAG, attrs)`` when raised stage ``t`` sums, per output position of its trailing
+    1 or 2 axes, a bin of run-time bounds (LegalizeOps' adaptive average over run-time sizes)::
+
+        sum_{r < R} Select(start(o) + r < end(o), X[n, c, min(start(o) + r, size - 1)], 0)
+
+    per axis; else ``("", {})``. The attrs give ``run_time_bins``: per axis ``(start, end, R)``
+    in terms of ``bin_axes`` (the stage's output axis vars), which ``pool_symbolic`` sums over
+    ``[start, min(end, start + R))`` exactly as written, without the masked taps."""
+    body = t.op.body
+    if not isinstance(body, E.Reduce) or len(body.source) != 1 or \
+            not (isinstance(body.condition, E.IntImm) and body.condition.value) or \
+            not t.dtype.startswith("float"):
+        return NONE
+    comb = body.combiner
+    res = comb.result[0]
+    if not isinstance(res, E.Add) or {id(res.a), id(res.b)} != {id(comb.lhs[0]),
+                                                               id(comb.rhs[0])}:
+        return NONE
+    ident = body.init[0] if body.init else comb.identity_element[0]
+    src = body.source[0]
+    if not _is_value(ident, 0.0) or not isinstance(src, E.Select) or \
+            not _is_value(src.false_value, 0.0):
+        return NONE
+    axes, raxes = [iv.var for iv in t.op.axis], body.axis
+    nd = len(raxes)
+    load = src.true_value
+    if nd not in (1, 2) or len(axes) != nd + 2 or not isinstance(load, E.ProducerLoad) or \
+            len(load.indices) != len(axes) or load.indices[0] is not axes[0] or \
+            load.indices[1] is not axes[1]:
+        return NONE
+    x = load.producer
+    if x.dtype != t.dtype or not same_dims(x.shape[:2], t.shape[:2]):
+        return NONE
+    conds = {}
+    for c in conjuncts(src.condition):
+        if not isinstance(c, E.LT):
+            return NONE
+        conds[str(c.a)] = c.b
+    if len(conds) != nd:
+        return NONE
+    bins = []
+    for q, iv in enumerate(raxes):
+        n = x.shape[2 + q]
+        idx = load.indices[2 + q]
+        if not isinstance(n, E.Var) or not isinstance(idx, E.Min) or \
+                not _is_bound(idx.b, (n, -1)) or const_int(iv.dom.min) != 0:
+            return NONE
+        start = _start_plus(idx.a, iv.var)
+        end = conds.get(str(idx.a))
+        if start is None or end is None or any(
+                isinstance(v, E.Var) and any(v is r.var for r in raxes)
+                for e in (start, end) for v in post_order(e)):
+            return NONE
+        bins.append((start, end, iv.dom.extent))
+    return POOL_TAG, {"operands": (x,), "kind": "sum", "run_time_bins": tuple(bins),
+                      "bin_axes": tuple(axes[2:])}
+
+
 # ---------------------------------------------------------------------------------- means
 _NP_BINARY = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply, E.Min: np.minimum,
               E.Max: np.maximum, E.FloorDiv: np.floor_divide, E.FloorMod: np.mod}
@@ -325,6 +394,8 @@ def fused_mean(u: Tensor) -> Tensor | None:
             any(i is not v for i, v in zip(body.a.indices, axes)):
         return None
     a = s.op.attrs
+    if "run_time_bins" in a:
+        return None  # (an adaptive sum over run-time bins: divided in its own stage)
     x = a["operands"][0]
     plane = [(const_int(t.shape[-2]) if len(t.shape) == 4 else 1, const_int(t.shape[-1]))
              for t in (u, x)]

@@ -146,8 +146,8 @@ def _adaptive_ref(a: np.ndarray, outs) -> np.ndarray:
 def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
     """LegalizeOps' adaptive mean over run-time sizes reduces ``ceil(n / o) + 1`` taps per
     output (``topi.pooling_nd.widest_bin``), not the whole axis (400 taps per output of a
-    20x20 plane pooled to 7x7, where 16 do), masked to each bin: sizes 1, multiples of the
-    output and not."""
+    20x20 plane pooled to 7x7, where 16 do), masked to each bin; in 1-D / 2-D the schedule
+    sums each bin over its bounds, unmasked. Sizes 1, multiples of the output and not."""
     names = "dhw"[3 - nd:]
     dims = [tir.Var(v, "int64") for v in names]
     x = relax.Var("x", relax.TensorStructInfo([1, 2, *dims], "float32"))
@@ -163,6 +163,9 @@ def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
     (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
     text = str(prim)
     assert "T.min(" in text and text.count("// T.int64(3) + T.int64(1))") >= nd
+    fast = str(optimize_prim_func(prim))
+    if nd < 3:  # 1-D / 2-D: each bin summed over its own bounds (``raise_pool.bins_tag``)
+        assert "bin_acc" in fast and "T.Select" not in fast and "T.block" not in fast
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     rng = np.random.default_rng(3)
     for size in (1, 6, 7):
