@@ -12,10 +12,16 @@ overlapping the one before (a serial loop where fewer than a vector remain); bor
 columns read each tap at a clamped index and mask it (``Select``) with the value the compute
 gives an outside tap (the dtype's lowest value for a max, 0 for a sum), so every output equals
 the compute's. A mean divides each window's sum by its tap count: ``kh * kw`` inside, counted
-per position on the border (with ``count_include_pad``, taps inside the padded input).
+per position on the border (with ``count_include_pad``, taps inside the padded input). Each
+window row is addressed from its start in a flat view of the input (bound once per output
+row), planes by the parallel loop's index: with the 4-d run-time strides recomputed at every
+tap the symbolic kernel had stayed 1.3-2.2x the static one.
 
 The generic reduction this replaces masked and clamped every tap of every output in scalar
 code: 7-9x the static kernel's time (benchmarks/bench_relay_vm_symbolic_pools.py).
+
+``emit_run_time_bins`` sums adaptive bins whose bounds are run-time expressions
+(``raise_pool.bins_tag``), each over its own range instead of the widest bin masked.
 """
 
 from __future__ import annotations
