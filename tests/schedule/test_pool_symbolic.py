@@ -37,9 +37,9 @@ CASES = {
 }
 
 
-def _run_case(op: str, attrs: dict, shapes, dtype="float32", rank=4):
+def _run_case(op: str, attrs: dict, shapes, dtype="float32", rank=4, dims=None):
     name = op.replace("2d", "1d") if rank == 3 else op
-    x = relay.var("x", shape=ANY4[:rank], dtype=dtype)
+    x = relay.var("x", shape=dims or ANY4[:rank], dtype=dtype)
     mod = tvm.IRModule.from_expr(relay.Function([x], getattr(relay.nn, name)(x, **attrs)))
     vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
     rng = np.random.default_rng(0)
@@ -67,6 +67,16 @@ def test_symbolic_1d_and_int8_pools():
               [(1, 1, 1), (2, 3, 3), (1, 2, 21)], rank=3)
     _run_case("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
               [(1, 2, 3, 3), (2, 3, 8, 11)], dtype="int8")
+
+
+def test_run_time_channels_or_batch_only():
+    """Static planes with a run-time channel count (the pool schedule's symbolic form, its
+    plane sizes constants) or batch (the static schedule once per image)."""
+    attrs = dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1))
+    _run_case("avg_pool2d", {**attrs, "count_include_pad": True},
+              [(1, 1, 9, 20), (1, 5, 9, 20)], dims=(1, relay.Any(), 9, 20))
+    _run_case("max_pool2d", attrs, [(1, 3, 9, 20), (4, 3, 9, 20)],
+              dims=(relay.Any(), 3, 9, 20))
 
 
 def test_symbolic_pool_propagates_nan():
