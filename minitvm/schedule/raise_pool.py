@@ -13,6 +13,13 @@ taps. ``pool_tag`` recognizes the reduction (max or sum over a 1-D or 2-D window
 trailing axes) and gives the attrs ``pool.supported`` reads; ``fused_mean`` turns the division
 stage into one mean stage (kind "avg") when its divisor is the pool's tap count at every output
 position (with or without count_include_pad), so the schedule sums and divides once.
+
+Over run-time sizes (Relay VM ``Any`` dims, Relax symbolic shapes; each size a Var) the same
+forms are tagged for ``pool_symbolic``: a clamp and mask by the size Var is the input range, the
+overhang is left to the schedule (bottom / right padding 0 unless count_include_pad counts it),
+and a divisor (Relay's one-stage symbolic average, or LegalizeOps' division stage) is taken for
+the tap count when it equals it at every output of many sizes (``_run_time_count``).
+``bins_tag`` tags LegalizeOps' adaptive sum over run-time bins.
 """
 
 from __future__ import annotations
