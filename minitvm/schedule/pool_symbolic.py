@@ -163,6 +163,8 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         return E.Max(E.Min(last, c(k - 1)) - E.Max(first, c(0)) + c(1), c(1))
 
     xf, of = ctx.flat_view(x), ctx.flat_view(out)
+    # a max over contiguous taps reads the border clamped, unmasked (see ``store``)
+    clamp_only = is_max and dh == 1 and dw == 1
 
     def let(name, value, body_fn):
         v = ctx.fresh(name, idt)
@@ -175,14 +177,24 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         for rbase, rcond in rows:
             for kx in range(kw):
                 ix = j * c(sw) + c(kx * dw - pl)
-                cond = rcond
+                cond = None if clamp_only else rcond
                 if xmask:
                     xc = E.And(ix >= c(0), ix < w)
-                    cond = xc if cond is None else E.And(cond, xc)
+                    cond = None if clamp_only else xc if cond is None else E.And(cond, xc)
                     ix = E.Max(E.Min(ix, w - c(1)), c(0))
                 v = E.BufferLoad(xf, [rbase + ix])
                 taps.append(v if cond is None else E.Select(cond, v, pad))
-        v = _max_tree(taps) if is_max else _tree(taps, combine)
+        if clamp_only and (ymask or xmask):
+            # a border max: a clamped tap repeats the edge, which the window holds (taps
+            # contiguous, some inside), so only the padding's value joins; a window with no
+            # tap inside is that value alone
+            start_y, start_x = oy * c(sh) - c(pt), j * c(sw) - c(pl)
+            inside = [E.And(start_y < h, start_y + c(kh - 1) >= c(0))] if ymask else []
+            inside += [E.And(start_x < w, start_x + c(kw - 1) >= c(0))] if xmask else []
+            any_in = inside[0] if len(inside) == 1 else E.And(inside[0], inside[1])
+            v = E.Select(any_in, _max_tree([*taps, pad]), pad)
+        else:
+            v = _max_tree(taps) if is_max else _tree(taps, combine)
         if mean:
             cy = count(oy, h, kh, sh, dh, pt, pb) if ymask else c(kh)
             cx = count(j, w, kw, sw, dw, pl, pr) if xmask else c(kw)

@@ -32,6 +32,9 @@ CASES = {
                                  [(1, 1, 1, 1), (2, 3, 10, 19)]),
     "avg 2x2/2": ("avg_pool2d", dict(pool_size=(2, 2), strides=(2, 2)),
                   [(1, 1, 2, 2), (1, 2, 5, 7), (2, 3, 16, 33)]),
+    # (the first and last windows hold only padding: the dtype's lowest value)
+    "max 2x2/1 pad2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), padding=(2, 2)),
+                       [(1, 1, 1, 1), (1, 2, 3, 5)]),
     "max 2x2/1 dil2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2)),
                        [(1, 1, 3, 3), (1, 2, 5, 12), (2, 1, 9, 19)]),
 }
@@ -80,6 +83,21 @@ def test_run_time_channels_or_batch_only():
               [(1, 1, 9, 20), (1, 5, 9, 20)], dims=(1, relay.Any(), 9, 20))
     _run_case("max_pool2d", attrs, [(1, 3, 9, 20), (4, 3, 9, 20)],
               dims=(relay.Any(), 3, 9, 20))
+
+
+def test_symbolic_max_pool_border_of_minus_inf():
+    """A border window whose inputs are all -inf gives the padding's value (the dtype's lowest
+    finite value), as the compute does: the clamped border taps repeat -inf, the padding joins."""
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
+        x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1), ceil_mode=True)))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.full((1, 1, 6, 7), -np.inf, "float32")
+    a[0, 0, 2:4, 2:4] = 1.0
+    ref = relay.create_executor("debug", mod=mod).evaluate()(a).numpy()
+    got = vm.run(a).numpy()
+    assert got[0, 0, 0, 0] == np.finfo("float32").min
+    np.testing.assert_array_equal(got, ref)
 
 
 def test_symbolic_pool_propagates_nan():
