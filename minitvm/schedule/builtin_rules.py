@@ -4,6 +4,7 @@ in ``rule_registry.RULES``."""
 
 from __future__ import annotations
 
+from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.stmt_functor import post_order, substitute, transform_expr
@@ -18,12 +19,14 @@ from . import (
     gemm,
     gemm_vnni,
     pool,
+    pool_symbolic,
 )
 from .common import const_int as _const_int
 from .common import dims_of as _shape
 from .common import (
     emit_with_epilogue,
     epilogue_value,
+    is_static,
 )
 from .injective_loops import _bind, injective_nest
 from .reduction_loops import _reduce_parts
@@ -96,9 +99,34 @@ def _emit_pool(ctx, t, buf, bodies):
     0.064 -> 0.057)."""
     _, ident, combine = _reduce_parts(t, bodies[id(t)])
     x = ctx.buf[id(t.op.attrs["operands"][0])]
+    if not _static_pool(t):  # (run-time sizes: the interior / border split made when it runs)
+        emit = pool_symbolic.emit_run_time_bins if "run_time_bins" in t.op.attrs else \
+            pool_symbolic.emit
+        return emit_with_epilogue(ctx, t, buf, bodies, lambda out, epi: emit(
+            ctx, t, out, x, combine, epi), tuple(_shape(t)))
     return emit_with_epilogue(ctx, t, buf, bodies,
                               lambda out, epi: pool.emit(ctx, t, out, x, ident, combine, epi),
                               tuple(_shape(t)))
+
+
+def _static_pool(t) -> bool:
+    return is_static(_shape(t)) and is_static(_shape(t.op.attrs["operands"][0]))
+
+
+def _pool_supported(t, options=None) -> bool:
+    """``pool.supported`` for a static pool stage; over run-time sizes, a float pool or an
+    integer max (as ``pool.supported``) on NCHW / NCW that ``pool_symbolic`` takes."""
+    if not isinstance(t.op, ComputeOp) or t.op.tag != pool.POOL_TAG:
+        return False
+    if _static_pool(t):
+        return pool.supported(t, options)
+    (x,) = t.op.attrs["operands"]
+    if not (t.dtype == x.dtype and len(x.shape) in (3, 4) and len(t.shape) == len(x.shape)):
+        return False
+    kind = t.op.attrs.get("kind")
+    if not (t.dtype.startswith("float") or (t.dtype in pool.INT_MAX_DTYPES and kind == "max")):
+        return False
+    return pool_symbolic.supported(t)
 
 
 _GEMM = Rule("gemm", "gemm", gemm.use_gemm, _emit_gemm, symbolic=True)

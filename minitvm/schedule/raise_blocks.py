@@ -27,7 +27,7 @@ from . import resize
 from .common import const_int, same_dims
 from .pool import POOL_TAG
 from .raise_patterns import gemm_tag, op_tag  # noqa: F401  (gemm_tag re-exported)
-from .raise_pool import fused_mean, pool_tag
+from .raise_pool import bins_tag, fused_mean, pool_tag
 from .raise_scan import scan_tag, selection_stage
 
 
@@ -211,6 +211,8 @@ def raise_nest(nest: Nest, tensor_of) -> Tensor:
         tag, attrs = resize.raised_tag(t)
     if not tag and raxis:
         tag, attrs = pool_tag(t)
+    if not tag and raxis:
+        tag, attrs = bins_tag(t)
     if not tag and raxis:
         tag, attrs = scan_tag(t)
         picked = None if tag else selection_stage(t)

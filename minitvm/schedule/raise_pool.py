@@ -13,6 +13,13 @@ taps. ``pool_tag`` recognizes the reduction (max or sum over a 1-D or 2-D window
 trailing axes) and gives the attrs ``pool.supported`` reads; ``fused_mean`` turns the division
 stage into one mean stage (kind "avg") when its divisor is the pool's tap count at every output
 position (with or without count_include_pad), so the schedule sums and divides once.
+
+Over run-time sizes (Relay VM ``Any`` dims, Relax symbolic shapes; each size a Var) the same
+forms are tagged for ``pool_symbolic``: a clamp and mask by the size Var is the input range, the
+overhang is left to the schedule (bottom / right padding 0 unless count_include_pad counts it),
+and a divisor (Relay's one-stage symbolic average, or LegalizeOps' division stage) is taken for
+the tap count when it equals it at every output of many sizes (``_run_time_count``).
+``bins_tag`` tags LegalizeOps' adaptive sum over run-time bins.
 """
 
 from __future__ import annotations
@@ -38,13 +45,23 @@ def _constant(e) -> int | None:
     return aff[1] if aff is not None and not aff[0] else None
 
 
-def _unclamp(e, n: int):
+def _is_bound(e, bound) -> bool:
+    """Is ``e`` the int ``bound``, or, for a ``(size var, k)`` pair, ``size + k``?"""
+    if isinstance(bound, int):
+        return _constant(e) == bound
+    aff = affine(E.Sub(e, bound[0]))
+    return aff is not None and not aff[0] and aff[1] == bound[1]
+
+
+def _unclamp(e, n):
     """``(inner, True)`` when ``e`` clamps ``inner`` to ``[0, n - 1]`` (``min(max(inner, 0),
-    n - 1)`` or ``max(min(inner, n - 1), 0)``), else ``(e, False)``."""
-    for outer, inner_cls, out_bound, in_bound in ((E.Min, E.Max, n - 1, 0),
-                                                  (E.Max, E.Min, 0, n - 1)):
+    n - 1)`` or ``max(min(inner, n - 1), 0)``; ``n`` an int or a run-time size's Var), else
+    ``(e, False)``."""
+    top = n - 1 if isinstance(n, int) else (n, -1)
+    for outer, inner_cls, out_bound, in_bound in ((E.Min, E.Max, top, 0),
+                                                  (E.Max, E.Min, 0, top)):
         if isinstance(e, outer) and isinstance(e.a, inner_cls) and \
-                _constant(e.b) == out_bound and _constant(e.a.b) == in_bound:
+                _is_bound(e.b, out_bound) and _is_bound(e.a.b, in_bound):
             return e.a.a, True
     return e, False
 
@@ -58,11 +75,17 @@ def _window(e, out_var, red_var):
     return terms[id(out_var)][1], terms[id(red_var)][1], const
 
 
-def _window_bounds(cond, wins) -> list | None:
+# a window position's bound by a run-time size ``n`` (``W < n``) is recorded as ``RUN_TIME +
+# k`` for ``n + k``: far above any constant bound, so min / max keep it apart from them
+RUN_TIME = 1 << 40
+
+
+def _window_bounds(cond, wins, sizes=()) -> list | None:
     """``[[lo, hi], ...]``: the range ``cond`` (a conjunction of comparisons, each of one
-    window position ``stride*out + dilation*red + offset`` with a constant) allows each window
-    position of ``wins`` (``(out, red, stride, dilation, offset)``; None where unbounded), or
-    None when ``cond`` is anything else."""
+    window position ``stride*out + dilation*red + offset`` with a constant, or with its axis's
+    run-time size var in ``sizes``: then ``RUN_TIME + k`` stands for ``size + k``) allows each
+    window position of ``wins`` (``(out, red, stride, dilation, offset)``; None where
+    unbounded), or None when ``cond`` is anything else."""
     out = [[None, None] for _ in wins]
     for c in conjuncts(cond):
         if type(c) not in _FLIP:
@@ -72,11 +95,17 @@ def _window_bounds(cond, wins) -> list | None:
             return None
         terms, k = aff
         for q, (o, r, s, d, off) in enumerate(wins):
-            if set(terms) != {id(o), id(r)}:
+            if not {id(o), id(r)} <= set(terms):
                 continue
             sign = terms[id(o)][1] // s if terms[id(o)][1] in (s, -s) else 0
             if sign == 0 or terms[id(r)][1] != sign * d:
                 return None
+            extra = set(terms) - {id(o), id(r)}
+            n = sizes[q] if q < len(sizes) else None
+            if extra:  # (only ``sign * (W - n)``: a bound by the axis's run-time size)
+                if n is None or extra != {id(n)} or terms[id(n)][1] != -sign:
+                    return None
+                k -= sign * RUN_TIME
             # sign * (W - off) + k  op  0, W the window position
             op, bound = (type(c), off - k) if sign == 1 else (_FLIP[type(c)], k + off)
             lo, hi = out[q]
@@ -126,16 +155,26 @@ def pool_tag(t: Tensor) -> tuple[str, dict]:
     if nd not in (1, 2) or len(axes) != nd + 2:
         return NONE
     src = body.source[0]
+    den = None
+    if kind == "sum" and isinstance(src, E.Div):  # (each tap over its window's count)
+        src, den = src.a, src.b
     cond, load, pad = (src.condition, src.true_value, src.false_value) if \
         isinstance(src, E.Select) else (None, src, None)
     if not isinstance(load, E.ProducerLoad) or len(load.indices) != len(axes) or \
             load.indices[0] is not axes[0] or load.indices[1] is not axes[1]:
         return NONE
     x = load.producer
-    sizes = [const_int(d) for d in x.shape[2:]]
+    # a run-time size: its Var (the output's size an expression of it), else an int
+    sizes = [const_int(d) if const_int(d) is not None else d for d in x.shape[2:]]
     outs = [const_int(d) for d in t.shape[2:]]
-    if x.dtype != t.dtype or not same_dims(x.shape[:2], t.shape[:2]) or None in sizes + outs:
+    if x.dtype != t.dtype or not same_dims(x.shape[:2], t.shape[:2]):
         return NONE
+    symbolic = [not isinstance(n, int) for n in sizes]
+    if any((o is None) != sym or (sym and not isinstance(n, E.Var))
+           for n, o, sym in zip(sizes, outs, symbolic)):
+        return NONE
+    if den is not None and not any(symbolic):
+        return NONE  # (a static one divides in a stage of its own: ``fused_mean``)
     wins, clamped, ks = [], [], []
     for q, iv in enumerate(raxes):
         inner, cl = _unclamp(load.indices[2 + q], sizes[q])
@@ -147,11 +186,17 @@ def pool_tag(t: Tensor) -> tuple[str, dict]:
         wins.append((axes[2 + q], iv.var, *win))
         clamped.append(cl)
         ks.append(k)
-    bounds = [[None, None]] * nd if cond is None else _window_bounds(cond, wins)
+    bounds = [[None, None]] * nd if cond is None else _window_bounds(
+        cond, wins, [n if sym else None for n, sym in zip(sizes, symbolic)])
     if bounds is None:
         return NONE
     pads_after = []
     for (_, _, s, d, off), cl, (lo, hi), k, n, o in zip(wins, clamped, bounds, ks, sizes, outs):
+        if o is None:  # a run-time size: clamped and masked to the input; its overhang
+            if not cl or (lo, hi) != (0, RUN_TIME):  # varies with the size (counted as 0)
+                return NONE
+            pads_after.append(0)
+            continue
         last = (o - 1) * s + (k - 1) * d + off  # the last window position any tap reads
         if cl and (lo, hi) != (0, n):
             return NONE  # a clamp must be exactly the masked input range
@@ -165,10 +210,86 @@ def pool_tag(t: Tensor) -> tuple[str, dict]:
     elif cond is not None:
         return NONE
     befores = [-w[4] for w in wins]
-    return POOL_TAG, {
+    attrs = {
         "operands": (x,), "kind": kind, "pool_size": _as_2d(ks, 1),
         "strides": _as_2d([w[2] for w in wins], 1), "dilation": _as_2d([w[3] for w in wins], 1),
         "padding": (*_as_2d(befores, 0), *_as_2d(pads_after, 0)), "count_include_pad": False}
+    if den is not None:  # a mean over run-time sizes in one stage (Relay's symbolic average)
+        found = _run_time_count(den, axes, attrs, x, t) if t.dtype.startswith("float") else None
+        if found is None:
+            return NONE
+        attrs.update(kind="avg", count_include_pad=found[0],
+                     padding=(*attrs["padding"][:2], *found[1]))
+    return POOL_TAG, attrs
+
+
+# ------------------------------------------------------------------------- run-time bins
+def _start_plus(e, r):
+    """``start`` when ``e`` is ``start + r`` (``r`` a reduction var not in ``start``)."""
+    if isinstance(e, E.Add):
+        for a, b in ((e.a, e.b), (e.b, e.a)):
+            if b is r and not any(n is r for n in post_order(a)):
+                return a
+    return None
+
+
+def bins_tag(t: Tensor) -> tuple[str, dict]:
+    """``(POOL_TAG, attrs)`` when raised stage ``t`` sums, per output position of its trailing
+    1 or 2 axes, a bin of run-time bounds (LegalizeOps' adaptive average over run-time sizes)::
+
+        sum_{r < R} Select(start(o) + r < end(o), X[n, c, min(start(o) + r, size - 1)], 0)
+
+    per axis; else ``("", {})``. The attrs give ``run_time_bins``: per axis ``(start, end, R)``
+    in terms of ``bin_axes`` (the stage's output axis vars), which ``pool_symbolic`` sums over
+    ``[start, min(end, start + R))`` exactly as written, without the masked taps."""
+    body = t.op.body
+    if not isinstance(body, E.Reduce) or len(body.source) != 1 or \
+            not (isinstance(body.condition, E.IntImm) and body.condition.value) or \
+            not t.dtype.startswith("float"):
+        return NONE
+    comb = body.combiner
+    res = comb.result[0]
+    if not isinstance(res, E.Add) or {id(res.a), id(res.b)} != {id(comb.lhs[0]),
+                                                               id(comb.rhs[0])}:
+        return NONE
+    ident = body.init[0] if body.init else comb.identity_element[0]
+    src = body.source[0]
+    if not _is_value(ident, 0.0) or not isinstance(src, E.Select) or \
+            not _is_value(src.false_value, 0.0):
+        return NONE
+    axes, raxes = [iv.var for iv in t.op.axis], body.axis
+    nd = len(raxes)
+    load = src.true_value
+    if nd not in (1, 2) or len(axes) != nd + 2 or not isinstance(load, E.ProducerLoad) or \
+            len(load.indices) != len(axes) or load.indices[0] is not axes[0] or \
+            load.indices[1] is not axes[1]:
+        return NONE
+    x = load.producer
+    if x.dtype != t.dtype or not same_dims(x.shape[:2], t.shape[:2]):
+        return NONE
+    conds = {}
+    for c in conjuncts(src.condition):
+        if not isinstance(c, E.LT):
+            return NONE
+        conds[str(c.a)] = c.b
+    if len(conds) != nd:
+        return NONE
+    bins = []
+    for q, iv in enumerate(raxes):
+        n = x.shape[2 + q]
+        idx = load.indices[2 + q]
+        if not isinstance(n, E.Var) or not isinstance(idx, E.Min) or \
+                not _is_bound(idx.b, (n, -1)) or const_int(iv.dom.min) != 0:
+            return NONE
+        start = _start_plus(idx.a, iv.var)
+        end = conds.get(str(idx.a))
+        if start is None or end is None or any(
+                isinstance(v, E.Var) and any(v is r.var for r in raxes)
+                for e in (start, end) for v in post_order(e)):
+            return NONE
+        bins.append((start, end, iv.dom.extent))
+    return POOL_TAG, {"operands": (x,), "kind": "sum", "run_time_bins": tuple(bins),
+                      "bin_axes": tuple(axes[2:])}
 
 
 # ---------------------------------------------------------------------------------- means
@@ -220,6 +341,50 @@ def _counts(attrs, plane, include: bool, after) -> np.ndarray:
     return out
 
 
+def _run_time_count(den, axes, attrs, x: Tensor, t: Tensor) -> tuple | None:
+    """``(count_include_pad, (bottom, right) padding)`` when divisor ``den`` (of the output
+    axes ``axes`` and the input's run-time sizes) is pool ``attrs``' tap count at every output
+    position of every input size tried (each run-time size from 1 to past two windows and
+    strides, and two larger ones), else None. A check at those sizes, not a proof: the count
+    of a window is periodic in the size past them (LegalizeOps' and the topi pools' divisors
+    are such counts; another expression agreeing on all of them is not expected)."""
+    size_vars = list({id(d): d for d in x.shape[2:] if isinstance(d, E.Var)}.values())
+    span = max(k * d + s + p for k, d, s, p in zip(attrs["pool_size"], attrs["dilation"],
+                                                   attrs["strides"], attrs["padding"][:2]))
+    tried = [*range(1, 2 * span + 2), 3 * span + 1, 5 * span + 2]
+    (kh, kw), (dh, dw) = attrs["pool_size"], attrs["dilation"]
+    candidates = [(False, (0, 0))] + [(True, (pb, pr)) for pb in range(kh * dh)
+                                      for pr in range(kw * dw)]
+    # each size through the tried ones, the others held at a middle one, and all of them alike
+    # (every pair was 10x slower to check: 0.7 s for a 3x3 window)
+    base = tried[len(tried) // 2]
+    combos = {tuple(v if i == j else base for i in range(len(size_vars)))
+              for j in range(len(size_vars)) for v in tried}
+    combos |= {(v,) * len(size_vars) for v in tried}
+    for values in sorted(combos):
+        env = {id(v): int(n) for v, n in zip(size_vars, values)}
+        plane = []
+        for d in (t.shape, x.shape):
+            dims = [_evaluate(e, env) for e in d[2:]]
+            if any(v is None for v in dims):
+                return None
+            plane.append((int(dims[0]), int(dims[-1])) if len(dims) == 2 else (1, int(dims[0])))
+        if min(plane[0]) <= 0:
+            continue  # (no output at this size)
+        env[id(axes[-1])] = np.arange(plane[0][1])[None, :]
+        if len(axes) == 4:
+            env[id(axes[2])] = np.arange(plane[0][0])[:, None]
+        got = _evaluate(den, env)
+        if got is None:
+            return None
+        got = np.broadcast_to(np.asarray(got, "float64"), plane[0])
+        candidates = [(inc, after) for inc, after in candidates
+                      if np.array_equal(got, _counts(attrs, plane, inc, after))]
+        if not candidates:
+            return None
+    return candidates[0]
+
+
 def fused_mean(u: Tensor) -> Tensor | None:
     """One mean stage (kind "avg") for raised stage ``u`` when ``u`` divides a sum pool stage
     (``pool_tag``'s kind "sum", float) at its own position by that pool's tap count at every
@@ -236,24 +401,32 @@ def fused_mean(u: Tensor) -> Tensor | None:
             any(i is not v for i, v in zip(body.a.indices, axes)):
         return None
     a = s.op.attrs
+    if "run_time_bins" in a:
+        return None  # (an adaptive sum over run-time bins: divided in its own stage)
     x = a["operands"][0]
     plane = [(const_int(t.shape[-2]) if len(t.shape) == 4 else 1, const_int(t.shape[-1]))
              for t in (u, x)]
-    env = {id(axes[-1]): np.arange(plane[0][1])[None, :]}
-    if len(axes) == 4:
-        env[id(axes[2])] = np.arange(plane[0][0])[:, None]
-    den = _evaluate(body.b, env)
-    if den is None:
-        return None
-    den = np.broadcast_to(np.asarray(den, "float64"), plane[0])
-    overhang = a["padding"][2:]
-    candidates = [(False, overhang)] + [(True, (pb, pr)) for pb in range(overhang[0] + 1)
-                                        for pr in range(overhang[1] + 1)]
-    for include, after in candidates:
-        if np.array_equal(den, _counts(a, plane, include, after)):
-            break
+    if None in plane[0] + plane[1]:  # run-time sizes: the count checked at many sizes
+        found = _run_time_count(body.b, axes, a, x, u)
+        if found is None:
+            return None
+        include, after = found
     else:
-        return None
+        env = {id(axes[-1]): np.arange(plane[0][1])[None, :]}
+        if len(axes) == 4:
+            env[id(axes[2])] = np.arange(plane[0][0])[:, None]
+        den = _evaluate(body.b, env)
+        if den is None:
+            return None
+        den = np.broadcast_to(np.asarray(den, "float64"), plane[0])
+        overhang = a["padding"][2:]
+        candidates = [(False, overhang)] + [(True, (pb, pr)) for pb in range(overhang[0] + 1)
+                                            for pr in range(overhang[1] + 1)]
+        for include, after in candidates:
+            if np.array_equal(den, _counts(a, plane, include, after)):
+                break
+        else:
+            return None
     # the sum's taps, each over the count: read again from the pool's input at u's position
     vmap = {iv.var: v for iv, v in zip(s.op.axis, axes)}
     raxes = []

@@ -17,6 +17,7 @@ from .builtin_rules import (
     _VNNI_GEMM,
     _WINOGRAD,
     _emit_pool,
+    _pool_supported,
 )
 from .common import const_int as _const_int
 from .common import is_static as _is_static
@@ -30,7 +31,9 @@ RULES: dict[str, list[Rule]] = {
     # (grouped convs: on channel lanes, or with few taps per output channel depthwise's, before
     # the GEMM's im2col; integer convs of uint8 data and int8 weights on VNNI first)
     "conv2d_nchw": [_VNNI, _WINOGRAD, _POINTWISE, _GROUPED, _DEPTHWISE, _GEMM],
-    pool.POOL_TAG: [Rule("pool2d rows", "window", pool.supported, _emit_pool, epilogue=True)],
+    # (over run-time sizes: ``pool_symbolic``)
+    pool.POOL_TAG: [Rule("pool2d rows", "window", _pool_supported, _emit_pool, epilogue=True,
+                         symbolic=True)],
     resize.RESIZE_TAG: [Rule("resize rows", "resize", resize.supported, resize.emit,
                              epilogue=True, materialize=True)],
 }

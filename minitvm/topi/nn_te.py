@@ -15,7 +15,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import ax_names, broadcast_shape, const_like, is_one
-from .pooling_nd import pool_nd
+from .pooling_nd import pool_nd, widest_bin
 from .reduction import count_of, norm_axes
 from .utils import ieee_max
 
@@ -222,7 +222,7 @@ def adaptive_avg_pool2d(x, layout: str, out_shape):
         else:
             maxw.append(None)
     rk = [te.reduce_axis((E.IntImm("int64", 0), _i64(maxw[q]) if maxw[q] is not None
-                          else sizes[q]), name=f"rv{q}") for q in range(2)]
+                          else widest_bin(sizes[q], outs[q])), name=f"rv{q}") for q in range(2)]
 
     def sbody(*i):
         idx, conds = list(i), []

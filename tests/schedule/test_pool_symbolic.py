@@ -1,0 +1,205 @@
+"""Window pools over run-time sizes on the pool schedule (``schedule/pool_symbolic.py``): the
+symbolic stage is tagged for it (``raise_pool.pool_tag``, the one-stage average's count found),
+its rule takes it, and one Relay VM kernel agrees with the interpreter at several sizes (1,
+window-sized, odd; windows over the padding and the ceil-mode edge)."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relax, relay, tir
+from minitvm.relax.op import nn
+from minitvm.relax.transform import LegalizeOps
+from minitvm.runtime.vm import VirtualMachine
+from minitvm.schedule.prim_func import optimize_prim_func
+
+ANY4 = (relay.Any(),) * 4
+
+# (op, attrs, input shapes): each case's sizes run through one symbolic kernel
+CASES = {
+    "max 3x3/2 ceil": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
+                       [(1, 2, 3, 3), (2, 3, 8, 11)]),
+    "avg 3x3/2 ceil": ("avg_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
+                       [(1, 2, 3, 3), (2, 3, 8, 11), (1, 1, 4, 17)]),
+    "max 3x3/2 pad1": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1)),
+                       [(1, 1, 1, 1), (2, 3, 9, 20)]),
+    "avg 3x3/1 pad1 incl": ("avg_pool2d", dict(pool_size=(3, 3), strides=(1, 1), padding=(1, 1),
+                                               count_include_pad=True),
+                            [(1, 1, 1, 1), (1, 2, 3, 3), (2, 3, 9, 20)]),
+    "avg 3x3/2 pad1 ceil incl": ("avg_pool2d", dict(pool_size=(3, 3), strides=(2, 2),
+                                                    padding=(1, 1), ceil_mode=True,
+                                                    count_include_pad=True),
+                                 [(1, 1, 1, 1), (2, 3, 10, 19)]),
+    "avg 2x2/2": ("avg_pool2d", dict(pool_size=(2, 2), strides=(2, 2)),
+                  [(1, 1, 2, 2), (1, 2, 5, 7), (2, 3, 16, 33)]),
+    # (the first and last windows hold only padding: the dtype's lowest value)
+    "max 2x2/1 pad2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), padding=(2, 2)),
+                       [(1, 1, 1, 1), (1, 2, 3, 5)]),
+    "max 2x2/1 dil2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2)),
+                       [(1, 1, 3, 3), (1, 2, 5, 12), (2, 1, 9, 19)]),
+}
+
+
+def _run_case(op: str, attrs: dict, shapes, dtype="float32", rank=4, dims=None):
+    name = op.replace("2d", "1d") if rank == 3 else op
+    x = relay.var("x", shape=dims or ANY4[:rank], dtype=dtype)
+    mod = tvm.IRModule.from_expr(relay.Function([x], getattr(relay.nn, name)(x, **attrs)))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    rng = np.random.default_rng(0)
+    for shape in shapes:
+        if dtype.startswith("float"):
+            a = rng.standard_normal(shape).astype(dtype)
+        else:
+            a = rng.integers(-100, 100, shape).astype(dtype)
+        xs = relay.var("x", shape=shape, dtype=dtype)
+        ref = relay.create_executor("debug", mod=tvm.IRModule.from_expr(relay.Function(
+            [xs], getattr(relay.nn, name)(xs, **attrs)))).evaluate()(a).numpy()
+        got = vm.run(a).numpy()
+        assert got.shape == ref.shape, (shape, got.shape, ref.shape)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=str(shape))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_symbolic_pool_matches_interpreter(case):
+    op, attrs, shapes = CASES[case]
+    _run_case(op, attrs, shapes)
+
+
+def test_symbolic_1d_pool():
+    _run_case("max_pool2d", dict(pool_size=(3,), strides=(2,), padding=(1,)),
+              [(1, 1, 1), (2, 3, 3), (1, 2, 21)], rank=3)
+
+
+def test_symbolic_int8_pool():
+    _run_case("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
+              [(1, 2, 3, 3), (2, 3, 8, 11)], dtype="int8")
+
+
+def test_run_time_channels_or_batch_only():
+    """Static planes with a run-time channel count (the pool schedule's symbolic form, its
+    plane sizes constants) or batch (the static schedule once per image)."""
+    attrs = dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1))
+    _run_case("avg_pool2d", {**attrs, "count_include_pad": True},
+              [(1, 1, 9, 20), (1, 5, 9, 20)], dims=(1, relay.Any(), 9, 20))
+    _run_case("max_pool2d", attrs, [(1, 3, 9, 20), (4, 3, 9, 20)],
+              dims=(relay.Any(), 3, 9, 20))
+
+
+def test_symbolic_max_pool_border_of_minus_inf():
+    """A border window whose inputs are all -inf gives the padding's value (the dtype's lowest
+    finite value), as the compute does: the clamped border taps repeat -inf, the padding joins."""
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
+        x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1), ceil_mode=True)))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.full((1, 1, 6, 7), -np.inf, "float32")
+    a[0, 0, 2:4, 2:4] = 1.0
+    ref = relay.create_executor("debug", mod=mod).evaluate()(a).numpy()
+    got = vm.run(a).numpy()
+    assert got[0, 0, 0, 0] == np.finfo("float32").min
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_symbolic_pool_propagates_nan():
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
+        x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1))))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.zeros((1, 1, 9, 20), "float32")
+    a[0, 0, 4, 10] = np.nan  # (an interior window's tap)
+    a[0, 0, 0, 0] = np.nan  # (a border window's)
+    got = vm.run(a).numpy()[0, 0]
+    assert np.isnan(got[2, 5]) and np.isnan(got[0, 0]) and not np.isnan(got[3, 2])
+
+
+def _relax_pool(make):
+    n, c, h, w = (tir.Var(v, "int64") for v in "nchw")
+    x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(make(x), "out"))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_relax_symbolic_mean_takes_the_pool_schedule():
+    """LegalizeOps' sum and division stages over run-time sizes become one mean (the count,
+    padding included, found) on the pool schedule: no block left, the plane loop parallel, the
+    interior in vectors; the built function agrees with the reference at several sizes."""
+    def make(x):
+        return nn.avg_pool2d(x, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True,
+                             count_include_pad=True)
+
+    mod = _relax_pool(make)
+    legal = LegalizeOps()(mod)
+    (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+    text = str(optimize_prim_func(prim))
+    assert "T.block" not in text and "T.parallel(n * c" in text and "T.vectorized" in text
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    rng = np.random.default_rng(1)
+    for shape in [(1, 1, 1, 1), (1, 2, 3, 3), (2, 3, 10, 19)]:
+        a = rng.standard_normal(shape).astype("float32")
+        xs = relay.var("x", shape=shape, dtype="float32")
+        ref = relay.create_executor("debug", mod=tvm.IRModule.from_expr(relay.Function(
+            [xs], relay.nn.avg_pool2d(xs, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True,
+                                      count_include_pad=True)))).evaluate()(a).numpy()
+        got = vm["main"](tvm.nd.array(a)).numpy()
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=str(shape))
+
+
+def test_symbolic_pool_with_fused_epilogue():
+    """A pool and the elementwise ops after it (one fused Relay kernel over run-time sizes)."""
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    y = relay.nn.relu(relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1)) - relay.const(0.5))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    rng = np.random.default_rng(2)
+    for shape in [(1, 1, 1, 1), (2, 3, 9, 20)]:
+        a = rng.standard_normal(shape).astype("float32")
+        ref = relay.create_executor("debug", mod=mod).evaluate()(a).numpy()
+        np.testing.assert_allclose(vm.run(a).numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def _adaptive_ref(a: np.ndarray, outs) -> np.ndarray:
+    """Adaptive average pooling of the trailing axes of ``a`` to ``outs`` (numpy)."""
+    out = a
+    for q, o in enumerate(outs):
+        ax = a.ndim - len(outs) + q
+        n = out.shape[ax]
+        cells = [np.take(out, range((i * n) // o, -(-((i + 1) * n) // o)), axis=ax).mean(
+            axis=ax, keepdims=True) for i in range(o)]
+        out = np.concatenate(cells, axis=ax)
+    return out
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
+    """LegalizeOps' adaptive mean over run-time sizes reduces ``ceil(n / o) + 1`` taps per
+    output (``topi.pooling_nd.widest_bin``), not the whole axis (400 taps per output of a
+    20x20 plane pooled to 7x7, where 16 do), masked to each bin; in 1-D / 2-D the schedule
+    sums each bin over its bounds, unmasked. Sizes 1, multiples of the output and not."""
+    names = "dhw"[3 - nd:]
+    dims = [tir.Var(v, "int64") for v in names]
+    x = relax.Var("x", relax.TensorStructInfo([1, 2, *dims], "float32"))
+    op = {1: nn.adaptive_avg_pool1d, 2: nn.adaptive_avg_pool2d, 3: nn.adaptive_avg_pool3d}[nd]
+    outs = (3,) * nd
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(op(x, outs), "out"))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    legal = LegalizeOps()(mod)
+    (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+    text = str(prim)
+    assert "T.min(" in text and text.count("// T.int64(3) + T.int64(1))") >= nd
+    fast = str(optimize_prim_func(prim))
+    if nd < 3:  # 1-D / 2-D: each bin summed over its own bounds (``raise_pool.bins_tag``)
+        assert "bin_acc" in fast and "T.Select" not in fast and "T.block" not in fast
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    rng = np.random.default_rng(3)
+    for size in (1, 6, 7):
+        a = rng.standard_normal((1, 2, *(size,) * nd)).astype("float32")
+        np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _adaptive_ref(a, outs),
+                                   rtol=1e-5, atol=1e-6)
