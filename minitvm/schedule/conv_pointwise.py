@@ -118,7 +118,16 @@ ROWS = 6
 # its six. Other AVX-512 hosts (a Zen 4: not measured) keep 8
 ROWS_WIDE_CHANNELS = {"rocketlake": 12, "avx512": 8, "avx2": 8}
 ROWS_WIDE_PIXELS = 8
-ROWS_WIDE_PIXELS_DEEP = (12, 256)
+# (rows, from input channels): the input channels are by host (``common.host_switch``; an int:
+# every host's, as tests set it). 256 (measured on Sapphire Rapids, above), but 96 on the Intel
+# Xeon LLVM calls "rocketlake" (two 512-bit FMA ports, 48 KB L1, 2 MB L2). There, whole models,
+# one thread, the build with 256 / 96 in one process, interleaved with ONNX Runtime, thread CPU
+# time, each changed kernel in graph order (median of 3 x 9 calls), ms, 256 -> 96 (ONNX Runtime
+# node): regnet_like's pixel-vector 1x1 convs of 96 input channels at 28x28, 96->96 + residual
+# + relu 0.1037 / 0.1026 / 0.1012 -> 0.0989 / 0.0947 / 0.0939 (0.098), 96->96 + relu 0.0942 /
+# 0.0946 -> 0.0913 / 0.0909 (0.088), 96->208 + relu 0.2021 -> 0.1977 (0.182). ResNet-50's and
+# MobileNetV2's kernels of 96-255 input channels: see ``ROWS_WIDE_PIXELS_DEEP_MEASURED``
+ROWS_WIDE_PIXELS_DEEP = (12, {"rocketlake": 96, "avx512": 256, "avx2": 256})
 # channel vectors with pixel tiles outer, at most two panels of output channels and weights
 # past L1 (a fire module's squeeze conv: 384->48 at 13x13, 72 KB) on AVX-512: 12-pixel tiles,
 # (rows, most output channels, fewest weight bytes). Each pixel tile reads every weight from
@@ -326,12 +335,18 @@ def _rows(mode: str, width: int, c: int, o: int, p: int, knobs: dict | None) -> 
     if width <= LANES:
         return ROWS
     if mode == "pixels":
-        rows, from_channels = ROWS_WIDE_PIXELS_DEEP
-        return rows if c >= from_channels else ROWS_WIDE_PIXELS
+        return ROWS_WIDE_PIXELS_DEEP[0] if c >= wide_pixel_rows_from() else ROWS_WIDE_PIXELS
     rows, most_outputs, least_bytes = ROWS_WIDE_CHANNELS_FEW
     if o <= most_outputs and o <= p and c * o * 4 > least_bytes:  # (pixel tiles outer)
         return rows
     return wide_channel_rows()
+
+
+def wide_pixel_rows_from() -> int:
+    """The input channels from which 32-lane pixel-vector tiles take ``ROWS_WIDE_PIXELS_DEEP``'s
+    rows on this host (an int there: every host's)."""
+    start = ROWS_WIDE_PIXELS_DEEP[1]
+    return start if isinstance(start, int) else host_switch(start)
 
 
 def wide_channel_rows() -> int:
