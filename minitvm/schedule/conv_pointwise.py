@@ -121,12 +121,16 @@ ROWS_WIDE_PIXELS = 8
 # (rows, from input channels): the input channels are by host (``common.host_switch``; an int:
 # every host's, as tests set it). 256 (measured on Sapphire Rapids, above), but 96 on the Intel
 # Xeon LLVM calls "rocketlake" (two 512-bit FMA ports, 48 KB L1, 2 MB L2). There, whole models,
-# one thread, the build with 256 / 96 in one process, interleaved with ONNX Runtime, thread CPU
-# time, each changed kernel in graph order (median of 3 x 9 calls), ms, 256 -> 96 (ONNX Runtime
-# node): regnet_like's pixel-vector 1x1 convs of 96 input channels at 28x28, 96->96 + residual
-# + relu 0.1037 / 0.1026 / 0.1012 -> 0.0989 / 0.0947 / 0.0939 (0.098), 96->96 + relu 0.0942 /
-# 0.0946 -> 0.0913 / 0.0909 (0.088), 96->208 + relu 0.2021 -> 0.1977 (0.182). ResNet-50's and
-# MobileNetV2's kernels of 96-255 input channels: see ``ROWS_WIDE_PIXELS_DEEP_MEASURED``
+# one thread, built with 256 and with 96 in one process, interleaved with ONNX Runtime (thread
+# CPU time, median of 9-15 rounds), and each changed kernel in graph order (median of 3 x 9
+# calls), ms, 256 -> 96: regnet_like's pixel-vector 1x1 convs of 96 input channels at 28x28,
+# 96->96 + residual + relu 0.098 / 0.093 / 0.096 -> 0.094 / 0.088 / 0.088, 96->96 + relu
+# 0.088 / 0.086 -> 0.086 / 0.086, 96->208 + relu 0.191 -> 0.187 (the model 0.997x -> 0.996x
+# ORT); MobileNetV2's 96->24 at 56x56 0.113 -> 0.099, 144->24 + residual 0.200 -> 0.186 (the
+# model 0.900x -> 0.890x ORT); ResNet-50's four 128->512 + residual at 28x28, two runs, 0.755 /
+# 0.773 / 0.779 / 0.754 -> 0.726 / 0.750 / 0.748 / 0.734 and mixed within the noise (the model
+# 1.023x -> 1.019x and 1.055x -> 1.047x ORT); det_postprocess's 96->12 and 96->60 at 8x8 the
+# same. BERT has no conv. (Also from 48 channels: regnet_like 1.007x -> 1.031x ORT, not taken)
 ROWS_WIDE_PIXELS_DEEP = (12, {"rocketlake": 96, "avx512": 256, "avx2": 256})
 # channel vectors with pixel tiles outer, at most two panels of output channels and weights
 # past L1 (a fire module's squeeze conv: 384->48 at 13x13, 72 KB) on AVX-512: 12-pixel tiles,
