@@ -795,7 +795,7 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
         return S.SeqStmt([*pfs, fma])
 
     macs = _reduce64(ctx, "c", c, mac)
-    out_ahead = PREFETCH_OUTPUT[vector_isa()]
+    out_ahead = _output_ahead(g, epi is not None and _reads_plane(g, out, epi[0]))
     if out_ahead is not None:
         pfo = []
         for ii in range(rows):
@@ -814,6 +814,12 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
     store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec,
                                                              lambda jj: put(ii, jj)))
     return _allocated(acc, bind(S.SeqStmt([init, macs, store])))
+
+
+def _output_ahead(g, operands: bool) -> int | None:
+    """Panels ahead of its own whose output lines (and those of the epilogue's plane
+    ``operands``) a pixel tile of geometry ``g`` prefetches (``PREFETCH_OUTPUT``); None: none."""
+    return PREFETCH_OUTPUT[vector_isa()]
 
 
 def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: int,
