@@ -251,6 +251,20 @@ CHANNEL_TAIL_MIN_INPUTS = 64
 # AVX2 (measured on AMD, without them) is left as it was.
 PREFETCH_INPUT_BLOCKS = {"avx512": 1, "avx2": 0}
 PREFETCH_OUTPUT = {"avx512": 1, "avx2": None}
+# ... and by host (``common.host_switch``), (panels ahead, most input channels) or None: a
+# stride-1 conv that at least doubles the channels from at most that many input channels, its
+# epilogue reading no plane operand, prefetches its output that many panels ahead instead. Its
+# tiles' reductions are short (few input channels) and its output stream long (twice the
+# input's), so one panel ahead is too little lead. Measured on the Intel Xeon LLVM calls
+# "rocketlake" in whole models, one thread, one process, interleaved with ONNX Runtime, each
+# changed kernel in graph order (median of 3 x 9 calls), ms, 1 -> 2 panels ahead: regnet_like's
+# 48->96 + relu at 56x56 0.227 -> 0.213 / 0.222 -> 0.206 / 0.232 -> 0.203 (three runs),
+# ResNet-50's 64->256 shortcut at 56x56 0.974 -> 0.836 / 0.944 -> 0.790 (two runs);
+# MobileNetV2's 16->96 at 112x112, 24->144 at 56x56 and 32->192 at 28x28 within 3% either way
+# (their sum 0.865 -> 0.862). All 1x1 convs 2 ahead lost as often as they gained (ResNet-50's
+# 128->512 + residual at 28x28 +4-11%, regnet_like's 96->208 at 28x28 +2%, 64->48 +2-4%).
+# Other hosts not measured: None
+PREFETCH_OUTPUT_WIDENING = {"rocketlake": (2, 64), "avx512": None, "avx2": None}
 PREFETCH_CHANNEL_INPUT = {"avx512": 16, "avx2": 0}
 
 
@@ -818,8 +832,17 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
 
 def _output_ahead(g, operands: bool) -> int | None:
     """Panels ahead of its own whose output lines (and those of the epilogue's plane
-    ``operands``) a pixel tile of geometry ``g`` prefetches (``PREFETCH_OUTPUT``); None: none."""
-    return PREFETCH_OUTPUT[vector_isa()]
+    ``operands``) a pixel tile of geometry ``g`` prefetches (``PREFETCH_OUTPUT``, or
+    ``PREFETCH_OUTPUT_WIDENING``'s for a stride-1 conv that at least doubles few channels and
+    reads no plane operand); None: none."""
+    ahead = PREFETCH_OUTPUT[vector_isa()]
+    widening = host_switch(PREFETCH_OUTPUT_WIDENING)
+    if ahead is None or widening is None or operands:
+        return ahead
+    further, most_channels = widening
+    if (g["sh"], g["sw"]) == (1, 1) and g["c"] <= most_channels and g["o"] >= 2 * g["c"]:
+        return further
+    return ahead
 
 
 def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: int,
