@@ -30,10 +30,11 @@ weights past L1: ``ROWS_WIDE_CHANNELS_FEW``): 12 or 16 of the 32 zmm
 accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
 row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
 Pixel-vector tiles are 8 channel rows there (16 accumulators), 12 from 256 input channels
-(``ROWS_WIDE_PIXELS``). In a model the input, output and residual are cold (written or read
-layers before) and each is hundreds of rows a plane apart, more streams than the hardware
-prefetchers follow: on AVX-512 the tiles prefetch them a panel or block ahead
-(``PREFETCH_INPUT_BLOCKS``, ``PREFETCH_OUTPUT``, ``PREFETCH_CHANNEL_INPUT``).
+(96 on some hosts: ``ROWS_WIDE_PIXELS_DEEP``). In a model the input, output and residual are
+cold (written or read layers before) and each is hundreds of rows a plane apart, more streams
+than the hardware prefetchers follow: on AVX-512 the tiles prefetch them a panel or block
+ahead (``PREFETCH_INPUT_BLOCKS``, ``PREFETCH_OUTPUT``, ``PREFETCH_CHANNEL_INPUT``; some hosts
+two panels for convs that widen few channels: ``PREFETCH_OUTPUT_WIDENING``).
 A plane whose pixels are no whole number of 32-pixel panels, or nearly, takes the channel
 vectors; output channels past the last whole panel are one narrower tile (8, 16 or 24 lanes);
 a conv neither kernel takes at 32 lanes takes the 16-lane tiles. The reduction runs over an
