@@ -262,9 +262,10 @@ PREFETCH_OUTPUT = {"avx512": 1, "avx2": None}
 # 48->96 + relu at 56x56 0.227 -> 0.213 / 0.222 -> 0.206 / 0.232 -> 0.203 (three runs),
 # ResNet-50's 64->256 shortcut at 56x56 0.974 -> 0.836 / 0.944 -> 0.790 (two runs);
 # MobileNetV2's 16->96 at 112x112, 24->144 at 56x56 and 32->192 at 28x28 within 3% either way
-# (their sum 0.865 -> 0.862). All 1x1 convs 2 ahead lost as often as they gained (ResNet-50's
-# 128->512 + residual at 28x28 +4-11%, regnet_like's 96->208 at 28x28 +2%, 64->48 +2-4%).
-# Other hosts not measured: None
+# (their sum 0.865 -> 0.862), xception_mini's 64->128 at 64x64 and SqueezeNet's 16->64 at
+# 55x55 and 32->128 at 27x27 within 3% either way (two runs). All 1x1 convs 2 ahead lost as
+# often as they gained (ResNet-50's 128->512 + residual at 28x28 +4-11%, regnet_like's 96->208
+# at 28x28 +2%, 64->48 +2-4%). Other hosts not measured: None
 PREFETCH_OUTPUT_WIDENING = {"rocketlake": (2, 64), "avx512": None, "avx2": None}
 PREFETCH_CHANNEL_INPUT = {"avx512": 16, "avx2": 0}
 
