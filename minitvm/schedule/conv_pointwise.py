@@ -131,7 +131,9 @@ ROWS_WIDE_PIXELS = 8
 # model 0.900x -> 0.890x ORT); ResNet-50's four 128->512 + residual at 28x28, two runs, 0.755 /
 # 0.773 / 0.779 / 0.754 -> 0.726 / 0.750 / 0.748 / 0.734 and mixed within the noise (the model
 # 1.023x -> 1.019x and 1.055x -> 1.047x ORT); det_postprocess's 96->12 and 96->60 at 8x8 the
-# same. BERT has no conv. (Also from 48 channels: regnet_like 1.007x -> 1.031x ORT, not taken)
+# same. BERT has no conv. Later runs of both models with PREFETCH_OUTPUT_WIDENING too moved
+# the whole models by -2.4% to +1.6%, this machine's noise (an unchanged model moved 2.5%).
+# (Also from 48 channels: regnet_like 1.007x -> 1.031x ORT, not taken)
 ROWS_WIDE_PIXELS_DEEP = (12, {"rocketlake": 96, "avx512": 256, "avx2": 256})
 # channel vectors with pixel tiles outer, at most two panels of output channels and weights
 # past L1 (a fire module's squeeze conv: 384->48 at 13x13, 72 KB) on AVX-512: 12-pixel tiles,
