@@ -168,6 +168,16 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # 1.71 (1.66), 3 -> 64 3x3 / 2 0.400 / 0.394 (0.62): the 7x7 stems stay here there too.)
 STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 0}
 STRIDED_ROWS_LANES_MIN_CHANNELS = 32
+# (Measured non-wins, Rocket Lake, det_postprocess's 32 -> 64 3x3 / 2 at 64x64 and 64 -> 64 at
+# 32x32 in the whole model, one process, 21 interleaved rounds, in graph order, ms, row mode
+# here (ORT's NCHWc node 0.192 / 0.097 in its profile): 0.243 / 0.118; CHANNEL_BLOCK_BYTES
+# 24 KB 0.245 / 0.122, 6 KB 0.248 / 0.122; phased rows padded to whole vectors whatever the
+# padding 0.242 / 0.122; no PREFETCH_NEXT_CHANNEL 0.249 / 0.128 (one run); another run, here
+# 0.255 / 0.125, the 16x16 plane on conv_lanes (this switch at 256) 0.143, both (at 1024)
+# 0.395 / 0.143; alone, tiles 6 x 64, 8 x 32, 12 x 16, 16 x 16
+# within 5% of 12 x 32 or slower. By perf samples the phased copy is 9% of the 64x64 conv and
+# the 12 x 32 tile's loop (2 pixel loads, 12 broadcasts, 24 FMAs a tap, no spills) the rest,
+# spread evenly: ORT's node, which reads its blocked layout with no copy, is the gap)
 # a conv in row mode whose pixel panels overhang its output grid by at least 1 / this of it (a
 # 1-D conv over 48 pixels: panels of 32 compute 64) goes to ``conv_lanes`` (``row_overhang``),
 # whose tiles cover the plane exactly; 0: never. On the Intel Xeon LLVM calls "rocketlake", one

@@ -30,10 +30,11 @@ weights past L1: ``ROWS_WIDE_CHANNELS_FEW``): 12 or 16 of the 32 zmm
 accumulators, 8 loads per 12 FMAs or 10 per 16, no spills (the 16-lane tiles were one zmm a
 row: 6 accumulators, 7 loads per 6 FMAs, load-bound and too few chains for two FMA ports).
 Pixel-vector tiles are 8 channel rows there (16 accumulators), 12 from 256 input channels
-(``ROWS_WIDE_PIXELS``). In a model the input, output and residual are cold (written or read
-layers before) and each is hundreds of rows a plane apart, more streams than the hardware
-prefetchers follow: on AVX-512 the tiles prefetch them a panel or block ahead
-(``PREFETCH_INPUT_BLOCKS``, ``PREFETCH_OUTPUT``, ``PREFETCH_CHANNEL_INPUT``).
+(96 on some hosts: ``ROWS_WIDE_PIXELS_DEEP``). In a model the input, output and residual are
+cold (written or read layers before) and each is hundreds of rows a plane apart, more streams
+than the hardware prefetchers follow: on AVX-512 the tiles prefetch them a panel or block
+ahead (``PREFETCH_INPUT_BLOCKS``, ``PREFETCH_OUTPUT``, ``PREFETCH_CHANNEL_INPUT``; some hosts
+two panels for convs that widen few channels: ``PREFETCH_OUTPUT_WIDENING``).
 A plane whose pixels are no whole number of 32-pixel panels, or nearly, takes the channel
 vectors; output channels past the last whole panel are one narrower tile (8, 16 or 24 lanes);
 a conv neither kernel takes at 32 lanes takes the 16-lane tiles. The reduction runs over an
@@ -118,7 +119,22 @@ ROWS = 6
 # its six. Other AVX-512 hosts (a Zen 4: not measured) keep 8
 ROWS_WIDE_CHANNELS = {"rocketlake": 12, "avx512": 8, "avx2": 8}
 ROWS_WIDE_PIXELS = 8
-ROWS_WIDE_PIXELS_DEEP = (12, 256)
+# (rows, from input channels): the input channels are by host (``common.host_switch``; an int:
+# every host's, as tests set it). 256 (measured on Sapphire Rapids, above), but 96 on the Intel
+# Xeon LLVM calls "rocketlake" (two 512-bit FMA ports, 48 KB L1, 2 MB L2). There, whole models,
+# one thread, built with 256 and with 96 in one process, interleaved with ONNX Runtime (thread
+# CPU time, median of 9-15 rounds), and each changed kernel in graph order (median of 3 x 9
+# calls), ms, 256 -> 96: regnet_like's pixel-vector 1x1 convs of 96 input channels at 28x28,
+# 96->96 + residual + relu 0.098 / 0.093 / 0.096 -> 0.094 / 0.088 / 0.088, 96->96 + relu
+# 0.088 / 0.086 -> 0.086 / 0.086, 96->208 + relu 0.191 -> 0.187 (the model 0.997x -> 0.996x
+# ORT); MobileNetV2's 96->24 at 56x56 0.113 -> 0.099, 144->24 + residual 0.200 -> 0.186 (the
+# model 0.900x -> 0.890x ORT); ResNet-50's four 128->512 + residual at 28x28, two runs, 0.755 /
+# 0.773 / 0.779 / 0.754 -> 0.726 / 0.750 / 0.748 / 0.734 and mixed within the noise (the model
+# 1.023x -> 1.019x and 1.055x -> 1.047x ORT); det_postprocess's 96->12 and 96->60 at 8x8 the
+# same. BERT has no conv. Later runs of both models with PREFETCH_OUTPUT_WIDENING too moved
+# the whole models by -2.4% to +1.6%, this machine's noise (an unchanged model moved 2.5%).
+# (Also from 48 channels: regnet_like 1.007x -> 1.031x ORT, not taken)
+ROWS_WIDE_PIXELS_DEEP = (12, {"rocketlake": 96, "avx512": 256, "avx2": 256})
 # channel vectors with pixel tiles outer, at most two panels of output channels and weights
 # past L1 (a fire module's squeeze conv: 384->48 at 13x13, 72 KB) on AVX-512: 12-pixel tiles,
 # (rows, most output channels, fewest weight bytes). Each pixel tile reads every weight from
@@ -238,6 +254,21 @@ CHANNEL_TAIL_MIN_INPUTS = 64
 # AVX2 (measured on AMD, without them) is left as it was.
 PREFETCH_INPUT_BLOCKS = {"avx512": 1, "avx2": 0}
 PREFETCH_OUTPUT = {"avx512": 1, "avx2": None}
+# ... and by host (``common.host_switch``), (panels ahead, most input channels) or None: a
+# stride-1 conv that at least doubles the channels from at most that many input channels, its
+# epilogue reading no plane operand, prefetches its output that many panels ahead instead. Its
+# tiles' reductions are short (few input channels) and its output stream long (twice the
+# input's), so one panel ahead is too little lead. Measured on the Intel Xeon LLVM calls
+# "rocketlake" in whole models, one thread, one process, interleaved with ONNX Runtime, each
+# changed kernel in graph order (median of 3 x 9 calls), ms, 1 -> 2 panels ahead: regnet_like's
+# 48->96 + relu at 56x56 0.227 -> 0.213 / 0.222 -> 0.206 / 0.232 -> 0.203 (three runs),
+# ResNet-50's 64->256 shortcut at 56x56 0.974 -> 0.836 / 0.944 -> 0.790 (two runs);
+# MobileNetV2's 16->96 at 112x112, 24->144 at 56x56 and 32->192 at 28x28 within 3% either way
+# (their sum 0.865 -> 0.862), xception_mini's 64->128 at 64x64 and SqueezeNet's 16->64 at
+# 55x55 and 32->128 at 27x27 within 3% either way (two runs). All 1x1 convs 2 ahead lost as
+# often as they gained (ResNet-50's 128->512 + residual at 28x28 +4-11%, regnet_like's 96->208
+# at 28x28 +2%, 64->48 +2-4%). Other hosts not measured: None
+PREFETCH_OUTPUT_WIDENING = {"rocketlake": (2, 64), "avx512": None, "avx2": None}
 PREFETCH_CHANNEL_INPUT = {"avx512": 16, "avx2": 0}
 
 
@@ -326,12 +357,18 @@ def _rows(mode: str, width: int, c: int, o: int, p: int, knobs: dict | None) -> 
     if width <= LANES:
         return ROWS
     if mode == "pixels":
-        rows, from_channels = ROWS_WIDE_PIXELS_DEEP
-        return rows if c >= from_channels else ROWS_WIDE_PIXELS
+        return ROWS_WIDE_PIXELS_DEEP[0] if c >= wide_pixel_rows_from() else ROWS_WIDE_PIXELS
     rows, most_outputs, least_bytes = ROWS_WIDE_CHANNELS_FEW
     if o <= most_outputs and o <= p and c * o * 4 > least_bytes:  # (pixel tiles outer)
         return rows
     return wide_channel_rows()
+
+
+def wide_pixel_rows_from() -> int:
+    """The input channels from which 32-lane pixel-vector tiles take ``ROWS_WIDE_PIXELS_DEEP``'s
+    rows on this host (an int there: every host's)."""
+    start = ROWS_WIDE_PIXELS_DEEP[1]
+    return start if isinstance(start, int) else host_switch(start)
 
 
 def wide_channel_rows() -> int:
@@ -776,7 +813,7 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
         return S.SeqStmt([*pfs, fma])
 
     macs = _reduce64(ctx, "c", c, mac)
-    out_ahead = PREFETCH_OUTPUT[vector_isa()]
+    out_ahead = _output_ahead(g, epi is not None and _reads_plane(g, out, epi[0]))
     if out_ahead is not None:
         pfo = []
         for ii in range(rows):
@@ -795,6 +832,21 @@ def _pixel_tile(ctx, g, xf, w, of, out, epi, nv, o0, rows: int, q, packed: bool,
     store = _loop(ctx, "ii", rows, unroll, lambda ii: _loop(ctx, "jj", wd, vec,
                                                              lambda jj: put(ii, jj)))
     return _allocated(acc, bind(S.SeqStmt([init, macs, store])))
+
+
+def _output_ahead(g, operands: bool) -> int | None:
+    """Panels ahead of its own whose output lines (and those of the epilogue's plane
+    ``operands``) a pixel tile of geometry ``g`` prefetches (``PREFETCH_OUTPUT``, or
+    ``PREFETCH_OUTPUT_WIDENING``'s for a stride-1 conv that at least doubles few channels and
+    reads no plane operand); None: none."""
+    ahead = PREFETCH_OUTPUT[vector_isa()]
+    widening = host_switch(PREFETCH_OUTPUT_WIDENING)
+    if ahead is None or widening is None or operands:
+        return ahead
+    further, most_channels = widening
+    if (g["sh"], g["sw"]) == (1, 1) and g["c"] <= most_channels and g["o"] >= 2 * g["c"]:
+        return further
+    return ahead
 
 
 def _channel_tile(ctx, g, xf, wp, of, out, epi, nv, ob, lanes: int, p0, rows: int,

@@ -148,10 +148,14 @@ def test_geometry_width_and_rows(wide):
     g = conv_pointwise.geometry(_conv_stage((1, 256, 14, 14), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("channels", 32,
                                                   conv_pointwise.ROWS_WIDE_CHANNELS_FEW[0])
-    # pixel vectors: 8 channel rows, 12 from 256 input channels (a panel of 32 KB or more)
+    # pixel vectors: 8 channel rows, 12 from the host's ROWS_WIDE_PIXELS_DEEP input channels
+    # (256, a panel of 32 KB or more; 96 on rocketlake: test_conv_pointwise_deep_rows)
     g = conv_pointwise.geometry(_conv_stage((1, 256, 56, 56), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 12)
     g = conv_pointwise.geometry(_conv_stage((1, 255, 32, 32), 64))
+    deep = 12 if 255 >= conv_pointwise.wide_pixel_rows_from() else 8
+    assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, deep)
+    g = conv_pointwise.geometry(_conv_stage((1, 95, 32, 32), 64))
     assert (g["mode"], g["width"], g["rows"]) == ("pixels", 32, 8)
     assert g["pw_pack"] is True  # (PACK_MIN_CHANNELS_WIDE input channels)
     assert conv_pointwise.geometry(_conv_stage((1, 96, 56, 56), 24))["pw_pack"] is False
