@@ -386,13 +386,14 @@ def load_objects(items: list[tuple[bytes, str, str | None, int, list[str]]]
 _OBJECT_VERSION = "2"
 
 
-def _cache_path(ir_text: str) -> str | None:
+def _cache_path(ir_text: str, opt: int, codegen_opt: int) -> str | None:
+    # (both levels in the key: the same IR at another level is other machine code)
     root = os.environ.get("MINITVM_CACHE_DIR")
     if not root:
         return None
     cpu, features = host_cpu()
     key = hashlib.sha256("\0".join([ir_text, cpu, features, llvmlite.__version__,
-                                     _OBJECT_VERSION]).encode())
+                                     _OBJECT_VERSION, str(opt), str(codegen_opt)]).encode())
     return os.path.join(root, key.hexdigest()[:40] + ".o")
 
 
@@ -402,8 +403,9 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
     ``opt``) ``ir_text``; return the address of ``symbol``."""
     with _LOCK:
         init()
-        tm = target_machine(opt if codegen_opt is None else codegen_opt)
-        path = _cache_path(ir_text)
+        codegen_opt = opt if codegen_opt is None else codegen_opt
+        tm = target_machine(codegen_opt)
+        path = _cache_path(ir_text, opt, codegen_opt)
         if path and os.path.exists(path):
             with open(path, "rb") as f:
                 data = f.read()
@@ -413,7 +415,7 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
             addr = engine.get_function_address(symbol)
             if addr:
                 return CompiledObject(engine, addr, symbol, None, True, ir_text, opt)
-        engine, obj = _checked_finalize(ir_text, opt, opt if codegen_opt is None else codegen_opt)
+        engine, obj = _checked_finalize(ir_text, opt, codegen_opt)
         addr = engine.get_function_address(symbol)
         if path:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -424,11 +426,12 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
         return CompiledObject(engine, addr, symbol, None, False, ir_text, opt)
 
 
-def assembly(ir_text: str, opt: int = 3) -> str:
-    """Host assembly of ``ir_text`` after optimization (for inspection and tests)."""
+def assembly(ir_text: str, opt: int = 3, codegen_opt: int | None = None) -> str:
+    """Host assembly of ``ir_text`` after optimization at ``opt``, machine code at
+    ``codegen_opt`` (default ``opt``; for inspection and tests)."""
     with _LOCK:
         init()
-        tm = target_machine(opt)
+        tm = target_machine(opt if codegen_opt is None else codegen_opt)
         mod = llvm.parse_assembly(ir_text)
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)

@@ -1,0 +1,478 @@
+"""Differential check of LLVM's machine code generator: the same optimized IR of a kernel, made
+into machine code at several codegen levels (CodeGenOpt 3, 1, 0), must give the same bits.
+
+The IR pipeline is the same for every level and no kernel is built with fast-math, so a
+difference is a code generator bug (or an undefined read). ``check_ir`` runs one kernel's IR at
+``levels`` on given arguments; ``check_prim_func`` on random ones (negative values, zeros and,
+in float buffers, NaN / infinities / -0.0). ``twin_kernels`` checks whole programs: while it is
+active every kernel ``codegen.build`` compiles is also generated at ``levels``, and each call
+(the first ``per_kernel`` per kernel and per set of run-time sizes) runs the build's own machine
+code on the caller's memory and the others on copies of it, then the others once more on the
+same inputs with special values sprinkled into the float inputs. The program sees the build's
+code's results, unchanged. ``scripts/codegen_diff_corpus.py`` runs this over a corpus of
+programs; every difference comes with the IR, inputs and ``assembly_at`` to minimize it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import threading
+
+import numpy as np
+
+from ..codegen.llvm import types as T
+from ..codegen.llvm.codegen import CodeGenLLVM, KernelSignature
+from ..codegen.module import _eval_int
+from ..runtime import jit, threadpool
+from ..tir import expr as E
+
+__all__ = ["LEVELS", "Difference", "Session", "assembly_at", "check_ir", "check_prim_func",
+           "random_args", "twin_kernels"]
+
+# CodeGenOpt levels compared by default: the kernels' own (codegen.build.MACHINE_CODE_LEVEL, 1),
+# the highest and none
+LEVELS = (1, 3, 0)
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+_ALIGN = 64
+_TO_OBJECT = jit.compile_ir_to_object  # (``twin_kernels`` replaces jit's while it runs)
+# values written into float inputs for the second run of a call: IEEE's special cases
+_SPECIAL_FLOATS = (np.nan, -0.0, 0.0, np.inf, -np.inf, -1.0, 1e30, -1e-40)
+
+
+@dataclasses.dataclass
+class Difference:
+    """Machine code of ``symbol`` at ``levels[0]`` and ``levels[1]`` disagree in ``buffer`` at
+    ``count`` elements (``first``: up to 8 ``(flat index, value at levels[0], at levels[1])``).
+    ``nan_only``: every differing element is a NaN at both levels (another NaN payload or sign:
+    IEEE leaves it open). ``nondeterministic``: the same machine code run twice disagreed too
+    (not a code generator difference). ``perturbed``: the run with special input values.
+    ``args`` holds the inputs (buffer name -> array, before the call) and ``vars`` the run-time
+    scalars, for a replay with ``check_ir``."""
+
+    symbol: str
+    kernel: str
+    levels: tuple
+    buffer: str
+    count: int
+    first: list
+    nan_only: bool
+    nondeterministic: bool
+    perturbed: bool
+    pipeline: int
+    ir: str = dataclasses.field(repr=False)
+    args: dict = dataclasses.field(repr=False, default_factory=dict)
+    vars: tuple = ()
+
+    def __str__(self) -> str:
+        what = "NaN payloads" if self.nan_only else "values"
+        tags = "".join([" (perturbed inputs)" if self.perturbed else "",
+                        " (nondeterministic)" if self.nondeterministic else ""])
+        return (f"{self.kernel} [{self.symbol}] codegen {self.levels[0]} vs {self.levels[1]}: "
+                f"{self.buffer} {self.count} {what} differ{tags}, e.g. {self.first[:3]}")
+
+
+# ------------------------------------------------------------------ memory of one call
+@dataclasses.dataclass
+class _Layout:
+    """Where a call's buffers live: groups of overlapping byte ranges (aliased buffers share
+    one) and, per buffer, (group, byte offset in it, element count, numpy dtype) or None for an
+    empty one."""
+
+    starts: list
+    sizes: list
+    buffers: list
+
+
+def _dtype(buf) -> np.dtype:
+    kind, bits, lanes = T.parse_dtype(buf.dtype)
+    if kind == "bool":
+        return np.dtype(np.bool_)
+    if kind == "bfloat":
+        return np.dtype(np.uint16)
+    base = np.dtype(T.NUMPY_DTYPES.get(f"{kind}{bits}", f"uint{bits}"))
+    return np.dtype((base, (lanes,))) if lanes > 1 else base
+
+
+def _extent(buf, env: dict) -> int:
+    """Elements from the data pointer the kernel may touch: its shape through its strides."""
+    shape = [_eval_int(d, env) for d in buf.shape]
+    if any(s <= 0 for s in shape):
+        return 0
+    if buf.strides:
+        strides = [_eval_int(s, env) for s in buf.strides]
+    else:
+        strides, step = [], 1
+        for s in reversed(shape):
+            strides.insert(0, step)
+            step *= s
+    offset = _eval_int(buf.elem_offset, env) if buf.elem_offset is not None else 0
+    return offset + sum((s - 1) * st for s, st in zip(shape, strides, strict=True)) + 1
+
+
+def _layout(sig: KernelSignature, ptrs: list, env: dict) -> _Layout:
+    spans = []
+    for k, (_, buf) in enumerate(sig.buffers):
+        dt = _dtype(buf)
+        n = _extent(buf, env)
+        spans.append((ptrs[k], n * dt.itemsize, n, dt))
+    order = sorted((p, p + nb) for p, nb, n, _ in spans if n)
+    starts, ends = [], []
+    for lo, hi in order:
+        if ends and lo < ends[-1]:
+            ends[-1] = max(ends[-1], hi)
+        else:
+            starts.append(lo)
+            ends.append(hi)
+    buffers = []
+    for p, _, n, dt in spans:
+        if not n:
+            buffers.append(None)
+            continue
+        g = max(i for i, s in enumerate(starts) if s <= p)
+        buffers.append((g, p - starts[g], n, dt))
+    return _Layout(starts, [e - s for s, e in zip(starts, ends, strict=True)], buffers)
+
+
+def _read(addr: int, size: int) -> np.ndarray:
+    return np.frombuffer((ctypes.c_char * size).from_address(addr), np.uint8).copy()
+
+
+def _aligned_copy(data: np.ndarray, like: int) -> np.ndarray:
+    """A copy of ``data`` whose address is ``like``'s modulo 64 (the kernel sees the same
+    alignment as on the caller's memory)."""
+    raw = np.empty(data.size + 2 * _ALIGN, np.uint8)
+    shift = (like - raw.ctypes.data) % _ALIGN
+    out = raw[shift:shift + data.size]
+    out[:] = data
+    return out
+
+
+class _Memory:
+    """Byte images of a call's groups, and running an entry on a fresh copy of them."""
+
+    def __init__(self, layout: _Layout, images: list):
+        self.layout, self.images = layout, images
+
+    @classmethod
+    def snapshot(cls, layout: _Layout) -> _Memory:
+        return cls(layout, [_read(s, n) for s, n in zip(layout.starts, layout.sizes, strict=True)])
+
+    def run(self, entry, ptrs: list, vars_ptr, nthreads: int) -> list:
+        copies = [_aligned_copy(img, s) for img, s in zip(self.images, self.layout.starts,
+                                                            strict=True)]
+        moved = list(ptrs)
+        for k, where in enumerate(self.layout.buffers):
+            if where is not None:
+                moved[k] = copies[where[0]].ctypes.data + where[1]
+        table = (ctypes.c_void_p * max(1, len(moved)))(*moved)
+        entry(table, vars_ptr, nthreads)
+        return copies
+
+    def buffer(self, images: list, k: int) -> np.ndarray | None:
+        where = self.layout.buffers[k]
+        if where is None:
+            return None
+        g, off, n, dt = where
+        return images[g][off:off + n * dt.itemsize].view(dt)
+
+
+def _perturbed(mem: _Memory, sig: KernelSignature, rng: np.random.Generator) -> _Memory:
+    """``mem`` with special values in the buffers the kernel only reads: in float ones IEEE's
+    special cases, in signed integer ones that hold negative values already their negations,
+    and zeros in every one (integers stay in the range the caller's values span)."""
+    images = [img.copy() for img in mem.images]
+    written_groups = {mem.layout.buffers[k][0] for k, (_, b) in enumerate(sig.buffers)
+                      if id(b) in sig.written and mem.layout.buffers[k] is not None}
+    for k, (_, buf) in enumerate(sig.buffers):
+        where = mem.layout.buffers[k]
+        if where is None or where[0] in written_groups or where[3].subdtype is not None:
+            continue
+        view = mem.buffer(images, k)
+        n = view.size
+        picks = rng.choice(n, size=max(1, n // 8), replace=False) if n > 1 else np.zeros(1, int)
+        if view.dtype.kind == "f":
+            view[picks] = rng.choice(np.array(_SPECIAL_FLOATS), size=picks.size).astype(view.dtype)
+        elif view.dtype.kind == "i":
+            half = picks[: picks.size // 2]
+            view[half] = 0
+            if (view < 0).any():
+                rest = picks[picks.size // 2:]
+                view[rest] = -view[rest]
+        elif view.dtype.kind in "ub":
+            view[picks[: picks.size // 2]] = 0
+    return _Memory(mem.layout, images)
+
+
+def _compare(mem: _Memory, sig: KernelSignature, results: dict, base: int) -> list:
+    """(buffer name, level, count, first, nan_only) of each buffer where a level's images differ
+    from level ``base``'s."""
+    out = []
+    for level, images in results.items():
+        if level == base:
+            continue
+        for k, (_, buf) in enumerate(sig.buffers):
+            a, b = mem.buffer(results[base], k), mem.buffer(images, k)
+            if a is None or a.tobytes() == b.tobytes():
+                continue
+            ua, ub = a.reshape(a.size, -1).view(np.uint8), b.reshape(b.size, -1).view(np.uint8)
+            bad = np.flatnonzero((ua != ub).any(axis=1))
+            nan_only = a.dtype.kind == "f" and bool(np.isnan(a[bad]).all()
+                                                    and np.isnan(b[bad]).all())
+            first = [(int(i), a[i].tolist(), b[i].tolist()) for i in bad[:8]]
+            out.append((buf.name, level, int(bad.size), first, nan_only))
+    return out
+
+
+# ------------------------------------------------------------------ one kernel, given inputs
+class _Variants:
+    """One kernel's IR as machine code at several codegen levels (engines kept alive)."""
+
+    def __init__(self, ir_text: str, symbol: str, pipeline: int, levels):
+        self.ir, self.symbol, self.pipeline = ir_text, symbol, pipeline
+        self.compiled: dict = {}
+        self.objects: dict = {}
+        self.entries: dict = {}
+        for level in levels:
+            if level in self.compiled:
+                continue
+            compiled, obj = _TO_OBJECT(ir_text, symbol, pipeline, level)
+            self.compiled[level], self.objects[level] = compiled, obj
+            self.entries[level] = _ENTRY(compiled.address)
+
+
+def _env(sig: KernelSignature, values: list) -> dict:
+    return {id(v): int(x) for v, x in zip(sig.vars, values, strict=True)
+            if not v.dtype.startswith("float")}
+
+
+def _differences(variants: _Variants, sig: KernelSignature, mem: _Memory, ptrs, vars_ptr,
+                 values, nthreads: int, base: int, given: list | None, perturbed: bool) -> list:
+    """Run every level on copies of ``mem`` (level ``base``'s result is ``given`` when the
+    caller ran it on its own memory) and describe each disagreement."""
+    results = {base: given} if given is not None else {}
+    for level, entry in variants.entries.items():
+        if level not in results:
+            results[level] = mem.run(entry, ptrs, vars_ptr, nthreads)
+    found = _compare(mem, sig, results, base)
+    if not found:
+        return []
+    again = mem.run(variants.entries[base], ptrs, vars_ptr, nthreads)
+    flaky = bool(_compare(mem, sig, {base: results[base], -99: again}, base))
+    args = {buf.name: arr.copy() for k, (_, buf) in enumerate(sig.buffers)
+            if (arr := mem.buffer(mem.images, k)) is not None}
+    return [Difference(variants.symbol, sig.name, (base, level), name, count, first, nan_only,
+                       flaky, perturbed, variants.pipeline, variants.ir, args, tuple(values))
+            for name, level, count, first, nan_only in found]
+
+
+def check_ir(ir_text: str, symbol: str, func, args: list, pipeline: int = 3,
+             levels=LEVELS, seed: int = 0, perturb: bool = True) -> list[Difference]:
+    """Differences between ``levels`` (the first the base) of kernel ``symbol`` in
+    ``ir_text`` (generated from PrimFunc ``func``) called on ``args`` (arrays, and scalars for
+    its scalar parameters, as ``codegen.build``'s kernels take them; the arrays are not
+    modified), then on ``args`` with special values (``perturb``)."""
+    sig = KernelSignature(func, symbol)
+    arrays, env_vals = [], {}
+    bufs = dict(sig.buffers)
+    for p, a in zip(sig.params, args, strict=True):
+        if p in bufs:
+            a = np.ascontiguousarray(a)
+            arrays.append(a)
+            for d, n in zip(bufs[p].shape, a.shape, strict=True):
+                if isinstance(d, E.Var):
+                    env_vals[id(d)] = n
+        else:
+            env_vals[id(p)] = a
+    values = [env_vals.get(id(v), 0) for v in sig.vars]
+    raw = [struct_bits(v, x) for v, x in zip(sig.vars, values, strict=True)]
+    vars_arr = (ctypes.c_int64 * max(1, len(raw)))(*raw)
+    ptrs = [a.ctypes.data for a in arrays]
+    variants = _Variants(ir_text, symbol, pipeline, levels)
+    mem = _Memory.snapshot(_layout(sig, ptrs, _env(sig, values)))
+    out = _differences(variants, sig, mem, ptrs, vars_arr, values, 1, levels[0], None, False)
+    if perturb:
+        odd = _perturbed(mem, sig, np.random.default_rng(seed))
+        out += _differences(variants, sig, odd, ptrs, vars_arr, values, 1, levels[0], None, True)
+    return out
+
+
+def struct_bits(var, value) -> int:
+    """The i64 a kernel's vars array holds for scalar ``value`` of ``var`` (floats as their
+    double's bits)."""
+    if var.dtype.startswith("float"):
+        return int(np.array(float(value), np.float64).view(np.int64))
+    return int(value)
+
+
+def random_args(func, seed: int = 0) -> list:
+    """Random inputs for a PrimFunc of constant shapes: floats standard normal with NaN,
+    infinities, -0.0 and zeros sprinkled; integers in [-3, 3] (indices may need less: pass
+    your own)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in func.params:
+        buf = func.buffer_map.get(p)
+        if buf is None:
+            raise ValueError(f"random_args: parameter {p.name!r} is a scalar; pass arguments")
+        if not all(isinstance(d, E.IntImm) for d in buf.shape):
+            raise ValueError(f"random_args: buffer {buf.name!r} has a symbolic shape")
+        shape = tuple(int(d.value) for d in buf.shape)
+        dt = _dtype(buf)
+        if dt.kind == "f":
+            a = rng.standard_normal(shape).astype(dt)
+            flat = a.reshape(-1)
+            picks = rng.choice(flat.size, size=flat.size // 8, replace=False)
+            flat[picks] = rng.choice(np.array((np.nan, np.inf, -np.inf, -0.0, 0.0)),
+                                     size=picks.size).astype(dt)
+        elif dt.kind == "b":
+            a = rng.integers(0, 2, shape).astype(dt)
+        elif dt.kind == "u":
+            a = rng.integers(0, 4, shape).astype(dt)
+        else:
+            a = rng.integers(-3, 4, shape).astype(dt)
+        out.append(a)
+    return out
+
+
+def check_prim_func(func, args: list | None = None, levels=LEVELS, pipeline: int = 3,
+                    seed: int = 0) -> list[Difference]:
+    """``check_ir`` of PrimFunc ``func``'s generated IR on ``args`` (default ``random_args``)."""
+    symbol = "mtvm_codegen_diff"
+    ir_text = CodeGenLLVM(func, symbol, gomp=bool(threadpool.gomp_symbol_addresses())).generate()
+    return check_ir(ir_text, symbol, func, random_args(func, seed) if args is None else args,
+                    pipeline, levels, seed)
+
+
+def assembly_at(ir_text: str, pipeline: int, level: int) -> str:
+    """Assembly of ``ir_text`` after IR pipeline ``pipeline`` at codegen level ``level``: what
+    a difference's two levels made, to read side by side."""
+    return jit.assembly(ir_text, pipeline, codegen_opt=level)
+
+
+# ------------------------------------------------------------------ whole programs
+class _TwinKernel:
+    """Stands in for ``jit.CompiledObject``: its address is a Python entry that runs the
+    build's machine code on the caller's memory and, on sampled calls, every level on copies."""
+
+    __slots__ = ("variants", "sig", "session", "base", "address", "py_address", "symbol",
+                 "from_disk", "source_ir", "opt", "_callback", "checked", "__weakref__")
+
+    def __init__(self, session: Session, variants: _Variants, sig: KernelSignature, base: int):
+        self.session, self.variants, self.sig, self.base = session, variants, sig, base
+        self.symbol, self.source_ir, self.opt = variants.symbol, variants.ir, variants.pipeline
+        self.from_disk = False
+        self.py_address = 0  # (no tuple entry: every call comes through ``address``)
+        self.checked: dict = {}
+        self._callback = _ENTRY(self._call)
+        self.address = ctypes.cast(self._callback, ctypes.c_void_p).value
+
+    @property
+    def engine(self):
+        return self.variants.compiled[self.base].engine
+
+    @property
+    def optimized_ir(self):
+        return self.variants.compiled[self.base].optimized_ir
+
+    def _call(self, args_ptr, vars_ptr, nthreads):
+        sig, s = self.sig, self.session
+        base = self.variants.entries[self.base]
+        try:
+            nv = len(sig.vars)
+            values = list((ctypes.c_int64 * nv).from_address(vars_ptr)) if nv else []
+            key = tuple(values)
+            with s.lock:
+                sample = len(self.checked) < s.per_kernel and key not in self.checked
+                if sample:
+                    self.checked[key] = True
+            if not sample:
+                base(args_ptr, vars_ptr, nthreads)
+                return
+            nb = len(sig.buffers)
+            ptrs = list((ctypes.c_void_p * nb).from_address(args_ptr)) if nb else []
+            mem = _Memory.snapshot(_layout(sig, ptrs, _env(sig, values)))
+        except Exception as exc:  # noqa: BLE001 - reported, and the kernel still runs
+            s.errors.append(f"{sig.name}: {type(exc).__name__}: {exc}")
+            base(args_ptr, vars_ptr, nthreads)
+            return
+        base(args_ptr, vars_ptr, nthreads)
+        try:
+            given = _Memory.snapshot(mem.layout).images
+            found = _differences(self.variants, sig, mem, ptrs, vars_ptr, values, nthreads,
+                                 self.base, given, False)
+            if s.perturb:
+                odd = _perturbed(mem, sig, np.random.default_rng(len(self.checked)))
+                found += _differences(self.variants, sig, odd, ptrs, vars_ptr, values,
+                                      nthreads, self.base, None, True)
+            with s.lock:
+                s.calls += 1
+                s.differences.extend(found)
+        except Exception as exc:  # noqa: BLE001
+            s.errors.append(f"{sig.name}: {type(exc).__name__}: {exc}")
+
+
+class Session:
+    """What ``twin_kernels`` saw: kernels compiled, calls checked, differences, errors."""
+
+    def __init__(self, levels, per_kernel: int, perturb: bool):
+        self.levels, self.per_kernel, self.perturb = tuple(levels), per_kernel, perturb
+        self.kernels = 0
+        self.calls = 0
+        self.differences: list[Difference] = []
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+        self.signatures: dict = {}  # symbol -> KernelSignature, from the code generator
+        self.keep: list = []  # every twin (their engines and entries outlive the caches)
+
+    def twin(self, ir_text: str, symbol: str, opt: int, codegen_opt: int | None):
+        sig = self.signatures.pop(symbol)
+        base = opt if codegen_opt is None else codegen_opt
+        variants = _Variants(ir_text, symbol, opt, (base, *self.levels))
+        twin = _TwinKernel(self, variants, sig, base)
+        with self.lock:
+            self.kernels += 1
+            self.keep.append(twin)
+        return twin, variants.objects[base]
+
+    def summary(self) -> str:
+        real = [d for d in self.differences if not d.nan_only and not d.nondeterministic]
+        return (f"{self.kernels} kernels, {self.calls} calls checked at codegen levels "
+                f"{self.levels}: {len(real)} differences ({len(self.differences) - len(real)} "
+                f"NaN-payload / nondeterministic), {len(self.errors)} errors")
+
+
+@contextlib.contextmanager
+def twin_kernels(levels=LEVELS, per_kernel: int = 3, perturb: bool = True):
+    """Inside, every kernel the code generator compiles is checked at ``levels`` on its calls
+    (see the module docstring); yields the ``Session``. Kernels found in a code cache are not:
+    switch the on-disk cache off (``MINITVM_DISABLE_DISK_CACHE=1``) and start from a fresh
+    process or ``codegen.clear_cache()``. Not thread-safe to enter from two threads."""
+    session = Session(levels, per_kernel, perturb)
+    generate = CodeGenLLVM.generate
+    compile_ir, to_object = jit.compile_ir, jit.compile_ir_to_object
+
+    def generating(self):
+        text = generate(self)
+        with session.lock:
+            session.signatures[self.symbol] = self.signature
+        return text
+
+    def compiling(ir_text, symbol, opt=3, codegen_opt=None):
+        if symbol not in session.signatures:
+            return compile_ir(ir_text, symbol, opt, codegen_opt)
+        return session.twin(ir_text, symbol, opt, codegen_opt)[0]
+
+    def compiling_to_object(ir_text, symbol, opt=3, codegen_opt=None):
+        if symbol not in session.signatures:
+            return to_object(ir_text, symbol, opt, codegen_opt)
+        return session.twin(ir_text, symbol, opt, codegen_opt)
+
+    CodeGenLLVM.generate = generating
+    jit.compile_ir, jit.compile_ir_to_object = compiling, compiling_to_object
+    try:
+        yield session
+    finally:
+        CodeGenLLVM.generate = generate
+        jit.compile_ir, jit.compile_ir_to_object = compile_ir, to_object
