@@ -1,8 +1,13 @@
 """Differential check of LLVM's machine code generator: the same optimized IR of a kernel, made
 into machine code at several codegen levels (CodeGenOpt 3, 1, 0), must give the same bits.
 
-The IR pipeline is the same for every level and no kernel is built with fast-math, so a
-difference is a code generator bug (or an undefined read). ``check_ir`` runs one kernel's IR at
+The IR pipeline is the same for every level. Kernels carry fast-math flags that license other
+bits (``contract``: the code generator fuses a multiply and an add into an FMA at levels 1-3,
+never at 0; ``reassoc nsz`` on reductions: its MachineCombiner reorders sums), so each kernel
+is compared twice: its IR as built at its own level against level 3 (both fuse), and its IR
+without fast-math flags (``exact_ir``) at every level, where any difference is a code
+generator bug (or an undefined read) but NaN payloads, which IEEE leaves open and are
+reported apart. ``check_ir`` runs one kernel's IR at
 ``levels`` on given arguments; ``check_prim_func`` on random ones (negative values, zeros and,
 in float buffers, NaN / infinities / -0.0). ``twin_kernels`` checks whole programs: while it is
 active every kernel ``codegen.build`` compiles is also generated at ``levels``, and each call
@@ -18,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import re
 import threading
 
 import numpy as np
@@ -28,7 +34,8 @@ from ..codegen.module import _eval_int
 from ..runtime import jit, threadpool
 from ..tir import expr as E
 
-__all__ = ["LEVELS", "Difference", "Session", "assembly_at", "check_ir", "check_prim_func",
+__all__ = ["BUILT", "EXACT", "LEVELS", "Difference", "Session", "assembly_at", "check_ir",
+           "check_prim_func", "exact_ir",
            "random_args", "twin_kernels"]
 
 # CodeGenOpt levels compared by default: the kernels' own (codegen.build.MACHINE_CODE_LEVEL, 1),
@@ -39,11 +46,28 @@ _ALIGN = 64
 _TO_OBJECT = jit.compile_ir_to_object  # (``twin_kernels`` replaces jit's while it runs)
 # values written into float inputs for the second run of a call: IEEE's special cases
 _SPECIAL_FLOATS = (np.nan, -0.0, 0.0, np.inf, -np.inf, -1.0, 1e30, -1e-40)
+_FAST_MATH_FLAG = re.compile(r"\b(?:fast|nnan|ninf|nsz|arcp|contract|afn|reassoc) ")
+BUILT, EXACT = "as built", "no fast-math flags"
+
+
+def exact_ir(ir_text: str) -> str:
+    """``ir_text`` without fast-math flags: every float operation rounds as IEEE says, so its
+    machine code at any level must give the same bits."""
+    return _FAST_MATH_FLAG.sub("", ir_text)
+
+
+def _specs(base: int, levels) -> list:
+    """(IR, level) pairs to compare, the first of each IR its base: as built at ``base`` and
+    the other levels above 0 (level 0 fuses no FMA), without flags at every level."""
+    built = [base] + [v for v in levels if base > 0 and v > 0 and v != base]
+    exact = [base] + [v for v in levels if v != base]
+    return [(BUILT, v) for v in dict.fromkeys(built)] + [(EXACT, v) for v in dict.fromkeys(exact)]
 
 
 @dataclasses.dataclass
 class Difference:
-    """Machine code of ``symbol`` at ``levels[0]`` and ``levels[1]`` disagree in ``buffer`` at
+    """Machine code of ``symbol``'s IR (``flags``: ``BUILT`` or ``EXACT``, without fast-math
+    flags) at ``levels[0]`` and ``levels[1]`` disagree in ``buffer`` at
     ``count`` elements (``first``: up to 8 ``(flat index, value at levels[0], at levels[1])``).
     ``nan_only``: every differing element is a NaN at both levels (another NaN payload or sign:
     IEEE leaves it open). ``nondeterministic``: the same machine code run twice disagreed too
@@ -61,6 +85,7 @@ class Difference:
     nondeterministic: bool
     perturbed: bool
     pipeline: int
+    flags: str
     ir: str = dataclasses.field(repr=False)
     args: dict = dataclasses.field(repr=False, default_factory=dict)
     vars: tuple = ()
@@ -69,7 +94,8 @@ class Difference:
         what = "NaN payloads" if self.nan_only else "values"
         tags = "".join([" (perturbed inputs)" if self.perturbed else "",
                         " (nondeterministic)" if self.nondeterministic else ""])
-        return (f"{self.kernel} [{self.symbol}] codegen {self.levels[0]} vs {self.levels[1]}: "
+        return (f"{self.kernel} [{self.symbol}] codegen {self.levels[0]} vs {self.levels[1]} "
+                f"({self.flags}): "
                 f"{self.buffer} {self.count} {what} differ{tags}, e.g. {self.first[:3]}")
 
 
@@ -185,7 +211,7 @@ def _perturbed(mem: _Memory, sig: KernelSignature, rng: np.random.Generator) -> 
     images = [img.copy() for img in mem.images]
     written_groups = {mem.layout.buffers[k][0] for k, (_, b) in enumerate(sig.buffers)
                       if id(b) in sig.written and mem.layout.buffers[k] is not None}
-    for k, (_, buf) in enumerate(sig.buffers):
+    for k in range(len(sig.buffers)):
         where = mem.layout.buffers[k]
         if where is None or where[0] in written_groups or where[3].subdtype is not None:
             continue
@@ -205,9 +231,9 @@ def _perturbed(mem: _Memory, sig: KernelSignature, rng: np.random.Generator) -> 
     return _Memory(mem.layout, images)
 
 
-def _compare(mem: _Memory, sig: KernelSignature, results: dict, base: int) -> list:
-    """(buffer name, level, count, first, nan_only) of each buffer where a level's images differ
-    from level ``base``'s."""
+def _compare(mem: _Memory, sig: KernelSignature, results: dict, base) -> list:
+    """(buffer name, variant, count, first, nan_only) of each buffer where a variant's images
+    differ from variant ``base``'s."""
     out = []
     for level, images in results.items():
         if level == base:
@@ -227,19 +253,23 @@ def _compare(mem: _Memory, sig: KernelSignature, results: dict, base: int) -> li
 
 # ------------------------------------------------------------------ one kernel, given inputs
 class _Variants:
-    """One kernel's IR as machine code at several codegen levels (engines kept alive)."""
+    """One kernel's IR as machine code per ``(BUILT or EXACT, codegen level)`` of ``specs``
+    (engines kept alive); the first of each IR is its base."""
 
-    def __init__(self, ir_text: str, symbol: str, pipeline: int, levels):
+    def __init__(self, ir_text: str, symbol: str, pipeline: int, specs: list):
         self.ir, self.symbol, self.pipeline = ir_text, symbol, pipeline
+        self.specs = specs
+        self.bases = {}
+        for flags, level in specs:
+            self.bases.setdefault(flags, (flags, level))
         self.compiled: dict = {}
         self.objects: dict = {}
         self.entries: dict = {}
-        for level in levels:
-            if level in self.compiled:
-                continue
-            compiled, obj = _TO_OBJECT(ir_text, symbol, pipeline, level)
-            self.compiled[level], self.objects[level] = compiled, obj
-            self.entries[level] = _ENTRY(compiled.address)
+        texts = {BUILT: ir_text, EXACT: exact_ir(ir_text)}
+        for spec in specs:
+            compiled, obj = _TO_OBJECT(texts[spec[0]], symbol, pipeline, spec[1])
+            self.compiled[spec], self.objects[spec] = compiled, obj
+            self.entries[spec] = _ENTRY(compiled.address)
 
 
 def _env(sig: KernelSignature, values: list) -> dict:
@@ -248,23 +278,31 @@ def _env(sig: KernelSignature, values: list) -> dict:
 
 
 def _differences(variants: _Variants, sig: KernelSignature, mem: _Memory, ptrs, vars_ptr,
-                 values, nthreads: int, base: int, given: list | None, perturbed: bool) -> list:
-    """Run every level on copies of ``mem`` (level ``base``'s result is ``given`` when the
-    caller ran it on its own memory) and describe each disagreement."""
-    results = {base: given} if given is not None else {}
-    for level, entry in variants.entries.items():
-        if level not in results:
-            results[level] = mem.run(entry, ptrs, vars_ptr, nthreads)
-    found = _compare(mem, sig, results, base)
-    if not found:
-        return []
-    again = mem.run(variants.entries[base], ptrs, vars_ptr, nthreads)
-    flaky = bool(_compare(mem, sig, {base: results[base], -99: again}, base))
-    args = {buf.name: arr.copy() for k, (_, buf) in enumerate(sig.buffers)
-            if (arr := mem.buffer(mem.images, k)) is not None}
-    return [Difference(variants.symbol, sig.name, (base, level), name, count, first, nan_only,
-                       flaky, perturbed, variants.pipeline, variants.ir, args, tuple(values))
-            for name, level, count, first, nan_only in found]
+                 values, nthreads: int, given: list | None, perturbed: bool) -> list:
+    """Run every variant on copies of ``mem`` (the first's result is ``given`` when the caller
+    ran it on its own memory), compare each with its IR's base and describe each
+    disagreement."""
+    first = variants.specs[0]
+    results = {first: given} if given is not None else {}
+    for spec, entry in variants.entries.items():
+        if spec not in results:
+            results[spec] = mem.run(entry, ptrs, vars_ptr, nthreads)
+    out = []
+    for flags, base in variants.bases.items():
+        mine = {s: r for s, r in results.items() if s[0] == flags}
+        found = _compare(mem, sig, mine, base)
+        if not found:
+            continue
+        again = mem.run(variants.entries[base], ptrs, vars_ptr, nthreads)
+        flaky = bool(_compare(mem, sig, {base: results[base], "again": again}, base))
+        args = {buf.name: arr.copy() for k, (_, buf) in enumerate(sig.buffers)
+                if (arr := mem.buffer(mem.images, k)) is not None}
+        ir = variants.ir if flags == BUILT else exact_ir(variants.ir)
+        out += [Difference(variants.symbol, sig.name, (base[1], spec[1]), name, count, first_,
+                           nan_only, flaky, perturbed, variants.pipeline, flags, ir, args,
+                           tuple(values))
+                for name, spec, count, first_, nan_only in found]
+    return out
 
 
 def check_ir(ir_text: str, symbol: str, func, args: list, pipeline: int = 3,
@@ -289,12 +327,12 @@ def check_ir(ir_text: str, symbol: str, func, args: list, pipeline: int = 3,
     raw = [struct_bits(v, x) for v, x in zip(sig.vars, values, strict=True)]
     vars_arr = (ctypes.c_int64 * max(1, len(raw)))(*raw)
     ptrs = [a.ctypes.data for a in arrays]
-    variants = _Variants(ir_text, symbol, pipeline, levels)
+    variants = _Variants(ir_text, symbol, pipeline, _specs(levels[0], levels))
     mem = _Memory.snapshot(_layout(sig, ptrs, _env(sig, values)))
-    out = _differences(variants, sig, mem, ptrs, vars_arr, values, 1, levels[0], None, False)
+    out = _differences(variants, sig, mem, ptrs, vars_arr, values, 1, None, False)
     if perturb:
         odd = _perturbed(mem, sig, np.random.default_rng(seed))
-        out += _differences(variants, sig, odd, ptrs, vars_arr, values, 1, levels[0], None, True)
+        out += _differences(variants, sig, odd, ptrs, vars_arr, values, 1, None, True)
     return out
 
 
@@ -401,11 +439,11 @@ class _TwinKernel:
         try:
             given = _Memory.snapshot(mem.layout).images
             found = _differences(self.variants, sig, mem, ptrs, vars_ptr, values, nthreads,
-                                 self.base, given, False)
+                                 given, False)
             if s.perturb:
                 odd = _perturbed(mem, sig, np.random.default_rng(len(self.checked)))
                 found += _differences(self.variants, sig, odd, ptrs, vars_ptr, values,
-                                      nthreads, self.base, None, True)
+                                      nthreads, None, True)
             with s.lock:
                 s.calls += 1
                 s.differences.extend(found)
@@ -429,12 +467,12 @@ class Session:
     def twin(self, ir_text: str, symbol: str, opt: int, codegen_opt: int | None):
         sig = self.signatures.pop(symbol)
         base = opt if codegen_opt is None else codegen_opt
-        variants = _Variants(ir_text, symbol, opt, (base, *self.levels))
-        twin = _TwinKernel(self, variants, sig, base)
+        variants = _Variants(ir_text, symbol, opt, _specs(base, self.levels))
+        twin = _TwinKernel(self, variants, sig, (BUILT, base))
         with self.lock:
             self.kernels += 1
             self.keep.append(twin)
-        return twin, variants.objects[base]
+        return twin, variants.objects[(BUILT, base)]
 
     def summary(self) -> str:
         real = [d for d in self.differences if not d.nan_only and not d.nondeterministic]

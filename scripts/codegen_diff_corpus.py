@@ -1,0 +1,223 @@
+"""LLVM's machine code generator against itself over a corpus of minitvm programs
+(``minitvm.testing.codegen_diff``): every kernel compiled while a program builds is also made
+into machine code at CodeGenOpt 3 and 0 from the same optimized IR (the kernels' own level is
+1), and its calls run at every level and compare bit for bit, on the program's own inputs and
+again with NaN / infinities / -0.0 / zeros / negations sprinkled into its read-only inputs.
+
+    python scripts/codegen_diff_corpus.py                   # every part, one process each
+    python scripts/codegen_diff_corpus.py --parts sweep resnet50 --save /tmp/diffs
+    python scripts/codegen_diff_corpus.py --levels 1 0      # only the kernels' level vs O0
+
+Parts: ``sweep`` (every case of ``minitvm.testing.symbolic_sweep``: Relay VM symbolic kernels
+at a grid of shapes), ``resnet50``, ``mobilenetv2`` (torchvision's layout through ONNX: needs
+torch and onnx), ``bert`` (BERT-base, 12 layers), ``fuzz`` (``scripts/fuzz_long.py``'s
+generators: Relay programs through relay.build, dynamic Relay VM programs, Relax programs,
+casts, QNN, build matrices, Relax symbolic and loop programs; ``--fuzz N`` programs of each),
+``new_user`` (``benchmarks/bench_new_user_models.py``'s PyTorch models, in table order until
+``--new-user-seconds`` pass: needs torch). Each part runs in a child process (a crash costs
+that part only) with the on-disk kernel cache off, so that every kernel is compiled here.
+
+Prints per part: kernels, calls checked, differences, errors, seconds; then every difference
+(``--save DIR`` writes each one's IR, inputs and the assembly at both levels for minimizing).
+Exit status 1 when a difference that is not a NaN payload was found. Costs (2 cores, loaded):
+see the docstring of ``minitvm.testing.codegen_diff``'s caller in tests/testing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+PARTS = ("sweep", "resnet50", "mobilenetv2", "bert", "fuzz", "new_user")
+
+
+def _sweep(args) -> None:
+    from minitvm.testing import symbolic_sweep
+
+    names = args.ops or list(symbolic_sweep.cases())
+    for name in names:
+        try:
+            symbolic_sweep.check_op(name, seed=0)
+        except Exception as e:  # noqa: BLE001 - the sweep's own failures are not ours
+            print(f"  sweep {name}: {type(e).__name__}: {str(e)[:120]}", file=sys.stderr)
+
+
+def _model(name: str) -> None:
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from bench_whole_models import build, load
+
+    import minitvm as tvm
+    from minitvm.contrib import graph_executor
+
+    m = load(name)
+    lib, _ = build(m)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    rng = np.random.default_rng(0)
+    g.set_input(m["input"], rng.standard_normal(m["shape"]).astype("float32"))
+    g.run()
+
+
+def _fuzz(args) -> None:
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import fuzz_long
+
+    n = str(args.fuzz)
+    half = str(max(1, args.fuzz // 2))
+    with tempfile.TemporaryDirectory() as d:
+        fuzz_long.main(["--programs", n, "--parser", "0", "--library", "0", "--ieee",
+                        "--dyn-programs", n, "--relax-programs", half, "--cast-programs", n,
+                        "--qnn-programs", half, "--build-programs", half,
+                        "--relax-symbolic-programs", half, "--relax-loop-programs", half,
+                        "--relax-sizes-programs", half, "--seed", str(args.seed),
+                        "--out", os.path.join(d, "fuzz.json")])
+
+
+def _new_user(args) -> None:
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import bench_new_user_models as b
+    import torch
+
+    import minitvm as tvm
+    from minitvm import relay
+    from minitvm.contrib import graph_executor
+
+    tables = [b.models(), b.new_models(), b.third_models(), b.fourth_models()]
+    table = {k: v for t in tables for k, v in t.items()}
+    start = time.perf_counter()
+    for name, (ctor, spec) in table.items():
+        if time.perf_counter() - start > args.new_user_seconds:
+            break
+        try:
+            model, inputs = b.prepare(ctor, spec)
+            mod, params, names, _ = b.import_relay(model, tuple(inputs.values()), inputs)
+            with tvm.transform.PassContext(opt_level=3):
+                lib = relay.build(mod, target="llvm", params=params)
+            g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+            for n, v in zip(names, inputs.values(), strict=True):
+                g.set_input(n, v.numpy() if isinstance(v, torch.Tensor) else v)
+            g.run()
+            print(f"  new_user {name}", file=sys.stderr, flush=True)
+        except Exception as e:  # noqa: BLE001 - an import / build failure is not ours
+            print(f"  new_user {name}: {type(e).__name__}: {str(e)[:120]}", file=sys.stderr)
+
+
+def _save(d, where: str, k: int) -> dict:
+    """Write difference ``d``'s IR, inputs and assembly at both levels under ``where``."""
+    import numpy as np
+
+    from minitvm.testing.codegen_diff import assembly_at
+
+    stem = os.path.join(where, f"{d.symbol}_{k}")
+    with open(stem + ".ll", "w") as f:
+        f.write(d.ir)
+    np.savez(stem + ".npz", **d.args, __vars__=np.array(d.vars, np.int64))
+    for level in d.levels:
+        with open(f"{stem}.O{level}.s", "w") as f:
+            f.write(assembly_at(d.ir, d.pipeline, level))
+    return {"files": stem}
+
+
+def child(args) -> int:
+    """Run part ``args.part`` under ``twin_kernels``; write the JSON summary to ``args.json``."""
+    import faulthandler
+
+    faulthandler.enable()
+    warnings.simplefilter("ignore")
+    from minitvm.runtime import jit
+    from minitvm.testing import codegen_diff
+
+    start = time.perf_counter()
+    with codegen_diff.twin_kernels(levels=tuple(args.levels), per_kernel=args.per_kernel,
+                                   perturb=not args.no_perturb) as s:
+        if args.part == "sweep":
+            _sweep(args)
+        elif args.part in ("resnet50", "mobilenetv2", "bert"):
+            _model(args.part)
+        elif args.part == "fuzz":
+            _fuzz(args)
+        elif args.part == "new_user":
+            _new_user(args)
+    found = []
+    for k, d in enumerate(s.differences):
+        item = {"text": str(d), "nan_only": d.nan_only, "nondeterministic": d.nondeterministic}
+        if args.save and k < 50:
+            os.makedirs(args.save, exist_ok=True)
+            item.update(_save(d, args.save, k))
+        found.append(item)
+    out = {"part": args.part, "kernels": s.kernels, "calls": s.calls, "differences": found,
+           "errors": s.errors[:20], "n_errors": len(s.errors), "seconds":
+           time.perf_counter() - start, "jit": dict(jit.STATS)}
+    with open(args.json, "w") as f:
+        json.dump(out, f)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", nargs="*", default=list(PARTS), choices=PARTS)
+    ap.add_argument("--levels", nargs="*", type=int, default=[1, 3, 0],
+                    help="codegen levels, the first the base (default 1 3 0)")
+    ap.add_argument("--per-kernel", type=int, default=3,
+                    help="calls checked per kernel (each at other run-time sizes)")
+    ap.add_argument("--no-perturb", action="store_true", help="no run with special values")
+    ap.add_argument("--ops", nargs="*", help="sweep cases (default: all)")
+    ap.add_argument("--fuzz", type=int, default=40, help="programs per fuzz generator")
+    ap.add_argument("--new-user-seconds", type=float, default=600.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--save", default=None, help="folder for each difference's IR / inputs")
+    ap.add_argument("--part", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.part:
+        return child(args)
+    env = dict(os.environ, MINITVM_DISABLE_DISK_CACHE="1", PYTHONPATH=ROOT + os.pathsep +
+               os.environ.get("PYTHONPATH", ""))
+    rest = [a for a in (argv if argv is not None else sys.argv[1:])]
+    totals, real = {"kernels": 0, "calls": 0, "seconds": 0.0}, 0
+    print(f"{'part':12s} {'kernels':>8s} {'calls':>7s} {'diffs':>6s} {'NaN/nd':>6s} "
+          f"{'errors':>6s} {'s':>7s}", flush=True)
+    reports = []
+    for part in args.parts:
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            path = f.name
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), *rest, "--part", part,
+                               "--json", path], env=env, capture_output=True, text=True)
+        if proc.returncode or not os.path.getsize(path):
+            print(f"{part:12s} FAILED (exit {proc.returncode}, "
+                  f"{time.perf_counter() - start:.0f} s): {proc.stderr[-800:]}", flush=True)
+            real += 1
+            continue
+        with open(path) as f:
+            r = json.load(f)
+        os.unlink(path)
+        reports.append(r)
+        bad = [d for d in r["differences"] if not d["nan_only"] and not d["nondeterministic"]]
+        real += len(bad)
+        for k in ("kernels", "calls", "seconds"):
+            totals[k] += r[k]
+        print(f"{part:12s} {r['kernels']:8d} {r['calls']:7d} {len(bad):6d} "
+              f"{len(r['differences']) - len(bad):6d} {r['n_errors']:6d} {r['seconds']:7.0f}",
+              flush=True)
+    print(f"{'total':12s} {totals['kernels']:8d} {totals['calls']:7d} {real:6d}"
+          f"{'':14s} {totals['seconds']:7.0f}")
+    for r in reports:
+        for d in r["differences"]:
+            print(f"[{r['part']}] {d['text']}" + (f"  -> {d['files']}.*" if "files" in d else ""))
+        for e in r["errors"]:
+            print(f"[{r['part']}] error: {e}")
+    return 1 if real else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
