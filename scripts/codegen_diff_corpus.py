@@ -18,7 +18,8 @@ casts, QNN, build matrices, Relax symbolic and loop programs; ``--fuzz N`` progr
 that part only) with the on-disk kernel cache off, so that every kernel is compiled here.
 
 Prints per part: kernels, calls checked, differences, errors, seconds; then every difference
-(``--save DIR`` writes each one's IR, inputs and the assembly at both levels for minimizing).
+(``--save DIR`` writes each one's IR, inputs and the assembly at both levels for minimizing;
+``replay DIR/STEM`` runs one again: ``python scripts/codegen_diff_corpus.py --replay STEM``).
 Exit status 1 when a difference that is not a NaN payload was found. Costs (2 cores, loaded):
 see the docstring of ``minitvm.testing.codegen_diff``'s caller in tests/testing.
 """
@@ -120,11 +121,56 @@ def _save(d, where: str, k: int) -> dict:
     stem = os.path.join(where, f"{d.symbol}_{k}")
     with open(stem + ".ll", "w") as f:
         f.write(d.ir)
-    np.savez(stem + ".npz", **d.args, __vars__=np.array(d.vars, np.int64))
-    for level in d.levels:
-        with open(f"{stem}.O{level}.s", "w") as f:
-            f.write(assembly_at(d.ir, d.pipeline, level))
+    np.savez(stem + ".npz", *d.args.values(), vars=np.array(d.vars, np.int64))
+    with open(stem + ".json", "w") as f:
+        json.dump({"text": str(d), "symbol": d.symbol, "pipeline": d.pipeline,
+                   "levels": list(d.levels), "flags": d.flags, "buffers": list(d.args)}, f)
+    for k, level in enumerate(d.levels):  # (the first variant is its group's base)
+        flags = d.flags if k else ("as built" if d.flags == "as built" else "no fast-math flags")
+        with open(f"{stem}.{k}.O{level}.s", "w") as f:
+            f.write(assembly_at(d.ir, d.pipeline, level, flags))
     return {"files": stem}
+
+
+def replay(stem: str) -> int:
+    """Run a saved difference's IR at its two levels on its saved inputs; print where they
+    differ (after editing the .ll file by hand, this says whether the difference stays)."""
+    import ctypes
+
+    import numpy as np
+
+    from minitvm.runtime import jit
+
+    with open(stem + ".json") as f:
+        meta = json.load(f)
+    with open(stem + ".ll") as f:
+        ir = f.read()
+    saved = np.load(stem + ".npz")
+    arrays = [saved[f"arr_{k}"] for k in range(len(meta["buffers"]))]
+    values = saved["vars"]
+    from minitvm.testing.codegen_diff import NO_VL, _scope
+
+    outs = {}
+    for k, level in enumerate(meta["levels"]):
+        with _scope(NO_VL if k and meta.get("flags") == NO_VL else ""):
+            compiled, _ = jit.compile_ir_to_object(ir, meta["symbol"], meta["pipeline"], level)
+        copies = [a.copy() for a in arrays]
+        table = (ctypes.c_void_p * max(1, len(copies)))(*[c.ctypes.data for c in copies])
+        cvars = (ctypes.c_int64 * max(1, len(values)))(*[int(v) for v in values])
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)(
+            compiled.address)(table, cvars, 1)
+        outs[k] = copies
+    a, b = outs[0], outs[1]
+    same = True
+    for name, x, y in zip(meta["buffers"], a, b, strict=True):
+        if x.tobytes() != y.tobytes():
+            same = False
+            xb, yb = (v.reshape(v.size, -1).view(np.uint8) for v in (x, y))
+            bad = np.flatnonzero((xb != yb).any(axis=1))
+            print(f"{name}: {bad.size} elements differ, e.g. "
+                  f"{[(int(i), x.ravel()[i], y.ravel()[i]) for i in bad[:4]]}")
+    print(meta["text"] if not same else "no difference")
+    return 0 if same else 1
 
 
 def child(args) -> int:
@@ -175,9 +221,12 @@ def main(argv=None) -> int:
     ap.add_argument("--new-user-seconds", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--save", default=None, help="folder for each difference's IR / inputs")
+    ap.add_argument("--replay", metavar="STEM", help="run a saved difference again")
     ap.add_argument("--part", help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.replay:
+        return replay(args.replay)
     if args.part:
         return child(args)
     env = dict(os.environ, MINITVM_DISABLE_DISK_CACHE="1", PYTHONPATH=ROOT + os.pathsep +

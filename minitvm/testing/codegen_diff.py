@@ -34,7 +34,7 @@ from ..codegen.module import _eval_int
 from ..runtime import jit, threadpool
 from ..tir import expr as E
 
-__all__ = ["BUILT", "EXACT", "LEVELS", "Difference", "Session", "assembly_at", "check_ir",
+__all__ = ["BUILT", "EXACT", "LEVELS", "NO_VL", "Difference", "Session", "assembly_at", "check_ir",
            "check_prim_func", "exact_ir",
            "random_args", "twin_kernels"]
 
@@ -48,6 +48,10 @@ _TO_OBJECT = jit.compile_ir_to_object  # (``twin_kernels`` replaces jit's while 
 _SPECIAL_FLOATS = (np.nan, -0.0, 0.0, np.inf, -np.inf, -1.0, 1e30, -1e-40)
 _FAST_MATH_FLAG = re.compile(r"\b(?:fast|nnan|ninf|nsz|arcp|contract|afn|reassoc) ")
 BUILT, EXACT = "as built", "no fast-math flags"
+# the flag-free IR made for the host without AVX-512VL: the passes that run at every level
+# (X86CompressEVEX: llvm-project#191304 / #198197) see other instructions there
+NO_VL = "no fast-math flags, no AVX-512VL"
+_GROUP = {BUILT: BUILT, EXACT: EXACT, NO_VL: EXACT}  # (which base each is compared with)
 
 
 def exact_ir(ir_text: str) -> str:
@@ -56,12 +60,16 @@ def exact_ir(ir_text: str) -> str:
     return _FAST_MATH_FLAG.sub("", ir_text)
 
 
-def _specs(base: int, levels) -> list:
+def _specs(base: int, levels, ir_text: str) -> list:
     """(IR, level) pairs to compare, the first of each IR its base: as built at ``base`` and
-    the other levels above 0 (level 0 fuses no FMA), without flags at every level."""
+    the other levels above 0 (level 0 fuses no FMA), without flags at every level and, on an
+    AVX-512VL host for IR calling no x86 intrinsic, at ``base`` without AVX-512VL."""
     built = [base] + [v for v in levels if base > 0 and v > 0 and v != base]
     exact = [base] + [v for v in levels if v != base]
-    return [(BUILT, v) for v in dict.fromkeys(built)] + [(EXACT, v) for v in dict.fromkeys(exact)]
+    out = [(BUILT, v) for v in dict.fromkeys(built)] + [(EXACT, v) for v in dict.fromkeys(exact)]
+    if jit.host_has("avx512vl") and "@llvm.x86." not in ir_text:
+        out.append((NO_VL, base))
+    return out
 
 
 @dataclasses.dataclass
@@ -231,6 +239,18 @@ def _perturbed(mem: _Memory, sig: KernelSignature, rng: np.random.Generator) -> 
     return _Memory(mem.layout, images)
 
 
+def _nans(a: np.ndarray, b: np.ndarray, bad: np.ndarray) -> bool:
+    """Are elements ``bad`` of ``a`` and ``b`` NaN in both? For a byte buffer (a kernel's
+    scratch workspace holding floats) the float32 words around the differing bytes."""
+    if a.dtype.kind == "f":
+        return bool(np.isnan(a[bad]).all() and np.isnan(b[bad]).all())
+    if a.dtype.itemsize != 1 or a.size % 4:
+        return False
+    words = np.unique(bad // 4)
+    fa, fb = a.view(np.float32)[words], b.view(np.float32)[words]
+    return bool(np.isnan(fa).all() and np.isnan(fb).all())
+
+
 def _compare(mem: _Memory, sig: KernelSignature, results: dict, base) -> list:
     """(buffer name, variant, count, first, nan_only) of each buffer where a variant's images
     differ from variant ``base``'s."""
@@ -244,8 +264,7 @@ def _compare(mem: _Memory, sig: KernelSignature, results: dict, base) -> list:
                 continue
             ua, ub = a.reshape(a.size, -1).view(np.uint8), b.reshape(b.size, -1).view(np.uint8)
             bad = np.flatnonzero((ua != ub).any(axis=1))
-            nan_only = a.dtype.kind == "f" and bool(np.isnan(a[bad]).all()
-                                                    and np.isnan(b[bad]).all())
+            nan_only = _nans(a, b, bad)
             first = [(int(i), a[i].tolist(), b[i].tolist()) for i in bad[:8]]
             out.append((buf.name, level, int(bad.size), first, nan_only))
     return out
@@ -261,13 +280,14 @@ class _Variants:
         self.specs = specs
         self.bases = {}
         for flags, level in specs:
-            self.bases.setdefault(flags, (flags, level))
+            self.bases.setdefault(_GROUP[flags], (flags, level))
         self.compiled: dict = {}
         self.objects: dict = {}
         self.entries: dict = {}
-        texts = {BUILT: ir_text, EXACT: exact_ir(ir_text)}
+        texts = {BUILT: ir_text, EXACT: exact_ir(ir_text), NO_VL: exact_ir(ir_text)}
         for spec in specs:
-            compiled, obj = _TO_OBJECT(texts[spec[0]], symbol, pipeline, spec[1])
+            with _scope(spec[0]):
+                compiled, obj = _TO_OBJECT(texts[spec[0]], symbol, pipeline, spec[1])
             self.compiled[spec], self.objects[spec] = compiled, obj
             self.entries[spec] = _ENTRY(compiled.address)
 
@@ -288,8 +308,8 @@ def _differences(variants: _Variants, sig: KernelSignature, mem: _Memory, ptrs, 
         if spec not in results:
             results[spec] = mem.run(entry, ptrs, vars_ptr, nthreads)
     out = []
-    for flags, base in variants.bases.items():
-        mine = {s: r for s, r in results.items() if s[0] == flags}
+    for group, base in variants.bases.items():
+        mine = {s: r for s, r in results.items() if _GROUP[s[0]] == group}
         found = _compare(mem, sig, mine, base)
         if not found:
             continue
@@ -297,9 +317,9 @@ def _differences(variants: _Variants, sig: KernelSignature, mem: _Memory, ptrs, 
         flaky = bool(_compare(mem, sig, {base: results[base], "again": again}, base))
         args = {buf.name: arr.copy() for k, (_, buf) in enumerate(sig.buffers)
                 if (arr := mem.buffer(mem.images, k)) is not None}
-        ir = variants.ir if flags == BUILT else exact_ir(variants.ir)
+        ir = variants.ir if group == BUILT else exact_ir(variants.ir)
         out += [Difference(variants.symbol, sig.name, (base[1], spec[1]), name, count, first_,
-                           nan_only, flaky, perturbed, variants.pipeline, flags, ir, args,
+                           nan_only, flaky, perturbed, variants.pipeline, spec[0], ir, args,
                            tuple(values))
                 for name, spec, count, first_, nan_only in found]
     return out
@@ -327,7 +347,7 @@ def check_ir(ir_text: str, symbol: str, func, args: list, pipeline: int = 3,
     raw = [struct_bits(v, x) for v, x in zip(sig.vars, values, strict=True)]
     vars_arr = (ctypes.c_int64 * max(1, len(raw)))(*raw)
     ptrs = [a.ctypes.data for a in arrays]
-    variants = _Variants(ir_text, symbol, pipeline, _specs(levels[0], levels))
+    variants = _Variants(ir_text, symbol, pipeline, _specs(levels[0], levels, ir_text))
     mem = _Memory.snapshot(_layout(sig, ptrs, _env(sig, values)))
     out = _differences(variants, sig, mem, ptrs, vars_arr, values, 1, None, False)
     if perturb:
@@ -383,10 +403,20 @@ def check_prim_func(func, args: list | None = None, levels=LEVELS, pipeline: int
                     pipeline, levels, seed)
 
 
-def assembly_at(ir_text: str, pipeline: int, level: int) -> str:
-    """Assembly of ``ir_text`` after IR pipeline ``pipeline`` at codegen level ``level``: what
-    a difference's two levels made, to read side by side."""
-    return jit.assembly(ir_text, pipeline, codegen_opt=level)
+def assembly_at(ir_text: str, pipeline: int, level: int, flags: str = EXACT) -> str:
+    """Assembly of ``ir_text`` after IR pipeline ``pipeline`` at codegen level ``level`` (for
+    the host without AVX-512VL when ``flags`` is ``NO_VL``): what a difference's two variants
+    made, to read side by side."""
+    with _scope(flags):
+        return jit.assembly(ir_text, pipeline, codegen_opt=level)
+
+
+def _scope(flags: str):
+    """Where variant ``flags`` is generated: the host, or the host without AVX-512VL."""
+    if flags != NO_VL:
+        return contextlib.nullcontext()
+    cpu, features = jit.host_cpu()
+    return jit.generating_for(cpu, features + jit.SAFE_MOVMSK_FEATURES)
 
 
 # ------------------------------------------------------------------ whole programs
@@ -467,7 +497,7 @@ class Session:
     def twin(self, ir_text: str, symbol: str, opt: int, codegen_opt: int | None):
         sig = self.signatures.pop(symbol)
         base = opt if codegen_opt is None else codegen_opt
-        variants = _Variants(ir_text, symbol, opt, _specs(base, self.levels))
+        variants = _Variants(ir_text, symbol, opt, _specs(base, self.levels, ir_text))
         twin = _TwinKernel(self, variants, sig, (BUILT, base))
         with self.lock:
             self.kernels += 1
