@@ -234,6 +234,15 @@ def movmsk_miscompiled(asm: str) -> bool:
     return _EXTENDED_MOVMSK.search(asm) is not None
 
 
+_X86_INTRINSIC = re.compile(r'@"?llvm\.x86\.')
+
+
+def calls_x86_intrinsics(ir_text: str) -> bool:
+    """Does ``ir_text`` call an x86 intrinsic (``@llvm.x86.*``, or quoted as llvmlite writes
+    it, ``@"llvm.x86.*"``)? Its machine code cannot be made without the features it names."""
+    return _X86_INTRINSIC.search(ir_text) is not None
+
+
 def _miscompiled_fold(asm: str) -> bool:
     return movmsk_miscompiled(asm) or mask_read_after_movmsk(asm)
 
@@ -283,7 +292,7 @@ def _checked_finalize(ir_text: str, opt: int, codegen_opt: int) -> tuple:
     if not _miscompiled_fold(asm):
         return engine, obj
     STATS["movmsk_regenerated"] += 1
-    if "@llvm.x86." not in ir_text:
+    if not calls_x86_intrinsics(ir_text):
         tm = _target_machine_with(codegen_opt, SAFE_MOVMSK_FEATURES)
         return _finalize(_optimized(ir_text, tm, opt), tm)
     tm = target_machine(0)

@@ -67,7 +67,7 @@ def _specs(base: int, levels, ir_text: str) -> list:
     built = [base] + [v for v in levels if base > 0 and v > 0 and v != base]
     exact = [base] + [v for v in levels if v != base]
     out = [(BUILT, v) for v in dict.fromkeys(built)] + [(EXACT, v) for v in dict.fromkeys(exact)]
-    if jit.host_has("avx512vl") and "@llvm.x86." not in ir_text:
+    if jit.host_has("avx512vl") and not jit.calls_x86_intrinsics(ir_text):
         out.append((NO_VL, base))
     return out
 

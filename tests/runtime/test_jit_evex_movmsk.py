@@ -176,3 +176,12 @@ def test_the_tied_fold_is_made_again(monkeypatch):
     assert jit.STATS["movmsk_regenerated"] == before + 1
     tm = jit._target_machine_with(1, jit.SAFE_MOVMSK_FEATURES)
     assert not jit.mask_read_after_movmsk(tm.emit_assembly(jit._optimized(_TIED_IR, tm, 1)))
+
+
+def test_x86_intrinsic_calls_are_recognized_quoted_too():
+    """llvmlite quotes the intrinsics' names (``@"llvm.x86.avx512.mask.scalef.ps.256"``, the
+    exp kernels'): such IR must not be made again without AVX-512VL (LLVM aborts: cannot
+    select)."""
+    assert jit.calls_x86_intrinsics('  %r = call <8 x float> @"llvm.x86.avx512.mask.scalef.ps.256"(')
+    assert jit.calls_x86_intrinsics("declare <16 x i8> @llvm.x86.sse2.pavg.b(<16 x i8>, <16 x i8>)")
+    assert not jit.calls_x86_intrinsics('  %r = call float @"llvm.exp.f32"(float %x) ; x86')
