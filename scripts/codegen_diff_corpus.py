@@ -234,7 +234,8 @@ def main(argv=None) -> int:
     rest = [a for a in (argv if argv is not None else sys.argv[1:])]
     totals, real = {"kernels": 0, "calls": 0, "seconds": 0.0}, 0
     print(f"{'part':12s} {'kernels':>8s} {'calls':>7s} {'diffs':>6s} {'NaN/nd':>6s} "
-          f"{'errors':>6s} {'s':>7s}", flush=True)
+          f"{'errors':>6s} {'s':>7s}  jit: modules, mask-move checks, made again (tied)",
+          flush=True)
     reports = []
     for part in args.parts:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
@@ -255,9 +256,11 @@ def main(argv=None) -> int:
         real += len(bad)
         for k in ("kernels", "calls", "seconds"):
             totals[k] += r[k]
+        j = r["jit"]
         print(f"{part:12s} {r['kernels']:8d} {r['calls']:7d} {len(bad):6d} "
-              f"{len(r['differences']) - len(bad):6d} {r['n_errors']:6d} {r['seconds']:7.0f}",
-              flush=True)
+              f"{len(r['differences']) - len(bad):6d} {r['n_errors']:6d} {r['seconds']:7.0f}  "
+              f"{j.get('compiled')} {j.get('movmsk_checked')} {j.get('movmsk_regenerated')} "
+              f"({j.get('tied_mask_regenerated')})", flush=True)
     print(f"{'total':12s} {totals['kernels']:8d} {totals['calls']:7d} {real:6d}"
           f"{'':14s} {totals['seconds']:7.0f}")
     for r in reports:
