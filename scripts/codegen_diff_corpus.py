@@ -27,6 +27,7 @@ see the docstring of ``minitvm.testing.codegen_diff``'s caller in tests/testing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -83,7 +84,7 @@ def _fuzz(args) -> None:
                         "--out", os.path.join(d, "fuzz.json")])
 
 
-def _new_user(args) -> None:
+def _new_user(args) -> int:
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     import bench_new_user_models as b
     import torch
@@ -94,7 +95,7 @@ def _new_user(args) -> None:
 
     tables = [b.models(), b.new_models(), b.third_models(), b.fourth_models()]
     table = {k: v for t in tables for k, v in t.items()}
-    start = time.perf_counter()
+    start, done = time.perf_counter(), 0
     for name, (ctor, spec) in table.items():
         if time.perf_counter() - start > args.new_user_seconds:
             break
@@ -107,9 +108,11 @@ def _new_user(args) -> None:
             for n, v in zip(names, inputs.values(), strict=True):
                 g.set_input(n, v.numpy() if isinstance(v, torch.Tensor) else v)
             g.run()
+            done += 1
             print(f"  new_user {name}", file=sys.stderr, flush=True)
         except Exception as e:  # noqa: BLE001 - an import / build failure is not ours
             print(f"  new_user {name}: {type(e).__name__}: {str(e)[:120]}", file=sys.stderr)
+    return done
 
 
 def _save(d, where: str, k: int) -> dict:
@@ -182,9 +185,11 @@ def child(args) -> int:
     from minitvm.runtime import jit
     from minitvm.testing import codegen_diff
 
-    start = time.perf_counter()
-    with codegen_diff.twin_kernels(levels=tuple(args.levels), per_kernel=args.per_kernel,
-                                   perturb=not args.no_perturb) as s:
+    start, models = time.perf_counter(), None
+    twin = codegen_diff.twin_kernels(levels=tuple(args.levels), per_kernel=args.per_kernel,
+                                     perturb=not args.no_perturb)
+    with (contextlib.nullcontext(codegen_diff.Session((), 0, False)) if args.plain else
+          twin) as s:
         if args.part == "sweep":
             _sweep(args)
         elif args.part in ("resnet50", "mobilenetv2", "bert"):
@@ -192,7 +197,7 @@ def child(args) -> int:
         elif args.part == "fuzz":
             _fuzz(args)
         elif args.part == "new_user":
-            _new_user(args)
+            models = _new_user(args)
     found = []
     for k, d in enumerate(s.differences):
         item = {"text": str(d), "nan_only": d.nan_only, "nondeterministic": d.nondeterministic}
@@ -202,7 +207,7 @@ def child(args) -> int:
         found.append(item)
     out = {"part": args.part, "kernels": s.kernels, "calls": s.calls, "differences": found,
            "errors": s.errors[:20], "n_errors": len(s.errors), "seconds":
-           time.perf_counter() - start, "jit": dict(jit.STATS)}
+           time.perf_counter() - start, "jit": dict(jit.STATS), "models": models}
     with open(args.json, "w") as f:
         json.dump(out, f)
     return 0
@@ -221,6 +226,8 @@ def main(argv=None) -> int:
     ap.add_argument("--new-user-seconds", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--save", default=None, help="folder for each difference's IR / inputs")
+    ap.add_argument("--plain", action="store_true",
+                    help="run the parts without the check (the baseline of its cost)")
     ap.add_argument("--replay", metavar="STEM", help="run a saved difference again")
     ap.add_argument("--part", help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
@@ -260,7 +267,8 @@ def main(argv=None) -> int:
         print(f"{part:12s} {r['kernels']:8d} {r['calls']:7d} {len(bad):6d} "
               f"{len(r['differences']) - len(bad):6d} {r['n_errors']:6d} {r['seconds']:7.0f}  "
               f"{j.get('compiled')} {j.get('movmsk_checked')} {j.get('movmsk_regenerated')} "
-              f"({j.get('tied_mask_regenerated')})", flush=True)
+              f"({j.get('tied_mask_regenerated')})"
+              + (f"  {r['models']} models" if r.get("models") is not None else ""), flush=True)
     print(f"{'total':12s} {totals['kernels']:8d} {totals['calls']:7d} {real:6d}"
           f"{'':14s} {totals['seconds']:7.0f}")
     for r in reports:
