@@ -15,7 +15,8 @@ generators: Relay programs through relay.build, dynamic Relay VM programs, Relax
 casts, QNN, build matrices, Relax symbolic and loop programs; ``--fuzz N`` programs of each),
 ``new_user`` (``benchmarks/bench_new_user_models.py``'s PyTorch models, in table order until
 ``--new-user-seconds`` pass: needs torch). Each part runs in a child process (a crash costs
-that part only) with the on-disk kernel cache off, so that every kernel is compiled here.
+that part only) with the on-disk kernel cache off and an empty ``MINITVM_CACHE_DIR``, so that
+every kernel is compiled there.
 
 Prints per part: kernels, calls checked, differences, errors, seconds; then every difference
 (``--save DIR`` writes each one's IR, inputs and the assembly at both levels for minimizing;
@@ -248,8 +249,10 @@ def main(argv=None) -> int:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             path = f.name
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), *rest, "--part", part,
-                               "--json", path], env=env, capture_output=True, text=True)
+        with tempfile.TemporaryDirectory() as cache:  # (no object cached by an earlier run)
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), *rest, "--part",
+                                   part, "--json", path], env=dict(env, MINITVM_CACHE_DIR=cache),
+                                  capture_output=True, text=True)
         if proc.returncode or not os.path.getsize(path):
             print(f"{part:12s} FAILED (exit {proc.returncode}, "
                   f"{time.perf_counter() - start:.0f} s): {proc.stderr[-800:]}", flush=True)
