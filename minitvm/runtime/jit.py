@@ -204,6 +204,52 @@ _EXTENDED_MOVMSK = re.compile(r"\b(?:vmovmskp[sd]|vpmovmskb)\s+%[xy]mm(?:1[6-9]|
 SAFE_MOVMSK_FEATURES = ",-avx512vl"
 
 
+# The same fold misses a mask use that writes the mask too (llvm-project#198197, fixed by PR
+# #198220 after LLVM 22.1.0): in ``vpmov*2m %ymm0, %k0; kmov %k0, %eax; kshiftr $2, %k0, %k0``
+# it erases the vpmov*2m though the kshiftr still reads k0, so the machine code reads a mask
+# register nothing wrote (``or``-ing the high half of a sign mask with another mask after reading
+# the whole mask into a GPR does it; see tests/runtime/test_jit_evex_movmsk.py). Recognized in
+# the assembly as a read of a k register after a VEX mask move in the same block with no write
+# of it in between (``mask_read_after_movmsk``): the erased definition was there.
+_VEX_MOVMSK = re.compile(r"^\s*(?:vmovmskp[sd]|vpmovmskb)\s+%[xy]mm\d+,")
+_K_REG = re.compile(r"%k([0-7])\b")
+_ENDS_BLOCK = re.compile(r"^\s*(?:j\w+|ret\w*)\b|^[^\s#][^:]*:")
+# mask instructions whose last operand is read, not written
+_K_NO_DEST = ("kortest", "ktest")
+
+
+def mask_read_after_movmsk(asm: str) -> bool:
+    """Does assembly ``asm`` read a mask register after a VEX mask move in the same basic block
+    with no write of it in between (the mask definition LLVM's EVEX compression erased,
+    llvm-project#198197)? ``kxnor`` / ``kxor`` of a register with itself read nothing."""
+    unwritten: set[str] = set()
+    for line in asm.splitlines():
+        code = line.split("#", 1)[0]
+        if _ENDS_BLOCK.match(code):
+            unwritten = set()
+            continue
+        if _VEX_MOVMSK.match(code):
+            unwritten = {str(k) for k in range(8)}
+            continue
+        if not unwritten or "%k" not in code:
+            continue
+        parts = code.split(None, 1)
+        ops = [o.strip() for o in re.split(r",(?![^{]*})", parts[1])] if len(parts) > 1 else []
+        last, _, masks = ops[-1].partition("{") if ops else ("", "", "")
+        m = re.fullmatch(r"%k([0-7])", last.strip())
+        dest = m.group(1) if m and not parts[0].startswith(_K_NO_DEST) else None
+        reads = [k for o in ops[:-1] for k in _K_REG.findall(o)] + _K_REG.findall(masks)
+        if dest is None:
+            reads += _K_REG.findall(last)
+        if parts[0].startswith(("kxnor", "kxor")) and len(set(reads)) == 1 and len(reads) == 2:
+            reads = []
+        if unwritten.intersection(reads):
+            return True
+        if dest is not None:
+            unwritten.discard(dest)
+    return False
+
+
 def _evex_host(features: str) -> bool:
     return "+avx512vl" in features.split(",") or "+avx10.1" in features.split(",")
 
@@ -212,6 +258,19 @@ def movmsk_miscompiled(asm: str) -> bool:
     """Does assembly ``asm`` hold a VEX mask move from an extended register (xmm16-31 / ymm16-31),
     which LLVM's EVEX compression emits and the encoder cannot express (llvm-project#191304)?"""
     return _EXTENDED_MOVMSK.search(asm) is not None
+
+
+_X86_INTRINSIC = re.compile(r'@"?llvm\.x86\.')
+
+
+def calls_x86_intrinsics(ir_text: str) -> bool:
+    """Does ``ir_text`` call an x86 intrinsic (``@llvm.x86.*``, or quoted as llvmlite writes
+    it, ``@"llvm.x86.*"``)? Its machine code cannot be made without the features it names."""
+    return _X86_INTRINSIC.search(ir_text) is not None
+
+
+def _miscompiled_fold(asm: str) -> bool:
+    return movmsk_miscompiled(asm) or mask_read_after_movmsk(asm)
 
 
 def _optimized(ir_text: str, tm, opt: int):
@@ -228,8 +287,9 @@ def _target_machine_with(opt: int, extra_features: str):
                                         jit=True)
 
 
-# modules ``_emit`` compiled, those whose assembly it checked, those it made again
-STATS = {"compiled": 0, "movmsk_checked": 0, "movmsk_regenerated": 0}
+# modules ``_emit`` compiled, those whose assembly it checked, those it made again (for either
+# fold), those of them with a mask read after the fold (llvm-project#198197)
+STATS = {"compiled": 0, "movmsk_checked": 0, "movmsk_regenerated": 0, "tied_mask_regenerated": 0}
 
 
 # Objects one code arena (an MCJIT engine) takes before the next one starts. An arena is freed
@@ -414,10 +474,11 @@ def _emit(ir_text: str, opt: int, codegen_opt: int | None) -> bytes:
     ``codegen_opt`` (default ``opt``) of the shared target machine: the object code MCJIT
     would have made (the same bytes), the LLVM module freed at once. On an AVX-512 host,
     object code holding a VEX mask move (rare: a few bytes scanned) has its assembly checked
-    for the miscompiled fold of ``movmsk_miscompiled`` and is then generated again for the
-    host without AVX-512VL (the same IR: the fold's source instructions do not exist there);
-    IR calling x86 intrinsics cannot drop the feature: its machine code is generated at level 0
-    instead, and a RuntimeError says so where that is wrong too. The caller holds ``_LOCK``."""
+    for the miscompiled folds of ``movmsk_miscompiled`` and ``mask_read_after_movmsk`` and is
+    then generated again for the host without AVX-512VL (the same IR: the fold's source
+    instructions do not exist there); IR calling x86 intrinsics cannot drop the feature: its
+    machine code is generated at level 0 instead, and a RuntimeError says so where that is
+    wrong too. The caller holds ``_LOCK``."""
     level = opt if codegen_opt is None else codegen_opt
     tm = shared_machine(level)
     obj = _object_code(ir_text, tm, opt)
@@ -425,15 +486,18 @@ def _emit(ir_text: str, opt: int, codegen_opt: int | None) -> bytes:
     if not (_evex_host(host_cpu()[1]) and _VEX_MOVMSK_BYTES.search(obj)):
         return obj
     STATS["movmsk_checked"] += 1
-    if not movmsk_miscompiled(_assembly_of(ir_text, tm, opt)):
+    asm = _assembly_of(ir_text, tm, opt)
+    extended, tied = movmsk_miscompiled(asm), mask_read_after_movmsk(asm)
+    if not (extended or tied):
         return obj
     STATS["movmsk_regenerated"] += 1
-    if "@llvm.x86." not in ir_text:
+    STATS["tied_mask_regenerated"] += tied
+    if not calls_x86_intrinsics(ir_text):
         return _object_code(ir_text, _target_machine_with(level, SAFE_MOVMSK_FEATURES), opt)
     tm = shared_machine(0)
-    if movmsk_miscompiled(_assembly_of(ir_text, tm, opt)):
+    if _miscompiled_fold(_assembly_of(ir_text, tm, opt)):
         raise RuntimeError("LLVM's EVEX compression miscompiles this kernel "
-                           "(llvm-project#191304) and it calls AVX-512 intrinsics")
+                           "(llvm-project#191304 / #198197) and it calls AVX-512 intrinsics")
     return _object_code(ir_text, tm, opt)
 
 
@@ -556,17 +620,19 @@ def load_objects(items: list[tuple[bytes, str, str | None, int, list[str]]]
         return out
 
 
-# bumped when the same IR gets other machine code (2: the EVEX mask-move check)
-_OBJECT_VERSION = "2"
+# bumped when the same IR gets other machine code (2: the EVEX mask-move check; 3: its mask
+# read after the fold, llvm-project#198197)
+_OBJECT_VERSION = "3"
 
 
-def _cache_path(ir_text: str) -> str | None:
+def _cache_path(ir_text: str, opt: int, codegen_opt: int) -> str | None:
+    # (both levels in the key: the same IR at another level is other machine code)
     root = os.environ.get("MINITVM_CACHE_DIR")
     if not root:
         return None
     cpu, features = host_cpu()
     key = hashlib.sha256("\0".join([ir_text, cpu, features, llvmlite.__version__,
-                                     _OBJECT_VERSION]).encode())
+                                     _OBJECT_VERSION, str(opt), str(codegen_opt)]).encode())
     return os.path.join(root, key.hexdigest()[:40] + ".o")
 
 
@@ -576,7 +642,8 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
     ``opt``) ``ir_text``; return the address of ``symbol`` (0 when it defines none)."""
     with _LOCK:
         init()
-        path = _cache_path(ir_text)
+        codegen_opt = opt if codegen_opt is None else codegen_opt
+        path = _cache_path(ir_text, opt, codegen_opt)
         if path and os.path.exists(path):
             with open(path, "rb") as f:
                 data = f.read()
@@ -593,11 +660,12 @@ def compile_ir(ir_text: str, symbol: str, opt: int = 3,
         return _loaded(obj, symbol, ir_text, opt, False)
 
 
-def assembly(ir_text: str, opt: int = 3) -> str:
-    """Host assembly of ``ir_text`` after optimization (for inspection and tests)."""
+def assembly(ir_text: str, opt: int = 3, codegen_opt: int | None = None) -> str:
+    """Host assembly of ``ir_text`` after optimization at ``opt``, machine code at
+    ``codegen_opt`` (default ``opt``; for inspection and tests)."""
     with _LOCK:
         init()
-        tm = shared_machine(opt)
+        tm = shared_machine(opt if codegen_opt is None else codegen_opt)
         mod = llvm.parse_assembly(ir_text)
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)

@@ -11,6 +11,7 @@ tests/relay/backend/test_relay_vm_symbolic_fused_takes.py."""
 import ctypes
 import re
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
@@ -89,3 +90,98 @@ def test_the_regenerated_code_has_no_extended_movmsk(monkeypatch):
     # (without VL the sign test is a 512-bit vpmovq2m, which the fold leaves alone)
     assert not jit.movmsk_miscompiled(safe)
     assert not re.search(r"vpmov[bdq]2m\s+%[xy]mm", safe)
+
+
+# llvm-project#198197: the fold erases the vpmov*2m while a kshiftr still reads (and writes) its
+# mask: ``vmovmskpd %ymm0, %eax; ...; kshiftrb $2, %k0, %k0; korw %k1, %k0, %k0`` read a k0
+# nothing wrote. The sign mask of a 4 x i64 product goes to a GPR whole, and its high half is
+# or-ed with another mask. (The inline asm sets k0 to all ones first, so that the miscompiled
+# code's answer is known: 3.)
+_TIED_IR = """
+define void @mtvm_test_tied(ptr noalias %in, ptr noalias %in2, ptr noalias %x, ptr noalias %out,
+                            ptr noalias %o2, i64 %k) {
+  call void asm sideeffect "kxnorw %k0, %k0, %k0", "~{k0}"()
+  %a = load <4 x i64>, ptr %in, align 8
+  %c = load <4 x i64>, ptr %in2, align 8
+  %v = mul <4 x i64> %a, %c
+  %m = icmp slt <4 x i64> %v, zeroinitializer
+  %b = bitcast <4 x i1> %m to i4
+  %bz = zext i4 %b to i64
+  %r = add i64 %bz, %k
+  store i64 %r, ptr %out
+  %hi = shufflevector <4 x i1> %m, <4 x i1> poison, <2 x i32> <i32 2, i32 3>
+  %xv = load <2 x i64>, ptr %x, align 8
+  %m2 = icmp sgt <2 x i64> %xv, zeroinitializer
+  %mm = or <2 x i1> %hi, %m2
+  %hb = bitcast <2 x i1> %mm to i2
+  %hz = zext i2 %hb to i64
+  store i64 %hz, ptr %o2
+  ret void
+}
+"""
+
+
+def test_mask_read_after_movmsk_is_recognized():
+    """The assembly check: a k register read after a VEX mask move in its block, before any
+    write of it, is the erased definition; a write first, another block, or kxnor's
+    dependency-breaking idiom are not."""
+    bad = "\tvmovmskpd\t%ymm0, %eax\n\taddq\t%r9, %rax\n\tkshiftrb\t$2, %k0, %k0\n"
+    assert jit.mask_read_after_movmsk(bad)
+    assert jit.mask_read_after_movmsk("\tvpmovmskb\t%xmm0, %eax\n\tkortestb\t%k3, %k3\n")
+    assert jit.mask_read_after_movmsk(
+        "\tvmovmskps\t%xmm1, %ecx\n\tvmovdqa32\t%xmm0, %xmm0 {%k1} {z}\n")
+    assert not jit.mask_read_after_movmsk(
+        "\tvmovmskps\t%xmm1, %ecx\n\tvpcmpgtd\t%xmm1, %xmm0, %k1\n\tkmovb\t%k1, %eax\n")
+    assert not jit.mask_read_after_movmsk(
+        "\tvmovmskpd\t%ymm0, %eax\n.LBB0_2:\n\tkshiftrb\t$2, %k0, %k0\n")
+    assert not jit.mask_read_after_movmsk(
+        "\tvmovmskpd\t%ymm0, %eax\n\tkxnorw\t%k0, %k0, %k1\n\tkmovw\t%k1, %ecx\n")
+    assert not jit.mask_read_after_movmsk("\tvpmovq2m\t%ymm0, %k0\n\tkshiftrb\t$2, %k0, %k0\n")
+
+
+def _run_tied(a, c, x, k):
+    llvm.initialize_native_asmparser()  # (for the inline asm)
+    obj = jit.compile_ir(_TIED_IR, "mtvm_test_tied", opt=1, codegen_opt=1)
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5, ctypes.c_int64)(obj.address)
+    out, o2 = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    fn(a.ctypes.data, c.ctypes.data, x.ctypes.data, out.ctypes.data, o2.ctypes.data, k)
+    return int(out[0]), int(o2[0])
+
+
+@pytest.mark.parametrize("signs", [(1, 1, -1, 1), (1, -1, 1, -1), (-1, -1, -1, -1), (1,) * 4])
+def test_high_half_of_a_sign_mask_read_whole_is_right(signs):
+    """Both results agree with numpy's at each sign pattern (on an AVX-512 host the code was
+    generated again without AVX-512VL; before, the high half came from whatever k0 held)."""
+    rng = np.random.default_rng(1)
+    a = rng.integers(1, 1000, 4).astype(np.int64) * np.array(signs, np.int64)
+    c = rng.integers(1, 1000, 4).astype(np.int64)
+    x = -rng.integers(1, 1000, 2).astype(np.int64)  # (not > 0: the high half decides)
+    m = a * c < 0
+    want = (int(sum(int(b) << i for i, b in enumerate(m))) + 7, int(m[2]) | int(m[3]) << 1)
+    assert _run_tied(a, c, x, 7) == want, (m, x)
+
+
+def test_the_tied_fold_is_made_again(monkeypatch):
+    """On an AVX-512VL host LLVM 22.1 does erase the mask's definition here, and the JIT
+    makes the code again (once) without AVX-512VL, where no mask read follows a mask move."""
+    if not jit.host_has("avx512vl"):
+        pytest.skip("the fold needs AVX-512VL (256-bit EVEX vpmovq2m)")
+    monkeypatch.delenv("MINITVM_CACHE_DIR", raising=False)
+    llvm.initialize_native_asmparser()
+    asm = jit.assembly(_TIED_IR, opt=1)
+    if not jit.mask_read_after_movmsk(asm):
+        pytest.skip("this LLVM keeps the vpmovq2m (llvm-project#198197 fixed)")
+    before = jit.STATS["movmsk_regenerated"]
+    jit.compile_ir(_TIED_IR, "mtvm_test_tied", opt=1, codegen_opt=1)
+    assert jit.STATS["movmsk_regenerated"] == before + 1
+    tm = jit._target_machine_with(1, jit.SAFE_MOVMSK_FEATURES)
+    assert not jit.mask_read_after_movmsk(tm.emit_assembly(jit._optimized(_TIED_IR, tm, 1)))
+
+
+def test_x86_intrinsic_calls_are_recognized_quoted_too():
+    """llvmlite quotes the intrinsics' names (``@"llvm.x86.avx512.mask.scalef.ps.256"``, the
+    exp kernels'): such IR must not be made again without AVX-512VL (LLVM aborts: cannot
+    select)."""
+    assert jit.calls_x86_intrinsics('  %r = call <8 x float> @"llvm.x86.avx512.mask.scalef.ps.256"(')
+    assert jit.calls_x86_intrinsics("declare <16 x i8> @llvm.x86.sse2.pavg.b(<16 x i8>, <16 x i8>)")
+    assert not jit.calls_x86_intrinsics('  %r = call float @"llvm.exp.f32"(float %x) ; x86')
