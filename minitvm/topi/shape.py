@@ -328,8 +328,10 @@ def _clamp_index(i: int | None, n, step: int, default_lo: bool):
         return _imm(lo, n) if default_lo else hi
     if step > 0 and i == 0:  # (a size is never negative)
         return _imm(0, n)
-    if step > 0 and i >= 2**31 - 1:  # (an "until the end" bound)
-        return n
+    if i >= 2**31 - 1:  # (an "until the end" bound; as an IntImm it would wrap)
+        return n if step > 0 else hi
+    if i <= -(2**31):  # (ONNX's INT64_MIN "before the start": n + i would wrap in int64)
+        return _imm(lo, n)
     if i < 0:
         return Max(n + _imm(i, n), _imm(lo, n))
     return Min(_imm(i, n), hi)

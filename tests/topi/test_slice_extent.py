@@ -12,7 +12,8 @@ from minitvm.tir import expr as E
 from minitvm.topi import shape_conditions
 from minitvm.topi.shape import slice_extent, slice_start
 
-BOUNDS = [None, 0, 1, 3, 7, 2**31 - 1, -1, -3, -9, -(2**31)]
+BOUNDS = [None, 0, 1, 3, 7, 2**31 - 1, -1, -3, -9, -(2**31),
+          2**63 - 1, -(2**63)]  # (ONNX's INT64_MAX / INT64_MIN "past either end")
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, -1, -2])

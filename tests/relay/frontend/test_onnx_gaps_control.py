@@ -13,7 +13,6 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from minitvm import relay  # noqa: E402
 from minitvm.relay.frontend import ImportError_  # noqa: E402
-from minitvm.relay.frontend.onnx import NeedsConstantInput  # noqa: E402
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 rng = np.random.default_rng(0)
@@ -129,16 +128,23 @@ def test_loop_with_a_condition_known_at_import():
               "y0": rng.standard_normal(3).astype("float32")})
 
 
-def test_loop_trip_count_as_input_and_dynamic_condition_errors():
+def test_loop_trip_count_as_input_runs_as_a_run_time_loop():
+    # the body's x[i:i + 1] is sliced at run time, so an unbound trip count needs no constant:
+    # one import runs every trip count; bound (const_inputs) the loop still unrolls
     node = helper.make_node("Loop", ["M", "", "y0"], ["y", "scan"], body=loop_body())
     m = model([node], [vi("M", I64, ()), vi("x", F, (5, 3)), vi("y0", F, (3,))],
               ["y", "scan"])
-    with pytest.raises(NeedsConstantInput, match="trip count"):
-        relay.frontend.from_onnx(m)
-    feeds = {"M": np.array(3, "int64"), "x": rng.standard_normal((5, 3)).astype("float32"),
-             "y0": rng.standard_normal(3).astype("float32")}
-    check(m, feeds, const_inputs={"M": feeds["M"]})
-    # the condition depends on the data: cannot unroll
+    for trips in (0, 3, 5):
+        feeds = {"M": np.array(trips, "int64"),
+                 "x": rng.standard_normal((5, 3)).astype("float32"),
+                 "y0": rng.standard_normal(3).astype("float32")}
+        assert "%while_loop" in check(m, feeds).astext()
+    mod = check(m, feeds, const_inputs={"M": feeds["M"]})
+    assert "while_loop" not in mod.astext()
+
+
+def test_loop_with_a_data_dependent_condition_runs_as_a_run_time_loop():
+    # the condition depends on the data: it cannot unroll, and runs as a Relay while loop
     cond = [helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
             helper.make_node("Less", ["s", "lim"], ["c_out"])]
     body = loop_body(cond)
@@ -146,8 +152,10 @@ def test_loop_trip_count_as_input_and_dynamic_condition_errors():
     node = helper.make_node("Loop", ["", "c0", "y0"], ["y", "scan"], body=body)
     m = model([node], [vi("x", F, (5, 3)), vi("y0", F, (3,))], ["y", "scan"],
               {"c0": np.array(True)})
-    with pytest.raises(ImportError_, match="loop condition depends on run-time data"):
-        relay.frontend.from_onnx(m)
+    x = np.ones((5, 3), "float32")
+    for y0 in ([0, 0, 0], [10, 0, 0], [-6, 0, 0]):  # (2, 1 and 4 iterations: scan's rows)
+        mod = check(m, {"x": x, "y0": np.array(y0, "float32")})
+        assert "%while_loop" in mod.astext()
 
 
 def test_loop_past_the_unroll_limit_is_a_clear_error(monkeypatch):

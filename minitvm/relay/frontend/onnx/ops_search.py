@@ -1,12 +1,13 @@
-"""ONNX search operators on Relay: TopK (k must be known at import), NonZero (its output
-shape depends on the data, so its input must be known at import: a constant, or a graph input
-bound with ``const_inputs``)."""
+"""ONNX search operators on Relay: TopK (K known at import, or computed at run time from
+sizes: ``dyn.topk``), NonZero (its output shape depends on the data, so its input must be
+known at import: a constant, or a graph input bound with ``const_inputs``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ... import op as _op
+from ...op import dyn as _dyn
 from .registry import Context, register
 
 
@@ -18,18 +19,33 @@ def _topk(ctx: Context, ins, attrs):
     if not -len(shape) <= axis < len(shape):
         raise ctx.fail(f"axis {axis} is out of range for a rank-{len(shape)} input")
     axis %= len(shape)
+    largest = bool(attrs.get("largest", 1))
     if ctx.opset >= 10:
         if len(ins) < 2 or ins[1] is None:
             raise ctx.fail("the K input is required")
+        if ctx.computed_at_run_time(ins[1]):  # (K = min(batch, 5): a run-time size)
+            return _run_time_k(ctx, x, ins[1], axis, largest)
         k = int(np.asarray(ctx.value(ins[1], "TopK's K")).reshape(-1)[0])
     else:
         k = int(attrs["k"])
     if not 0 <= k <= shape[axis]:
         raise ctx.fail(f"K={k} is outside [0, {shape[axis]}] (the size of axis {axis})")
-    largest = bool(attrs.get("largest", 1))
+    if k == 0:  # (Relay's topk takes k < 1 as "all"; ONNX's K = 0 selects none)
+        none = _op.strided_slice(x, [0], [0], axes=[axis])
+        return [none, _op.cast(none, "int64")]
     values, indices = _op.topk(x, k=k, axis=axis, ret_type="both", is_ascend=not largest,
                                dtype="int64")
     return [values, indices]
+
+
+def _run_time_k(ctx: Context, x, k, axis: int, largest: bool):
+    """TopK with K computed at run time: Relay's ``dyn.topk``, then its first K positions
+    along the axis (a take of ``arange(K)``: ``dyn.topk`` reads K = 0 as "all")."""
+    k = _op.cast(_op.reshape(ctx.fold(k), ()), "int64")
+    values, indices = _dyn.topk(x, k, axis=axis, ret_type="both", is_ascend=not largest,
+                                dtype="int64")
+    first = _op.arange(k, dtype="int64")
+    return [_op.take(values, first, axis=axis), _op.take(indices, first, axis=axis)]
 
 
 @register("NonZero")

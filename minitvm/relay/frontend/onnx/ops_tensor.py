@@ -185,8 +185,10 @@ def _split(ctx, ins, attrs):
 def _slice(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
-    if len(ins) > 1 and any(ctx.maybe_value(v) is None and has_dynamic_source(ctx, v)
-                            for v in ins[1:3]):
+    if len(ins) > 1 and any(ctx.maybe_value(v) is None for v in ins[1:3]) and \
+            all(ctx.maybe_value(v) is not None or ctx.computed_at_run_time(v) for v in ins[1:3]):
+        # bounds computed from run-time sizes (``mask[:, :t]``, a loop's ``ids[off[i]:
+        # off[i + 1]]``): sliced at run time
         return _slice_run_time(ctx, x, len(shape), ins)
     if len(ins) > 1:
         starts = _ints(ctx.value(ins[1], "Slice's starts"))
@@ -255,11 +257,23 @@ def _whole_axis(ctx, size, begins, ends, j: int, step: int) -> bool:
 
 
 def slice_axes(x, shape, starts, ends, axes, steps):
-    """Python slicing per axis; negative steps become a take with constant indices."""
+    """Python slicing per axis; negative steps become a take with constant indices. An axis of
+    run-time size (``DynamicDim``) keeps ONNX's bounds in strided_slice, which clamps them
+    to the size at run time (``x[1:]`` / ``x[::-1]`` over the batch)."""
     begin, end, stride, ax = [], [], [], []
     out = x
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
         a = int(a) % len(shape)
+        if isinstance(shape[a], DynamicDim):
+            if st == 0:
+                raise ValueError("Slice: a step cannot be zero")
+            if (int(s), int(st)) == (0, 1) and int(e) >= 2**31 - 1:
+                continue  # (x[0:] of the whole axis)
+            begin.append(int(s))
+            end.append(int(e))
+            stride.append(int(st))
+            ax.append(a)
+            continue
         lo, hi, step = slice(int(s), int(e), int(st)).indices(shape[a])
         if st < 0:
             idx = np.arange(lo, hi, step, dtype="int64")
@@ -363,7 +377,7 @@ def _squeeze(ctx, ins, attrs):
 def _expand(ctx, ins, attrs):
     x = ins[0]
     if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
-        return _expand_run_time(ctx, x, ctx.elements(ins[1]).ravel())
+        return _expand_run_time(ctx, x, ctx.elements(ins[1]).ravel(), ins[1])
     target = _ints(ctx.value(ins[1], "Expand's shape"))
     if has_dynamic(ctx.shape(x)):  # (a dynamic axis keeps its size: a target is 1 there)
         return _expand_run_time(ctx, x, target)
@@ -376,10 +390,13 @@ def has_dynamic_source(ctx, shape) -> bool:
     return elems is not None and any(isinstance(v, SizeOf) for v in elems.ravel())
 
 
-def _expand_run_time(ctx, x, target):
+def _expand_run_time(ctx, x, target, sizes=None):
     """Expand to a shape with run-time sizes: each one that is axis ``a`` of a tensor ``t``
-    grows a size-1 axis of ``x`` by taking index 0 once per element of ``t`` along ``a``."""
+    grows a size-1 axis of ``x`` by taking index 0 once per element of ``t`` along ``a``; one
+    computed from sizes (``batch * 9``) once per element of ``arange`` of it, read from the
+    1-D ``sizes`` (the target shape tensor) at run time."""
     shape = list(ctx.shape(x))
+    n_target = len(target)
     nd = max(len(shape), len(target))
     if len(shape) < nd:
         x = _op.expand_dims(x, 0, nd - len(shape))
@@ -396,12 +413,23 @@ def _expand_run_time(ctx, x, target):
     for axis, t in enumerate(target):
         if not isinstance(t, SizeOf) or shape[axis] != 1:
             continue
-        if t.tensor is None:
-            raise ctx.fail("Expand's shape has a size computed at run time")
-        # one index (0) per element of ``t.tensor`` along its axis: x's axis grows to that size
-        line = first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
+        if t.tensor is not None:
+            # one index (0) per element of ``t.tensor`` along its axis: x's axis grows to it
+            line = first_line(t.tensor, t.axis, len(ctx.shape(t.tensor)))
+        elif sizes is not None:  # (a size computed from others: arange of it, at run time)
+            line = _size_line(ctx, sizes, axis - (nd - n_target))
+        else:
+            raise ctx.fail(f"a size computed at run time at axis {axis}, with no shape tensor "
+                           "to read it from")
         x = _op.take(x, _op.cast(_op.zeros_like(line), "int64"), axis=axis)
     return x
+
+
+def _size_line(ctx, sizes, index: int):
+    """``arange(sizes[index])``: as many elements as that run-time size (``sizes`` a 1-D
+    integer shape tensor)."""
+    n = _op.take(_op.cast(ctx.fold(sizes), "int64"), _expr.const(np.array(index, "int64")))
+    return _op.arange(n, dtype="int64")
 
 
 def first_line(t, axis: int, nd: int):
@@ -415,26 +443,27 @@ def first_line(t, axis: int, nd: int):
 @register("Tile")
 def _tile(ctx, ins, attrs):
     if ctx.maybe_value(ins[1]) is None and has_dynamic_source(ctx, ins[1]):
-        return _tile_run_time(ctx, ins[0], ctx.elements(ins[1]).ravel())
+        return _tile_run_time(ctx, ins[0], ctx.elements(ins[1]).ravel(), ins[1])
     return _op.tile(ins[0], _ints(ctx.value(ins[1], "Tile's repeats")))
 
 
-def _tile_run_time(ctx, x, reps):
+def _tile_run_time(ctx, x, reps, sizes):
     """Tile by repeats holding run-time sizes (a learned query tiled to the batch,
-    ``q.repeat(B, 1, 1)``): the static repeats tile, and an axis of size 1 repeated a run-time
-    number of times grows as Expand grows it (the type keeps that size's ``relay.Any()``)."""
+    ``q.repeat(B, 1, 1)``, or to ``B * heads``): the static repeats tile, and an axis of size 1
+    repeated a run-time number of times grows as Expand grows it (the type keeps that size's
+    ``relay.Any()``)."""
     shape = ctx.shape(x)
     if len(reps) != len(shape):
         raise ctx.fail(f"{len(reps)} repeats for a rank-{len(shape)} input")
     for axis, r in enumerate(reps):
-        if isinstance(r, SizeOf) and (shape[axis] != 1 or r.tensor is None):
+        if isinstance(r, SizeOf) and shape[axis] != 1:
             raise ctx.fail(f"a run-time repeat count at axis {axis} of {shape}: only an axis "
-                           "of size 1 repeated as many times as a tensor axis is long is "
-                           "supported; pass static sizes in from_onnx's shape=")
+                           "of size 1 may be repeated a run-time number of times; pass static "
+                           "sizes in from_onnx's shape=")
     static = [1 if isinstance(r, SizeOf) else int(r) for r in reps]
     if any(r != 1 for r in static):
         x = _op.tile(x, static)
-    return _expand_run_time(ctx, x, list(reps))
+    return _expand_run_time(ctx, x, list(reps), sizes)
 
 
 @register("Shape")
@@ -504,8 +533,10 @@ def _identity(ctx, ins, attrs):
 
 @register("Range")
 def _range(ctx, ins, attrs):
-    if any(ctx.maybe_value(v) is None and has_dynamic_source(ctx, v) for v in ins):
-        # up to a run-time size (positions 0..seq): Relay's arange of that many, at run time
+    if any(ctx.maybe_value(v) is None for v in ins) and \
+            all(ctx.maybe_value(v) is not None or ctx.computed_at_run_time(v) for v in ins):
+        # bounds computed from run-time sizes (positions 0..seq, EmbeddingBag's offsets
+        # 0..batch*9 step 9): Relay's arange, of a length known at run time
         return _op.arange(*(ctx.fold(v) for v in ins), dtype=ctx.dtype(ins[0]))
     # the output length depends on the values: they must be static for a static shape
     start, limit, delta = (ctx.value(v, f"Range's {w}").item() for v, w in

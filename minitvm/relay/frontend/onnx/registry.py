@@ -22,6 +22,12 @@ CONVERTERS = ConverterTable()
 register = CONVERTERS.register
 
 
+def has_any(v) -> bool:
+    """Whether variable ``v``'s type has a run-time (``relay.Any()``) size."""
+    t = v.type_annotation
+    return isinstance(t, TensorType) and any(isinstance(d, Any) for d in t.shape)
+
+
 def onnx_dtype(code: int) -> str:
     """The dtype name of an ONNX TensorProto element type."""
     return _onnx_dtype(code, ImportError_)
@@ -83,6 +89,10 @@ class Context(NodeContext):
         self.param_consts: dict = {}
         # what each run-time size a reshape computed is the product of (``size_factors``)
         self.size_factors = SizeFactors()
+        # ids of expressions known to read no graph input's values (``value_inputs``), and
+        # the roots of those walks, kept alive so the ids stay theirs
+        self._sizes_only: dict[int, None] = {}
+        self._sizes_keep: list = []
 
     def narrow_input(self, e, axis: int, size: int) -> bool:
         """Fix run-time axis ``axis`` of graph input ``e`` at ``size`` (its parameter's type says
@@ -130,17 +140,67 @@ class Context(NodeContext):
                 raise self.fail(
                     f"{what} must be a constant, but it is computed from the dynamic size(s) "
                     f"{', '.join(sizes)}; pass static sizes for them in from_onnx's shape=")
-            deps = self._graph_inputs_of(e)
-            if deps:  # computed from graph inputs (EmbeddingBag offsets -> a Loop's slices)
+            deps = self.value_inputs(e)
+            if deps:  # computed from graph inputs' values (EmbeddingBag offsets as an input)
                 names = ", ".join(repr(d.name_hint) for d in deps)
                 raise NeedsConstantInput(
                     f"{self.where()}: {what} must be a constant, but it is computed from the "
-                    f"graph input(s) {names} (a data-dependent shape): bind them with "
+                    f"values of graph input(s) {names} (a data-dependent shape): bind them with "
                     f"from_onnx(..., const_inputs={{{deps[0].name_hint!r}: value, ...}})",
                     deps[0].name_hint, computed=True)
+            shaped = [d for d in self._graph_inputs_of(e) if has_any(d)]
+            if shaped:  # (a Range over batch * 9 feeding this: known at run time only)
+                names = ", ".join(repr(d.name_hint) for d in shaped)
+                raise self.fail(
+                    f"{what} must be known at import, but it is computed at run time from the "
+                    f"run-time size(s) of {names}, and this converter has no form that takes "
+                    "it at run time; pass static sizes for them in from_onnx's shape=")
             raise self.fail(f"{what} must be a constant (or computable from static shapes); "
-                            "dynamic values are not supported")
+                            "values computed at run time are not supported here")
         return v
+
+    def computed_at_run_time(self, e) -> bool:
+        """Whether ``e`` is unknown at import yet reads no graph input's values, only sizes
+        (``shape_of``), constants and local variables (a loop's iteration): a value Relay
+        computes at run time (a Range to ``batch * 9``, a loop's slice bounds over it),
+        which a converter with a run-time form takes as it is, where one that reads a graph
+        input's values asks for that input bound (``NeedsConstantInput``)."""
+        return self.maybe_value(e) is None and not self.value_inputs(e, first=True)
+
+    def value_inputs(self, e, first: bool = False) -> list:
+        """The graph inputs whose values ``e`` reads (through anything but ``shape_of``), in
+        the order found; ``first``: stop at the first. Walks each sub-expression once per
+        context: the ones found to read none are remembered (``_sizes_only``)."""
+        out, stack, seen = [], [e], set()
+        clean = self._sizes_only
+        while stack:
+            n = stack.pop()
+            if id(n) in seen or id(n) in clean:
+                continue
+            seen.add(id(n))
+            if isinstance(n, _expr.Var):
+                if n in self.graph_inputs and n not in out:
+                    out.append(n)
+                    if first:
+                        return out
+            elif isinstance(n, _expr.Call):
+                if getattr(n.op, "name", None) != "shape_of":
+                    stack.extend(n.args)
+                    stack.append(n.op)  # (a call of a local function: its body)
+            elif isinstance(n, _expr.Tuple):
+                stack.extend(n.fields)
+            elif isinstance(n, _expr.TupleGetItem):
+                stack.append(n.tuple_value)
+            elif isinstance(n, _expr.Let):
+                stack.extend((n.value, n.body))
+            elif isinstance(n, _expr.If):
+                stack.extend((n.cond, n.true_branch, n.false_branch))
+            elif isinstance(n, _expr.Function):
+                stack.append(n.body)
+        if not out:
+            clean.update((i, None) for i in seen)
+            self._sizes_keep.append(e)  # (keeps the ids remembered valid)
+        return out
 
     def _dynamic_sizes_in(self, e) -> list[str]:
         """The tensor axes of dynamic size that ``e`` (shape arithmetic) is computed from,

@@ -55,11 +55,13 @@ def _product(x, y) -> SizeOf:
 
 _BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
            "floor_divide": np.floor_divide, "divide": lambda x, y: int(x / y), "floor_mod": np.mod,
-           "equal": np.equal}
+           "equal": np.equal, "maximum": np.maximum, "minimum": np.minimum}
 
 
-SHAPE_OPS = _KNOWN = {"shape_of", "where", "cast", "reshape", "expand_dims", "squeeze", "concatenate", "take",
-          "strided_slice", *_BINARY}
+_REDUCE = {"prod": "multiply", "sum": "add"}  # (ReduceProd of a shape: the element count)
+
+SHAPE_OPS = _KNOWN = {"shape_of", "where", "cast", "reshape", "expand_dims", "squeeze",
+                      "concatenate", "take", "strided_slice", *_BINARY, *_REDUCE}
 
 
 def _known(e) -> bool:
@@ -89,6 +91,21 @@ def _binary(name, a, b):
     out = np.empty(a.shape, dtype=object)
     for i in np.ndindex(a.shape):
         out[i] = one(a[i], b[i])
+    return out
+
+
+def _reduce(name, v, attrs):
+    """``prod`` / ``sum`` of a 1-D chain over its one axis (``numel = ReduceProd(Shape(x))``),
+    kept as an array of shape () or (1,); None for other axes."""
+    axis = attrs.axis
+    axes = [] if axis is None else [int(a) for a in axis]
+    if v.ndim != 1 or attrs.exclude or any(a not in (0, -1) for a in axes):
+        return None
+    acc = 1 if name == "prod" else 0
+    for x in v:
+        acc = _binary(_REDUCE[name], np.array(acc, dtype=object), np.array(x, dtype=object))[()]
+    out = np.empty((1,) if attrs.keepdims else (), dtype=object)
+    out[...] = acc
     return out
 
 
@@ -123,6 +140,8 @@ def _one(e, vals: dict):
         return _binary(name, args[0], args[1])
     if name == "where":
         return _where(*args)
+    if name in _REDUCE:
+        return _reduce(name, args[0], a)
     if name == "cast":
         return args[0]
     if name in ("reshape", "expand_dims", "squeeze"):
