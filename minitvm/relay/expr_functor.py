@@ -355,13 +355,21 @@ class ExprMutator(ExprFunctor):
 
     def visit_let(self, let):
         chain = self._let_chain(let)
-        new_parts = [(self.visit(n.var), self.visit(n.value)) for n in chain]
-        body = self.visit(chain[-1].body)
-        for node, (v, val) in zip(reversed(chain), reversed(new_parts)):
-            if v is node.var and val is node.value and body is node.body:
-                body = node
-            else:
-                body = Let(v, val, body, node.span)
+        parts = [(self.visit(n.var), self.visit(n.value)) for n in chain]
+        return self._rebuild_let_chain(chain, parts, self.visit(chain[-1].body))
+
+    def _rebuild_let_chain(self, chain: list, parts: list, body):
+        """The Let ``chain`` rebuilt inside out around its new ``body`` from each binding's new
+        ``(var, value)`` in ``parts`` (None drops the binding); a Let whose var, value and body
+        are unchanged is kept as it is, so an unchanged chain costs no allocation. Every Let of
+        the chain is memoized to what replaces it (a visit_let override shares this)."""
+        for node, part in zip(reversed(chain), reversed(parts), strict=True):
+            if part is not None:
+                var, value = part
+                if var is node.var and value is node.value and body is node.body:
+                    body = node
+                else:
+                    body = Let(var, value, body, node.span)
             self.memo_map[node] = body
         return body
 
