@@ -11,6 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..topi.reference.image import cubic_weights
+
 __all__ = ["FUSED_TAPS", "axis_taps", "resize2d_params", "resize_plan"]
 
 # the importers' per-axis passes of more taps than this read their input materialized: fused,
@@ -53,15 +55,6 @@ def _nearest(coords, mode):
     raise NotImplementedError(f"Resize: nearest_mode {mode!r} is not supported")
 
 
-def _cubic_weights(r, a):
-    def k(t):
-        t = np.abs(t)
-        return np.where(t <= 1, ((a + 2) * t - (a + 3)) * t * t + 1,
-                        np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
-
-    return [k(r + 1), k(r), k(1 - r), k(2 - r)]
-
-
 def axis_taps(attrs, in_n, out_n, scale, roi_lo=0.0, roi_hi=1.0):
     """Per tap: (indices, weights) along one axis, plus a mask of out-of-range outputs."""
     mode = attrs.get("mode", "nearest")
@@ -83,7 +76,7 @@ def axis_taps(attrs, in_n, out_n, scale, roi_lo=0.0, roi_hi=1.0):
     if mode == "linear":
         offsets, weights = [0, 1], [1 - r, r]
     elif mode == "cubic":
-        offsets, weights = [-1, 0, 1, 2], _cubic_weights(r, float(attrs.get("cubic_coeff_a",
+        offsets, weights = [-1, 0, 1, 2], cubic_weights(r, float(attrs.get("cubic_coeff_a",
                                                                              -0.75)))
     else:
         raise NotImplementedError(f"Resize: mode {mode!r} is not supported")

@@ -187,6 +187,19 @@ class DictAttrs(Node):
         return f"DictAttrs({self._dict!r})"
 
 
+def nonzero_attr(value) -> bool:
+    """Whether a function attribute's ``value`` is set and not 0 (TVM's HasNonzeroAttr, which
+    both dialects' function passes ask of ``SkipOptimization``): None is unset, an ``IntImm``
+    counts by its value, and a value ``bool`` cannot judge counts as set."""
+    if value is None:
+        return False
+    value = getattr(value, "value", value)
+    try:
+        return bool(value)
+    except Exception:
+        return True
+
+
 def get_attrs_type(name: str) -> type:
     try:
         return _ATTRS_TYPES[name]

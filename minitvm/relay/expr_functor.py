@@ -78,6 +78,32 @@ def dataflow_children(e) -> tuple:
     return get(e) if get is not None else ()
 
 
+def dataflow_worklist(memo: dict, root, finish, children=dataflow_children,
+                      cycle_error: str | None = None) -> None:
+    """Set ``memo[node] = finish(node)`` for ``root`` and every dataflow node (Call, Tuple, ...)
+    reachable from it through ``children`` that ``memo`` lacks, children first (iterative): the
+    walk of an ExprMutator ``_visit_dataflow`` that changes what a node's children are (a match
+    group's or a region's inputs) or what a finished node becomes (a callback's rewrite).
+    ``cycle_error``: such children may form a cycle, raised as this ValueError."""
+    stack = [root]
+    entered: set | None = None if cycle_error is None else set()  # expanded, not finished
+    while stack:
+        node = stack[-1]
+        if node in memo:
+            stack.pop()
+            continue
+        pending = [c for c in children(node) if type(c) in _DATAFLOW and c not in memo]
+        if pending:
+            if entered is not None:
+                if node in entered or any(c in entered for c in pending):
+                    raise ValueError(cycle_error)
+                entered.add(node)
+            stack.extend(reversed(pending))
+            continue
+        stack.pop()
+        memo[node] = finish(node)
+
+
 def dataflow_post_order(root, children=dataflow_children) -> list:
     """Every expression reachable from ``root`` through ``children``, each once, operands
     before their users (iterative). Ops are left out."""
@@ -355,13 +381,21 @@ class ExprMutator(ExprFunctor):
 
     def visit_let(self, let):
         chain = self._let_chain(let)
-        new_parts = [(self.visit(n.var), self.visit(n.value)) for n in chain]
-        body = self.visit(chain[-1].body)
-        for node, (v, val) in zip(reversed(chain), reversed(new_parts)):
-            if v is node.var and val is node.value and body is node.body:
-                body = node
-            else:
-                body = Let(v, val, body, node.span)
+        parts = [(self.visit(n.var), self.visit(n.value)) for n in chain]
+        return self._rebuild_let_chain(chain, parts, self.visit(chain[-1].body))
+
+    def _rebuild_let_chain(self, chain: list, parts: list, body):
+        """The Let ``chain`` rebuilt inside out around its new ``body`` from each binding's new
+        ``(var, value)`` in ``parts`` (None drops the binding); a Let whose var, value and body
+        are unchanged is kept as it is, so an unchanged chain costs no allocation. Every Let of
+        the chain is memoized to what replaces it (a visit_let override shares this)."""
+        for node, part in zip(reversed(chain), reversed(parts), strict=True):
+            if part is not None:
+                var, value = part
+                if var is node.var and value is node.value and body is node.body:
+                    body = node
+                else:
+                    body = Let(var, value, body, node.span)
             self.memo_map[node] = body
         return body
 

@@ -10,7 +10,8 @@ from ...ir.module import IRModule
 from .. import op as _op
 from ..expr import Expr, Function, const
 
-__all__ = ["crop_negative_pads", "detach_params", "contract_axis", "dynamic_quantize_uint8"]
+__all__ = ["crop_negative_pads", "detach_params", "contract_axis", "dynamic_quantize_uint8",
+           "RelaxBuilder"]
 
 _TO_END = 2 ** 62  # a slice end past any axis: "up to the end"
 
@@ -74,3 +75,31 @@ def dynamic_quantize_uint8(ctx, x, dtype: str):
     zp = ctx.emit(_op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0))
     q = _op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0)
     return ctx.emit(_op.astype(q, "uint8")), safe, zp
+
+
+class RelaxBuilder:
+    """The operations every ``frontend_common`` plan's builder has (``torch_order.OrderBuilder``,
+    ``unique_plan.UniqueBuilder``) on ``relax.op``, values bound through the importer's ``ctx``:
+    constants, casts, slices along one axis and concatenation. Each plan's builder adds its
+    ``emit`` and its own operations."""
+
+    ops = _op
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    @staticmethod
+    def const(value: np.ndarray):
+        return const(value)
+
+    @staticmethod
+    def cast(x, dtype: str):
+        return _op.astype(x, dtype)
+
+    @staticmethod
+    def slice_axis(x, axis: int, begin: int, end: int):
+        return _op.strided_slice(x, [axis], [begin], [end])
+
+    @staticmethod
+    def concat(parts: list, axis: int):
+        return _op.concat(parts, axis)

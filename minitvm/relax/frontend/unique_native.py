@@ -17,6 +17,7 @@ from ...topi.unique import UNIQUE_DTYPES
 from .. import op as _op
 from ..expr import Call, ShapeExpr, TupleGetItem, const
 from ..struct_info import TensorStructInfo
+from .common import RelaxBuilder
 
 __all__ = ["RelaxUnique", "unique_flat", "unique_inverse", "unique_outputs", "unique_runs",
            "unique_table"]
@@ -91,34 +92,17 @@ def unique_outputs(ctx, table, n, source, axis: int) -> list:
     return [values] + [ctx.emit(_op.astype(t, "int64")) for t in (first, inverse, counts)]
 
 
-class RelaxUnique:
+class RelaxUnique(RelaxBuilder):
     """``frontend_common.unique_plan``'s builder: values bound through the importer's ``ctx``; a
     handle is the kernel's table and its length."""
 
-    ops = _op
-
     def __init__(self, ctx, name: str):
-        self.ctx, self.name = ctx, name
-
-    @staticmethod
-    def const(value: np.ndarray):
-        return const(value)
+        super().__init__(ctx)
+        self.name = name
 
     def emit(self, e):
         """``e`` bound to a variable (a variable or constant stays as it is)."""
         return self.ctx.emit(e) if isinstance(e, Call) else e
-
-    @staticmethod
-    def cast(x, dtype: str):
-        return _op.astype(x, dtype)
-
-    @staticmethod
-    def slice_axis(x, axis: int, begin: int, end: int):
-        return _op.strided_slice(x, [axis], [begin], [end])
-
-    @staticmethod
-    def concat(parts: list, axis: int):
-        return _op.concat(parts, axis)
 
     @staticmethod
     def take(x, indices, axis: int):

@@ -272,19 +272,22 @@ def gather_nd(data: Expr, indices: Expr, batch_dims: int = 0) -> Call:
 
 
 # --------------------------------------------------------------------------- scatters
-def _check_reduction(call: Call) -> None:
+def _scatter_args(call: Call) -> tuple:
+    """``(data, indices, updates)`` of a scatter call, checked: integer indices, a known
+    reduction, and data and updates of one dtype."""
+    x, ind, upd = tensor_args(call, ["data", "indices", "updates"])
+    _int_dtype(call, ind, "the indices")
     r = call.attrs.reduction
     if r not in _REDUCTIONS:
         fail(call, f"reduction must be one of {', '.join(_REDUCTIONS)}, got {r!r}")
-
-
-def _infer_scatter_elements(call: Call, ctx) -> StructInfo:
-    x, ind, upd = tensor_args(call, ["data", "indices", "updates"])
-    _int_dtype(call, ind, "the indices")
-    _check_reduction(call)
     if not is_void(x.dtype) and not is_void(upd.dtype) and x.dtype != upd.dtype:
         fail(call, f"expects data and updates to have the same dtype, got {fmt_sinfo(x)} and "
                    f"{fmt_sinfo(upd)}")
+    return x, ind, upd
+
+
+def _infer_scatter_elements(call: Call, ctx) -> StructInfo:
+    x, ind, upd = _scatter_args(call)
     ranks = {s.ndim for s in (x, ind, upd)} - {UNKNOWN_NDIM}
     if len(ranks) > 1:
         fail(call, f"expects data, indices and updates of one rank, got {fmt_sinfo(x)}, "
@@ -313,12 +316,7 @@ def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0,
 
 
 def _infer_scatter_nd(call: Call, ctx) -> StructInfo:
-    x, ind, upd = tensor_args(call, ["data", "indices", "updates"])
-    _int_dtype(call, ind, "the indices")
-    _check_reduction(call)
-    if not is_void(x.dtype) and not is_void(upd.dtype) and x.dtype != upd.dtype:
-        fail(call, f"expects data and updates to have the same dtype, got {fmt_sinfo(x)} and "
-                   f"{fmt_sinfo(upd)}")
+    x, ind, upd = _scatter_args(call)
     xd, idims, ud = shape_expr_values(x), shape_expr_values(ind), shape_expr_values(upd)
     if xd is not None and idims is not None and ud is not None:
         if not idims:

@@ -14,6 +14,7 @@ per (function, positions) and shared by its call sites."""
 from __future__ import annotations
 
 from ...ir.expr import GlobalVar
+from ...ir.gc_pause import paused
 from ...ir.op import Op
 from ...tir import expr as T
 from ...tir import stmt as S
@@ -23,7 +24,7 @@ from ...tir.stmt_functor import post_order, stmt_exprs, transform_expr, transfor
 from ...transform.decorators import module_pass
 from ...transform.stats import record_stat
 from ..expr import BindingBlock, DataflowBlock, Function, SeqExpr, Tuple, Var, VarBinding
-from .lower_utils import no_gc, normalized, simplify, vars_used
+from .lower_utils import normalized, simplify, vars_used
 from .utils import has_relax_function, register
 
 __all__ = ["FoldTransposeIntoConsumer", "transpose_permutation"]
@@ -249,7 +250,7 @@ def FoldTransposeIntoConsumer():  # noqa: N802 - pass factory named like TVM's p
     def run(mod, _ctx):
         if not has_relax_function(mod):
             return mod
-        with no_gc():
+        with paused():
             folder = _Folder(mod)
             for gv, func in list(mod.functions.items()):
                 if isinstance(func, Function):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 
+from ...ir.attrs import nonzero_attr
 from ...transform.decorators import make_info, wrap_pass_class
 from ...transform.pass_base import Pass, check_module_arg
 from ...transform.pass_info import PassInfo
@@ -29,22 +30,12 @@ __all__ = ["FunctionPass", "DataflowBlockPass", "function_pass", "dataflowblock_
            "skip_function"]
 
 
-def _nonzero(v) -> bool:
-    if v is None:
-        return False
-    value = getattr(v, "value", v)
-    try:
-        return bool(value)
-    except Exception:
-        return True
-
-
 def skip_function(func) -> bool:
     """TVM's FunctionPassNode::SkipFunction: a ``Compiler`` attribute or ``SkipOptimization``."""
     attrs = func.attrs
     if not attrs:
         return False
-    return attrs.get("Compiler") is not None or _nonzero(attrs.get("SkipOptimization"))
+    return attrs.get("Compiler") is not None or nonzero_attr(attrs.get("SkipOptimization"))
 
 
 class FunctionPass(Pass):

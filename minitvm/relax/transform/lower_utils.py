@@ -8,6 +8,7 @@ import functools
 import threading
 from collections.abc import Callable
 
+from ...ir.gc_pause import paused
 from ...ir.prim_expr import IntImm
 from ..expr import (
     BindingBlock,
@@ -23,26 +24,8 @@ from ..expr import (
     VarBinding,
 )
 
-__all__ = ["no_gc", "Namer", "Leaves", "AllocSinfo", "typed_call", "typed_var", "binding_names", "rewrite_function_seqs", "normalized", "dtype_bytes",
+__all__ = ["Namer", "Leaves", "AllocSinfo", "typed_call", "typed_var", "binding_names", "rewrite_function_seqs", "normalized", "dtype_bytes",
            "vars_used", "simplify", "function_rewrite_pass"]
-
-
-class no_gc:  # noqa: N801 - a context manager used like a function
-    """Pause the cyclic garbage collector while a pass builds many nodes: its full collections
-    would rescan the whole (large, long-lived) program again and again."""
-
-    def __enter__(self):
-        import gc
-
-        self.was = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc):
-        import gc
-
-        if self.was:
-            gc.enable()
-        return False
 
 
 class Namer:
@@ -366,7 +349,7 @@ def function_rewrite_pass(rewrite: FunctionRewrite, name: str, stat: str):
     def run(mod, _ctx):
         if not has_relax_function(mod):
             return mod
-        with no_gc():
+        with paused():
             out = mod.shallow_copy()
             total = 0
             for gv, func in list(mod.functions.items()):

@@ -12,6 +12,7 @@ difference to zero."""
 from __future__ import annotations
 
 from ...ir.expr import GlobalVar
+from ...ir.gc_pause import gc_paused
 from ...ir.op import Op
 from ...ir.prim_expr import IntImm
 from ...tir import expr as T
@@ -31,7 +32,7 @@ from ..expr import (
 )
 from ..op.manipulate import reshape
 from ..struct_info import TensorStructInfo
-from .lower_utils import no_gc, normalized, simplify
+from .lower_utils import normalized, simplify
 from .utils import has_relax_function, register
 
 __all__ = ["RewriteDataflowReshape", "is_reshape_prim_func"]
@@ -175,11 +176,8 @@ def _rewrite_func(func: Function, mod, memo: dict) -> tuple[Function, int]:
 def RewriteDataflowReshape():  # noqa: N802 - TVM's name
     """Module pass (opt 0): reshape-only call_tir in dataflow blocks -> R.reshape."""
 
+    @gc_paused
     def run(mod, ctx):
-        with no_gc():
-            return run_impl(mod, ctx)
-
-    def run_impl(mod, ctx):
         if not has_relax_function(mod):
             return mod
         out = mod.shallow_copy()

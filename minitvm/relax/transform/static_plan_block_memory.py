@@ -21,6 +21,7 @@ may keep them (a Relax function, a closure), are left as they are. The result:
 from __future__ import annotations
 
 from ...ir.expr import GlobalVar
+from ...ir.gc_pause import gc_paused
 from ...ir.op import Op
 from ...ir.prim_expr import IntImm
 from ...tir.function import PrimFunc
@@ -46,7 +47,6 @@ from .lower_utils import (
     Leaves,
     Namer,
     dtype_bytes,
-    no_gc,
     normalized,
     rewrite_function_seqs,
     simplify,
@@ -306,11 +306,8 @@ def _take(free: list, dtype: str, size, static: bool, scale=None):
 def StaticPlanBlockMemory():  # noqa: N802 - TVM's name
     """Module pass (opt 0): storage reuse between allocations whose lives do not overlap."""
 
+    @gc_paused
     def run(mod, ctx):
-        with no_gc():
-            return run_impl(mod, ctx)
-
-    def run_impl(mod, ctx):
         if not has_relax_function(mod):
             return mod
         out = mod.shallow_copy()

@@ -17,6 +17,7 @@ soon as their variables are known. Shapes and scalars built from symbolic values
 from __future__ import annotations
 
 from ...ir.expr import GlobalVar
+from ...ir.gc_pause import gc_paused
 from ...ir.prim_expr import IntImm, PrimExpr
 from ...tir import expr as T
 from ...tir.buffer import decl_buffer
@@ -53,7 +54,7 @@ from ..struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
-from .lower_utils import Namer, no_gc, normalized
+from .lower_utils import Namer, normalized
 from .utils import has_relax_function, register, sinfo_prim_fields
 
 __all__ = ["VMShapeLower", "MatchShapeCode", "MakeShapeCode", "vm_shape_lower"]
@@ -561,11 +562,8 @@ def vm_shape_lower(func: Function, fname: str, mod, out_mod) -> Function:
 def VMShapeLower(*, emit_err_ctx: bool = True):  # noqa: N802 - TVM's name
     """Module pass (opt 0): shape checks at entry and after match_cast; heap-based shapes."""
 
+    @gc_paused
     def run(mod, ctx):
-        with no_gc():
-            return run_impl(mod, ctx)
-
-    def run_impl(mod, ctx):
         if not has_relax_function(mod):
             return mod
         out = mod.shallow_copy()

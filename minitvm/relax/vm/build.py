@@ -15,7 +15,7 @@ from ...backend.parallel_compile import run_sharded
 from ...backend.target_cpu import for_target
 from ...codegen.build import compile_prim_func
 from ...codegen.llvm.stmt import MAX_UNROLL
-from ...ir.gc_pause import frozen
+from ...ir.gc_pause import frozen, paused
 from ...ir.module import IRModule
 from ...runtime.module import Kernel
 from ...runtime.relax_vm import Executable, kernel_spec
@@ -31,7 +31,6 @@ from ...tir.stmt_functor import stmt_children
 from ...transform.context import PassContext
 from ..expr import Function
 from ..transform.legalize_ops.manipulate import CONCAT_AXIS_ATTR
-from ..transform.lower_utils import no_gc
 from .codegen import TAIL_CALL_LOOPS, codegen
 from .const_prepack import apply_packs, compact_constants, constant_params, kernels_as_values
 from .const_scalars import inline_scalars, scalar_params
@@ -207,7 +206,7 @@ def _build(mod: IRModule, params, pipeline, exec_mode: str, relax_pipeline) -> E
     # and its VM code left out of its scans (``frozen``: frozen before the collector resumes,
     # so not even its first collection rescans them)
     with frozen() as freeze_new:
-        with no_gc():
+        with paused():
             mod = _distinct_functions(mod)
             if _has_local_functions(mod):  # local functions and closures become module functions
                 mod = transform.LambdaLift()(mod)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...ir.gc_pause import gc_paused
 from ..expr import Call
-from ..expr_functor import ExprMutator
+from ..expr_functor import ExprMutator, dataflow_children, dataflow_worklist
 from .grouping import PatternGrouper
 from .patterns import DFPattern
 
@@ -40,27 +40,17 @@ class PatternPartitioner(ExprMutator):
 
     def _visit_dataflow(self, root):
         # like ExprMutator's worklist, but a group root waits for its group's inputs only
-        memo = self.memo_map
-        stack = [root]
-        while stack:
-            node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
-            g = self.groups.get(id(node))
-            kids = g.args if g is not None else _dataflow(node)
-            pending = [c for c in kids if c not in memo and _is_dataflow(c)]
-            if pending:
-                stack.extend(reversed(pending))
-                continue
-            stack.pop()
-            memo[node] = self._emit(g) if g is not None else getattr(self, _method(node))(node)
+        groups = self.groups
 
+        def children(node):
+            g = groups.get(id(node))
+            return g.args if g is not None else dataflow_children(node)
 
-def _dataflow(e):
-    from ..expr_functor import dataflow_children
+        def finish(node):
+            g = groups.get(id(node))
+            return self._emit(g) if g is not None else getattr(self, _method(node))(node)
 
-    return dataflow_children(e)
+        dataflow_worklist(self.memo_map, root, finish, children)
 
 
 def _is_dataflow(e) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...ir.gc_pause import gc_paused
 from ...ir.structural import structural_equal
-from ..expr_functor import ExprMutator
+from ..expr_functor import ExprMutator, _method_name, dataflow_worklist
 from .grouping import PatternGrouper
 from .patterns import DFPattern
 
@@ -54,23 +54,10 @@ class _Rewriter(ExprMutator):
         self.roots = {id(g.root): g for g in groups}
 
     def _visit_dataflow(self, root):
-        memo = self.memo_map
-        stack = [root]
-        while stack:
-            node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
-            from ..expr_functor import _DATAFLOW, _method_name, dataflow_children
+        def finish(node):
+            return self._apply(node, getattr(self, _method_name(type(node)))(node))
 
-            pending = [c for c in dataflow_children(node) if type(c) in _DATAFLOW
-                       and c not in memo]
-            if pending:
-                stack.extend(reversed(pending))
-                continue
-            stack.pop()
-            post = getattr(self, _method_name(type(node)))(node)
-            memo[node] = self._apply(node, post)
+        dataflow_worklist(self.memo_map, root, finish)
 
     def _apply(self, pre, post):
         g = self.roots.get(id(pre))

@@ -16,7 +16,7 @@ from ..transform.infer_type import InferTypeLocal
 __all__ = [
     "OpNotImplemented", "ImportError_", "Folder", "infer_type", "infer_shape", "infer_dtype",
     "const_value", "unsupported_error", "new_var", "last_two_swapped", "contract_axis",
-    "dynamic_quantize_uint8",
+    "dynamic_quantize_uint8", "RelayBuilder",
 ]
 
 
@@ -222,3 +222,32 @@ def dynamic_quantize_uint8(x, dtype: str):
     zp = _op.clip(_op.round(_op.divide(_op.negative(lo), safe)), 0.0, 255.0)
     q = _op.cast(_op.clip(_op.add(_op.round(_op.divide(x, safe)), zp), 0.0, 255.0), "uint8")
     return q, safe, zp
+
+
+class RelayBuilder:
+    """The operations every ``frontend_common`` plan's builder has (``torch_order.OrderBuilder``,
+    ``unique_plan.UniqueBuilder``) on Relay expressions: ``relay.op`` for the elementwise maths,
+    constants, casts, slices along one axis and concatenation; expressions need no binding.
+    Each plan's builder adds its own operations."""
+
+    ops = _op
+
+    @staticmethod
+    def const(value: np.ndarray):
+        return _expr.const(value, str(value.dtype))
+
+    @staticmethod
+    def emit(e):
+        return e
+
+    @staticmethod
+    def cast(x, dtype: str):
+        return _op.cast(x, dtype)
+
+    @staticmethod
+    def slice_axis(x, axis: int, begin: int, end: int):
+        return _op.strided_slice(x, [begin], [end], axes=[axis])
+
+    @staticmethod
+    def concat(parts: list, axis: int):
+        return _op.concatenate(parts, axis)

@@ -8,34 +8,13 @@ import numpy as np
 
 from .. import expr as _expr
 from .. import op as _op
+from .common import RelayBuilder
 
 __all__ = ["RelayUnique"]
 
 
-class RelayUnique:
+class RelayUnique(RelayBuilder):
     """Expressions need no binding; a handle is ``unique``'s padded 5-tuple."""
-
-    ops = _op
-
-    @staticmethod
-    def const(value: np.ndarray):
-        return _expr.const(value, str(value.dtype))
-
-    @staticmethod
-    def emit(e):
-        return e
-
-    @staticmethod
-    def cast(x, dtype: str):
-        return _op.cast(x, dtype)
-
-    @staticmethod
-    def slice_axis(x, axis: int, begin: int, end: int):
-        return _op.strided_slice(x, [begin], [end], axes=[axis])
-
-    @staticmethod
-    def concat(parts: list, axis: int):
-        return _op.concatenate(parts, axis)
 
     @staticmethod
     def take(x, indices, axis: int):

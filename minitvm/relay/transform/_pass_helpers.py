@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from types import GeneratorType
 
+from ...ir.attrs import nonzero_attr
 from ...ir.expr import GlobalVar
 from ...transform.decorators import module_pass
 from ...transform.registry import register_pass
 from ..expr import Function
 from ..expr_functor import dataflow_children, dataflow_post_order
-from .function_pass import _nonzero, function_pass, is_optimizable
+from .function_pass import function_pass, is_optimizable
 
 
 def has_nonzero_attr(func, key: str) -> bool:
@@ -18,7 +19,7 @@ def has_nonzero_attr(func, key: str) -> bool:
     attrs = getattr(func, "attrs", None)
     if not attrs:
         return False
-    return _nonzero(attrs.get(key))
+    return nonzero_attr(attrs.get(key))
 
 
 def dataflow_use_counts(body) -> dict[int, int]:

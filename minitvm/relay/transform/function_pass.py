@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import warnings
 
+from ...ir.attrs import nonzero_attr
 from ...transform.decorators import make_info, wrap_pass_class
 from ...transform.pass_base import Pass, check_module_arg
 from ...transform.pass_info import PassInfo
@@ -22,17 +23,7 @@ def is_optimizable(func) -> bool:
         return True
     if attrs.get("Compiler") is not None:
         return False
-    return not (_nonzero(attrs.get("Extern")) or _nonzero(attrs.get("SkipOptimization")))
-
-
-def _nonzero(v) -> bool:
-    if v is None:
-        return False
-    value = getattr(v, "value", v)
-    try:
-        return bool(value)
-    except Exception:
-        return True
+    return not (nonzero_attr(attrs.get("Extern")) or nonzero_attr(attrs.get("SkipOptimization")))
 
 
 class FunctionPass(Pass):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ...ir.expr import GlobalVar
 from ...transform.stats import record_stat
-from ..expr import Call, Function, Let
+from ..expr import Call, Function
 from ..expr_functor import ExprMutator
 from ._pass_helpers import is_optimizable, make_module_pass, register
 from .mark_compiler_functions_as_extern import check_compiler_filter, compiler_function
@@ -41,17 +41,8 @@ class _Outliner(ExprMutator):
             inlined = compiler_function(value, self.compiler_filter) is not None
             if inlined:  # uses of the variable see the function itself
                 self.memo_map[node.var] = value
-            parts.append((var, value, inlined))
-        body = self.visit(chain[-1].body)
-        for node, (var, value, inlined) in zip(reversed(chain), reversed(parts), strict=True):
-            if inlined:
-                pass  # the binding is no longer needed
-            elif var is node.var and value is node.value and body is node.body:
-                body = node
-            else:
-                body = Let(var, value, body, node.span)
-            self.memo_map[node] = body
-        return body
+            parts.append(None if inlined else (var, value))  # inlined: no longer needed
+        return self._rebuild_let_chain(chain, parts, self.visit(chain[-1].body))
 
     def visit_call(self, call):
         new = super().visit_call(call)

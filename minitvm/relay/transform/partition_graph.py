@@ -21,7 +21,7 @@ from ...ir.expr import GlobalVar
 from ...ir.module import IRModule
 from ...ir.prim_expr import IntImm
 from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind
-from ..expr_functor import _DATAFLOW, ExprMutator, _method_name, dataflow_children
+from ..expr_functor import ExprMutator, _method_name, dataflow_children, dataflow_worklist
 from ._annotated_regions import BEGIN, END, RegionSet, _inputs, is_annotation
 from ._pass_helpers import make_module_pass, register
 from .infer_type import infer_type_module
@@ -195,31 +195,19 @@ class _Partitioner(ExprMutator):
 
     def _visit_dataflow(self, root):
         # a compiler_end waits only for its region's inputs, never walks into the region
-        memo = self.memo_map
-        stack = [root]
-        entered: set = set()  # expanded, waiting for their inputs: the current path
-        while stack:
-            node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
+        def children(node):
             if is_annotation(node, END):
-                kids = self.calls[self.regions.region_of(node).id][1]
-            else:
-                kids = dataflow_children(node)
-            pending = [c for c in kids if type(c) in _DATAFLOW and c not in memo]
-            if pending:
-                if node in entered or any(c in entered for c in pending):
-                    raise ValueError(
-                        "PartitionGraph: the annotated regions form a cycle (a region needs "
-                        "a value computed from its own output, e.g. through an If outside the "
-                        "region); annotate so that every region is a contiguous piece of "
-                        "dataflow")
-                entered.add(node)
-                stack.extend(reversed(pending))
-                continue
-            stack.pop()
-            memo[node] = getattr(self, _method_name(type(node)))(node)
+                return self.calls[self.regions.region_of(node).id][1]
+            return dataflow_children(node)
+
+        dataflow_worklist(
+            self.memo_map, root, lambda node: getattr(self, _method_name(type(node)))(node),
+            children, cycle_error=_REGION_CYCLE)
+
+
+_REGION_CYCLE = ("PartitionGraph: the annotated regions form a cycle (a region needs a value "
+                 "computed from its own output, e.g. through an If outside the region); "
+                 "annotate so that every region is a contiguous piece of dataflow")
 
 
 def _fresh(name: str, taken: set) -> str:

@@ -113,12 +113,7 @@ class _RewriteOnDevices(ExprMutator):
             if _normal(props):
                 value = maybe_on_device_fixed(props[0], props[1])
             parts.append((self.visit(node.var), value))
-        body = self.visit(chain[-1].body)
-        for node, (var, value) in zip(reversed(chain), reversed(parts), strict=True):
-            body = node if (var is node.var and value is node.value and body is node.body) \
-                else Let(var, value, body, node.span)
-            self.memo_map[node] = body
-        return body
+        return self._rebuild_let_chain(chain, parts, self.visit(chain[-1].body))
 
     def visit_function(self, fn):
         new = super().visit_function(fn)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ...transform.config import register_pass_config
 from ...transform.stats import record_stat
-from ..expr import Call, Function, Let, Var
+from ..expr import Call, Function, Var
 from ..expr_functor import ExprMutator
 from ..op.call import call_lowered_props, is_reshape_only
 from ._pass_helpers import make_module_pass, register
@@ -50,14 +50,7 @@ class _Remover(ExprMutator):
             if body is not None and call_lowered_props(body) is not None:
                 self.producer[var] = body
             parts.append((var, value))
-        body = self.visit(chain[-1].body)
-        for node, (var, value) in zip(reversed(chain), reversed(parts), strict=True):
-            if var is node.var and value is node.value and body is node.body:
-                body = node
-            else:
-                body = Let(var, value, body, node.span)
-            self.memo_map[node] = body
-        return body
+        return self._rebuild_let_chain(chain, parts, self.visit(chain[-1].body))
 
     def visit_call(self, call):
         new = super().visit_call(call)

@@ -41,7 +41,10 @@ def _nearest(src, in_size, rounding, mode):
     return np.clip(idx, 0, in_size - 1).astype("int64")
 
 
-def _cubic_weights(frac, a):
+def cubic_weights(frac, a):
+    """The four cubic-convolution weights (Keys' kernel of coefficient ``a``) of the taps at
+    -1, 0, 1, 2 around each fractional position ``frac``: shared by the resize references and
+    the ONNX importers' constant resize tables."""
     def w(x):
         x = np.abs(x)
         return np.where(x <= 1, ((a + 2) * x - (a + 3)) * x * x + 1,
@@ -68,7 +71,7 @@ def _resize_axis(x, axis, out_size, attrs, roi):
         return np.take(x, i0, axis=axis) * (1 - frac) + np.take(x, i1, axis=axis) * frac
     lo = np.floor(src)
     frac = src - lo
-    weights = _cubic_weights(frac, float(attrs.cubic_alpha))
+    weights = cubic_weights(frac, float(attrs.cubic_alpha))
     if attrs.cubic_exclude:
         valid = [((lo + k >= 0) & (lo + k < in_size)).astype("float64") for k in (-1, 0, 1, 2)]
         weights = [w * v for w, v in zip(weights, valid)]

@@ -23,6 +23,7 @@ from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..fold import col2im
 from .context import Context, onnx_dtype, register
+from .ops_math import reduce_axes
 from .qdq_softmax import quantized_softmax
 from .qdq_vnni import remember_activation
 
@@ -269,17 +270,9 @@ def _shrink(ctx: Context, ins, attrs):
 def _reduce_log_sum(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     keep = bool(attrs.get("keepdims", 1))
-    if ctx.opset >= 18:
-        axes = ctx.ints(ins[1], "ReduceLogSum's axes") if len(ins) > 1 and ins[1] is not None \
-            else None
-    else:
-        axes = attrs.get("axes")
-    if not axes:
-        if attrs.get("noop_with_empty_axes", 0):
-            return x
-        axes = None
-    else:
-        axes = [int(a) for a in axes]
+    axes, noop = reduce_axes(ctx, ins, attrs)
+    if noop:
+        return x
     return ctx.emit(_op.log(_op.sum(x, axes, keep)))
 
 

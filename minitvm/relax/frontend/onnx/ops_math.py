@@ -382,23 +382,29 @@ _REDUCE = {
 }
 
 
-@register(*_REDUCE, "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")
-def _reduce(ctx: Context, ins, attrs):
+def reduce_axes(ctx: Context, ins, attrs) -> tuple[list[int] | None, bool]:
+    """``(axes, noop)`` of a Reduce* node: its axes (an input from opset 13 for ReduceSum, 18
+    for the others; an attribute before), None for all of them; ``noop`` when there are none
+    and ``noop_with_empty_axes`` makes the node return its input."""
     name = ctx.node.op_type
-    x = ctx.expr(ins[0])
-    keep = bool(attrs.get("keepdims", 1))
-    axes_from_input = name == "ReduceSum" and ctx.opset >= 13 or ctx.opset >= 18
-    if axes_from_input:
+    if name == "ReduceSum" and ctx.opset >= 13 or ctx.opset >= 18:
         axes = ctx.ints(ins[1], f"{name}'s axes") if len(ins) > 1 and ins[1] is not None \
             else None
     else:
         axes = attrs.get("axes")
     if not axes:
-        if attrs.get("noop_with_empty_axes", 0):
-            return x
-        axes = None
-    else:
-        axes = [int(a) for a in axes]
+        return None, bool(attrs.get("noop_with_empty_axes", 0))
+    return [int(a) for a in axes], False
+
+
+@register(*_REDUCE, "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")
+def _reduce(ctx: Context, ins, attrs):
+    name = ctx.node.op_type
+    x = ctx.expr(ins[0])
+    keep = bool(attrs.get("keepdims", 1))
+    axes, noop = reduce_axes(ctx, ins, attrs)
+    if noop:
+        return x
     folded = _fold_known_reduce(ctx, name, ins[0], axes, keep)
     if folded is not None:
         return folded

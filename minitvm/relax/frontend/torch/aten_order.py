@@ -11,31 +11,15 @@ import numpy as np
 from ....frontend_common import torch_order
 from ... import op as _op
 from ...expr import const
+from ..common import RelaxBuilder
 from .context import AtenContext, register
 
 
-class _RelaxOrder:
+class _RelaxOrder(RelaxBuilder):
     """``torch_order``'s builder for Relax: values bound through the importer's context."""
-
-    ops = _op
-
-    def __init__(self, ctx: AtenContext):
-        self.ctx = ctx
-
-    @staticmethod
-    def const(value: np.ndarray):
-        return const(value)
 
     def emit(self, e):
         return self.ctx.emit(e)
-
-    @staticmethod
-    def slice_axis(x, axis: int, begin: int, end: int):
-        return _op.strided_slice(x, [axis], [begin], [end])
-
-    @staticmethod
-    def concat(parts: list, axis: int):
-        return _op.concat(parts, axis)
 
     @staticmethod
     def argsort(x, axis: int):
@@ -44,10 +28,6 @@ class _RelaxOrder:
     @staticmethod
     def gather(x, indices, axis: int):
         return _op.gather_elements(x, indices, axis)
-
-    @staticmethod
-    def cast(x, dtype: str):
-        return _op.astype(x, dtype)
 
 
 def _static_shape(ctx: AtenContext, x) -> list[int]:

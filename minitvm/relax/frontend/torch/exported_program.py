@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 from ....frontend_common.torch_arrays import tensor_to_numpy
+from ....frontend_common.torch_schema import schema_args
 from ....ir.module import IRModule
 from ....runtime.ndarray import NDArray
 from ...block_builder import BlockBuilder
@@ -37,23 +38,6 @@ def aten_name(target) -> str:
     ns, _, name = schema.name.partition("::")
     overload = schema.overload_name or "default"
     return f"{name}.{overload}" if ns == "aten" else f"{ns}::{name}.{overload}"
-
-
-def _schema_args(target, args, kwargs) -> list:
-    schema = getattr(target, "_schema", None)
-    if schema is None:
-        return list(args)
-    out = []
-    for i, a in enumerate(schema.arguments):
-        if i < len(args) and not a.kwarg_only:
-            out.append(args[i])
-        elif a.name in kwargs:
-            out.append(kwargs[a.name])
-        elif a.has_default_value():
-            out.append(a.default_value)
-        else:
-            out.append(None)
-    return out
 
 
 def _numpy(t) -> np.ndarray:
@@ -210,7 +194,7 @@ class ExportedProgramImporter:
                                        f"returned {type(out).__name__}, not a Relax expression")
             self.env[n] = out
             return
-        args = self._value(_schema_args(n.target, n.args, n.kwargs))
+        args = self._value(schema_args(n.target, n.args, n.kwargs))
         refuse_complex(ctx, ATEN[name], list(args))
         try:
             out = ATEN[name](ctx, list(args))

@@ -16,26 +16,60 @@ from .convolution import conv_out_dim, padding_2d
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
 
 
-def _infer_pool2d(call: Call, ctx) -> StructInfo:
+SPATIAL = {1: "W", 2: "HW", 3: "DHW"}  # the spatial axes of an N-d pool's canonical layout
+
+
+def _canonical_input(call: Call, nd: int) -> tuple:
+    """``(data, out permutation, data dims in NC<spatial> order or None when unknown)`` of an
+    N-d pool's call, its layouts checked."""
     (data,) = tensor_args(call, ["data"])
     a = call.attrs
-    dperm = layout_perm(call, a.layout, "NCHW", "data")
-    operm = layout_perm(call, a.out_layout, "NCHW", "output")
+    canon = "NC" + SPATIAL[nd]
+    dperm = layout_perm(call, a.layout, canon, "data")
+    operm = layout_perm(call, a.out_layout, canon, "output")
     dd = dims_per_layout(call, data, a.layout, "data")
-    if dd is None:
-        return make_tensor(None, data.dtype, 4, data.vdevice)
-    n, c, h, w = to_canonical(dd, dperm)
-    pt, pl, pb, pr = a.padding
-    out_h = conv_out_dim(h, pt + pb, a.dilation[0], a.pool_size[0], a.strides[0], ctx,
-                         a.ceil_mode)
-    out_w = conv_out_dim(w, pl + pr, a.dilation[1], a.pool_size[1], a.strides[1], ctx,
-                         a.ceil_mode)
-    return make_tensor(from_canonical([n, c, out_h, out_w], operm), data.dtype,
-                       vdevice=data.vdevice)
+    return data, operm, None if dd is None else to_canonical(dd, dperm)
+
+
+def pool_rule(nd: int):
+    """The struct-info rule of nn.max_pool<nd>d / nn.avg_pool<nd>d: each spatial size through
+    its window as a convolution's (padding ``(begin..., end...)``, dilation, stride, ceil_mode),
+    in the out layout."""
+
+    def infer(call: Call, ctx) -> StructInfo:
+        data, operm, dims = _canonical_input(call, nd)
+        if dims is None:
+            return make_tensor(None, data.dtype, nd + 2, data.vdevice)
+        a = call.attrs
+        n, c, *sizes = dims
+        out = [conv_out_dim(sizes[q], a.padding[q] + a.padding[q + nd], a.dilation[q],
+                            a.pool_size[q], a.strides[q], ctx, a.ceil_mode)
+               for q in range(nd)]
+        return make_tensor(from_canonical([n, c, *out], operm), data.dtype,
+                           vdevice=data.vdevice)
+
+    return infer
+
+
+def adaptive_pool_rule(nd: int):
+    """The struct-info rule of nn.adaptive_avg_pool<nd>d: the spatial sizes ``output_size``
+    (the input's when None), in the out layout."""
+
+    def infer(call: Call, ctx) -> StructInfo:
+        data, operm, dims = _canonical_input(call, nd)
+        if dims is None:
+            return make_tensor(None, data.dtype, nd + 2, data.vdevice)
+        n, c, *sizes = dims
+        if call.attrs.output_size is not None:
+            sizes = list(call.attrs.output_size)
+        return make_tensor(from_canonical([n, c, *sizes], operm), data.dtype,
+                           vdevice=data.vdevice)
+
+    return infer
 
 
 for _name in ("max_pool2d", "avg_pool2d"):
-    register_op_rule("relax.nn." + _name, _infer_pool2d, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    register_op_rule("relax.nn." + _name, pool_rule(2), pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
                      num_inputs=1, arguments=("data",), attrs_type=Pool2DAttrs)
 del _name
 
@@ -72,21 +106,7 @@ def avg_pool2d(data: Expr, pool_size: int | Sequence[int] = (1, 1),
                             layout, out_layout))
 
 
-def _infer_adaptive_avg_pool2d(call: Call, ctx) -> StructInfo:
-    (data,) = tensor_args(call, ["data"])
-    a = call.attrs
-    dperm = layout_perm(call, a.layout, "NCHW", "data")
-    operm = layout_perm(call, a.out_layout, "NCHW", "output")
-    dd = dims_per_layout(call, data, a.layout, "data")
-    if dd is None:
-        return make_tensor(None, data.dtype, 4, data.vdevice)
-    n, c, h, w = to_canonical(dd, dperm)
-    if a.output_size is not None:
-        h, w = a.output_size
-    return make_tensor(from_canonical([n, c, h, w], operm), data.dtype, vdevice=data.vdevice)
-
-
-register_op_rule("relax.nn.adaptive_avg_pool2d", _infer_adaptive_avg_pool2d,
+register_op_rule("relax.nn.adaptive_avg_pool2d", adaptive_pool_rule(2),
                  pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=1, arguments=("data",),
                  attrs_type=AdaptivePool2DAttrs)
 

@@ -8,23 +8,19 @@ from collections.abc import Sequence
 
 from ....ir.op import Op, OpPattern
 from ...expr import Call, Expr
-from ...struct_info import StructInfo
-from .._common import int_tuple, make_tensor, tensor_args
+from .._common import int_tuple
 from ..base import register_op_rule
 from ..op_attrs import _attrs as _make_attrs
-from ._layout import dims_per_layout, from_canonical, layout_perm, to_canonical
 from .conv3d import padding_nd
-from .convolution import conv_out_dim
+from .pooling import SPATIAL, adaptive_pool_rule, pool_rule
 
 __all__ = ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool3d", "avg_pool3d",
            "adaptive_avg_pool3d", "Pool1DAttrs", "Pool3DAttrs", "AdaptivePool1DAttrs",
            "AdaptivePool3DAttrs"]
 
-_SPATIAL = {1: "W", 3: "DHW"}
-
 
 def _pool_attrs_class(nd: int):
-    layout = "NC" + _SPATIAL[nd]
+    layout = "NC" + SPATIAL[nd]
     cls = _make_attrs(
         f"Pool{nd}DAttrs",
         [("pool_size", (1,) * nd), ("strides", (1,) * nd), ("dilation", (1,) * nd),
@@ -45,53 +41,12 @@ Pool3DAttrs, AdaptivePool3DAttrs = _pool_attrs_class(3)
 _ATTRS = {1: (Pool1DAttrs, AdaptivePool1DAttrs), 3: (Pool3DAttrs, AdaptivePool3DAttrs)}
 
 
-def _infer_pool(nd: int):
-    canon = "NC" + _SPATIAL[nd]
-
-    def infer(call: Call, ctx) -> StructInfo:
-        (data,) = tensor_args(call, ["data"])
-        a = call.attrs
-        dperm = layout_perm(call, a.layout, canon, "data")
-        operm = layout_perm(call, a.out_layout, canon, "output")
-        dd = dims_per_layout(call, data, a.layout, "data")
-        if dd is None:
-            return make_tensor(None, data.dtype, nd + 2, data.vdevice)
-        n, c, *sizes = to_canonical(dd, dperm)
-        out = [conv_out_dim(sizes[q], a.padding[q] + a.padding[q + nd], a.dilation[q],
-                            a.pool_size[q], a.strides[q], ctx, a.ceil_mode)
-               for q in range(nd)]
-        return make_tensor(from_canonical([n, c, *out], operm), data.dtype,
-                           vdevice=data.vdevice)
-
-    return infer
-
-
-def _infer_adaptive(nd: int):
-    canon = "NC" + _SPATIAL[nd]
-
-    def infer(call: Call, ctx) -> StructInfo:
-        (data,) = tensor_args(call, ["data"])
-        a = call.attrs
-        dperm = layout_perm(call, a.layout, canon, "data")
-        operm = layout_perm(call, a.out_layout, canon, "output")
-        dd = dims_per_layout(call, data, a.layout, "data")
-        if dd is None:
-            return make_tensor(None, data.dtype, nd + 2, data.vdevice)
-        n, c, *sizes = to_canonical(dd, dperm)
-        if a.output_size is not None:
-            sizes = list(a.output_size)
-        return make_tensor(from_canonical([n, c, *sizes], operm), data.dtype,
-                           vdevice=data.vdevice)
-
-    return infer
-
-
 for _nd in (1, 3):
     for _kind in ("max", "avg"):
-        register_op_rule(f"relax.nn.{_kind}_pool{_nd}d", _infer_pool(_nd),
+        register_op_rule(f"relax.nn.{_kind}_pool{_nd}d", pool_rule(_nd),
                          pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=1,
                          arguments=("data",), attrs_type=_ATTRS[_nd][0])
-    register_op_rule(f"relax.nn.adaptive_avg_pool{_nd}d", _infer_adaptive(_nd),
+    register_op_rule(f"relax.nn.adaptive_avg_pool{_nd}d", adaptive_pool_rule(_nd),
                      pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=1,
                      arguments=("data",), attrs_type=_ATTRS[_nd][1])
 del _nd, _kind

@@ -12,30 +12,13 @@ import numpy as np
 from ....frontend_common import torch_order
 from ... import expr as _expr
 from ... import op as _op
+from ..common import RelayBuilder
 from .aten import _norm_dim, register
 from .aten_extra import _opt
 
 
-class _RelayOrder:
-    """``torch_order``'s builder for Relay: expressions need no binding."""
-
-    ops = _op
-
-    @staticmethod
-    def const(value: np.ndarray):
-        return _expr.const(value, str(value.dtype))
-
-    @staticmethod
-    def emit(e):
-        return e
-
-    @staticmethod
-    def slice_axis(x, axis: int, begin: int, end: int):
-        return _op.strided_slice(x, [begin], [end], axes=[axis])
-
-    @staticmethod
-    def concat(parts: list, axis: int):
-        return _op.concatenate(parts, axis)
+class _RelayOrder(RelayBuilder):
+    """``torch_order``'s builder for Relay: a stable argsort and a gather added."""
 
     @staticmethod
     def argsort(x, axis: int):
@@ -44,10 +27,6 @@ class _RelayOrder:
     @staticmethod
     def gather(x, indices, axis: int):
         return _op.gather(x, axis, indices)
-
-    @staticmethod
-    def cast(x, dtype: str):
-        return _op.cast(x, dtype)
 
 
 def _static_shape(ctx, x) -> list[int]:

@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from ....frontend_common.torch_arrays import tensor_to_numpy
+from ....frontend_common.torch_schema import schema_args
 from ....ir.module import IRModule
 from ... import expr as _expr
 from ...analysis import free_vars
@@ -63,20 +64,6 @@ def _value(env, a):
     return a
 
 
-def _schema_args(target, args, kwargs) -> list:
-    out = []
-    for i, a in enumerate(target._schema.arguments):
-        if i < len(args) and not a.kwarg_only:
-            out.append(args[i])
-        elif a.name in kwargs:
-            out.append(kwargs[a.name])
-        elif a.has_default_value():
-            out.append(a.default_value)
-        else:
-            out.append(None)
-    return out
-
-
 def from_fx(gm, input_infos, constants: dict | None = None):
     """Convert an ATen-level ``torch.fx.GraphModule`` into a Relay module.
 
@@ -122,7 +109,7 @@ def from_fx(gm, input_infos, constants: dict | None = None):
                     _expr.TupleGetItem(seq, n.args[1])
                 continue
             name = _aten_name(n.target)
-            args = _value(env, _schema_args(n.target, n.args, n.kwargs))
+            args = _value(env, schema_args(n.target, n.args, n.kwargs))
             ctx.op_name = name
             refuse_complex(ctx, ATEN[name], list(args))
             try:

@@ -84,46 +84,41 @@ def _windows(opt, kh: int, kw: int) -> tuple:
             ((kw - 1) * opt.DilationWFactor() + 1, opt.StrideW()))
 
 
-@register("CONV_2D")
-def _conv2d(ctx):
+def _float_conv(ctx, channels: int, groups: int, kernel_layout: str):
+    """A float CONV_2D / DEPTHWISE_CONV_2D of NHWC data: TFLite's padding (at run time where a
+    size is), the (·, kh, kw, ·) filter moved to (kh, kw, ·, ·) (``kernel_layout``), the
+    optional bias, the fused activation."""
     x, w = ctx.inputs[0], ctx.inputs[1]
     b = ctx.inputs[2] if len(ctx.inputs) > 2 else None
     opt = ctx.options()
-    _, h, wd, c = infer_shape(x)
-    o, kh, kw, ci = infer_shape(w)
-    if c % ci or o % (c // ci):
-        raise ctx.fail(f"input channels {c} do not match the filter's {ci} (per group)")
+    _, h, wd, _ = infer_shape(x)
+    _, kh, kw, _ = infer_shape(w)
     pads = _conv_pads(opt.Padding(), h, wd, kh, kw, opt.StrideH(), opt.StrideW(),
                       opt.DilationHFactor(), opt.DilationWFactor())
     x, pads = pad_at_run_time(x, pads, (1, 2), _windows(opt, kh, kw), 0.0)
-    w_hwio = _op.transpose(w, (1, 2, 3, 0))
-    out = _nn.conv2d(x, w_hwio, strides=(opt.StrideH(), opt.StrideW()), padding=pads,
-                     dilation=(opt.DilationHFactor(), opt.DilationWFactor()), channels=o,
-                     groups=c // ci,
-                     kernel_size=(kh, kw), data_layout="NHWC", kernel_layout="HWIO")
+    out = _nn.conv2d(x, _op.transpose(w, (1, 2, 3, 0)), strides=(opt.StrideH(), opt.StrideW()),
+                     padding=pads, dilation=(opt.DilationHFactor(), opt.DilationWFactor()),
+                     channels=channels, groups=groups, kernel_size=(kh, kw),
+                     data_layout="NHWC", kernel_layout=kernel_layout)
     if b is not None:
         out = _nn.bias_add(out, b, axis=3)
     return _activation(ctx, out, opt.FusedActivationFunction())
+
+
+@register("CONV_2D")
+def _conv2d(ctx):
+    c = infer_shape(ctx.inputs[0])[3]
+    o, _, _, ci = infer_shape(ctx.inputs[1])
+    if c % ci or o % (c // ci):
+        raise ctx.fail(f"input channels {c} do not match the filter's {ci} (per group)")
+    return _float_conv(ctx, o, c // ci, "HWIO")  # (O, kh, kw, I) -> (kh, kw, I, O)
 
 
 @register("DEPTHWISE_CONV_2D")
 def _depthwise(ctx):
-    x, w = ctx.inputs[0], ctx.inputs[1]
-    b = ctx.inputs[2] if len(ctx.inputs) > 2 else None
-    opt = ctx.options()
-    _, h, wd, c = infer_shape(x)
-    _, kh, kw, cm = infer_shape(w)
-    pads = _conv_pads(opt.Padding(), h, wd, kh, kw, opt.StrideH(), opt.StrideW(),
-                      opt.DilationHFactor(), opt.DilationWFactor())
-    x, pads = pad_at_run_time(x, pads, (1, 2), _windows(opt, kh, kw), 0.0)
-    w_hwoi = _op.transpose(w, (1, 2, 3, 0))  # (1, kh, kw, C*M) -> (kh, kw, C*M, 1)
-    out = _nn.conv2d(x, w_hwoi, strides=(opt.StrideH(), opt.StrideW()), padding=pads,
-                     dilation=(opt.DilationHFactor(), opt.DilationWFactor()), groups=c,
-                     channels=cm, kernel_size=(kh, kw), data_layout="NHWC",
-                     kernel_layout="HWOI")
-    if b is not None:
-        out = _nn.bias_add(out, b, axis=3)
-    return _activation(ctx, out, opt.FusedActivationFunction())
+    c = infer_shape(ctx.inputs[0])[3]
+    cm = infer_shape(ctx.inputs[1])[3]
+    return _float_conv(ctx, cm, c, "HWOI")  # (1, kh, kw, C*M) -> (kh, kw, C*M, 1)
 
 
 @register("FULLY_CONNECTED")

@@ -33,7 +33,9 @@ def _skip_layer() -> bool:
     return bool(config is not None and config.check_skip())
 
 
-def _desired_pair(desired_layouts, op_name):
+def desired_pair(desired_layouts, op_name: str) -> tuple[str, str]:
+    """The (data, second input) layouts a two-input ConvertLayout hook of ``op_name`` is asked
+    for, as strings; the data layout cannot be "default" (the second one can)."""
     if len(desired_layouts) != 2:
         raise ValueError(f"A desired layout is expected for both of {op_name}'s inputs")
     data_layout, kernel_layout = (str(x) for x in desired_layouts)
@@ -49,7 +51,7 @@ def convert_conv2d(attrs, inputs, tinfos, desired_layouts):
     if _skip_layer():
         return conv2d(data, weight, **attrs)
     new_attrs = dict(attrs)
-    data_layout, kernel_layout = _desired_pair(desired_layouts, "nn.conv2d")
+    data_layout, kernel_layout = desired_pair(desired_layouts, "nn.conv2d")
     new_attrs["data_layout"] = data_layout
     tile = re.match(r"NCHW(\d*)c", data_layout)
     if kernel_layout != "default" and not tile:
@@ -81,7 +83,7 @@ def convert_conv2d(attrs, inputs, tinfos, desired_layouts):
 def convert_conv2d_transpose(attrs, inputs, tinfos, desired_layouts):
     data, weight = inputs
     new_attrs = dict(attrs)
-    data_layout, kernel_layout = _desired_pair(desired_layouts, "nn.conv2d_transpose")
+    data_layout, kernel_layout = desired_pair(desired_layouts, "nn.conv2d_transpose")
     new_attrs["data_layout"] = data_layout
     if kernel_layout != "default":
         new_attrs["kernel_layout"] = kernel_layout

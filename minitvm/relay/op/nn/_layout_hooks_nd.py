@@ -7,7 +7,7 @@ from __future__ import annotations
 from .._layout_rules import conv_layout, deformable_conv_layout, pool_layout
 from ..op import register_convert_op_layout, register_op_attr
 from ._conv_nd import conv3d, conv3d_transpose, deformable_conv2d
-from ._layout_hooks import _pool_hook
+from ._layout_hooks import _pool_hook, desired_pair
 from ._pool_nd import avg_pool3d, max_pool3d
 
 for _name in ("nn.conv3d", "nn.conv1d_transpose", "nn.conv3d_transpose",
@@ -21,15 +21,6 @@ for _name in ("nn.max_pool3d", "nn.avg_pool3d", "nn.adaptive_max_pool1d",
     register_op_attr(_name, "FInferCorrectLayout", pool_layout)
 
 
-def _desired(desired_layouts, op_name):
-    if len(desired_layouts) != 2:
-        raise ValueError(f"A desired layout is expected for both of {op_name}'s inputs")
-    data_layout, kernel_layout = (str(x) for x in desired_layouts)
-    if data_layout == "default":
-        raise ValueError(f"{op_name}: data layout cannot be default")
-    return data_layout, kernel_layout
-
-
 _DEFAULT_KERNEL = {"nn.conv3d": {"NCDHW": "OIDHW", "NDHWC": "DHWIO"},
                    "nn.conv3d_transpose": {"NCDHW": "IODHW", "NDHWC": "DHWIO"},
                    "nn.deformable_conv2d": {"NCHW": "OIHW", "NHWC": "HWIO"}}
@@ -37,7 +28,7 @@ _DEFAULT_KERNEL = {"nn.conv3d": {"NCDHW": "OIDHW", "NDHWC": "DHWIO"},
 
 def _conv_hook(op_name, ctor):
     def convert(attrs, inputs, tinfos, desired_layouts):
-        data_layout, kernel_layout = _desired(desired_layouts, op_name)
+        data_layout, kernel_layout = desired_pair(desired_layouts, op_name)
         new_attrs = dict(attrs)
         new_attrs["data_layout"] = data_layout
         if kernel_layout == "default":

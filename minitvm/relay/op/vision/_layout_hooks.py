@@ -3,17 +3,14 @@ the data takes the desired layout, the rois keep theirs ("default")."""
 
 from __future__ import annotations
 
+from ..nn._layout_hooks import desired_pair
 from ..op import register_convert_op_layout
 from .rcnn import roi_align, roi_pool
 
 
 def _roi_hook(op_name, ctor):
     def convert(attrs, inputs, tinfos, desired_layouts):
-        if len(desired_layouts) != 2:
-            raise ValueError(f"A desired layout is expected for both of {op_name}'s inputs")
-        data_layout, rois_layout = (str(x) for x in desired_layouts)
-        if data_layout == "default":
-            raise ValueError(f"{op_name}: data layout cannot be default")
+        data_layout, rois_layout = desired_pair(desired_layouts, op_name)
         if rois_layout != "default":
             raise ValueError(f"{op_name}: rois layout must be default")
         if data_layout not in ("NCHW", "NHWC"):

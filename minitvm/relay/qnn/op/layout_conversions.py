@@ -3,25 +3,16 @@ them: (data, kernel) desired layouts, "default" picking the kernel layout for th
 
 from __future__ import annotations
 
-from ...op.nn._layout_hooks import is_depthwise_conv2d
+from ...op.nn._layout_hooks import desired_pair, is_depthwise_conv2d
 from ...op.op import register_convert_op_layout
 from .qnn import conv2d
 from .qnn_more import conv2d_transpose
 
 
-def _desired(desired_layouts, op_name):
-    if len(desired_layouts) != 2:
-        raise ValueError(f"A desired layout is expected for both of {op_name}'s inputs")
-    data_layout, kernel_layout = (str(x) for x in desired_layouts)
-    if data_layout == "default":
-        raise ValueError(f"{op_name}: data layout cannot be default")
-    return data_layout, kernel_layout
-
-
 @register_convert_op_layout("qnn.conv2d")
 def convert_qnn_conv2d(attrs, inputs, tinfos, desired_layouts):
     """qnn.conv2d in the desired (data, kernel) layouts."""
-    data_layout, kernel_layout = _desired(desired_layouts, "qnn.conv2d")
+    data_layout, kernel_layout = desired_pair(desired_layouts, "qnn.conv2d")
     new_attrs = dict(attrs)
     new_attrs["data_layout"] = data_layout
     if kernel_layout == "default":
@@ -41,7 +32,7 @@ def convert_qnn_conv2d(attrs, inputs, tinfos, desired_layouts):
 @register_convert_op_layout("qnn.conv2d_transpose")
 def convert_qnn_conv2d_transpose(attrs, inputs, tinfos, desired_layouts):
     """qnn.conv2d_transpose in the desired (data, kernel) layouts."""
-    data_layout, kernel_layout = _desired(desired_layouts, "qnn.conv2d_transpose")
+    data_layout, kernel_layout = desired_pair(desired_layouts, "qnn.conv2d_transpose")
     new_attrs = dict(attrs)
     new_attrs["data_layout"] = data_layout
     if kernel_layout == "default":
