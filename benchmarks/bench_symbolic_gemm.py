@@ -4,10 +4,11 @@ of a cold schedule + build, and the run time at several ``m`` (one thread, threa
 median of per-round medians).
 
 ``N <= K`` (512 x 1024) takes the swapped GEMM (``gemm.SWAP_TB``) from 16 rows, ``N > K``
-(1000 x 600) the in-place / packed ones. ``--ab OLD_TREE`` compares with another tree
+(1000 x 600) and a small weight (the seed MLP's 784 -> 128) the in-place / packed ones; below
+16 rows all take the in-place one (``gemm_tb``). ``--ab OLD_TREE`` compares with another tree
 (``mkdir /tmp/base && git archive BASE | tar -x -C /tmp/base``): each tree generates the kernel's
 IR in a process of its own, then both are compiled here and timed in alternating rounds, their
-outputs checked equal.
+outputs checked equal bit for bit.
 
 Run: python benchmarks/bench_symbolic_gemm.py [--ab /tmp/base] [--rounds 7]
 
@@ -28,8 +29,8 @@ import sys
 import tempfile
 import time
 
-CASES = [(512, 1024), (1000, 600)]
-ROWS = (16, 64, 128, 301)
+CASES = [(512, 1024), (1000, 600), (128, 784)]
+ROWS = (1, 7, 16, 64, 128, 301)
 
 _SOURCE = '''@T.prim_func
 def fused(p_x: T.handle, w: T.Buffer((T.int64({n}), T.int64({k})), "float32"),
@@ -138,6 +139,8 @@ def main() -> None:
                 want = np.maximum(x.astype("float64") @ w.T.astype("float64") + b, 0)
                 for t in fns:
                     np.testing.assert_allclose(outs[t], want, rtol=1e-4, atol=1e-4)
+                if len(fns) > 1:  # (the trees' kernels: the same results bit for bit)
+                    np.testing.assert_array_equal(outs["new"], outs["base"])
                 reps = max(5, 640 // m)
                 res: dict = {t: [] for t in fns}
                 for _ in range(args.rounds):
