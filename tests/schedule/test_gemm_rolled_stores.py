@@ -126,3 +126,24 @@ def test_lane_sum_order_is_sequential(m):
     for lane in range(lanes):
         s = s + acc[:, :, lane]
     np.testing.assert_array_equal(out, np.maximum(s + b, np.float32(0)))
+
+
+
+def test_swapped_one_row_tile_rolled_store_matches_numpy(monkeypatch):
+    # N = 13 = 12 + 1 (the swapped GEMM taken for any weight here): the last tile has one row
+    # of W, its accumulator split into gemv_split partial sums, the copy taking the summed row
+    monkeypatch.setattr(gemm, "SWAP_MIN_WEIGHT", 1)
+    n, k = 13, 64
+    g = optimize_prim_func(from_source(_SOURCE.format(n=n, k=k)))
+    one, full = sorted(int(a.extents[0]) for a in _allocs(g, "acc_rows"))
+    assert full == 12 * one  # (a 12-row tile and a one-row tile of the same panel width)
+    fn, _ = build.compile_prim_func(g, "fused")
+    for m in (16, 45, 128):
+        rng = np.random.default_rng(m)
+        x = rng.standard_normal((m, k)).astype("float32")
+        w = rng.standard_normal((n, k)).astype("float32")
+        b = rng.standard_normal(n).astype("float32")
+        out = np.full((m, n), np.nan, "float32")
+        fn(x, w, b, out)
+        want = np.maximum(x.astype("float64") @ w.T.astype("float64") + b, 0)
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
