@@ -18,10 +18,10 @@ every unrolled guarded store; with the loop digits let-bound and one guard per r
 54k lines, 3.0 s; run time the same (new/base 0.92-1.04 at m = 16, 64, 128, 301).
 
 Stop 61 (AVX-512, one thread, load ~7): 512 x 1024 had 21.9k lines, 1.1 CPU s, 18k of the lines
-the swapped tiles' 32 unrolled guarded row stores; as rolled loops through local tiles
-(``BlockedSchedule.transposed_store``) and with gemm_tb's lane sums rolled as well: 5.0k
-lines, 0.35 s; 1000 x 600 6.8k -> 5.5k lines, 0.42 -> 0.38 s; 784 -> 128 4.2k ->
-2.9k, 0.23 -> 0.21 s. Run time new/base 0.92-1.01 over all rows and cases, outputs equal bit
+the swapped tiles' 32 unrolled guarded row stores; as one rolled loop over a copy of the
+accumulator (``GemmLoops.rolled_transposed_store``) and with gemm_tb's lane sums rolled as
+well: 4.5k lines, 0.34 s; 1000 x 600 6.8k -> 5.5k lines, 0.42 -> 0.38 s; 784 -> 128 4.2k ->
+2.9k, 0.23 -> 0.21 s. Run time new/base 0.92-1.02 over all rows and cases, outputs equal bit
 for bit. What is left of a cold build (512 x 1024): IR generation 0.08, LLVM's O1 pipeline
 0.17 (InstCombine, IndVarSimplify, LICM most of it), machine code 0.09 (loop strength
 reduction a fifth of all LLVM time: without it, m 16-128 ran 1.46x and 784 -> 128 at m 301

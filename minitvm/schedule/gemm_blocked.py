@@ -85,10 +85,10 @@ class BlockedSchedule(GemmLoops):
         def store(add_c, epi) -> S.Stmt:
             """The tile's stores: C's old value added when ``add_c`` (True, False or a
             condition on ``kb``), the epilogue applied when ``epi`` (likewise)."""
-            def out(ii, jj):
+            def out(ii, jj, src=acc):
                 col = jo * nr + jj
                 idx = self.c_index([b, row0 + ii, col] if self.batched else [row0 + ii, col])
-                v = acc[ii, jj]
+                v = src[ii, jj]
                 if add_c is True:
                     v = v + self.C[tuple(idx)]
                 elif add_c is not False:
@@ -98,9 +98,7 @@ class BlockedSchedule(GemmLoops):
                 w = self.finish(row0 + ii, col, v)
                 return S.BufferStore(self.C, w if epi is True else E.Select(epi, w, v), idx)
 
-            if self.c_transposed and self.store_columns(full_panel)[2]:
-                return self.transposed_store(b, row0, rows, jo, acc, add_c, epi)
-            return self.store_tile(rows, jo, full_panel, out)
+            return self.store_tile(rows, jo, full_panel, out, acc)
 
         epilogue = self.bias is not None or self.relu or self.epilogue is not None
         if nkb == 1:
@@ -124,55 +122,6 @@ class BlockedSchedule(GemmLoops):
                 self.eq(kb, nkb - 1), store(True, True), store(True, False))))
         body = S.DeclBuffer(acc, S.SeqStmt(parts))
         return S.Allocate(acc.data, self.dtype, [ku * rows * lanes], True, body)
-
-    def transposed_store(self, b, row0, rows: int, jo, acc, add_c, epi) -> S.Stmt:
-        """A transposed C's guarded tile store (``c_transposed`` with a symbolic N: the swapped
-        GEMM over a symbolic row count, a column of C per row of the tile), through memory:
-        a rolled loop over the tile's columns reads C's old values into a local tile
-        ``c_old`` (when ``add_c``), the sums and epilogue are computed in vectors along the
-        tile's rows into ``c_new``, and a rolled loop stores them, each turn a row of C
-        (``rows`` contiguous elements); both loops run ``min(nr, N - jo*nr)`` turns, no test
-        per row. Unrolled and guarded row by row, these stores were 18k of the 22k lines of
-        LLVM IR of a symbolic-row 512 x 1024 matmul + bias + relu (1.1 CPU s to compile, now
-        0.35; run time 0.92-1.00x at 1-301 rows, one thread, interleaved, the same results
-        bit for bit). A static N keeps the vector stores along the tile's columns (gathered
-        and scattered by LLVM): through memory, a 768 x 768 matmul at 40 static rows ran
-        1.04-1.06x slower (compile 0.42 -> 0.24 CPU s), at 128 rows 0.98-1.03x."""
-        nr, zero = self.nr, E.FloatImm(self.dtype, 0.0)
-        unroll, vec = S.ForKind.UNROLLED, S.ForKind.VECTORIZED
-        lanes = int(acc.shape[-1])
-        count = E.Min(self.c(nr), self.N - jo * nr)
-        old = decl_buffer((rows, lanes), self.dtype, "c_old", scope="local")
-        new = decl_buffer((rows, lanes), self.dtype, "c_new", scope="local")
-
-        def at(ii, jj):
-            col = jo * nr + jj
-            return self.c_index([b, row0 + ii, col] if self.batched else [row0 + ii, col])
-
-        def value(ii, jj):
-            v = acc[ii, jj]
-            if add_c is True:
-                v = v + old[ii, jj]
-            elif add_c is not False:
-                v = v + E.Select(add_c, old[ii, jj], zero)
-            if epi is False:
-                return v
-            w = self.finish(row0 + ii, jo * nr + jj, v)
-            return w if epi is True else E.Select(epi, w, v)
-
-        parts = []
-        if add_c is not False:
-            parts.append(self.loop("jj", count, S.ForKind.SERIAL, lambda jj: self.loop(
-                "ii", rows, unroll, lambda ii: S.BufferStore(
-                    old, self.C[tuple(at(ii, jj))], [ii, jj]))))
-        parts.append(self.loop("ii", rows, unroll, lambda ii: self.loop(
-            "jj", lanes, vec, lambda jj: S.BufferStore(new, value(ii, jj), [ii, jj]))))
-        parts.append(self.loop("jj", count, S.ForKind.SERIAL, lambda jj: self.loop(
-            "ii", rows, unroll, lambda ii: S.BufferStore(self.C, new[ii, jj], at(ii, jj)))))
-        body = S.DeclBuffer(new, S.SeqStmt(parts))
-        body = S.Allocate(new.data, self.dtype, [rows * lanes], True, body)
-        body = S.DeclBuffer(old, body)
-        return S.Allocate(old.data, self.dtype, [rows * lanes], True, body)
 
     def compute_blocked(self) -> S.Stmt:
         """The cache-blocked schedule (``BLOCKING``): parallel over (batch, row block, panel
