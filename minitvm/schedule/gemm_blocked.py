@@ -85,10 +85,10 @@ class BlockedSchedule(GemmLoops):
         def store(add_c, epi) -> S.Stmt:
             """The tile's stores: C's old value added when ``add_c`` (True, False or a
             condition on ``kb``), the epilogue applied when ``epi`` (likewise)."""
-            def out(ii, jj):
+            def out(ii, jj, src=acc):
                 col = jo * nr + jj
                 idx = self.c_index([b, row0 + ii, col] if self.batched else [row0 + ii, col])
-                v = acc[ii, jj]
+                v = src[ii, jj]
                 if add_c is True:
                     v = v + self.C[tuple(idx)]
                 elif add_c is not False:
@@ -98,7 +98,7 @@ class BlockedSchedule(GemmLoops):
                 w = self.finish(row0 + ii, col, v)
                 return S.BufferStore(self.C, w if epi is True else E.Select(epi, w, v), idx)
 
-            return self.store_tile(rows, jo, full_panel, out)
+            return self.store_tile(rows, jo, full_panel, out, acc)
 
         epilogue = self.bias is not None or self.relu or self.epilogue is not None
         if nkb == 1:

@@ -122,12 +122,24 @@ class _NT:
                     "cc", 0, cols, unroll, lambda cc: self.loop(
                         "l", 0, lanes, vec, lambda lv: fma(k0, r, cc, lv))))))
 
+        spill = decl_buffer((nacc, lanes), self.dtype, "nt_lanes", scope="local")
+        if kv:
+            # the lanes summed in a rolled loop over a copy of the accumulators (the tile's
+            # vectors stored whole), every output's sum in the same order as before; unrolled,
+            # the nacc x lanes scalar adds were most of the kernel's LLVM IR (1.5k of a
+            # symbolic-row 512 x 1024 matmul's 5.9k lines), and indexed by the loop's variable
+            # the accumulators themselves would stay in memory through the K loop
+            parts.append(self.loop("q", 0, nacc, unroll, lambda q: self.loop(
+                "l", 0, lanes, vec, lambda lv: S.BufferStore(spill, acc[q, lv], [q, lv]))))
+        parts.append(self.loop("q", 0, nacc, unroll, lambda q: S.BufferStore(red, zero, [q])))
+        if kv:
+            parts.append(self.loop("l", 0, lanes, S.ForKind.SERIAL, lambda lv: self.loop(
+                "q", 0, nacc, unroll, lambda q: S.BufferStore(red, red[q] + spill[q, lv],
+                                                              [q]))))
+
         def finish(r, cc):
             slot = r * cols + cc
-            steps = [S.BufferStore(red, zero, [slot])]
-            if kv:
-                steps.append(self.loop("l", 0, lanes, unroll, lambda lv: S.BufferStore(
-                    red, red[slot] + acc[slot, lv], [slot])))
+            steps = []
             if k % lanes:
                 steps.append(self.loop("kt", kv * lanes, k % lanes, S.ForKind.SERIAL,
                                        lambda kt: S.BufferStore(
@@ -137,12 +149,15 @@ class _NT:
             if self.epilogue is not None:
                 value = self.epilogue(row0 + r, col0 + cc, value)
             steps.append(S.BufferStore(self.c, value, [row0 + r, col0 + cc]))
-            return S.SeqStmt(steps)
+            return S.SeqStmt(steps) if len(steps) != 1 else steps[0]
 
         parts.append(self.loop("r", 0, rows, unroll, lambda r: self.loop(
             "cc", 0, cols, unroll, lambda cc: finish(r, cc))))
         body = S.DeclBuffer(red, S.SeqStmt(parts))
         body = S.Allocate(red.data, self.dtype, [nacc], True, body)
+        if kv:
+            body = S.Allocate(spill.data, self.dtype, [nacc * lanes], True,
+                              S.DeclBuffer(spill, body))
         body = S.DeclBuffer(acc, body)
         return S.Allocate(acc.data, self.dtype, [nacc * lanes], True, body)
 

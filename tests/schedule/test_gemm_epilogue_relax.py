@@ -237,7 +237,9 @@ def _divides_by_a_variable(e) -> bool:
 @pytest.mark.skipif(not SWAP, reason="the swapped GEMM is off for this ISA (SWAP_TB)")
 def test_swapped_gemm_over_symbolic_rows_stays_small():
     # the fused loop's digits by the symbolic panel-group count are let-bound, not divided out
-    # in every index; a partial panel tests each row of C once, around that row's stores
+    # in every index; a partial panel's rows of C run in one rolled loop of min(32, m - first
+    # row) turns (GemmLoops.rolled_transposed_store), no test per row, each turn that row's
+    # stores unrolled
     g = optimize_prim_func(from_source(_source("bias_relu", 512, 1024)))
     out = _out_buffer(g)
     stmts = list(walk_stmts(g.body))
@@ -247,13 +249,17 @@ def test_swapped_gemm_over_symbolic_rows_stays_small():
         if isinstance(s, S.BufferStore):
             assert not any(_divides_by_a_variable(i) for i in s.indices)
     guards = [s for s in stmts if isinstance(s, S.IfThenElse)
-              and any(isinstance(e, E.Var) and e.name == "jj" for e in post_order(s.condition))
+              and any(isinstance(e, E.Var) and e.name == "jj" for e in post_order(s.condition))]
+    assert not guards
+    rolled = [s for s in stmts if isinstance(s, S.For) and s.loop_var.name == "jj"
+              and s.kind != S.ForKind.VECTORIZED  # (the packed branch's full vector rows)
               and any(isinstance(st, S.BufferStore) and st.buffer.data is out.data
-                      for st in walk_stmts(s.then_case))]
-    assert guards
-    for s in guards:  # the tile's rows (ii) unrolled under one test of the column (jj)
-        assert isinstance(s.then_case, S.For) and s.then_case.kind == S.ForKind.UNROLLED
-        assert s.then_case.loop_var.name == "ii"
+                      for st in walk_stmts(s.body))]
+    assert rolled
+    for s in rolled:  # columns of the tile (rows of C): a serial loop, its rows (ii) unrolled
+        assert s.kind == S.ForKind.SERIAL and isinstance(s.extent, E.Min)
+        assert isinstance(s.body, S.For) and s.body.kind == S.ForKind.UNROLLED
+        assert s.body.loop_var.name == "ii"
 
 
 # ---------------------------------------------------------------------------------- Relax
