@@ -446,9 +446,7 @@ class CompiledObject:
         if self._optimized_ir is None and self.source_ir is not None:
             with _LOCK:
                 init()
-                tm = shared_machine(self.opt)
-                mod = _parse(self.source_ir, tm)
-                optimize(mod, tm, self.opt)
+                mod = _optimized(self.source_ir, shared_machine(self.opt), self.opt)
                 self._optimized_ir = str(mod)
                 mod.close()
         return self._optimized_ir
@@ -665,16 +663,8 @@ def assembly(ir_text: str, opt: int = 3, codegen_opt: int | None = None) -> str:
     ``codegen_opt`` (default ``opt``; for inspection and tests)."""
     with _LOCK:
         init()
-        tm = shared_machine(opt if codegen_opt is None else codegen_opt)
-        mod = llvm.parse_assembly(ir_text)
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        try:
-            optimize(mod, tm, opt)
-            with codegen_options():
-                return tm.emit_assembly(mod)
-        finally:
-            mod.close()
+        return _assembly_of(ir_text, shared_machine(opt if codegen_opt is None else codegen_opt),
+                            opt)
 
 
 def link_entry(ir_text: str, symbol: str, kernel_addresses: dict[str, int]) -> CompiledObject:
