@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import minitvm as tvm
-from minitvm import relax, tir
+from minitvm import relax, te, tir
 from minitvm.ir.expr import GlobalVar
 from minitvm.ir.op import Op
 from minitvm.relax.transform.fold_constant import run_reference
@@ -167,3 +167,23 @@ def _compare(a, b, rtol):
             _compare(x, y, rtol)
         return
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol)
+
+
+def te_add(a, b):
+    """Elementwise ``a + b`` of two 1-D tensors as a TE compute (``emit_te``'s function)."""
+    return te.compute(a.shape, lambda i: a[i] + b[i], name="add")
+
+
+def add_chain(length: int, dim=4) -> tvm.IRModule:
+    """``main(x)``: ``length`` ``emit_te`` adds in one dataflow block, each of the last and
+    ``x`` (``dim`` an int or a symbolic size): a call_tir chain for the lowering passes."""
+    x = relax.Var("x", relax.TensorStructInfo([dim], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            v = bb.emit_te(te_add, x, x)
+            for _ in range(length - 1):
+                v = bb.emit_te(te_add, v, x)
+            gv = bb.emit_output(v)
+        bb.emit_func_output(gv)
+    return bb.get()

@@ -9,9 +9,10 @@ import sys
 
 import numpy as np
 import pytest
+from relax_pass_util import add_chain, te_add
 
 import minitvm as tvm
-from minitvm import relax, te, tir
+from minitvm import relax, tir
 from minitvm.ir.op import Op
 from minitvm.relax import transform as rt
 from minitvm.relax.expr import Call, Var
@@ -23,23 +24,6 @@ from minitvm.relax.transform import vm_shape_lower as vsl
 from minitvm.relax.transform.utils import iter_bindings
 
 
-def _add(a, b):
-    return te.compute(a.shape, lambda i: a[i] + b[i], name="add")
-
-
-def _chain(length: int, dim=4):
-    x = relax.Var("x", relax.TensorStructInfo([dim], "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            v = bb.emit_te(_add, x, x)
-            for _ in range(length - 1):
-                v = bb.emit_te(_add, v, x)
-            gv = bb.emit_output(v)
-        bb.emit_func_output(gv)
-    return bb.get()
-
-
 def _branching():
     """main(x, flag): y = x + x; r = if flag: {z = y + x; z} else: {y}; r + y."""
     n = tir.Var("n", "int64")
@@ -47,18 +31,18 @@ def _branching():
     flag = relax.Var("flag", relax.TensorStructInfo([], "bool"))
     bb = relax.BlockBuilder()
     with bb.function("main", [x, flag]):
-        y = bb.emit_te(_add, x, x)
+        y = bb.emit_te(te_add, x, x)
         first = bb.lookup_binding(y)
         c = bb.normalize(relax.op.call_tir(first.args[0], (y, x), first.sinfo_args[0]))
         z = relax.Var("z", c.struct_info)
         then = relax.SeqExpr([relax.BindingBlock([relax.VarBinding(z, c)])], z)
         r = bb.emit(relax.If(flag, bb.normalize(then), bb.normalize(relax.SeqExpr([], y))))
-        bb.emit_func_output(bb.emit_te(_add, r, y))
+        bb.emit_func_output(bb.emit_te(te_add, r, y))
     return bb.get()
 
 
 def _programs():
-    return [_chain(5), _chain(5, tir.Var("n", "int64")), _branching()]
+    return [add_chain(5), add_chain(5, tir.Var("n", "int64")), _branching()]
 
 
 _LOWER = (rt.LegalizeOps(), rt.ToNonDataflow(), rt.CallTIRRewrite(), rt.StaticPlanBlockMemory(),
@@ -140,7 +124,7 @@ def test_binding_names_are_every_bound_name_deep_programs_included():
         f = mod["main"]
         assert sorted(lu.binding_names(f.body)) == sorted(_full_binding_names(f.body))
     limit = sys.getrecursionlimit()
-    big = _chain(100_000 // 20)  # (a long chain: the walk is a loop, no recursion)
+    big = add_chain(100_000 // 20)  # (a long chain: the walk is a loop, no recursion)
     assert len(lu.binding_names(big["main"].body)) == 100_000 // 20 + 1
     assert sys.getrecursionlimit() == limit
 
@@ -179,7 +163,7 @@ def test_kills_follow_the_last_reads_a_full_walk_finds():
 
 
 def test_spbm_sizes_and_kernel_answers_once_and_numbers_unchanged():
-    mod = _chain(6)
+    mod = add_chain(6)
     with tvm.transform.PassContext():
         low = tvm.transform.Sequential(list(_LOWER[:4]))(mod)
     tensors = [b.value for b in low["main"].body.blocks[0].bindings
@@ -191,6 +175,6 @@ def test_spbm_sizes_and_kernel_answers_once_and_numbers_unchanged():
         assert by_shape.setdefault(id(t.args[2]), t.struct_info) is t.struct_info
         assert t.struct_info.shape is t.args[2]
     assert spbm.plan_memory(low["main"], low)[1] == 0  # (already planned: nothing left)
-    ex = relax.build(_chain(6), "llvm")
+    ex = relax.build(add_chain(6), "llvm")
     a = np.arange(4, dtype="float32")
     np.testing.assert_allclose(relax.VirtualMachine(ex, tvm.cpu())["main"](a).numpy(), a * 7)

@@ -5,29 +5,13 @@ of static shapes. The printed IR is what the passes printed before, and the prog
 computes the same numbers."""
 
 import numpy as np
+from relax_pass_util import add_chain
 
 import minitvm as tvm
-from minitvm import relax, te, tir
+from minitvm import relax, tir
 from minitvm.relax import transform as rt
 from minitvm.relax.expr import Call, DataTypeImm, PrimValue, StringImm
 from minitvm.relax.transform.lower_utils import Leaves
-
-
-def _add(a, b):
-    return te.compute(a.shape, lambda i: a[i] + b[i], name="add")
-
-
-def _chain(length: int, dim=4):
-    x = relax.Var("x", relax.TensorStructInfo([dim], "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            v = bb.emit_te(_add, x, x)
-            for _ in range(length - 1):
-                v = bb.emit_te(_add, v, x)
-            gv = bb.emit_output(v)
-        bb.emit_func_output(gv)
-    return bb.get()
 
 
 def _lowered(mod, *passes):
@@ -56,7 +40,7 @@ def test_leaves_are_made_once_per_value():
 
 
 def test_call_tir_rewrite_allocations_share_their_constant_leaves():
-    mod = _lowered(_chain(3))
+    mod = _lowered(add_chain(3))
     allocs = _calls(mod, "relax.builtin.alloc_tensor")
     assert len(allocs) == 3
     for k in (1, 2, 3):
@@ -67,13 +51,13 @@ def test_call_tir_rewrite_allocations_share_their_constant_leaves():
 
 
 def test_planned_allocations_share_their_constant_leaves_and_kills_are_typed():
-    planned = _lowered(_chain(4), rt.StaticPlanBlockMemory())
+    planned = _lowered(add_chain(4), rt.StaticPlanBlockMemory())
     tensors = _calls(planned, "relax.memory.alloc_tensor")
     assert len(tensors) == 3  # (the returned tensor keeps its own allocation)
     assert all(t.args[1] is tensors[0].args[1] and t.args[3] is tensors[0].args[3]
                for t in tensors)
     assert planned.script().count('R.prim_value(0), R.shape([4]), R.dtype("float32"))') == 3
-    mod = _lowered(_chain(4), rt.StaticPlanBlockMemory(), rt.LowerAllocTensor(),
+    mod = _lowered(add_chain(4), rt.StaticPlanBlockMemory(), rt.LowerAllocTensor(),
                    rt.KillAfterLastUse())
     kills = _calls(mod, "relax.memory.kill_tensor") + _calls(mod, "relax.memory.kill_storage")
     assert kills and all(isinstance(k.struct_info, relax.TupleStructInfo) and
@@ -83,7 +67,7 @@ def test_planned_allocations_share_their_constant_leaves_and_kills_are_typed():
 
 def test_static_and_symbolic_chains_build_and_run():
     for dim in (4, tir.Var("n", "int64")):
-        mod = _chain(5, dim)
+        mod = add_chain(5, dim)
         ex = relax.build(mod, "llvm")
         vm = relax.VirtualMachine(ex, tvm.cpu())
         a = np.arange(4, dtype="float32")
