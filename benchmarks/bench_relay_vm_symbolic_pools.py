@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import numpy as np
+from interleave import best_vm_time
 
 # (name, relay.nn builder arguments): ceil-mode pools, whose last window crosses the border
 CASES = {
@@ -40,17 +40,6 @@ def _vm(shape, op: str, attrs: dict):
     return VirtualMachine(exe, tvm.cpu())
 
 
-def _best(vm, a, calls: int = 5) -> float:
-    vm.run(a)
-    vm.run(a)  # (the second call records the VM's native entry)
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        vm.run(a)
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def main() -> int:
     from minitvm import relay
 
@@ -69,8 +58,8 @@ def main() -> int:
             diff = float(np.abs(sym.run(a).numpy() - static.run(a).numpy()).max())
             ts, tt = [], []
             for _ in range(args.rounds):
-                ts.append(_best(sym, a))
-                tt.append(_best(static, a))
+                ts.append(best_vm_time(sym, a))
+                tt.append(best_vm_time(static, a))
             s, t = statistics.median(ts) * 1e3, statistics.median(tt) * 1e3
             print(f"{name:16s} {'x'.join(map(str, shape)):16s} {s:12.3f} {t:10.3f} "
                   f"{s / t:6.2f} {diff:9.2g}", flush=True)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import numpy as np
+from interleave import best_vm_time
 
 
 def _body(relay, x, op: str, k: int):
@@ -39,17 +39,6 @@ def _vm(shape, dtype: str, op: str, k: int):
     return VirtualMachine(exe, tvm.cpu())
 
 
-def _best(vm, a, calls: int = 5) -> float:
-    vm.run(a)
-    vm.run(a)  # (the second call records the VM's native entry)
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        vm.run(a)
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def main() -> int:
     from minitvm import relay
 
@@ -69,8 +58,8 @@ def main() -> int:
         static = _vm((n,), args.dtype, args.op, args.k)
         sym, per = [], []
         for _ in range(args.rounds):  # (interleaved)
-            sym.append(_best(symbolic, a))
-            per.append(_best(static, a))
+            sym.append(best_vm_time(symbolic, a))
+            per.append(best_vm_time(static, a))
         same = symbolic.run(a).numpy().tobytes() == static.run(a).numpy().tobytes()
         s, p = statistics.median(sym), statistics.median(per)
         print(f"{n:9d} {s * 1e3:9.3f} {p * 1e3:9.3f} {s / p:6.2f}  {same}")
