@@ -129,13 +129,15 @@ NO_SLP_PIPELINE = -2
 CODEGEN_OPTIONS = (("-disable-post-ra", "-disable-post-ra=false"),)
 
 
-def target_machine(opt: int = 3):
+def target_machine(opt: int = 3, extra_features: str = ""):
     """A new target machine for ``host_cpu()`` at code generation level ``opt`` (the IR
-    pipeline's special levels generate at 3)."""
+    pipeline's special levels generate at 3), its features with ``extra_features`` appended
+    (``",-avx512vl"``)."""
     opt = 3 if opt in (MINIMAL_PIPELINE, NO_SLP_PIPELINE) else opt  # (the full code generator)
     cpu, features = host_cpu()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=True)
+    return target.create_target_machine(cpu=cpu, features=features + extra_features, opt=opt,
+                                        jit=True)
 
 
 # (cpu, features, level) -> the target machine every kernel's IR passes and machine code use
@@ -277,14 +279,6 @@ def _optimized(ir_text: str, tm, opt: int):
     mod = _parse(ir_text, tm)
     optimize(mod, tm, opt)
     return mod
-
-
-def _target_machine_with(opt: int, extra_features: str):
-    opt = 3 if opt in (MINIMAL_PIPELINE, NO_SLP_PIPELINE) else opt
-    cpu, features = host_cpu()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=cpu, features=features + extra_features, opt=opt,
-                                        jit=True)
 
 
 # modules ``_emit`` compiled, those whose assembly it checked, those it made again (for either
@@ -491,7 +485,7 @@ def _emit(ir_text: str, opt: int, codegen_opt: int | None) -> bytes:
     STATS["movmsk_regenerated"] += 1
     STATS["tied_mask_regenerated"] += tied
     if not calls_x86_intrinsics(ir_text):
-        return _object_code(ir_text, _target_machine_with(level, SAFE_MOVMSK_FEATURES), opt)
+        return _object_code(ir_text, target_machine(level, SAFE_MOVMSK_FEATURES), opt)
     tm = shared_machine(0)
     if _miscompiled_fold(_assembly_of(ir_text, tm, opt)):
         raise RuntimeError("LLVM's EVEX compression miscompiles this kernel "

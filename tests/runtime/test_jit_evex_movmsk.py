@@ -85,7 +85,7 @@ def test_the_regenerated_code_has_no_extended_movmsk(monkeypatch):
         pytest.skip("this LLVM / CPU allocates the sign-tested vector below xmm16")
     jit.compile_ir(_ir(_N, _K), "mtvm_test_movmsk", opt=1, codegen_opt=1)
     assert jit.STATS["movmsk_regenerated"] == before + 1
-    tm = jit._target_machine_with(1, jit.SAFE_MOVMSK_FEATURES)
+    tm = jit.target_machine(1, jit.SAFE_MOVMSK_FEATURES)
     safe = tm.emit_assembly(jit._optimized(_ir(_N, _K), tm, 1))
     # (without VL the sign test is a 512-bit vpmovq2m, which the fold leaves alone)
     assert not jit.movmsk_miscompiled(safe)
@@ -174,7 +174,7 @@ def test_the_tied_fold_is_made_again(monkeypatch):
     before = jit.STATS["movmsk_regenerated"]
     jit.compile_ir(_TIED_IR, "mtvm_test_tied", opt=1, codegen_opt=1)
     assert jit.STATS["movmsk_regenerated"] == before + 1
-    tm = jit._target_machine_with(1, jit.SAFE_MOVMSK_FEATURES)
+    tm = jit.target_machine(1, jit.SAFE_MOVMSK_FEATURES)
     assert not jit.mask_read_after_movmsk(tm.emit_assembly(jit._optimized(_TIED_IR, tm, 1)))
 
 
