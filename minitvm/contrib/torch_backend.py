@@ -17,7 +17,9 @@ import warnings
 
 __all__ = ["minitvm_backend", "register", "set_compiler", "fallback_reasons"]
 
-_WARNED: set[str] = set()
+# the reasons already warned about, least recently seen first; bounded like ``fallback_reasons``
+# (a reason pushed out by FALLBACK_REASONS_KEPT newer ones warns again when it recurs)
+_WARNED: collections.OrderedDict[str, None] = collections.OrderedDict()
 _LOCK = threading.Lock()
 _COMPILER = None  # compile_graph(gm, example_inputs, opt_level, fallback), set by the relay layer
 # How many reasons ``fallback_reasons`` keeps: a process compiling graphs for hours (a serving
@@ -54,7 +56,10 @@ def _fallback(gm, reason: str):
     fallback_reasons.append(reason)
     with _LOCK:
         first = reason not in _WARNED
-        _WARNED.add(reason)
+        _WARNED[reason] = None
+        _WARNED.move_to_end(reason)
+        if len(_WARNED) > FALLBACK_REASONS_KEPT:
+            _WARNED.popitem(last=False)
     if first:
         warnings.warn(f"minitvm torch.compile backend: running this graph eagerly: {reason}",
                       RuntimeWarning, stacklevel=3)

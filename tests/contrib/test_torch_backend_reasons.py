@@ -1,6 +1,7 @@
 """``torch_backend.fallback_reasons`` keeps the last ``FALLBACK_REASONS_KEPT`` reasons (a process
 compiling graphs for hours must not grow by one per eager graph) and reads as the list it was."""
 
+import collections
 import warnings
 
 from minitvm.contrib import torch_backend as tb
@@ -14,7 +15,7 @@ class _Graph:
 
 
 def test_fallback_reasons_are_bounded_and_read_like_a_list(monkeypatch):
-    monkeypatch.setattr(tb, "_WARNED", set())
+    monkeypatch.setattr(tb, "_WARNED", collections.OrderedDict())
     saved = list(tb.fallback_reasons)
     tb.fallback_reasons.clear()
     try:
@@ -37,7 +38,7 @@ def test_fallback_reasons_are_bounded_and_read_like_a_list(monkeypatch):
 
 
 def test_each_reason_still_warns_once(monkeypatch):
-    monkeypatch.setattr(tb, "_WARNED", set())
+    monkeypatch.setattr(tb, "_WARNED", collections.OrderedDict())
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -45,3 +46,22 @@ def test_each_reason_still_warns_once(monkeypatch):
     assert [str(w.message) for w in seen] == \
         ["minitvm torch.compile backend: running this graph eagerly: the same reason"]
     assert list(tb.fallback_reasons)[-3:] == ["the same reason"] * 3
+
+
+def test_warned_reasons_are_bounded_too(monkeypatch):
+    monkeypatch.setattr(tb, "_WARNED", collections.OrderedDict())
+    saved = list(tb.fallback_reasons)
+    keep = tb.FALLBACK_REASONS_KEPT
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for n in range(keep + 5):
+                tb._fallback(_Graph(), f"reason {n}")
+            assert len(tb._WARNED) == keep and len(seen) == keep + 5
+            tb._fallback(_Graph(), f"reason {keep + 4}")  # recent: no second warning
+            assert len(seen) == keep + 5
+            tb._fallback(_Graph(), "reason 0")  # pushed out long ago: warns again
+            assert len(seen) == keep + 6 and len(tb._WARNED) == keep
+    finally:
+        tb.fallback_reasons.clear()
+        tb.fallback_reasons.extend(saved)
