@@ -499,6 +499,9 @@ def _cases() -> dict[str, Case]:
         Case("vision.roi_align", [4, 2],
              lambda x, r: relay.vision.roi_align(x, _rois(r), (2, 2), 1.0, 2),
              grid=[((1, 3, 6, 6), (2, 5)), ((1, 3, 6, 6), (2, 4)), ((1, 3, 6, 6), (2, 6))]),
+        Case("vision.yolo_reorg", [4], lambda x: relay.vision.yolo_reorg(x, 2),
+             grid=[((1, 4, 4, 4),), ((2, 8, 2, 6),), ((1, 3, 4, 4),), ((1, 4, 3, 4),),
+                   ((1, 4, 4, 5),), ((1, 4, 0, 2),)]),
         Case("unravel_index", [(1, "int32")], lambda i: relay.unravel_index(i, _c([2, 3],
                                                                                   "int32"))),
         Case("invert_permutation", [(1, "int32")], lambda p: relay.invert_permutation(
