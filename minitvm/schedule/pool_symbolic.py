@@ -31,9 +31,8 @@ from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.stmt_functor import substitute
-from .common import dims_of, epilogue_value, parallel_for
+from .common import const_int, dims_of, epilogue_value, parallel_for
 from .pool import (
-    DIRECT_MAX_STRIDE,
     DIRECT_MAX_TAPS,
     _is_max,
     _is_mean,
@@ -48,15 +47,12 @@ PLANE_OUTPUTS = 28 * 28
 
 
 def supported(t) -> bool:
-    """Does this schedule take symbolic window pool stage ``t`` (a window of at most
-    ``pool.DIRECT_MAX_TAPS`` taps at a column stride of at most ``pool.DIRECT_MAX_STRIDE``)?"""
+    """Does this schedule take symbolic window pool stage ``t`` (a max, mean or sum over a
+    window of any size, stride and dilation, or adaptive bins of run-time bounds)?"""
     a = t.op.attrs
     if "run_time_bins" in a:
         return True
-    if "bins" in a or a.get("kind") not in ("max", "avg", "sum"):
-        return False
-    (kh, kw), (_, sw) = a["pool_size"], a["strides"]
-    return kh * kw <= DIRECT_MAX_TAPS and 1 <= sw <= DIRECT_MAX_STRIDE
+    return "bins" not in a and a.get("kind") in ("max", "avg", "sum")
 
 
 def _plane(t) -> tuple:
@@ -165,25 +161,34 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
     xf, of = ctx.flat_view(x), ctx.flat_view(out)
     # a max over contiguous taps reads the border clamped, unmasked (see ``store``)
     clamp_only = is_max and dh == 1 and dw == 1
+    # a window of more taps than the unrolled form writes out: its rows in a loop, each
+    # output's value in an accumulator (one vector of them per plane)
+    looped = kh * kw > DIRECT_MAX_TAPS
+    acc = decl_buffer((VECTOR_LANES,), dt, "pool_acc")
 
     def let(name, value, body_fn):
         v = ctx.fresh(name, idt)
         return S.LetStmt(v, value, body_fn(v))
 
-    def store(b, ch_, orow, rows, oy, j, ymask, xmask):
-        """Output ``(oy, j)`` of the plane, ``rows`` each window row's ``(start in the flat
-        input, in-bounds condition or None)``."""
+    def row_taps(rbase, rcond, j, xmask, kxs) -> list:
+        """The taps of one window row (its start in the flat input ``rbase``, in-bounds
+        condition ``rcond`` or None) at window columns ``kxs`` (ints, or one loop var) for
+        output column ``j``."""
         taps = []
-        for rbase, rcond in rows:
-            for kx in range(kw):
-                ix = j * c(sw) + c(kx * dw - pl)
-                cond = None if clamp_only else rcond
-                if xmask:
-                    xc = E.And(ix >= c(0), ix < w)
-                    cond = None if clamp_only else xc if cond is None else E.And(cond, xc)
-                    ix = E.Max(E.Min(ix, w - c(1)), c(0))
-                v = E.BufferLoad(xf, [rbase + ix])
-                taps.append(v if cond is None else E.Select(cond, v, pad))
+        for kx in kxs:
+            ix = j * c(sw) + (c(kx * dw - pl) if isinstance(kx, int) else kx * c(dw) - c(pl))
+            cond = None if clamp_only else rcond
+            if xmask:
+                xc = E.And(ix >= c(0), ix < w)
+                cond = None if clamp_only else xc if cond is None else E.And(cond, xc)
+                ix = E.Max(E.Min(ix, w - c(1)), c(0))
+            v = E.BufferLoad(xf, [rbase + ix])
+            taps.append(v if cond is None else E.Select(cond, v, pad))
+        return taps
+
+    def finish(b, ch_, orow, vals, oy, j, ymask, xmask):
+        """Store output ``(oy, j)`` of the plane: ``vals`` combined (the window's taps, or its
+        accumulated value alone), a mean divided by its count, the epilogue applied."""
         if clamp_only and (ymask or xmask):
             # a border max: a clamped tap repeats the edge, which the window holds (taps
             # contiguous, some inside), so only the padding's value joins; a window with no
@@ -192,9 +197,11 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
             inside = [E.And(start_y < h, start_y + c(kh - 1) >= c(0))] if ymask else []
             inside += [E.And(start_x < w, start_x + c(kw - 1) >= c(0))] if xmask else []
             any_in = inside[0] if len(inside) == 1 else E.And(inside[0], inside[1])
-            v = E.Select(any_in, _max_tree([*taps, pad]), pad)
+            v = E.Select(any_in, _max_tree([*vals, pad]), pad)
+        elif len(vals) == 1:
+            v = vals[0]
         else:
-            v = _max_tree(taps) if is_max else _tree(taps, combine)
+            v = _max_tree(vals) if is_max else _tree(vals, combine)
         if mean:
             cy = count(oy, h, kh, sh, dh, pt, pb) if ymask else c(kh)
             cx = count(j, w, kw, sw, dw, pl, pr) if xmask else c(kw)
@@ -203,6 +210,63 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         if epi is not None:
             v = epilogue_value(epi, out, _at(out, b, ch_, oy, j), v)
         return S.BufferStore(of, v, [orow + j])
+
+    def unrolled(rows, b, ch_, orow, oy, ymask, xmask, span, j_of):
+        """Outputs ``j_of(i)`` for ``i`` in ``span`` (``(start, extent, loop kind)``: the lanes
+        of one vector where vectorized; None: the one output ``j_of(None)``), each window's taps
+        written out, ``rows`` each window row's ``(start in the flat input, in-bounds condition
+        or None)``."""
+        def one(i):
+            j = j_of(i)
+            taps = [v for rbase, rcond in rows
+                    for v in row_taps(rbase, rcond, j, xmask, range(kw))]
+            return finish(b, ch_, orow, taps, oy, j, ymask, xmask)
+
+        if span is None:
+            return one(None)
+        start, n, kind = span
+        i = ctx.fresh("vi" if kind == S.ForKind.VECTORIZED else "t", idt)
+        return S.For(i, start, n, kind, one(i))
+
+    def accumulated(p, b, ch_, orow, oy, ymask, xmask, span, j_of):
+        """``unrolled``'s outputs for a window of more than ``pool.DIRECT_MAX_TAPS`` taps: an
+        accumulator per output combined with each window row in a loop (the row's taps written
+        out, or, past ``pool.DIRECT_MAX_TAPS`` columns, a loop of their own), then stored."""
+        def lanes(body_fn):  # (the accumulator's element i: output j_of(start + i))
+            if span is None:
+                return body_fn(c(0))
+            start, n, kind = span
+            i = ctx.fresh("l", idt)
+            return S.For(i, c(0), n, kind, body_fn(i))
+
+        def j_at(i):
+            if span is None:
+                return j_of(None)
+            return j_of(i) if const_int(span[0]) == 0 else j_of(i + span[0])
+
+        ky = ctx.fresh("ky", idt)
+        iy = oy * c(sh) + ky * c(dh) - c(pt)
+        cond = None
+        if ymask:
+            cond = E.And(iy >= c(0), iy < h)
+            iy = E.Max(E.Min(iy, h - c(1)), c(0))
+        kx = ctx.fresh("kx", idt) if kw > DIRECT_MAX_TAPS else None
+
+        def update(r):
+            def one(i):
+                taps = row_taps(r, cond, j_at(i), xmask, range(kw) if kx is None else [kx])
+                old = E.BufferLoad(acc, [i])
+                new = _max_tree([old, *taps]) if is_max else _tree([old, *taps], combine)
+                return S.BufferStore(acc, new, [i])
+
+            body = lanes(one)
+            return body if kx is None else S.For(kx, c(0), c(kw), S.ForKind.SERIAL, body)
+
+        return S.SeqStmt([
+            lanes(lambda i: S.BufferStore(acc, pad, [i])),
+            S.For(ky, c(0), c(kh), S.ForKind.SERIAL, let("r", p * h * w + iy * w, update)),
+            lanes(lambda i: finish(b, ch_, orow, [E.BufferLoad(acc, [i])], oy, j_at(i), ymask,
+                                   xmask))])
 
     def serial(lo, hi, fbody, name):
         v = ctx.fresh(name, idt)
@@ -215,15 +279,16 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         pos = E.Select(k < lo, k, k + (hi - lo))
         return S.For(k, c(0), lo + (end - hi), S.ForKind.SERIAL, fbody(pos))
 
-    def vectors(lo, hi, fbody):
-        """``fbody(j)`` for ``j`` in ``[lo, hi)``: whole vectors, the last overlapping the one
-        before; a serial loop where the range is shorter than a vector."""
+    def vectors(lo, hi, cells):
+        """``cells(span, j_of)`` over ``j`` in ``[lo, hi)``: whole vectors, the last
+        overlapping the one before; a serial loop where the range is shorter than a vector."""
         n, lanes = hi - lo, c(VECTOR_LANES)
-        vo, vi, vl = ctx.fresh("vo", idt), ctx.fresh("vi", idt), ctx.fresh("vi", idt)
-        main = S.For(vo, c(0), E.FloorDiv(n, lanes), S.ForKind.SERIAL, S.For(
-            vi, c(0), lanes, S.ForKind.VECTORIZED, fbody(lo + vo * lanes + vi)))
-        last = S.For(vl, c(0), lanes, S.ForKind.VECTORIZED, fbody(hi - lanes + vl))
-        short = serial(lo, hi, fbody, "t")
+        vec = S.ForKind.VECTORIZED
+        vo = ctx.fresh("vo", idt)
+        main = S.For(vo, c(0), E.FloorDiv(n, lanes), S.ForKind.SERIAL, cells(
+            (c(0), lanes, vec), lambda vi: lo + vo * lanes + vi))
+        last = cells((c(0), lanes, vec), lambda vl: hi - lanes + vl)
+        short = cells((lo, hi - lo, S.ForKind.SERIAL), lambda t: t)
         tail = S.IfThenElse(n >= lanes, S.IfThenElse(
             E.NE(E.FloorMod(n, lanes), c(0)), last, None), short)
         return S.SeqStmt([main, tail])
@@ -241,14 +306,20 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
                 ky + 1, [*rows, (r, cond)], body_fn))
 
         def body(rows):
-            def put(mask):
-                return lambda j: store(b, ch_, orow, rows, oy, j, ymask, mask)
+            def cells(mask):
+                if rows is None:
+                    return lambda span, j_of: accumulated(p, b, ch_, orow, oy, ymask, mask,
+                                                          span, j_of)
+                return lambda span, j_of: unrolled(rows, b, ch_, orow, oy, ymask, mask, span,
+                                                   j_of)
 
             orow = ctx.fresh("orow", idt)
+            edge = cells(True)
             return S.LetStmt(orow, (p * oh + oy) * ow, S.SeqStmt([
-                borders(xlo, xhi, ow, put(True), "ox"), vectors(xlo, xhi, put(False))]))
+                borders(xlo, xhi, ow, lambda j: edge(None, lambda _: j), "ox"),
+                vectors(xlo, xhi, cells(False))]))
 
-        return with_rows(0, [], body)
+        return body(None) if looped else with_rows(0, [], body)
 
     def plane(p):
         b, ch_ = E.FloorDiv(p, c(ch)), E.FloorMod(p, c(ch))
@@ -256,7 +327,10 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         def rows(mask):
             return lambda oy: row(p, b, ch_, oy, mask)
 
-        return S.SeqStmt([borders(ylo, yhi, oh, rows(True), "oy"),
+        nest = S.SeqStmt([borders(ylo, yhi, oh, rows(True), "oy"),
                           serial(ylo, yhi, rows(False), "oy")])
+        if not looped:
+            return nest
+        return S.Allocate(acc.data, dt, [VECTOR_LANES], True, S.DeclBuffer(acc, nest))
 
     return parallel_for(ctx, c(nb) * c(ch), PLANE_OUTPUTS * kh * kw, plane, idt)

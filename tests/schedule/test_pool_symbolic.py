@@ -37,6 +37,20 @@ CASES = {
                        [(1, 1, 1, 1), (1, 2, 3, 5)]),
     "max 2x2/1 dil2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2)),
                        [(1, 1, 3, 3), (1, 2, 5, 12), (2, 1, 9, 19)]),
+    # windows of more than 25 taps: rows looped into an accumulator (columns too past 25)
+    "max 9x9/1 pad4": ("max_pool2d", dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)),
+                       [(1, 1, 1, 1), (1, 2, 6, 23)]),
+    "avg 7x7/7 ceil": ("avg_pool2d", dict(pool_size=(7, 7), strides=(7, 7), ceil_mode=True),
+                       [(1, 1, 7, 7), (2, 1, 15, 66)]),
+    "avg 6x6/2 pad2 dil2 incl": ("avg_pool2d", dict(pool_size=(6, 6), strides=(2, 2),
+                                                    padding=(2, 2), dilation=(2, 2),
+                                                    count_include_pad=True),
+                                 [(1, 1, 8, 9), (1, 2, 13, 40)]),
+    "max 1x30/1 pad3": ("max_pool2d", dict(pool_size=(1, 30), strides=(1, 1), padding=(0, 3)),
+                        [(1, 1, 2, 26), (1, 2, 3, 45)]),
+    # column strides past 4: each vector's taps gathered
+    "max 3x3/5 pad1": ("max_pool2d", dict(pool_size=(3, 3), strides=(5, 5), padding=(1, 1)),
+                       [(1, 1, 1, 1), (1, 2, 9, 60)]),
 }
 
 
@@ -75,6 +89,31 @@ def test_symbolic_int8_pool():
               [(1, 2, 3, 3), (2, 3, 8, 11)], dtype="int8")
 
 
+def test_symbolic_int8_pool_of_a_large_window():
+    _run_case("max_pool2d", dict(pool_size=(6, 6), strides=(6, 6), padding=(1, 1)),
+              [(1, 1, 4, 4), (1, 2, 13, 70)], dtype="int8")
+
+
+def test_large_windows_and_strides_take_the_pool_schedule():
+    """A window of more taps than the unrolled form writes out loops its rows into a vector of
+    accumulators; a column stride past 4 gathers: neither is left to the generic reduction."""
+    for attrs in (dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)),
+                  dict(pool_size=(1, 30), strides=(1, 1)),
+                  dict(pool_size=(2, 2), strides=(6, 6))):
+        x = relax.Var("x", relax.TensorStructInfo([tir.Var(v, "int64") for v in "nchw"],
+                                                  "float32"))
+        bb = relax.BlockBuilder()
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                out = bb.emit_output(bb.emit(nn.max_pool2d(x, **attrs), "out"))
+            bb.emit_func_output(out)
+        legal = LegalizeOps()(bb.get())
+        (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+        text = str(optimize_prim_func(prim))
+        assert "T.block" not in text and "T.vectorized" in text, attrs
+        assert ("pool_acc" in text) == (attrs["pool_size"] != (2, 2)), attrs
+
+
 def test_run_time_channels_or_batch_only():
     """Static planes with a run-time channel count (the pool schedule's symbolic form, its
     plane sizes constants) or batch (the static schedule once per image)."""
@@ -110,6 +149,21 @@ def test_symbolic_pool_propagates_nan():
     a[0, 0, 0, 0] = np.nan  # (a border window's)
     got = vm.run(a).numpy()[0, 0]
     assert np.isnan(got[2, 5]) and np.isnan(got[0, 0]) and not np.isnan(got[3, 2])
+
+
+def test_symbolic_looped_max_pool_propagates_nan():
+    """The accumulated form (a 9x9 window) keeps a NaN in every window holding it, interior
+    and border alike, and nowhere else."""
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
+        x, pool_size=(9, 9), strides=(1, 1), padding=(4, 4))))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.zeros((1, 1, 11, 30), "float32")
+    a[0, 0, 5, 15] = np.nan
+    got = vm.run(a).numpy()[0, 0]
+    want = np.zeros(got.shape, bool)
+    want[1:10, 11:20] = True
+    np.testing.assert_array_equal(np.isnan(got), want)
 
 
 def _relax_pool(make):
