@@ -69,7 +69,8 @@ def emit_run_time_bins(ctx, t, out, x, combine, epi=None) -> S.Stmt:
     """Sum stage ``t`` over bins of run-time bounds (``raise_pool.bins_tag``: per axis
     ``(start, end, R)`` of the output position) into ``out``: each output sums the input over
     ``[start, min(end, start + R))`` per axis (indices clamped to the input as the stage
-    clamps them), serially, instead of ``R`` masked taps per axis. Planes run in parallel."""
+    clamps them), serially, instead of ``R`` masked taps per axis. NCW, NCHW or NCDHW (a depth
+    axis: one more loop around the plane's); planes run in parallel."""
     a = t.op.attrs
     dims = dims_of(x)
     idt = next(d.dtype for d in dims if not isinstance(d, int))
@@ -80,8 +81,9 @@ def emit_run_time_bins(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         return v if v.dtype == idt else E.Cast(idt, v)
 
     nb, ch = dims[0], dims[1]
-    h, w = (c(v) for v in _plane(x))
-    oh, ow = (c(v) for v in _plane(t))
+    deep = len(dims) == 5  # (NCDHW: the depth bins around each (H, W) plane's)
+    h, w = (c(v) for v in (dims[3:] if deep else _plane(x)))
+    oh, ow = (c(v) for v in (dims_of(t)[3:] if deep else _plane(t)))
     bins, axes = a["run_time_bins"], a["bin_axes"]
     if len(bins) == 1:  # (NCW: a unit H, one row)
         bins = ((c(0), c(1), c(1)), *bins)
@@ -101,18 +103,31 @@ def emit_run_time_bins(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         b, ch_ = E.FloorDiv(p, c(ch)), E.FloorMod(p, c(ch))
         oy, ox = ctx.fresh("oy", idt), ctx.fresh("ox", idt)
         y, xx = ctx.fresh("y", idt), ctx.fresh("x", idt)
-        ys, ye = bounds(0, oy)
-        xs, xe = bounds(1, ox)
-        tap = E.BufferLoad(xf, [p * h * w + E.Min(y, h - c(1)) * w + E.Min(xx, w - c(1))])
+        q = int(deep)  # (the H axis' bins)
+        ys, ye = bounds(q, oy)
+        xs, xe = bounds(q + 1, ox)
+        if deep:  # the input plane at depth z, the output plane at oz
+            d, od = c(dims[2]), c(dims_of(t)[2])
+            oz, z = ctx.fresh("oz", idt), ctx.fresh("z", idt)
+            zs, ze = bounds(0, oz)
+            ibase, obase = (p * d + E.Min(z, d - c(1))) * h * w, p * od + oz
+            at = [b, ch_, oz, oy, ox]
+        else:
+            ibase, obase, at = p * h * w, p, _at(out, b, ch_, oy, ox)
+        tap = E.BufferLoad(xf, [ibase + E.Min(y, h - c(1)) * w + E.Min(xx, w - c(1))])
         total = S.For(y, ys, ye - ys, S.ForKind.SERIAL, S.For(
             xx, xs, xe - xs, S.ForKind.SERIAL, S.BufferStore(
                 acc, combine(E.BufferLoad(acc, [c(0)]), tap), [c(0)])))
+        if deep:
+            total = S.For(z, zs, ze - zs, S.ForKind.SERIAL, total)
         v = E.BufferLoad(acc, [c(0)])
         if epi is not None:
-            v = epilogue_value(epi, out, _at(out, b, ch_, oy, ox), v)
+            v = epilogue_value(epi, out, at, v)
         cell = S.SeqStmt([S.BufferStore(acc, E.const(0, dt), [c(0)]), total,
-                          S.BufferStore(of, v, [(p * oh + oy) * ow + ox])])
+                          S.BufferStore(of, v, [(obase * oh + oy) * ow + ox])])
         body = S.For(oy, c(0), oh, S.ForKind.SERIAL, S.For(ox, c(0), ow, S.ForKind.SERIAL, cell))
+        if deep:
+            body = S.For(oz, c(0), od, S.ForKind.SERIAL, body)
         return S.Allocate(acc.data, dt, [1], True, S.DeclBuffer(acc, body))
 
     return parallel_for(ctx, c(nb) * c(ch), PLANE_OUTPUTS, plane, idt)

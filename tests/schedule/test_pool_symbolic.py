@@ -231,8 +231,8 @@ def _adaptive_ref(a: np.ndarray, outs) -> np.ndarray:
 def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
     """LegalizeOps' adaptive mean over run-time sizes reduces ``ceil(n / o) + 1`` taps per
     output (``topi.pooling_nd.widest_bin``), not the whole axis (400 taps per output of a
-    20x20 plane pooled to 7x7, where 16 do), masked to each bin; in 1-D / 2-D the schedule
-    sums each bin over its bounds, unmasked. Sizes 1, multiples of the output and not."""
+    20x20 plane pooled to 7x7, where 16 do), masked to each bin; the schedule sums each bin
+    over its bounds, unmasked. Sizes 1, multiples of the output and not."""
     names = "dhw"[3 - nd:]
     dims = [tir.Var(v, "int64") for v in names]
     x = relax.Var("x", relax.TensorStructInfo([1, 2, *dims], "float32"))
@@ -249,11 +249,32 @@ def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
     text = str(prim)
     assert "T.min(" in text and text.count("// T.int64(3) + T.int64(1))") >= nd
     fast = str(optimize_prim_func(prim))
-    if nd < 3:  # 1-D / 2-D: each bin summed over its own bounds (``raise_pool.bins_tag``)
-        assert "bin_acc" in fast and "T.Select" not in fast and "T.block" not in fast
+    # each bin summed over its own bounds (``raise_pool.bins_tag``), 3-D too
+    assert "bin_acc" in fast and "T.Select" not in fast and "T.block" not in fast
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     rng = np.random.default_rng(3)
     for size in (1, 6, 7):
         a = rng.standard_normal((1, 2, *(size,) * nd)).astype("float32")
         np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _adaptive_ref(a, outs),
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_relax_symbolic_adaptive_mean_3d_of_uneven_sizes():
+    """A 3-D adaptive mean over run-time depth, height and width each of its own size and
+    output count (bins of different widths per axis, a depth of 1), two images of three
+    channels: each (image, channel, depth bin) sums its own bins."""
+    d, h, w = (tir.Var(v, "int64") for v in "dhw")
+    x = relax.Var("x", relax.TensorStructInfo([2, 3, d, h, w], "float32"))
+    outs = (2, 3, 1)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(nn.adaptive_avg_pool3d(x, outs), "out"))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    rng = np.random.default_rng(4)
+    for shape in [(2, 3, 5, 7, 4), (2, 3, 1, 3, 9), (2, 3, 2, 11, 1)]:
+        a = rng.standard_normal(shape).astype("float32")
+        np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _adaptive_ref(a, outs),
+                                   rtol=1e-5, atol=1e-6, err_msg=str(shape))
