@@ -487,6 +487,9 @@ def _cases() -> dict[str, Case]:
                                                            count_include_pad=True)),
         Case("nn.max_pool2d_ceil", [4], lambda x: nn.max_pool2d(x, (3, 3), (2, 2),
                                                                 ceil_mode=True)),
+        # (more than 25 taps, a column stride past 4: the accumulated, gathered forms)
+        Case("nn.max_pool2d_wide", [4], lambda x: nn.max_pool2d(x, (5, 6), (1, 5),
+                                                                 padding=(2, 2))),
         Case("nn.max_pool2d_nhwc", [4], lambda x: nn.max_pool2d(x, (3, 3), layout="NHWC")),
         Case("nn.upsampling3d", [5], lambda x: nn.upsampling3d(x, 2, 1, 2)),
         Case("image.resize1d", [3], lambda x: relay.image.resize1d(x, (5,))),
