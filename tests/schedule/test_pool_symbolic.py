@@ -84,6 +84,13 @@ def test_symbolic_1d_pool():
               [(1, 1, 1), (2, 3, 3), (1, 2, 21)], rank=3)
 
 
+def test_symbolic_1d_pool_of_a_long_window():
+    """30 taps at stride 6 (past both limits of the written-out form), the padding counted."""
+    _run_case("avg_pool2d", dict(pool_size=(30,), strides=(6,), padding=(1,),
+                                 count_include_pad=True),
+              [(1, 1, 28), (2, 3, 101)], rank=3)
+
+
 def test_symbolic_int8_pool():
     _run_case("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
               [(1, 2, 3, 3), (2, 3, 8, 11)], dtype="int8")
