@@ -20,13 +20,18 @@ tap the symbolic kernel had stayed 1.3-2.2x the static one.
 The generic reduction this replaces masked and clamped every tap of every output in scalar
 code: 7-9x the static kernel's time (benchmarks/bench_relay_vm_symbolic_pools.py).
 
-A window of more than ``pool.DIRECT_MAX_TAPS`` taps is not written out: each vector of outputs
-keeps an accumulator (a ``VECTOR_LANES`` buffer per plane), combined with one window row per
-iteration of a loop over the rows (the row's taps written out; past ``DIRECT_MAX_TAPS`` columns
-a loop over them too), then divided / stored as above. Column strides past 4 load each tap's
-lanes one by one (the code generator's gather): YOLO's SPP max pools (9x9, 13x13 at stride 1)
-went from 28-90x the static kernel (the generic reduction) to 0.3-1.8x, a 3x3 / 5 max pool
-from 1-2.2x to 0.2-0.5x, a 7x7 / 7 mean from 2.4-3.3x to 0.8-0.9x.
+A window of more than ``pool.DIRECT_MAX_TAPS`` taps is not written out. Where its columns
+overlap enough (``sw * kh + kw < kh * kw``, both sides at most ``DIRECT_MAX_TAPS``) each output
+row first combines its window rows into a row temporary of the input's width (one per plane,
+vectors over the columns, rows clamped or masked as the taps are), then its outputs combine
+``kw`` taps of that row: ``kh + kw`` taps an output at stride 1 instead of ``kh * kw``.
+Otherwise each vector of outputs keeps an accumulator (a ``VECTOR_LANES`` buffer per plane),
+combined with one window row per iteration of a loop over the rows (the row's taps written
+out; past ``DIRECT_MAX_TAPS`` columns a loop over them too), then divided / stored as above.
+Column strides past 4 load each tap's lanes one by one (the code generator's gather). YOLO's
+SPP max pools (9x9, 13x13 at stride 1) went from 28-90x the static kernel's time (the generic
+reduction) to 0.05-0.33x (the accumulators alone: 0.2-1.8x), a 3x3 / 5 max pool from 1-2.2x
+to 0.2-0.5x, a 7x7 / 7 mean from 2.4-3.3x to 0.8-0.9x.
 
 ``emit_run_time_bins`` sums adaptive bins whose bounds are run-time expressions
 (``raise_pool.bins_tag``; 1-, 2- and 3-D), each over its own range instead of the widest bin
@@ -189,15 +194,20 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
     # output's value in an accumulator (one vector of them per plane)
     looped = kh * kw > DIRECT_MAX_TAPS
     acc = decl_buffer((VECTOR_LANES,), dt, "pool_acc")
+    # ... or, where that costs fewer taps (overlapping columns), rows then columns: each output
+    # row's window rows combined into a row of the input's width, then its columns from that
+    rowwise = looped and 1 < kh <= DIRECT_MAX_TAPS and kw <= DIRECT_MAX_TAPS and \
+        sw * kh + kw < kh * kw
+    rowt = decl_buffer((w,), dt, "pool_row")
 
     def let(name, value, body_fn):
         v = ctx.fresh(name, idt)
         return S.LetStmt(v, value, body_fn(v))
 
-    def row_taps(rbase, rcond, j, xmask, kxs) -> list:
+    def row_taps(rbase, rcond, j, xmask, kxs, src=xf) -> list:
         """The taps of one window row (its start in the flat input ``rbase``, in-bounds
         condition ``rcond`` or None) at window columns ``kxs`` (ints, or one loop var) for
-        output column ``j``."""
+        output column ``j``; ``src`` the row temporary where the rows are combined first."""
         taps = []
         for kx in kxs:
             ix = j * c(sw) + (c(kx * dw - pl) if isinstance(kx, int) else kx * c(dw) - c(pl))
@@ -206,7 +216,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
                 xc = E.And(ix >= c(0), ix < w)
                 cond = None if clamp_only else xc if cond is None else E.And(cond, xc)
                 ix = E.Max(E.Min(ix, w - c(1)), c(0))
-            v = E.BufferLoad(xf, [rbase + ix])
+            v = E.BufferLoad(src, [rbase + ix] if src is xf else [ix])
             taps.append(v if cond is None else E.Select(cond, v, pad))
         return taps
 
@@ -235,7 +245,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
             v = epilogue_value(epi, out, _at(out, b, ch_, oy, j), v)
         return S.BufferStore(of, v, [orow + j])
 
-    def unrolled(rows, b, ch_, orow, oy, ymask, xmask, span, j_of):
+    def unrolled(rows, b, ch_, orow, oy, ymask, xmask, span, j_of, src=xf):
         """Outputs ``j_of(i)`` for ``i`` in ``span`` (``(start, extent, loop kind)``: the lanes
         of one vector where vectorized; None: the one output ``j_of(None)``), each window's taps
         written out, ``rows`` each window row's ``(start in the flat input, in-bounds condition
@@ -243,7 +253,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         def one(i):
             j = j_of(i)
             taps = [v for rbase, rcond in rows
-                    for v in row_taps(rbase, rcond, j, xmask, range(kw))]
+                    for v in row_taps(rbase, rcond, j, xmask, range(kw), src)]
             return finish(b, ch_, orow, taps, oy, j, ymask, xmask)
 
         if span is None:
@@ -329,8 +339,26 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
             return let("r", p * h * w + iy * w, lambda r: with_rows(
                 ky + 1, [*rows, (r, cond)], body_fn))
 
-        def body(rows):
+        def columns(rows):
+            """The row temporary: each input column's window rows combined (clamped, or
+            masked with the padding's value, as the taps are), then the outputs from it."""
+            def fill(span, j_of):
+                i = ctx.fresh("vi" if span[2] == S.ForKind.VECTORIZED else "t", idt)
+                x_ = j_of(i)
+                taps = [E.BufferLoad(xf, [r + x_]) for r, _ in rows]
+                if not clamp_only:
+                    taps = [v if cond is None else E.Select(cond, v, pad)
+                            for v, (_, cond) in zip(taps, rows, strict=True)]
+                v = _max_tree(taps) if is_max else _tree(taps, combine)
+                return S.For(i, span[0], span[1], span[2], S.BufferStore(rowt, v, [x_]))
+
+            return S.SeqStmt([vectors(c(0), w, fill), body([(c(0), None)], rowt)])
+
+        def body(rows, src=xf):
             def cells(mask):
+                if src is not xf:
+                    return lambda span, j_of: unrolled(rows, b, ch_, orow, oy, ymask, mask,
+                                                       span, j_of, src)
                 if rows is None:
                     return lambda span, j_of: accumulated(p, b, ch_, orow, oy, ymask, mask,
                                                           span, j_of)
@@ -343,6 +371,8 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
                 borders(xlo, xhi, ow, lambda j: edge(None, lambda _: j), "ox"),
                 vectors(xlo, xhi, cells(False))]))
 
+        if rowwise:
+            return with_rows(0, [], columns)
         return body(None) if looped else with_rows(0, [], body)
 
     def plane(p):
@@ -353,6 +383,8 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
 
         nest = S.SeqStmt([borders(ylo, yhi, oh, rows(True), "oy"),
                           serial(ylo, yhi, rows(False), "oy")])
+        if rowwise:
+            return S.Allocate(rowt.data, dt, [w], True, S.DeclBuffer(rowt, nest))
         if not looped:
             return nest
         return S.Allocate(acc.data, dt, [VECTOR_LANES], True, S.DeclBuffer(acc, nest))

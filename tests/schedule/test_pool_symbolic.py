@@ -46,6 +46,9 @@ CASES = {
                                                     padding=(2, 2), dilation=(2, 2),
                                                     count_include_pad=True),
                                  [(1, 1, 8, 9), (1, 2, 13, 40)]),
+    "max 5x6/2 dil2 pad3": ("max_pool2d", dict(pool_size=(5, 6), strides=(2, 2),
+                                               dilation=(2, 2), padding=(3, 3)),
+                            [(1, 1, 4, 5), (1, 2, 17, 30)]),
     "max 1x30/1 pad3": ("max_pool2d", dict(pool_size=(1, 30), strides=(1, 1), padding=(0, 3)),
                         [(1, 1, 2, 26), (1, 2, 3, 45)]),
     # column strides past 4: each vector's taps gathered
@@ -102,11 +105,14 @@ def test_symbolic_int8_pool_of_a_large_window():
 
 
 def test_large_windows_and_strides_take_the_pool_schedule():
-    """A window of more taps than the unrolled form writes out loops its rows into a vector of
-    accumulators; a column stride past 4 gathers: neither is left to the generic reduction."""
-    for attrs in (dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)),
-                  dict(pool_size=(1, 30), strides=(1, 1)),
-                  dict(pool_size=(2, 2), strides=(6, 6))):
+    """A window of more taps than the unrolled form writes out combines its rows into a row
+    temporary first (overlapping columns: 9x9 / 1) or loops its rows into a vector of
+    accumulators (1x30, 7x7 / 7); a column stride past 4 gathers: none is left to the generic
+    reduction."""
+    for attrs, form in ((dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)), "pool_row"),
+                        (dict(pool_size=(1, 30), strides=(1, 1)), "pool_acc"),
+                        (dict(pool_size=(7, 7), strides=(7, 7)), "pool_acc"),
+                        (dict(pool_size=(2, 2), strides=(6, 6)), None)):
         x = relax.Var("x", relax.TensorStructInfo([tir.Var(v, "int64") for v in "nchw"],
                                                   "float32"))
         bb = relax.BlockBuilder()
@@ -118,7 +124,8 @@ def test_large_windows_and_strides_take_the_pool_schedule():
         (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
         text = str(optimize_prim_func(prim))
         assert "T.block" not in text and "T.vectorized" in text, attrs
-        assert ("pool_acc" in text) == (attrs["pool_size"] != (2, 2)), attrs
+        assert [f for f in ("pool_row", "pool_acc") if f in text] == ([form] if form else []), \
+            attrs
 
 
 def test_run_time_channels_or_batch_only():
