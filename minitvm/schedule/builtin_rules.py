@@ -115,13 +115,15 @@ def _static_pool(t) -> bool:
 
 def _pool_supported(t, options=None) -> bool:
     """``pool.supported`` for a static pool stage; over run-time sizes, a float pool or an
-    integer max (as ``pool.supported``) on NCHW / NCW that ``pool_symbolic`` takes."""
+    integer max (as ``pool.supported``) on NCHW / NCW (run-time bins: NCDHW too) that
+    ``pool_symbolic`` takes."""
     if not isinstance(t.op, ComputeOp) or t.op.tag != pool.POOL_TAG:
         return False
     if _static_pool(t):
         return pool.supported(t, options)
     (x,) = t.op.attrs["operands"]
-    if not (t.dtype == x.dtype and len(x.shape) in (3, 4) and len(t.shape) == len(x.shape)):
+    ranks = (3, 4, 5) if "run_time_bins" in t.op.attrs else (3, 4)  # (bins: NCDHW too)
+    if not (t.dtype == x.dtype and len(x.shape) in ranks and len(t.shape) == len(x.shape)):
         return False
     kind = t.op.attrs.get("kind")
     if not (t.dtype.startswith("float") or (t.dtype in pool.INT_MAX_DTYPES and kind == "max")):

@@ -235,7 +235,7 @@ def _start_plus(e, r):
 
 def bins_tag(t: Tensor) -> tuple[str, dict]:
     """``(POOL_TAG, attrs)`` when raised stage ``t`` sums, per output position of its trailing
-    1 or 2 axes, a bin of run-time bounds (LegalizeOps' adaptive average over run-time sizes)::
+    1, 2 or 3 axes, a bin of run-time bounds (LegalizeOps' adaptive average over run-time sizes)::
 
         sum_{r < R} Select(start(o) + r < end(o), X[n, c, min(start(o) + r, size - 1)], 0)
 
@@ -260,7 +260,7 @@ def bins_tag(t: Tensor) -> tuple[str, dict]:
     axes, raxes = [iv.var for iv in t.op.axis], body.axis
     nd = len(raxes)
     load = src.true_value
-    if nd not in (1, 2) or len(axes) != nd + 2 or not isinstance(load, E.ProducerLoad) or \
+    if nd not in (1, 2, 3) or len(axes) != nd + 2 or not isinstance(load, E.ProducerLoad) or \
             len(load.indices) != len(axes) or load.indices[0] is not axes[0] or \
             load.indices[1] is not axes[1]:
         return NONE

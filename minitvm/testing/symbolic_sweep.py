@@ -487,6 +487,9 @@ def _cases() -> dict[str, Case]:
                                                            count_include_pad=True)),
         Case("nn.max_pool2d_ceil", [4], lambda x: nn.max_pool2d(x, (3, 3), (2, 2),
                                                                 ceil_mode=True)),
+        # (more than 25 taps, a column stride past 4: the accumulated, gathered forms)
+        Case("nn.max_pool2d_wide", [4], lambda x: nn.max_pool2d(x, (5, 6), (1, 5),
+                                                                 padding=(2, 2))),
         Case("nn.max_pool2d_nhwc", [4], lambda x: nn.max_pool2d(x, (3, 3), layout="NHWC")),
         Case("nn.upsampling3d", [5], lambda x: nn.upsampling3d(x, 2, 1, 2)),
         Case("image.resize1d", [3], lambda x: relay.image.resize1d(x, (5,))),
@@ -499,6 +502,9 @@ def _cases() -> dict[str, Case]:
         Case("vision.roi_align", [4, 2],
              lambda x, r: relay.vision.roi_align(x, _rois(r), (2, 2), 1.0, 2),
              grid=[((1, 3, 6, 6), (2, 5)), ((1, 3, 6, 6), (2, 4)), ((1, 3, 6, 6), (2, 6))]),
+        Case("vision.yolo_reorg", [4], lambda x: relay.vision.yolo_reorg(x, 2),
+             grid=[((1, 4, 4, 4),), ((2, 8, 2, 6),), ((1, 3, 4, 4),), ((1, 4, 3, 4),),
+                   ((1, 4, 4, 5),), ((1, 4, 0, 2),)]),
         Case("unravel_index", [(1, "int32")], lambda i: relay.unravel_index(i, _c([2, 3],
                                                                                   "int32"))),
         Case("invert_permutation", [(1, "int32")], lambda p: relay.invert_permutation(

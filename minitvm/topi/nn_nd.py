@@ -337,11 +337,42 @@ for _kind in ("max", "avg"):
 
 
 # ------------------------------------------------------------------ rearrangements
+def _yolo_reorg_symbolic(x, s: int, shape):
+    """``vision.yolo_reorg`` over run-time sizes: Darknet's order within each image (an output
+    image holds exactly the input image's ``C * H * W`` values, so the batch index carries
+    over), the sizes as the kernel's expressions (the type rule stated their divisibility)."""
+    _, c, h, w = dims(x)
+    idt = next(d.dtype for d in (*dims(x), *shape) if not isinstance(d, int))
+
+    def k_(v):  # an index of the sizes' type
+        if isinstance(v, int):
+            return E.IntImm(idt, v)
+        return v if v.dtype == idt else E.Cast(idt, v)
+
+    c, h, w = k_(c), k_(h), k_(w)
+    ss = k_(s)
+    oc, oh, ow = E.FloorDiv(c, k_(s * s)), k_(shape[2]), k_(shape[3])
+
+    def body(n, k, y, xx):
+        flat = (k_(k) * oh + k_(y)) * ow + k_(xx)  # (within the image)
+        i, j = E.FloorMod(flat, w), E.FloorMod(E.FloorDiv(flat, w), h)
+        kk = E.FloorDiv(flat, w * h)
+        off = E.FloorDiv(kk, oc)
+        src = (E.FloorMod(kk, oc) * (h * ss) + j * ss + E.FloorDiv(off, ss)) * (w * ss) \
+            + i * ss + E.FloorMod(off, ss)
+        return x[n, E.FloorDiv(src, h * w), E.FloorMod(E.FloorDiv(src, w), h),
+                 E.FloorMod(src, w)]
+
+    return te.compute(list(shape), body, name="yolo_reorg")
+
+
 @compute("vision.yolo_reorg")
 def _yolo_reorg(attrs, inputs, out_type):
     x = inputs[0]
-    b, c, h, w = ishape(x)
     s = int(attrs.stride)
+    if not _static(out_tensor_types(out_type)[0], x):  # (one kernel for every size)
+        return [_yolo_reorg_symbolic(x, s, out_dims(out_tensor_types(out_type)[0]))]
+    b, c, h, w = ishape(x)
     oc = c // (s * s)
     shape = static_shape(out_tensor_types(out_type)[0])
 

@@ -37,6 +37,23 @@ CASES = {
                        [(1, 1, 1, 1), (1, 2, 3, 5)]),
     "max 2x2/1 dil2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2)),
                        [(1, 1, 3, 3), (1, 2, 5, 12), (2, 1, 9, 19)]),
+    # windows of more than 25 taps: rows looped into an accumulator (columns too past 25)
+    "max 9x9/1 pad4": ("max_pool2d", dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)),
+                       [(1, 1, 1, 1), (1, 2, 6, 23)]),
+    "avg 7x7/7 ceil": ("avg_pool2d", dict(pool_size=(7, 7), strides=(7, 7), ceil_mode=True),
+                       [(1, 1, 7, 7), (2, 1, 15, 66)]),
+    "avg 6x6/2 pad2 dil2 incl": ("avg_pool2d", dict(pool_size=(6, 6), strides=(2, 2),
+                                                    padding=(2, 2), dilation=(2, 2),
+                                                    count_include_pad=True),
+                                 [(1, 1, 8, 9), (1, 2, 13, 40)]),
+    "max 5x6/2 dil2 pad3": ("max_pool2d", dict(pool_size=(5, 6), strides=(2, 2),
+                                               dilation=(2, 2), padding=(3, 3)),
+                            [(1, 1, 4, 5), (1, 2, 17, 30)]),
+    "max 1x30/1 pad3": ("max_pool2d", dict(pool_size=(1, 30), strides=(1, 1), padding=(0, 3)),
+                        [(1, 1, 2, 26), (1, 2, 3, 45)]),
+    # column strides past 4: each vector's taps gathered
+    "max 3x3/5 pad1": ("max_pool2d", dict(pool_size=(3, 3), strides=(5, 5), padding=(1, 1)),
+                       [(1, 1, 1, 1), (1, 2, 9, 60)]),
 }
 
 
@@ -70,9 +87,45 @@ def test_symbolic_1d_pool():
               [(1, 1, 1), (2, 3, 3), (1, 2, 21)], rank=3)
 
 
+def test_symbolic_1d_pool_of_a_long_window():
+    """30 taps at stride 6 (past both limits of the written-out form), the padding counted."""
+    _run_case("avg_pool2d", dict(pool_size=(30,), strides=(6,), padding=(1,),
+                                 count_include_pad=True),
+              [(1, 1, 28), (2, 3, 101)], rank=3)
+
+
 def test_symbolic_int8_pool():
     _run_case("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), ceil_mode=True),
               [(1, 2, 3, 3), (2, 3, 8, 11)], dtype="int8")
+
+
+def test_symbolic_int8_pool_of_a_large_window():
+    _run_case("max_pool2d", dict(pool_size=(6, 6), strides=(6, 6), padding=(1, 1)),
+              [(1, 1, 4, 4), (1, 2, 13, 70)], dtype="int8")
+
+
+def test_large_windows_and_strides_take_the_pool_schedule():
+    """A window of more taps than the unrolled form writes out combines its rows into a row
+    temporary first (overlapping columns: 9x9 / 1) or loops its rows into a vector of
+    accumulators (1x30, 7x7 / 7); a column stride past 4 gathers: none is left to the generic
+    reduction."""
+    for attrs, form in ((dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)), "pool_row"),
+                        (dict(pool_size=(1, 30), strides=(1, 1)), "pool_acc"),
+                        (dict(pool_size=(7, 7), strides=(7, 7)), "pool_acc"),
+                        (dict(pool_size=(2, 2), strides=(6, 6)), None)):
+        x = relax.Var("x", relax.TensorStructInfo([tir.Var(v, "int64") for v in "nchw"],
+                                                  "float32"))
+        bb = relax.BlockBuilder()
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                out = bb.emit_output(bb.emit(nn.max_pool2d(x, **attrs), "out"))
+            bb.emit_func_output(out)
+        legal = LegalizeOps()(bb.get())
+        (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+        text = str(optimize_prim_func(prim))
+        assert "T.block" not in text and "T.vectorized" in text, attrs
+        assert [f for f in ("pool_row", "pool_acc") if f in text] == ([form] if form else []), \
+            attrs
 
 
 def test_run_time_channels_or_batch_only():
@@ -110,6 +163,21 @@ def test_symbolic_pool_propagates_nan():
     a[0, 0, 0, 0] = np.nan  # (a border window's)
     got = vm.run(a).numpy()[0, 0]
     assert np.isnan(got[2, 5]) and np.isnan(got[0, 0]) and not np.isnan(got[3, 2])
+
+
+def test_symbolic_looped_max_pool_propagates_nan():
+    """The accumulated form (a 9x9 window) keeps a NaN in every window holding it, interior
+    and border alike, and nowhere else."""
+    x = relay.var("x", shape=ANY4, dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
+        x, pool_size=(9, 9), strides=(1, 1), padding=(4, 4))))
+    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.zeros((1, 1, 11, 30), "float32")
+    a[0, 0, 5, 15] = np.nan
+    got = vm.run(a).numpy()[0, 0]
+    want = np.zeros(got.shape, bool)
+    want[1:10, 11:20] = True
+    np.testing.assert_array_equal(np.isnan(got), want)
 
 
 def _relax_pool(make):
@@ -177,8 +245,8 @@ def _adaptive_ref(a: np.ndarray, outs) -> np.ndarray:
 def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
     """LegalizeOps' adaptive mean over run-time sizes reduces ``ceil(n / o) + 1`` taps per
     output (``topi.pooling_nd.widest_bin``), not the whole axis (400 taps per output of a
-    20x20 plane pooled to 7x7, where 16 do), masked to each bin; in 1-D / 2-D the schedule
-    sums each bin over its bounds, unmasked. Sizes 1, multiples of the output and not."""
+    20x20 plane pooled to 7x7, where 16 do), masked to each bin; the schedule sums each bin
+    over its bounds, unmasked. Sizes 1, multiples of the output and not."""
     names = "dhw"[3 - nd:]
     dims = [tir.Var(v, "int64") for v in names]
     x = relax.Var("x", relax.TensorStructInfo([1, 2, *dims], "float32"))
@@ -195,11 +263,32 @@ def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
     text = str(prim)
     assert "T.min(" in text and text.count("// T.int64(3) + T.int64(1))") >= nd
     fast = str(optimize_prim_func(prim))
-    if nd < 3:  # 1-D / 2-D: each bin summed over its own bounds (``raise_pool.bins_tag``)
-        assert "bin_acc" in fast and "T.Select" not in fast and "T.block" not in fast
+    # each bin summed over its own bounds (``raise_pool.bins_tag``), 3-D too
+    assert "bin_acc" in fast and "T.Select" not in fast and "T.block" not in fast
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     rng = np.random.default_rng(3)
     for size in (1, 6, 7):
         a = rng.standard_normal((1, 2, *(size,) * nd)).astype("float32")
         np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _adaptive_ref(a, outs),
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_relax_symbolic_adaptive_mean_3d_of_uneven_sizes():
+    """A 3-D adaptive mean over run-time depth, height and width each of its own size and
+    output count (bins of different widths per axis, a depth of 1), two images of three
+    channels: each (image, channel, depth bin) sums its own bins."""
+    d, h, w = (tir.Var(v, "int64") for v in "dhw")
+    x = relax.Var("x", relax.TensorStructInfo([2, 3, d, h, w], "float32"))
+    outs = (2, 3, 1)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(nn.adaptive_avg_pool3d(x, outs), "out"))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    rng = np.random.default_rng(4)
+    for shape in [(2, 3, 5, 7, 4), (2, 3, 1, 3, 9), (2, 3, 2, 11, 1)]:
+        a = rng.standard_normal(shape).astype("float32")
+        np.testing.assert_allclose(vm["main"](tvm.nd.array(a)).numpy(), _adaptive_ref(a, outs),
+                                   rtol=1e-5, atol=1e-6, err_msg=str(shape))

@@ -1,6 +1,6 @@
 """Kernels of an exported or whole-executable-cached Relay VM executable run as the compiled
 ones did. A shape-specializing kernel (``vm/specialized.py``: its ops do not lower symbolically,
-a YOLO reorg over a run-time batch) comes back as the ``ShapeSpecializer`` it was, where
+multiclass NMS over a run-time class count) comes back as the ``ShapeSpecializer`` it was, where
 its Relay text read back as the ops' numpy references run at every call; a static native kernel
 is called through its tuple entry (``_py``), not a ctypes pointer array a call."""
 
@@ -30,17 +30,19 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 # (the function's ops must have no symbolic kernel: this was a take of a run-time row until the
-# take lowered symbolically, then a conv3d until conv3d and grid_sample did (sym61); Darknet's
-# reorg computes with the sizes as ints)
-def _conv_sigmoid():
-    """sigmoid(yolo_reorg(x, 2)) for x of any (n, 4, 4, 4): the reorg specializes per shape."""
-    x = relay.var("x", shape=(relay.Any(), 4, 4, 4), dtype="float32")
-    return tvm.IRModule.from_expr(relay.Function([x], relay.sigmoid(
-        relay.vision.yolo_reorg(x, 2))))
+# take lowered symbolically, then a conv3d until conv3d and grid_sample did (sym61), then
+# Darknet's reorg until it did (sympool62); multiclass NMS needs a static class count)
+def _nms_of_scores():
+    """multiclass_nms(boxes, x) for scores x of any (1, 6, k): the NMS specializes per class
+    count."""
+    x = relay.var("x", shape=(1, 6, relay.Any()), dtype="float32")
+    boxes = np.sort(np.random.default_rng(0).random((1, 6, 4)), axis=-1).astype("float32")
+    return tvm.IRModule.from_expr(relay.Function([x], relay.vision.multiclass_nms(
+        relay.const(boxes), x, 5, 3, 0.5, 0.1)))
 
 
 # the interpreter's values (the ops' numpy references)
-_REFERENCE = relay.create_executor("debug", mod=_conv_sigmoid()).evaluate()
+_REFERENCE = relay.create_executor("debug", mod=_nms_of_scores()).evaluate()
 
 
 def _specializers(exe) -> list:
@@ -51,14 +53,14 @@ def _check_runs(exe, want_exe) -> None:
     got_vm, want_vm = VirtualMachine(exe, tvm.cpu()), VirtualMachine(want_exe, tvm.cpu())
     rng = np.random.default_rng(0)
     for n in (5, 1, 7):
-        x = rng.standard_normal((n, 4, 4, 4)).astype("float32")
+        x = rng.standard_normal((1, 6, n)).astype("float32")
         got = got_vm.run(x).numpy()
         assert got.tobytes() == want_vm.run(x).numpy().tobytes()
         np.testing.assert_allclose(got, _REFERENCE(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_exported_specializing_kernel_loads_as_a_specializer(tmp_path):
-    exe = relay.vm.compile(_conv_sigmoid(), target="llvm")
+    exe = relay.vm.compile(_nms_of_scores(), target="llvm")
     (kernel,) = _specializers(exe)
     assert kernel.source_format == SPECIALIZED_FORMAT
     code, lib = exe.save()
@@ -70,10 +72,10 @@ def test_exported_specializing_kernel_loads_as_a_specializer(tmp_path):
 
 
 def test_a_warm_compile_keeps_the_specializer(fresh_cache):
-    cold = relay.vm.compile(_conv_sigmoid(), target="llvm")
+    cold = relay.vm.compile(_nms_of_scores(), target="llvm")
     _forget()  # (a fresh process: only the disk remembers)
     hits = exe_cache.STATS["hits"]
-    warm = relay.vm.compile(_conv_sigmoid(), target="llvm")
+    warm = relay.vm.compile(_nms_of_scores(), target="llvm")
     assert exe_cache.STATS["hits"] == hits + 1
     assert dynamic_kernel_counts(warm.kernels) == dynamic_kernel_counts(cold.kernels) == \
         {"symbolic": 0, "specialized": 1}
@@ -81,7 +83,7 @@ def test_a_warm_compile_keeps_the_specializer(fresh_cache):
 
 
 def test_the_text_round_trips_and_a_bad_header_is_refused():
-    exe = relay.vm.compile(_conv_sigmoid(), target="llvm")
+    exe = relay.vm.compile(_nms_of_scores(), target="llvm")
     (kernel,) = _specializers(exe)
     func, run = read_specialized(specialized_text(kernel))
     assert isinstance(run, ShapeSpecializer) and run.name == kernel.name

@@ -6,9 +6,11 @@ from __future__ import annotations
 from ....ir.attrs import Attrs
 from ....ir.op import Op, OpPattern
 from ....ir.type import TensorType
+from ....topi.shape_conditions import divides
+from ....topi.utils import arith
 from ...expr import Call, Expr
 from ..op import define_op
-from ..type_relations import check_num_args, is_static_dim, tensor_arg, type_str
+from ..type_relations import check_num_args, tensor_arg, type_str
 
 __all__ = ["yolo_reorg"]
 
@@ -28,9 +30,10 @@ def _reorg_rel(arg_types, attrs):
                         f"{type_str(x)} and stride {s}")
     n, c, h, w = x.shape
     for what, d, m in (("channels", c, s * s), ("height", h, s), ("width", w, s)):
-        if is_static_dim(d) and d % m:
+        if not divides(d, m):  # (a symbolic size: its divisibility checked at each call)
             raise TypeError(f"{op_name}: {what} {d} of {type_str(x)} is not divisible by {m}")
-    return TensorType((n, c * s * s, h // s, w // s), x.dtype)
+    return TensorType((n, arith(lambda d: d * (s * s), c), arith(lambda d: d // s, h),
+                       arith(lambda d: d // s, w)), x.dtype)
 
 
 define_op("vision.yolo_reorg", _reorg_rel, pattern=OpPattern.INJECTIVE,
