@@ -30,6 +30,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentyfifth  # (..._twentyfifth)
     python benchmarks/bench_new_user_models.py --group twentysixth  # (..._twentysixth)
     python benchmarks/bench_new_user_models.py --group twentyseventh  # (..._twentyseventh)
+    python benchmarks/bench_new_user_models.py --group twentyeighth  # (..._twentyeighth)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -68,6 +69,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
+from new_user_models_twentyeighth import twentyeighth_models  # noqa: E402
 from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
@@ -1939,7 +1941,8 @@ def main() -> int:
                                         "sixteenth", "seventeenth", "eighteenth", "nineteenth",
                                         "twentieth", "twentyfirst", "twentysecond",
                                         "twentythird", "twentyfourth", "twentyfifth",
-                                        "twentysixth", "twentyseventh", "all"),
+                                        "twentysixth", "twentyseventh", "twentyeighth",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2045,7 +2048,13 @@ def main() -> int:
                     "of the twenty-seventh (Wide & Deep with hashed crosses, a Poincare-ball "
                     "HGCN, an evidential Dirichlet classifier, RCAN, U^2-Net, a biaffine parser, "
                     "an Elman nn.RNN LM, an LPPool keyword spotter, TransE, a log-space minGRU "
-                    "LM, DreamerV3 symlog heads, a SAITS imputer over NaN inputs); all")
+                    "LM, DreamerV3 symlog heads, a SAITS imputer over NaN inputs); "
+                    "twentyeighth: the 12 of the twenty-eighth (VAN large-kernel attention, "
+                    "FocalNet focal modulation, HorNet gnConv, CaiT talking heads and class "
+                    "attention, R-GCN bases with DistMult, an MPNN edge network with Set2Set, "
+                    "AFM + NFM by triu_indices, iTransformer with RevIN, CREPE pitch decoding, "
+                    "a deep-ensemble expected improvement by special.ndtr, a DARTS supernet, a "
+                    "VAE with amortized planar flows); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2067,12 +2076,12 @@ def main() -> int:
     twentyfirst, twentysecond = twentyfirst_models(), twentysecond_models()
     twentythird, twentyfourth = twentythird_models(), twentyfourth_models()
     twentyfifth, twentysixth = twentyfifth_models(), twentysixth_models()
-    twentyseventh = twentyseventh_models()
+    twentyseventh, twentyeighth = twentyseventh_models(), twentyeighth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
              **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth,
-             **twentysixth, **twentyseventh}
+             **twentysixth, **twentyseventh, **twentyeighth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2082,7 +2091,7 @@ def main() -> int:
              "twentyfirst": twentyfirst, "twentysecond": twentysecond,
              "twentythird": twentythird, "twentyfourth": twentyfourth,
              "twentyfifth": twentyfifth, "twentysixth": twentysixth,
-             "twentyseventh": twentyseventh,
+             "twentyseventh": twentyseventh, "twentyeighth": twentyeighth,
              "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]

@@ -71,6 +71,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
+from new_user_models_twentyeighth import twentyeighth_models  # noqa: E402
 from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
@@ -108,7 +109,7 @@ def groups() -> dict:
               "twentyfirst": twentyfirst_models(), "twentysecond": twentysecond_models(),
               "twentythird": twentythird_models(), "twentyfourth": twentyfourth_models(),
               "twentyfifth": twentyfifth_models(), "twentysixth": twentysixth_models(),
-              "twentyseventh": twentyseventh_models()}
+              "twentyseventh": twentyseventh_models(), "twentyeighth": twentyeighth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -497,7 +498,7 @@ def main() -> int:
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
                              "twentysecond", "twentythird", "twentyfourth", "twentyfifth",
-                             "twentysixth", "twentyseventh", "all"))
+                             "twentysixth", "twentyseventh", "twentyeighth", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS + DYN_RELAY_PATHS}, or all")

@@ -1,6 +1,6 @@
 """torch's special functions that neither dialect has as one operator: ``erfc`` / ``erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma`` and
-``digamma`` (plus a full-precision ``log1p``), composed for the importers of both dialects
+``special.ndtr``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``,
+``lgamma`` and ``digamma`` (plus a full-precision ``log1p``), composed for the importers of both dialects
 from the operators they share, with float32 numerics matching torch's over the whole input
 range (far tails included). The approximations are sized for float32: float64 operands get
 float32-grade results (measured relative error against torch's double: log_ndtr 1.2e-7, i0
@@ -17,8 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["GAMMA_WORKING_DTYPE", "NDTRI_WORKING_DTYPE", "digamma", "erfc", "erfcx", "erfinv",
-           "frexp", "i0", "lgamma", "log1p", "log_ndtr", "ndtri"]
+__all__ = ["GAMMA_WORKING_DTYPE", "NDTRI_WORKING_DTYPE", "NDTR_WORKING_DTYPE", "digamma", "erfc", "erfcx", "erfinv",
+           "frexp", "i0", "lgamma", "log1p", "log_ndtr", "ndtr", "ndtri"]
 
 _Emit = Callable[[Any], Any]
 
@@ -115,6 +115,19 @@ def erfcx(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
     right = emit(ops.multiply(t, ops.exp(exponent)))
     left = ops.subtract(ops.multiply(scalar(2.0), ops.exp(ops.multiply(x, x))), right)
     return ops.where(ops.less(x, scalar(0.0)), left, right)
+
+
+NDTR_WORKING_DTYPE = "float64"
+
+
+def ndtr(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
+    """``Phi(x)``, the standard normal CDF, as ``erfc(-x / sqrt(2)) / 2``: relative precision
+    down the left tail to underflow, where torch's ``(1 + erf(x / sqrt(2))) / 2`` rounds to 0
+    from about x = -5.4 (float32) or -8.3 (float64) on; ``1 - erfc(x / sqrt(2)) / 2`` on the
+    right by ``erfc``'s own reflection. Give it ``NDTR_WORKING_DTYPE`` operands: in float32
+    the rounding of ``x / sqrt(2)`` alone costs 2 z^2 ulps (1e-5 at x = -10)."""
+    return ops.multiply(erfc(ops, ops.multiply(x, scalar(-1.0 / math.sqrt(2.0))), scalar, emit),
+                        scalar(0.5))
 
 
 def log_ndtr(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):

@@ -1,10 +1,13 @@
 """relax.frontend.torch.from_exported_program on torch's special functions composed by
 ``frontend_common.torch_special``: ``special.log_ndtr`` (converted whole, and as torch.export
 decomposes it: ``special_erfcx``, ``erfc`` and a ``log1p`` of values below float32's
-epsilon), ``special.ndtri``, ``i0`` and ``frexp``; run on the Relax VM and compared with
-eager on random and edge inputs, to 2e-6 relative (measured max 5.2e-7), frexp bit-exact."""
+epsilon), ``special.ndtr`` (whole; against ``math.erfc`` down its left tail),
+``special.ndtri``, ``i0`` and ``frexp``; run on the Relax VM and compared with eager on random
+and edge inputs, to 2e-6 relative (measured max 5.2e-7), frexp bit-exact."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -19,6 +22,12 @@ from .exported_program_run import Fn  # noqa: E402
 
 _EDGES = [0.0, -0.0, 1e-30, -1e-6, 1.0, -1.0, 1e3, -1e3, -1e10, float("inf"), float("-inf"),
           float("nan")]
+
+
+def _ndtr_exact(x) -> np.ndarray:
+    """Phi(x) from the C library's double ``erfc``, rounded to float32 (torch's float64 kernel
+    rounds the left tail to 0 too)."""
+    return np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x.tolist()], "float32")
 
 
 def _seeded(scale: float, n: int = 400, seed: int = 0):
@@ -49,6 +58,19 @@ def _check(fn, x, decompose: bool):
 def test_log_ndtr_both_tails(decompose):
     x = torch.cat([_seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(_EDGES)])
     _check(torch.special.log_ndtr, x, decompose)
+
+
+def test_ndtr_left_tail_whole():
+    """Converted whole: float32 precision against ``math.erfc`` down the left tail
+    (torch's kernel, like torch.export's decomposition, is ``(1 + erf(x / sqrt(2))) / 2``,
+    0 below about -5.4 in float32: within its absolute error of that everywhere)."""
+    x = torch.cat([_seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(_EDGES)])
+    (ref,), (out,) = _run(torch.special.ndtr, x, False)
+    exact = _ndtr_exact(x)
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    np.testing.assert_allclose(out, exact, rtol=2e-6, atol=3e-45, equal_nan=True)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=2e-7, equal_nan=True)
+    assert out[np.nanargmin(np.abs(x.numpy() + 7.0))] > 1e-13  # eager's float32 gives 0 here
 
 
 def test_ndtri_near_0_and_1():

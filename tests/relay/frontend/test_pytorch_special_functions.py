@@ -1,11 +1,14 @@
 """relay.frontend.from_pytorch and from_exported_program on torch's special functions composed
 by ``frontend_common.torch_special``: ``special.log_ndtr`` (far left tail, where Phi rounds to
-1), ``special.ndtri`` (p near 0 and 1, 0, 1, outside [0, 1]), ``i0`` (series / asymptotic
+1), ``special.ndtr`` (a deep ensemble's expected improvement; left tail to underflow),
+``special.ndtri`` (p near 0 and 1, 0, 1, outside [0, 1]), ``i0`` (series / asymptotic
 split, overflow past 88.7, integer input), ``erfc`` / ``special.erfcx`` and ``frexp``
 (powers of two, denormals, the largest float, zero, infinities, NaN); built native and
 compared with eager on random and edge inputs (measured max relative error 5.2e-7)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -16,6 +19,12 @@ from frontend_models import eager_and_imports  # noqa: E402
 
 _EDGES = [0.0, -0.0, 1e-30, -1e-6, 1.0, -1.0, 1e3, -1e3, -1e10, float("inf"), float("-inf"),
           float("nan")]
+
+
+def _ndtr_exact(x) -> np.ndarray:
+    """Phi(x) from the C library's double ``erfc``, rounded to float32 (torch's float64 kernel
+    rounds the left tail to 0 too)."""
+    return np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x.tolist()], "float32")
 
 
 def _seeded(scale: float, n: int = 400, seed: int = 0):
@@ -66,6 +75,20 @@ def _check(fn, x, rtol=2e-6):
     (torch.special.erfcx, _wide)], ids=["log_ndtr", "ndtri", "i0", "erfc", "erfcx"])
 def test_special_function_matches_eager(fn, inputs):
     _check(fn, inputs())
+
+
+def test_ndtr_keeps_the_left_tail():
+    """``special.ndtr`` to float32 precision against ``math.erfc`` down to underflow
+    (torch's kernel is ``(1 + erf(x / sqrt(2))) / 2``, 0 below about -5.4 in float32; within
+    its absolute error of that everywhere)."""
+    x = _wide()
+    ref, outs = _outputs(torch.special.ndtr, x)
+    exact = _ndtr_exact(x)
+    for out in outs:
+        assert out.dtype == ref.dtype and out.shape == ref.shape
+        np.testing.assert_allclose(out, exact, rtol=2e-6, atol=3e-45, equal_nan=True)
+        np.testing.assert_allclose(out, ref, rtol=0, atol=2e-7, equal_nan=True)
+        assert out[np.nanargmin(np.abs(x.numpy() + 7.0))] > 1e-13  # eager's float32 gives 0 here
 
 
 def test_i0_of_integers_is_float():

@@ -1,5 +1,6 @@
 """Core-ATen special functions onto ``relax.op``: ``erfc``, ``special.erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``digamma``, ``polygamma``, ``igamma`` / ``igammac``
+``special.ndtr``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``,
+``lgamma``, ``digamma``, ``polygamma``, ``igamma`` / ``igammac``
 and an accurate ``log1p``, composed by ``frontend_common.torch_special``, which the Relay
 importer shares."""
 
@@ -49,6 +50,9 @@ def _wide_unary(compose, wide: str):
     return convert
 
 
+# ndtr in float64: the left tail's exp(-z^2) magnifies the rounding of z = -x / sqrt(2)
+register("special_ndtr.default")(
+    _wide_unary(torch_special.ndtr, torch_special.NDTR_WORKING_DTYPE))
 # ndtri in float64: its rationals cancel in float32; erfinv goes through ndtri
 register("special_ndtri.default")(
     _wide_unary(torch_special.ndtri, torch_special.NDTRI_WORKING_DTYPE))

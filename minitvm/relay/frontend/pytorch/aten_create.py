@@ -1,5 +1,6 @@
 """ATen tensor factories onto Relay: ``arange``, ``zeros`` / ``ones`` / ``full`` / ``empty``
-(and their ``new_`` and ``_like`` forms), ``linspace``, ``eye`` and ``scalar_tensor``."""
+(and their ``new_`` and ``_like`` forms), ``linspace``, ``eye``, ``scalar_tensor`` and
+``tril_indices`` / ``triu_indices``."""
 
 from __future__ import annotations
 
@@ -92,3 +93,18 @@ def _scalar_tensor(ctx, args):
     value = _to_python(ctx, [args[0]])
     dtype = next((a for a in args[1:] if isinstance(a, DType)), DType("float32"))
     return _expr.const(np.array(value, dtype=str(dtype)), str(dtype))
+
+
+@register("tril_indices", "triu_indices")
+def _tri_indices(ctx, args):
+    """``tril_indices`` / ``triu_indices(row, col, offset=0, *, dtype=int64)`` (AFM's pairs
+    of fields): the [2, N] row and column indices of the lower / upper triangle in row-major
+    order, a constant (the sizes are numbers, or input sizes the trace fixes)."""
+    row, col = (int(_to_python(ctx, [v])) for v in args[:2])
+    offset = int(_to_python(ctx, [args[2]])) if len(args) > 2 and args[2] is not None else 0
+    dtype = next((a for a in args[3:] if isinstance(a, DType)), DType("int64"))
+    if row < 0 or col < 0:
+        raise ctx.fail(f"row and col must be non-negative, got {row} and {col}")
+    pick = np.tril_indices if ctx.op_name.startswith("tril") else np.triu_indices
+    rows, cols = pick(row, offset, col)
+    return _expr.const(np.stack([rows, cols]).astype(str(dtype)), str(dtype))

@@ -5,7 +5,8 @@ the unary functions, ``reciprocal``, ``isnan`` and ``nan_to_num``; and converter
 StyleGAN's truncation trick), built by ``frontend_common.torch_math``, which the Relax importer
 shares, and for ``logaddexp``, ``xlogy``, ``special.entr``, ``logit``, ``sinc`` and ``copysign``
 (with torch's special values at 0, infinities and NaN), and for ``erfc``, ``special.erfcx``,
-``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``, ``lgamma``, ``mvlgamma``
+``special.ndtr``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``,
+``lgamma``, ``mvlgamma``
 and ``digamma`` (``frontend_common.torch_special``, shared with Relax as well), ``polygamma``
 (``frontend_common.torch_polygamma``), ``igamma`` / ``igammac`` (``torch_igamma``), and the unary
 float functions both dialects have as operators (``tan``, the inverse trigonometric and the
@@ -162,6 +163,8 @@ def _wide_unary(compose, wide: str):
     return convert
 
 
+# ndtr in float64: the left tail's exp(-z^2) magnifies the rounding of z = -x / sqrt(2)
+register("special_ndtr")(_wide_unary(torch_special.ndtr, torch_special.NDTR_WORKING_DTYPE))
 # ndtri in float64: its rationals cancel in float32; erfinv goes through ndtri
 register("special_ndtri")(_wide_unary(torch_special.ndtri, torch_special.NDTRI_WORKING_DTYPE))
 register("erfinv", "erfinv_", "special_erfinv")(
