@@ -1,8 +1,9 @@
 """ONNX shape and data-movement operators: Reshape, Transpose, Concat, Split, Slice, Gather, ...
 
-Shape arguments (Reshape's shape, Slice's starts, Expand's shape, ...) must be constants; the
-importer folds shape-computing subgraphs to constants first, so models exported with static
-input shapes import without dynamic shapes.
+Shape arguments (Reshape's shape, Slice's starts, Expand's shape, ...) are folded to constants
+first, so models exported with static input shapes import without dynamic shapes. Ones computed
+at run time from a dynamic input's sizes take run-time forms where the op has one (Split's
+sizes, Pad's pads, OneHot's depth, Trilu's k, ConstantOfShape's shape: ``run_time_sized``).
 """
 
 from __future__ import annotations
