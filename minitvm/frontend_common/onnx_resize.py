@@ -13,7 +13,7 @@ import numpy as np
 
 from ..topi.reference.image import cubic_weights
 
-__all__ = ["FUSED_TAPS", "axis_taps", "resize2d_params", "resize_plan"]
+__all__ = ["FUSED_TAPS", "axis_taps", "resize2d_method", "resize2d_params", "resize_plan"]
 
 # the importers' per-axis passes of more taps than this read their input materialized: fused,
 # each tap would recompute the previous axis's whole pass (both importers' ``stop_fusion``)
@@ -201,6 +201,24 @@ def _exact_nearest(ctm: str, rounding: str, in_n: int, out_n: int) -> np.ndarray
     return idx
 
 
+def resize2d_method(attrs: dict, rank: int, dtype: str) -> dict | None:
+    """The keyword arguments of an NCHW ``image.resize2d`` sampling as this ONNX Resize's
+    attributes say (mode, coordinate transformation, rounding, cubic), or None where resize2d
+    has no such sampling (antialiasing, tf_crop_and_resize, ...) or the input is not a rank-4
+    float tensor. resize2d scales by in / out, ONNX by the given factor: they agree for
+    ``sizes``, and for ``scales`` where out = in * scale exactly."""
+    mode = attrs.get("mode", "nearest")
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    rounding = attrs.get("nearest_mode", "round_prefer_floor") if mode == "nearest" else ""
+    if (rank != 4 or not dtype.startswith("float") or attrs.get("antialias", 0)
+            or mode not in _RESIZE2D_METHODS or ctm not in _RESIZE2D_MODES
+            or rounding not in _ROUNDINGS):
+        return None
+    return {"method": _RESIZE2D_METHODS[mode], "coordinate_transformation_mode": ctm,
+            "rounding_method": rounding, "cubic_alpha": float(attrs.get("cubic_coeff_a", -0.75)),
+            "cubic_exclude": int(attrs.get("exclude_outside", 0))}
+
+
 def resize2d_params(attrs: dict, shape: list, out_shape: list, scales: list,
                     dtype: str) -> dict | None:
     """The keyword arguments of an NCHW ``image.resize2d`` that samples exactly as this ONNX
@@ -209,14 +227,11 @@ def resize2d_params(attrs: dict, shape: list, out_shape: list, scales: list,
     resize2d scales coordinates by in / out where ONNX uses the given scale factor, so the two
     agree only where the factor's taps equal in / out's: each spatial axis' tap matrix is
     compared (nearest indices exactly, against resize2d's exact rational coordinates)."""
-    mode = attrs.get("mode", "nearest")
-    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
-    rounding = attrs.get("nearest_mode", "round_prefer_floor") if mode == "nearest" else ""
-    if (len(shape) != 4 or not dtype.startswith("float") or attrs.get("antialias", 0)
-            or mode not in _RESIZE2D_METHODS or ctm not in _RESIZE2D_MODES
-            or rounding not in _ROUNDINGS
-            or any(out_shape[a] != shape[a] or scales[a] != 1.0 for a in (0, 1))):
+    params = resize2d_method(attrs, len(shape), dtype)
+    if params is None or any(out_shape[a] != shape[a] or scales[a] != 1.0 for a in (0, 1)):
         return None
+    mode = attrs.get("mode", "nearest")
+    ctm, rounding = params["coordinate_transformation_mode"], params["rounding_method"]
     for a in (2, 3):
         in_n, out_n = shape[a], out_shape[a]
         if in_n == out_n and scales[a] == 1.0:
@@ -229,6 +244,4 @@ def resize2d_params(attrs: dict, shape: list, out_shape: list, scales: list,
             taps = axis_taps(attrs, in_n, out_n, out_n / in_n)[0]
         if not np.allclose(onnx_m, _tap_matrix(taps, in_n, out_n), rtol=0, atol=1e-6):
             return None
-    return {"method": _RESIZE2D_METHODS[mode], "coordinate_transformation_mode": ctm,
-            "rounding_method": rounding, "cubic_alpha": float(attrs.get("cubic_coeff_a", -0.75)),
-            "cubic_exclude": int(attrs.get("exclude_outside", 0))}
+    return params

@@ -190,14 +190,16 @@ def test_topk_of_k_zero_selects_nothing():
 
 
 def test_a_converter_without_a_run_time_form_names_the_sizes():
-    """OneHot's depth from batch // 2: computed from a run-time size, not from data: the error
-    says so (it used to call it a data-dependent shape and ask to bind x)."""
+    """CumSum's axis from batch // 2: computed from a run-time size, not from data: the error
+    names the op, the input and the sizes (it used to call it a data-dependent shape and ask to
+    bind x). (OneHot's depth, which this test used, now has a run-time form:
+    test_onnx_run_time_sized.py.)"""
     nodes, inits = _half_batch()
-    nodes.append(node("OneHot", ["ids", "k", "vals"], ["y"]))
-    inits["vals"] = np.array([0.0, 1.0], "float32")
-    model = _model(nodes, [("x", F, ["N", 3]), ("ids", I64, ["N"])], inits=inits)
+    nodes += [node("Squeeze", ["k", "ax0"], ["axis"]), node("CumSum", ["x", "axis"], ["y"])]
+    model = _model(nodes, [("x", F, ["N", 3])], inits=inits)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(ImportError_, match="run-time size\\(s\\) of 'x'") as info:
+        with pytest.raises(ImportError_, match="CumSum's axis .*run-time size\\(s\\) of 'x'") \
+                as info:
             relay.frontend.from_onnx(model)
     assert not isinstance(info.value, NeedsConstantInput)

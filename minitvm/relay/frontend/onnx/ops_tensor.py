@@ -1,8 +1,9 @@
 """ONNX shape and data-movement operators: Reshape, Transpose, Concat, Split, Slice, Gather, ...
 
-Shape arguments (Reshape's shape, Slice's starts, Expand's shape, ...) must be constants; the
-importer folds shape-computing subgraphs to constants first, so models exported with static
-input shapes import without dynamic shapes.
+Shape arguments (Reshape's shape, Slice's starts, Expand's shape, ...) are folded to constants
+first, so models exported with static input shapes import without dynamic shapes. Ones computed
+at run time from a dynamic input's sizes take run-time forms where the op has one (Split's
+sizes, Pad's pads, OneHot's depth, Trilu's k, ConstantOfShape's shape: ``run_time_sized``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
+from . import run_time_sized
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
 from .dynamic_reshape import copy_codes, merge_leading, reshape_to
 from .registry import register
@@ -165,14 +167,21 @@ def _split(ctx, ins, attrs):
     shape = ctx.shape(x)
     axis = int(attrs.get("axis", 0)) % len(shape)
     dim = shape[axis]
+    n_out = len(ctx.node.output)
+    if len(ins) > 1 and ins[1] is not None and ctx.at_run_time(ins[1]):
+        return run_time_sized.split(ctx, x, ins[1], axis, n_out)  # (sizes from the batch)
     if len(ins) > 1 and ins[1] is not None:
         sizes = _ints(ctx.value(ins[1], "Split's split sizes"))
     elif "split" in attrs:
         sizes = [int(s) for s in attrs["split"]]
+    elif isinstance(dim, DynamicDim):  # (equal parts of a run-time size)
+        return run_time_sized.split_evenly(ctx, x, axis, n_out)
     else:
-        n = int(attrs.get("num_outputs", len(ctx.node.output)))
+        n = int(attrs.get("num_outputs", n_out))
         chunk = -(-dim // n)
         sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+    if isinstance(dim, DynamicDim) and len(sizes) > 1:  # (constant parts of a run-time size)
+        return run_time_sized.split(ctx, x, ctx.const(np.array(sizes, "int64")), axis, n_out)
     if sum(sizes) != dim:
         raise ctx.fail(f"split sizes {sizes} do not add up to dimension {dim}")
     if len(sizes) == 1:
@@ -491,6 +500,8 @@ def _constant_of_shape(ctx, ins, attrs):
     value = np.asarray(value).reshape(-1)
     if ctx.maybe_value(ins[0]) is None and has_dynamic_source(ctx, ins[0]):
         return _run_time_full(ctx, value[0], ins[0])
+    if ctx.at_run_time(ins[0]):  # (not shape arithmetic: dyn.full, its sizes relay.Any())
+        return run_time_sized.full(ctx, value[0], ins[0])
     shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
     return ctx.const(np.full(shape, value[0], dtype=value.dtype))
 
@@ -555,6 +566,10 @@ def _pad(ctx, ins, attrs):
     shape = ctx.shape(x)
     nd = len(shape)
     mode = attrs.get("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise NotImplementedError(f"{ctx.where()}: Pad mode {mode!r} is not supported")
+    if len(ins) > 1 and ctx.at_run_time(ins[1]):
+        return _pad_run_time(ctx, x, ins, mode)
     if len(ins) > 1:
         pads = _ints(ctx.value(ins[1], "Pad's pads"))
         value = ctx.value(ins[2], "Pad's constant_value") if len(ins) > 2 and \
@@ -570,8 +585,6 @@ def _pad(ctx, ins, attrs):
     width = [[0, 0] for _ in range(nd)]
     for i, a in enumerate(axes):
         width[a % nd] = [pads[i], pads[i + k]]
-    if mode not in ("constant", "reflect", "edge", "wrap"):
-        raise NotImplementedError(f"{ctx.where()}: Pad mode {mode!r} is not supported")
     # negative pads crop (a dynamic axis's end counted from its end)
     starts = [-min(b, 0) for b, _ in width]
     ends = [(d if e >= 0 else e) if isinstance(d, DynamicDim) else d + min(e, 0)
@@ -594,6 +607,24 @@ def _pad(ctx, ins, attrs):
                 x = _op.take(x, ctx.const(np.arange(-b, n + e, dtype="int64") % n), axis=a)
         return x
     return _nn.pad(x, width, pad_value=ctx.const(np.array(value, ctx.dtype(x))), pad_mode=mode)
+
+
+def _pad_run_time(ctx, x, ins, mode: str):
+    """Pad with pads computed at run time (``run_time_sized.pad``); the constant value may be
+    too, the axes must be known at import."""
+    nd = len(ctx.shape(x))
+    axes = [int(a) % nd for a in ctx.value(ins[3], "Pad's axes").reshape(-1)] \
+        if len(ins) > 3 and ins[3] is not None else list(range(nd))
+    if len(set(axes)) != len(axes):
+        raise ctx.fail(f"repeated axes {axes}")
+    dt = ctx.dtype(x)
+    if len(ins) > 2 and ins[2] is not None:
+        v = ctx.maybe_value(ins[2])
+        value = ctx.const(np.asarray(v, dt).reshape(())) if v is not None else \
+            _op.cast(_op.reshape(ctx.fold(ins[2]), ()), dt)
+    else:
+        value = ctx.const(np.zeros((), dt))
+    return run_time_sized.pad(ctx, x, ins[1], value, axes, mode)
 
 
 def _copied_batch(n):
@@ -636,25 +667,36 @@ def _space_to_depth(ctx, ins, attrs):
 @register("OneHot")
 def _one_hot(ctx, ins, attrs):
     idx, depth, values = ins
-    depth = int(ctx.value(depth, "OneHot's depth").reshape(-1)[0])
     vals = ctx.value(values, "OneHot's values")
     if not ctx.dtype(idx).startswith("int"):
         idx = _op.cast(idx, "int64")
+    axis = int(attrs.get("axis", -1))
+    axis = axis + ctx.ndim(idx) + 1 if axis < 0 else axis  # (ONNX: -1 the new last axis)
+    on, off, dt = ctx.const(vals[1]), ctx.const(vals[0]), str(vals.dtype)
+    if ctx.at_run_time(depth):  # (dyn.one_hot: the new axis' size is relay.Any())
+        return run_time_sized.one_hot(ctx, idx, depth, on, off, axis, dt)
+    depth = int(ctx.value(depth, "OneHot's depth").reshape(-1)[0])
     idx = _normalize_indices(ctx, idx, depth)
-    dt = str(vals.dtype)
-    return _op.one_hot(idx, ctx.const(vals[1]), ctx.const(vals[0]), depth,
-                       int(attrs.get("axis", -1)), dt)
+    return _op.one_hot(idx, on, off, depth, axis, dt)
 
 
 @register("Trilu")
 def _trilu(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
-    k = int(ctx.value(ins[1], "Trilu's k").reshape(-1)[0]) if len(ins) > 1 and \
-        ins[1] is not None else 0
+    upper = bool(attrs.get("upper", 1))
+    zero = ctx.const(np.zeros((), ctx.dtype(x)))
+    given = len(ins) > 1 and ins[1] is not None
+    if given and ctx.at_run_time(ins[1]):  # (k computed at run time: the mask is too)
+        k = _op.cast(_op.reshape(ctx.fold(ins[1]), ()), "int64")
+        return _op.where(run_time_sized.trilu_mask(ctx, x, k, upper), x, zero)
+    k = int(ctx.value(ins[1], "Trilu's k").reshape(-1)[0]) if given else 0
+    if has_dynamic(shape[-2:]):  # (the last two sizes known at run time only)
+        mask = run_time_sized.trilu_mask(ctx, x, ctx.const(np.array(k, "int64")), upper)
+        return _op.where(mask, x, zero)
     ones = np.ones(shape[-2:], dtype=bool)
-    mask = np.triu(ones, k) if attrs.get("upper", 1) else np.tril(ones, k)
-    return _op.where(ctx.const(mask), x, ctx.const(np.zeros((), ctx.dtype(x))))
+    mask = np.triu(ones, k) if upper else np.tril(ones, k)
+    return _op.where(ctx.const(mask), x, zero)
 
 
 @register("EyeLike")

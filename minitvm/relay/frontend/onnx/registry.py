@@ -167,6 +167,21 @@ class Context(NodeContext):
         input's values asks for that input bound (``NeedsConstantInput``)."""
         return self.maybe_value(e) is None and not self.value_inputs(e, first=True)
 
+    def at_run_time(self, e) -> bool:
+        """Whether a converter with a ``dyn.*`` form (OneHot's depth, Pad's pads, Split's
+        sizes, ...) takes ``e`` as it is: unknown at import, and computed from run-time sizes
+        only, or read from graph inputs' values in an import that has run-time sizes anyway
+        (a data-dependent shape: the output's is ``relay.Any()``, for the VM). In a static
+        import a value read from an input still asks for that input bound
+        (``NeedsConstantInput``), which keeps the program static."""
+        if self.maybe_value(e) is not None:
+            return False
+        return not self.value_inputs(e, first=True) or self.has_run_time_sizes()
+
+    def has_run_time_sizes(self) -> bool:
+        """Whether a graph input has a run-time (``relay.Any()``) size."""
+        return any(has_any(v) for v in self.graph_inputs)
+
     def value_inputs(self, e, first: bool = False) -> list:
         """The graph inputs whose values ``e`` reads (through anything but ``shape_of``), in
         the order found; ``first``: stop at the first. Walks each sub-expression once per
