@@ -83,6 +83,17 @@ from .depthwise_taps import _tree
 PARALLEL_MIN_MACS = 1 << 19
 VECTOR = {"avx512": 16, "avx2": 8}  # float32 lanes of one machine vector
 MAX_UNROLL = 16  # vector chunks of a row unrolled (the kernels get no LLVM loop unroller)
+# (``_vec``) ... and only while the unrolled loop holds at most this many statements (its body's
+# times its vectors): a row block's taps (``_block``: 27 let-bound loads and 4 stores for 4 rows
+# of a 3x3 at stride 2) run in a rolled loop over the row's vectors, not 7 copies; the copies
+# bought no speed (the loop's few instructions hide beside 36 FMAs and 27 loads) and were most
+# of their kernels' LLVM IR: MobileNetV2's 96 at 112x112 stride 2 2,376 -> 700 lines.
+UNROLL_MAX_STMTS = 128
+# (``_tile_rows``) a row wider than one tile (rows of 112 on AVX2: seven tiles of 4 rows x 2
+# vectors) loops over its tiles of the same shape rather than unrolling them: each tile loads
+# its own input vectors, so the copies shared nothing; MobileNetV2's 32 at 112x112 3x3 4,998
+# -> ~1,200 lines of LLVM IR.
+ROLL_TILES = True
 # (``_vec``) a row's last vector, past its whole ones, has the fewest lanes (a power of two, at
 # least 4) holding the rest, not a whole vector over the ones before: rows of 56 are 3.5 zmm,
 # not 4. Zen 4, one thread (us): 96 at 112x112 stride 2 3x3 + ReLU6 (rows of 56) 306 -> 263.
