@@ -55,7 +55,8 @@ CODEGEN_VERSION = "30"  # 3: float16 libm in float32; 4: loaded integer values w
 # 29: vectorized loops of a non-power-of-two or over 64 lanes in power-of-two pieces
 #     (llvm/vector_pieces), not one vector of a width LLVM scalarizes across blocks / a serial loop
 # 30: depthwise rows loop over their same-shape tiles (ROLL_TILES) and over their vectors where
-#     the unrolled copies would pass UNROLL_MAX_STMTS statements (schedule/depthwise)
+#     the unrolled copies would pass UNROLL_MAX_STMTS statements (schedule/depthwise); gemm_tb
+#     runs the columns past its last block in one rolled loop
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
