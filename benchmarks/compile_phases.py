@@ -196,3 +196,64 @@ def table(name: str, r: dict) -> str:
         if passes[k] >= 0.002:
             lines.append(f"    {k:56s} {counts.get(k, 0):6d} {passes[k]:7.3f}")
     return "\n".join(lines)
+
+
+def install_kernel_log() -> list[dict]:
+    """Record each kernel compiled in this process (run the build with
+    ``MINITVM_COMPILE_JOBS=1``: workers' kernels are not seen): its symbol, TIR lines (the key's
+    text), LLVM IR lines, the IR pipeline level, and the thread-CPU seconds of IR generation and
+    of LLVM. Returns the list the records are appended to."""
+    import importlib
+
+    from minitvm.codegen.llvm.codegen import CodeGenLLVM
+    from minitvm.runtime import jit
+
+    codegen_build = importlib.import_module("minitvm.codegen.build")
+    log: list[dict] = []
+    pending: dict = {}
+    script, generate = codegen_build.script, CodeGenLLVM.generate
+
+    def timed_script(*args, **kwargs):
+        text = script(*args, **kwargs)
+        pending["tir_lines"] = text.count("\n")
+        return text
+
+    def timed_generate(self):
+        t = time.thread_time()
+        text = generate(self)
+        pending.update(gen_s=time.thread_time() - t, symbol=self.symbol)
+        return text
+
+    def timed_compile(inner):
+        def run(ir_text, symbol, *args, **kwargs):
+            t = time.thread_time()
+            out = inner(ir_text, symbol, *args, **kwargs)
+            if pending.get("symbol") == symbol:
+                log.append({**pending, "ir_lines": ir_text.count("\n"),
+                            "pipeline": args[0] if args else kwargs.get("opt"),
+                            "llvm_s": time.thread_time() - t})
+            pending.clear()
+            return out
+        return run
+
+    codegen_build.script = timed_script
+    CodeGenLLVM.generate = timed_generate
+    jit.compile_ir = timed_compile(jit.compile_ir)
+    jit.compile_ir_to_object = timed_compile(jit.compile_ir_to_object)
+    return log
+
+
+def kernel_table(name: str, log: list[dict], top: int = 15) -> str:
+    """The kernels of ``install_kernel_log`` as text, the costliest (IR generation + LLVM)
+    first, with the totals."""
+    rows = sorted(log, key=lambda r: -(r["gen_s"] + r["llvm_s"]))
+    lines = [f"{name}: {len(log)} kernels compiled, TIR {sum(r['tir_lines'] for r in log)} "
+             f"lines, LLVM IR {sum(r['ir_lines'] for r in log)} lines, IR generation "
+             f"{sum(r['gen_s'] for r in log):.3f} s, LLVM {sum(r['llvm_s'] for r in log):.3f} s",
+             f"  {'symbol':28s} {'pipeline':>8s} {'TIR':>6s} {'LLVM IR':>8s} {'gen s':>7s} "
+             f"{'LLVM s':>7s}"]
+    for r in rows[:top]:
+        lines.append(f"  {r['symbol']:28s} {str(r['pipeline']):>8s} {r['tir_lines']:6d} "
+                     f"{r['ir_lines']:8d} {r['gen_s']:7.3f} {r['llvm_s']:7.3f}")
+    return "\n".join(lines)
+

@@ -83,6 +83,22 @@ from .depthwise_taps import _tree
 PARALLEL_MIN_MACS = 1 << 19
 VECTOR = {"avx512": 16, "avx2": 8}  # float32 lanes of one machine vector
 MAX_UNROLL = 16  # vector chunks of a row unrolled (the kernels get no LLVM loop unroller)
+# (``_vec``) ... and only while the unrolled loop holds at most this many statements (its body's
+# times its vectors): a row block's taps (``_block``: 27 let-bound loads and 4 stores for 4 rows
+# of a 3x3 at stride 2) run in a rolled loop over the row's 7 vectors, not 7 copies, which were
+# most of their kernel's LLVM IR (MobileNetV2's 96 at 112x112 stride 2: 2,376 -> 1,076 lines,
+# LLVM 0.14 -> 0.08 CPU s) and bought no speed: its loop's few instructions hide beside 36 FMAs
+# and 27 loads. Rows of 3 vectors stay unrolled (at 64 statements, 144 at 56x56 stride 2 rolled
+# ran 4% slower). AVX2 host, one thread, outputs bit for bit, us unrolled -> rolled: 313 -> 308.
+UNROLL_MAX_STMTS = 128
+# (``_tile_rows``) a row wider than one tile (rows of 112 on AVX2: seven tiles of 4 rows x 2
+# vectors) loops over its tiles of the same shape rather than unrolling them: each tile loads
+# its own input vectors, so the copies shared nothing. AVX2 host, one thread, + bias + ReLU6,
+# us and LLVM IR lines, unrolled -> rolled (bit for bit): 32 at 112x112 3x3 175 -> 161, 4,998
+# -> 1,267; 96 at 112x112 645 -> 574; 144 at 56x56 176 -> 170, 2,653 -> 1,552; 64 at 56x56
+# 7x7 346 -> 300, 8,803 -> 4,674; 64 at 112x112 7x7 1,638 -> 1,197, 17,014 -> 3,383 (compile
+# 1.51 -> 0.27 CPU s). (AVX-512 rows of 112 are tiles of 4 and 3 vectors: nothing repeats.)
+ROLL_TILES = True
 # (``_vec``) a row's last vector, past its whole ones, has the fewest lanes (a power of two, at
 # least 4) holding the rest, not a whole vector over the ones before: rows of 56 are 3.5 zmm,
 # not 4. Zen 4, one thread (us): 96 at 112x112 stride 2 3x3 + ReLU6 (rows of 56) 306 -> 263.

@@ -3,7 +3,7 @@
 ``_vec`` loops an extent in vectors with a half-vector and scalar tail, or (``overlap``) one
 last vector over the positions before it; ``_segments`` lists the vectors covering a row
 (whole ones, then a ``_tail_lanes``-wide one ending at the row's end). The switches these read
-(``MAX_UNROLL``, ``NARROW_TAILS``, ``OVERLAP_TAILS``) stay in ``depthwise``, where hosts and
+(``MAX_UNROLL``, ``UNROLL_MAX_STMTS``, ``NARROW_TAILS``, ``OVERLAP_TAILS``) stay in ``depthwise``, where hosts and
 tests set them; it imports this module, so they are read from it at call time.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..tir import expr as E
 from ..tir import stmt as S
-from ..tir.stmt_functor import substitute
+from ..tir.stmt_functor import substitute, walk_stmts
 from .common import imm as _i
 
 
@@ -45,7 +45,9 @@ def _vec(ctx, extent: int, lanes: int, body_fn, overlap: bool = False) -> S.Stmt
     if nvec:
         vo, vi = ctx.fresh("dv"), ctx.fresh("dl")
         inner = S.For(vi, 0, lanes, S.ForKind.VECTORIZED, body_fn(vo * lanes + vi))
-        kind = S.ForKind.UNROLLED if nvec <= depthwise.MAX_UNROLL else S.ForKind.SERIAL
+        unroll = nvec <= depthwise.MAX_UNROLL and \
+            nvec * _statements(inner.body) <= depthwise.UNROLL_MAX_STMTS
+        kind = S.ForKind.UNROLLED if unroll else S.ForKind.SERIAL
         parts.append(S.For(vo, 0, nvec, kind, inner) if nvec > 1 else
                      substitute(inner, {vo: _i(0)}))
     done = nvec * lanes
@@ -57,6 +59,11 @@ def _vec(ctx, extent: int, lanes: int, body_fn, overlap: bool = False) -> S.Stmt
         tv = ctx.fresh("dt")
         parts.append(S.For(tv, done, extent - done, S.ForKind.SERIAL, body_fn(tv)))
     return S.SeqStmt(parts) if len(parts) != 1 else parts[0]
+
+
+def _statements(body: S.Stmt) -> int:
+    """How many statements ``body`` holds (each counted once, loops not multiplied out)."""
+    return sum(1 for _ in walk_stmts(body))
 
 
 def _rows(ctx, lo: int, hi: int, body_fn) -> S.Stmt | None:

@@ -4,7 +4,8 @@
 ``_block`` (each input vector its taps read loaded once, shared by the rows reading it),
 ``_block_accumulate`` (large filters: the multiply-adds in input-row order, few values live)
 or, for rows of at least a vector, ``_tile_rows`` / ``_tile_accumulate`` (a tile of rows by
-all of a row's vectors, each broadcast tap serving every vector). ``_taps_sum`` is the grid
+all of a row's vectors, each broadcast tap serving every vector; a row of several tiles of one
+shape loops over them, ``ROLL_TILES``). ``_taps_sum`` is the grid
 mode's sum at one position. The switches stay in ``depthwise``, read from it at call time.
 """
 
@@ -112,8 +113,29 @@ def _tile_rows(ctx, g, plane, taps, oy, nrows: int, store_fn) -> S.Stmt:
 
     segs = _segments(g["ow"], g["lanes"])
     per = max(1, depthwise.tile_max_accs() // max(nrows, depthwise._tile_height(g)))
-    return _seq([_tile_accumulate(ctx, g, plane, taps, oy, nrows, segs[k:k + per], store_fn)
-                 for k in range(0, len(segs), per)])
+    tiles = [segs[k:k + per] for k in range(0, len(segs), per)]
+    run = _repeats(tiles) if depthwise.ROLL_TILES else 1
+    parts = []
+    if run > 1:  # the tiles of one shape, a fixed step apart: one rolled loop
+        v, step = ctx.fresh("dg"), tiles[1][0][0] - tiles[0][0][0]
+        parts.append(S.For(v, 0, run, S.ForKind.SERIAL, _tile_accumulate(
+            ctx, g, plane, taps, oy, nrows, [(v * step + j, n) for j, n in tiles[0]], store_fn)))
+        tiles = tiles[run:]
+    parts += [_tile_accumulate(ctx, g, plane, taps, oy, nrows, t, store_fn) for t in tiles]
+    return _seq(parts)
+
+
+def _repeats(tiles) -> int:
+    """How many of the leading ``tiles`` ((start, lanes) lists) are the first one moved by a
+    fixed step each: the tiles one rolled loop can run."""
+    if len(tiles) < 2 or len(tiles[1]) != len(tiles[0]):
+        return 1
+    step = tiles[1][0][0] - tiles[0][0][0]
+    first = tiles[0]
+    n = 1
+    while n < len(tiles) and tiles[n] == [(j + n * step, w) for j, w in first]:
+        n += 1
+    return n
 
 
 def _tile_accumulate(ctx, g, plane, taps, oy, nrows: int, segs, store_fn) -> S.Stmt:

@@ -12,7 +12,7 @@ from depthwise_cases import nodes as _nodes
 import minitvm as tvm
 from minitvm import codegen, relay
 from minitvm.relay.backend import te_compiler
-from minitvm.schedule import depthwise, depthwise_loops, lower_te
+from minitvm.schedule import depthwise, depthwise_loops, depthwise_taps, lower_te
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
 
@@ -202,6 +202,58 @@ def test_avx2_tiles_leave_registers_for_the_inputs_and_the_tap(monkeypatch):
     sizes = sorted({len(stores) for _, stores in _tiles(prim)})
     assert sizes and max(sizes) <= depthwise.TILE_MAX_ACCS["avx2"] == 8
     assert 4 * 2 in sizes
+
+
+def _rolled_tile_loops(prim) -> list:
+    """The serial loops over a row's tiles (``ROLL_TILES``: loop variables named ``dg``)."""
+    return [n for n in _nodes(prim.body) if isinstance(n, S.For) and n.loop_var.name.startswith("dg")]
+
+
+def test_a_row_of_same_shape_tiles_is_one_rolled_loop(monkeypatch):
+    """AVX2, rows of 48: three tiles of 4 rows x 2 vectors (rows of 112: seven), one loop of 3
+    over them in each row block (the peeled first block, the blocks' loop, the last), not 3
+    copies; the same numbers as the unrolled tiles (bit for bit), in fewer statements."""
+    monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx2")
+    shape = (1, 2, 12, 48)
+    out, want, prim = _run(np.random.default_rng(0), shape, 3, epilogue="relu6")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    loops = _rolled_tile_loops(prim)
+    assert loops and all(n.extent.value == 3 for n in loops)
+    monkeypatch.setattr(depthwise, "ROLL_TILES", False)
+    out2, _, unrolled = _run(np.random.default_rng(0), shape, 3, epilogue="relu6")
+    assert not _rolled_tile_loops(unrolled)
+    assert len(_nodes(prim.body)) * 2 < len(_nodes(unrolled.body))
+    np.testing.assert_array_equal(out, out2)
+
+
+@pytest.mark.parametrize("tiles,run", [
+    ([[(0, 8), (8, 8)], [(16, 8), (24, 8)], [(32, 8), (40, 8)], [(48, 8)]], 3),
+    ([[(0, 8), (8, 8)], [(16, 8), (20, 4)]], 1),  # a narrow tail: not the same shape
+    ([[(0, 16)]], 1), ([[(0, 16)], [(16, 16)]], 2)])
+def test_repeated_tiles(tiles, run):
+    assert depthwise_taps._repeats(tiles) == run
+
+
+def test_row_vectors_roll_once_their_copies_pass_the_statement_budget(monkeypatch):
+    """A row block whose body is large (4 rows of a 3x3 at stride 2: ~30 statements) loops
+    over a row's 7 vectors rather than unrolling them (``UNROLL_MAX_STMTS``); the padding
+    copies' one-store bodies stay unrolled. The same numbers either way, bit for bit."""
+    monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx2")
+    shape = (1, 2, 24, 112)
+
+    def row_loops(prim):
+        return {n.kind for n in _nodes(prim.body) if isinstance(n, S.For)
+                and n.loop_var.name.startswith("dv") and isinstance(n.body, S.For) and any(
+                    isinstance(s, S.LetStmt) for s in _nodes(n.body))}
+
+    out, want, prim = _run(np.random.default_rng(1), shape, 3, stride=2, epilogue="relu6")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert row_loops(prim) == {S.ForKind.SERIAL}
+    assert any(n.kind == S.ForKind.UNROLLED for n in _nodes(prim.body) if isinstance(n, S.For))
+    monkeypatch.setattr(depthwise, "UNROLL_MAX_STMTS", 10 ** 9)
+    out2, _, unrolled = _run(np.random.default_rng(1), shape, 3, stride=2, epilogue="relu6")
+    assert row_loops(unrolled) == {S.ForKind.UNROLLED}
+    np.testing.assert_array_equal(out, out2)
 
 
 @pytest.mark.parametrize("isa,ow,lanes,height", [

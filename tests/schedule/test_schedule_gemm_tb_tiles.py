@@ -57,3 +57,30 @@ def test_host_tile_and_row_limit_follow_the_vector_isa():
     assert gemm_tb.vector_isa() in gemm_tb.TILES
     assert gemm_tb.tile_shape() == gemm_tb.TILES[gemm_tb.vector_isa()]
     assert gemm_tb.MAX_ROWS == gemm_tb.MAX_ROWS_BY_ISA[gemm_tb.vector_isa()]
+
+
+@pytest.mark.parametrize("isa,n,left", [("avx2", 14, 2), ("avx512", 11, 3), ("avx2", 13, 1)])
+def test_columns_past_the_last_block_share_one_rolled_loop(monkeypatch, isa, n, left):
+    """The ``n % cols`` last columns: one serial loop over them (one copy of the row loops),
+    not a copy per column; a single one stays a straight copy. Same numbers as written."""
+    rows, cols, lanes = gemm_tb.TILES[isa]
+    monkeypatch.setattr(gemm_tb, "tile_shape", lambda: (rows, cols, lanes))
+    k = 2 * lanes + 3
+    stmt = gemm_tb.emit(tir.Var("m", "int64"), n, k, *[tir.decl_buffer(s, "float32", nm) for
+                                                        s, nm in (((5, k), "a"), ((n, k), "w"),
+                                                                  ((5, n), "c"))])
+    tails = [s for s in walk_stmts(stmt) if isinstance(s, S.For)
+             and s.loop_var.name.startswith("j") and not s.loop_var.name.startswith("jb")]
+    assert [int(s.extent.value) for s in tails] == ([left] if left > 1 else [])
+    blocks = [s for s in walk_stmts(stmt) if isinstance(s, S.For)
+              and s.loop_var.name.startswith("ib")]
+    assert len(blocks) == 2  # the column blocks' row tiles and the last columns'
+    if isa != gemm_tb.vector_isa() or left < 2:
+        return  # (the numbers: of a rolled loop on the host's own tile; the rest above)
+    f = te.create_prim_func(_matmul_tb(tir.Var("m", "int64"), k, n))
+    opt = build(optimize_prim_func(f))["main"]
+    rng = np.random.default_rng(n)
+    a = [rng.standard_normal((rows + 1, k)).astype("float32"),
+         rng.standard_normal((n, k)).astype("float32"), np.zeros((rows + 1, n), "float32")]
+    opt(*a)
+    np.testing.assert_allclose(a[-1], a[0] @ a[1].T, rtol=1e-4, atol=1e-4)
