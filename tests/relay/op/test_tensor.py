@@ -1,5 +1,6 @@
 """Elementwise/broadcast ops: type relations and numpy references against numpy, one sweep each."""
 
+import itertools
 import math
 
 import numpy as np
@@ -230,19 +231,14 @@ def test_init_ops():
 
 
 def test_broadcast_matches_numpy_property():
-    hypothesis = pytest.importorskip("hypothesis")
-    st = hypothesis.strategies
-    dims = st.lists(st.sampled_from([1, 2, 3]), max_size=4)
-
-    @hypothesis.given(dims, dims)
-    @hypothesis.settings(max_examples=200, deadline=None)
-    def prop(s1, s2):
+    """Every pair of shapes of up to 4 dims drawn from {1, 2, 3} (the domain the hypothesis
+    strategy here drew 200 examples from: all 121 x 121 pairs, in a tenth of the time)."""
+    shapes = [tuple(p) for rank in range(5) for p in itertools.product([1, 2, 3], repeat=rank)]
+    for s1, s2 in itertools.product(shapes, shapes):
         try:
-            expected = np.broadcast_shapes(tuple(s1), tuple(s2))
+            expected = np.broadcast_shapes(s1, s2)
         except ValueError:
             with pytest.raises(TypeError, match="incompatible broadcast shapes"):
-                broadcast_shapes(tuple(s1), tuple(s2))
-            return
-        assert broadcast_shapes(tuple(s1), tuple(s2)) == expected
-
-    prop()
+                broadcast_shapes(s1, s2)
+            continue
+        assert broadcast_shapes(s1, s2) == expected
