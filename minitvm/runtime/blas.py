@@ -15,8 +15,12 @@ import glob
 import os
 import threading
 
+from . import jit
+
 SHIM_SYMBOL = "mtvm_sgemm"
-_LOCK = threading.Lock()
+# the JIT's own lock: ``available`` runs inside the JIT when a kernel calling the shim loads
+# first (``jit.provide_symbol``), so one lock, never two taken in either order
+_LOCK = jit._LOCK
 _STATE: dict = {}
 
 # (library glob relative to a package dir, cblas symbol, set-threads symbol, integer bits);
@@ -96,8 +100,6 @@ def available() -> bool:
             try:
                 import llvmlite.binding as llvm
 
-                from . import jit
-
                 jit.init()
                 llvm.add_symbol(info["symbol"], info["address"])
                 shim = jit.compile_ir(_shim_ir(info["symbol"], info["bits"]), SHIM_SYMBOL)
@@ -161,6 +163,9 @@ class single_threaded:
             if cls._depth == 0 and cls._saved is not None and cls._saved != 1:
                 set_num_threads(cls._saved)
         return False
+
+
+jit.provide_symbol(SHIM_SYMBOL, available)  # (a kernel loaded before anything asked for BLAS)
 
 
 def describe() -> str:

@@ -446,6 +446,34 @@ class CompiledObject:
         return self._optimized_ir
 
 
+# Symbols a module of the runtime defines for kernels on first need (the BLAS shim): name ->
+# a function that registers it with ``llvm.add_symbol`` (it may find nothing to register)
+_PROVIDERS: dict[str, object] = {}
+
+
+def provide_symbol(name: str, register) -> None:
+    """Let ``register()`` define the external ``name`` the first time a kernel calling it loads
+    (``runtime.blas`` provides its GEMM shim this way: it is made only when a kernel needs it)."""
+    _PROVIDERS[name] = register
+
+
+def _check_externals(externals: list[str], symbol: str) -> None:
+    """Every external ``symbol``'s object calls must be a process symbol before LLVM links it
+    (an arena links an object's externals to those, ``CodeArena.takes``): an unresolved one
+    aborts the process inside ``finalize_object`` ("Symbol not found"). A provided one is made
+    here; one still missing is a ``RuntimeError`` naming it."""
+    for s in externals:
+        if llvm.address_of_symbol(s):
+            continue
+        register = _PROVIDERS.get(s)
+        if register is not None:
+            register()
+            if llvm.address_of_symbol(s):
+                continue
+        raise RuntimeError(f"kernel {symbol!r} calls {s!r}, which nothing in this process "
+                           f"defines" + (" (no BLAS library was found)" if register else ""))
+
+
 def _loaded(data: bytes, symbol: str, source_ir: str | None, opt: int, from_disk: bool,
             symbols: tuple[list[str], list[str]] | None = None) -> CompiledObject:
     """Object code ``data`` loaded into an arena (one of its own when ``source_ir``, which
@@ -455,6 +483,7 @@ def _loaded(data: bytes, symbol: str, source_ir: str | None, opt: int, from_disk
     if symbols is None:
         symbols = ir_symbols(source_ir) if source_ir is not None else (None, [])
     defs, externals = symbols
+    _check_externals(externals, symbol)
     arena = _arena_for(defs, externals)
     arena.add(data, defs or [])
     return CompiledObject(arena, arena.address(symbol, defs), symbol, None, from_disk,
