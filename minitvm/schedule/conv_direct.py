@@ -211,7 +211,14 @@ ALIGNED_PHASE_ROWS = {"avx512": True, "avx2": False}
 # noise; DeepLab's head 1.07-1.09x -> 1.03-1.04x ONNX Runtime. Both ISAs (the Zen 4 measurement
 # at ``common.vector_isa``)
 BANDS = {"avx512": True, "avx2": True}
-BAND_MIN_BYTES = 1 << 20
+# The threshold by host (``common.host_switch``; an int: every host's, as tests set it). AVX2
+# hosts have at most 512 KB of L2 a core (Haswell 256 KB, Zen 2 / Zen 3 512 KB), so a copy of
+# 0.5-1 MB left whole went out of L2 there. Zen 3 (AVX2, 512 KB L2), one thread, conv + bias +
+# relu alone, A/B in one process, 9-11 interleaved rounds, ms, 1 MB -> 512 KB (ONNX Runtime):
+# det_postprocess's 32 -> 64 3x3 / 2 at 64x64 (a 557 KB copy) 0.469 -> 0.437 (0.482) and 0.467
+# -> 0.435 (0.497) (a third run, 256 KB, within 1%); 3 -> 16 and 3 -> 32 stems at 224x224 (613
+# KB) 0.171 -> 0.165, 0.304 -> 0.291; copies under 512 KB unchanged
+BAND_MIN_BYTES = {"avx512": 1 << 20, "avx2": 512 * 1024}
 # The workspace by host (``common.host_switch``; an int: every host's, as tests set it): 512 KB
 # on the Intel Xeon LLVM calls "rocketlake" (2 MB L2), where bands of 4 output rows (5 phased
 # rows copied for 4) beat 256 KB's 2 (3 copied for 2). There, one thread, A/B in one process,
@@ -397,6 +404,11 @@ def geometry(t, knobs: dict | None = None) -> dict:
 def band_bytes() -> int:
     """The bytes of a band's workspace on this host (``BAND_BYTES``)."""
     return BAND_BYTES if isinstance(BAND_BYTES, int) else host_switch(BAND_BYTES)
+
+
+def band_min_bytes() -> int:
+    """The largest phased copy made whole (not in bands) on this host (``BAND_MIN_BYTES``)."""
+    return BAND_MIN_BYTES if isinstance(BAND_MIN_BYTES, int) else host_switch(BAND_MIN_BYTES)
 
 
 def _aligned_rows(g) -> dict:
@@ -646,7 +658,7 @@ def band_rows(g) -> int:
     filter reaches) take at most ``band_bytes`` (where none do, ``BAND_BYTES_WIDE``), whose
     pixels are whole panels, and that are at least twice those extra rows (each band copies
     them again)."""
-    if not BANDS[vector_isa()] or g["xph_len"] * 4 <= BAND_MIN_BYTES:
+    if not BANDS[vector_isa()] or g["xph_len"] * 4 <= band_min_bytes():
         return 0
     wide = host_switch(BAND_BYTES_WIDE)
     return _rows_within(g, g["band_bytes"]) or \

@@ -125,12 +125,15 @@ def test_resnet_stride_two_classes():
                    (1, 27, 0, 1, (0, 3), (1, 3)), (0, 1, 0, 1, (1, 3), (1, 3))]
 
 
-@pytest.mark.parametrize("isa, want", [("avx512", True), ("avx2", False)])
-def test_direct_by_default_on_avx512_only(isa, want, monkeypatch):
-    """AVX-512 reads the input itself by default; AVX2 keeps its padded copy."""
+@pytest.mark.parametrize("isa, stride, want", [("avx512", 2, True), ("avx512", 1, True),
+                                               ("avx2", 2, True), ("avx2", 1, False)])
+def test_direct_by_default_on_avx512_and_strided(isa, stride, want, monkeypatch):
+    """AVX-512 reads the input itself by default; AVX2 does for a strided conv
+    (``DIRECT_STRIDED``) and keeps its padded copy for a stride-1 conv."""
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
-    g = dict(o=128, og=128, c=128, kh=3, kw=3, grid=784, sh=2, sw=2, parallel=False)
+    g = dict(o=128, og=128, c=128, kh=3, kw=3, grid=784, sh=stride, sw=stride, parallel=False)
     assert conv_lanes.default_knobs(g)["lanes_direct"] is want
+    assert conv_lanes.direct_default(g) is want
 
 
 def test_direct_is_a_declared_knob():
@@ -141,7 +144,7 @@ def test_direct_is_a_declared_knob():
         x, w, strides=(2, 2), padding=(1, 1), kernel_size=(3, 3), channels=64)))
     (task,) = [t for t in tune.extract_tasks(mod) if t.workload[0] == "conv2d_nchw"]
     assert set(task.space.values("lanes_direct")) == {False, True}
-    assert task.space.default()["lanes_direct"] is conv_lanes.DIRECT[vector_isa()]
+    assert task.space.default()["lanes_direct"] is conv_lanes.direct_default(dict(sh=2, sw=2))
 
 
 @pytest.mark.skipif(vector_isa() != "avx512", reason="zmm registers")
