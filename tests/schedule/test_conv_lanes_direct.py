@@ -3,7 +3,8 @@ pixels run in classes of the same filter rows and columns (``pixel_classes``), e
 tiles only the taps that read input, so no zero-padded copy is made. Matches numpy on strides
 1 and 2, symmetric and uneven padding, odd planes, border pixels whose every tap reads padding,
 dilation, groups, batches and the fused epilogue with a residual, in both loop orders and
-widths, at one and two threads; AVX2 keeps the padded copy."""
+widths, at one and two threads; AVX2 keeps the padded copy but for strided convs
+(``DIRECT_STRIDED``)."""
 
 import re
 import sys
@@ -11,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 from asm_loops import fma_loops
-from conv_reference import build_conv, rotated_knobs
+from conv_reference import build_conv, rotated_knobs, run_graph
 from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
@@ -166,3 +167,15 @@ def test_interior_tile_keeps_its_accumulators_in_registers(force_knobs):
         assert len({re.search(r"(%zmm\d+)$", f).group(1) for f in fmas}) == 12
         assert b.count("vbroadcastss") == 18
         assert "rsp" not in b and "rbp" not in b
+
+
+def test_grouped_strided_conv_reads_directly_by_default():
+    """RegNet's grouped 3x3 / 2 conv (16 channels a group) at its default knobs: on every ISA
+    the tiles read the input itself (``DIRECT_STRIDED``: no padded copy ``xpad``, a table of
+    pixel offsets ``cl_opix``) and the output matches numpy."""
+    lib, inputs, want = build_conv((1, 32, 20, 20), 32, 3, (2, 2), (1, 1), (1, 1), "bias_relu",
+                                   np.random.default_rng(5), 2)
+    names = {s.buffer.name for s in walk_stmts(_conv_kernel(lib).prim_func.body)
+             if isinstance(s, S.DeclBuffer)}
+    assert "xpad" not in names and "cl_opix" in names
+    np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=2e-5, atol=2e-4)
