@@ -160,13 +160,19 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # keep row mode. There, one thread, A/B in one process, 9 interleaved rounds, ms, here / there
 # (ONNX Runtime): 64 -> 64 0.144 / 0.158 (0.143), 96 -> 96 0.302 / 0.356 (0.311), 256 -> 256
 # 2.34 / 3.27 (2.32), 128 -> 128 0.547 / 0.700 (0.598), 32 -> 64 0.080 / 0.091 (0.088), 32 ->
-# 32 0.044 / 0.046 (0.058), 64 -> 128 0.252 / 0.295 (0.262). AVX2 not measured: off. Only convs
+# 32 0.044 / 0.046 (0.058), 64 -> 128 0.252 / 0.295 (0.262). AVX2: below. Only convs
 # of at least STRIDED_ROWS_LANES_MIN_CHANNELS input channels (those measured): a stem of 3
 # channels (ConvMixer's 8x8 / 8 patches, whose tuned conv_direct tile is in the znver4 table)
 # stays here. (On Rocket Lake, one thread, A/B in one process, 9 interleaved rounds, ms, here /
 # on conv_lanes (ONNX Runtime): 3 -> 16 7x7 / 2 at 224x224 0.36 / 0.42 (0.51), 3 -> 64 1.42 /
 # 1.71 (1.66), 3 -> 64 3x3 / 2 0.400 / 0.394 (0.62): the 7x7 stems stay here there too.)
-STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 0}
+# AVX2, since ``conv_lanes.DIRECT_STRIDED`` (its tiles read the input itself, no padded copy):
+# Zen 3, one thread, A/B in one process, 11 interleaved rounds, ms, here / there (ONNX
+# Runtime): at 32x32 to 16x16 64 -> 64 0.229 / 0.198 (0.225) and 0.223 / 0.199 (0.228), 32 -> 64
+# 0.111 / 0.100 (0.120), 32 -> 32 0.061 / 0.052 (0.075), 96 -> 96 0.479 / 0.453 (0.486), 128 ->
+# 128 0.836 / 0.830 (0.851), 256 -> 256 3.33 / 3.37 (3.43); at 64x64 to 32x32 it lost (32 -> 64
+# 0.429 / 0.546 (0.468))
+STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 256}
 STRIDED_ROWS_LANES_MIN_CHANNELS = 32
 # (Measured non-wins, Rocket Lake, det_postprocess's 32 -> 64 3x3 / 2 at 64x64 and 64 -> 64 at
 # 32x32 in the whole model, one process, 21 interleaved rounds, in graph order, ms, row mode
