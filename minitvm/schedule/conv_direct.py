@@ -160,13 +160,19 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # keep row mode. There, one thread, A/B in one process, 9 interleaved rounds, ms, here / there
 # (ONNX Runtime): 64 -> 64 0.144 / 0.158 (0.143), 96 -> 96 0.302 / 0.356 (0.311), 256 -> 256
 # 2.34 / 3.27 (2.32), 128 -> 128 0.547 / 0.700 (0.598), 32 -> 64 0.080 / 0.091 (0.088), 32 ->
-# 32 0.044 / 0.046 (0.058), 64 -> 128 0.252 / 0.295 (0.262). AVX2 not measured: off. Only convs
+# 32 0.044 / 0.046 (0.058), 64 -> 128 0.252 / 0.295 (0.262). AVX2: below. Only convs
 # of at least STRIDED_ROWS_LANES_MIN_CHANNELS input channels (those measured): a stem of 3
 # channels (ConvMixer's 8x8 / 8 patches, whose tuned conv_direct tile is in the znver4 table)
 # stays here. (On Rocket Lake, one thread, A/B in one process, 9 interleaved rounds, ms, here /
 # on conv_lanes (ONNX Runtime): 3 -> 16 7x7 / 2 at 224x224 0.36 / 0.42 (0.51), 3 -> 64 1.42 /
 # 1.71 (1.66), 3 -> 64 3x3 / 2 0.400 / 0.394 (0.62): the 7x7 stems stay here there too.)
-STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 0}
+# AVX2, since ``conv_lanes.DIRECT_STRIDED`` (its tiles read the input itself, no padded copy):
+# Zen 3, one thread, A/B in one process, 11 interleaved rounds, ms, here / there (ONNX
+# Runtime): at 32x32 to 16x16 64 -> 64 0.229 / 0.198 (0.225) and 0.223 / 0.199 (0.228), 32 -> 64
+# 0.111 / 0.100 (0.120), 32 -> 32 0.061 / 0.052 (0.075), 96 -> 96 0.479 / 0.453 (0.486), 128 ->
+# 128 0.836 / 0.830 (0.851), 256 -> 256 3.33 / 3.37 (3.43); at 64x64 to 32x32 it lost (32 -> 64
+# 0.429 / 0.546 (0.468))
+STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 256}
 STRIDED_ROWS_LANES_MIN_CHANNELS = 32
 # (Measured non-wins, Rocket Lake, det_postprocess's 32 -> 64 3x3 / 2 at 64x64 and 64 -> 64 at
 # 32x32 in the whole model, one process, 21 interleaved rounds, in graph order, ms, row mode
@@ -211,7 +217,14 @@ ALIGNED_PHASE_ROWS = {"avx512": True, "avx2": False}
 # noise; DeepLab's head 1.07-1.09x -> 1.03-1.04x ONNX Runtime. Both ISAs (the Zen 4 measurement
 # at ``common.vector_isa``)
 BANDS = {"avx512": True, "avx2": True}
-BAND_MIN_BYTES = 1 << 20
+# The threshold by host (``common.host_switch``; an int: every host's, as tests set it). AVX2
+# hosts have at most 512 KB of L2 a core (Haswell 256 KB, Zen 2 / Zen 3 512 KB), so a copy of
+# 0.5-1 MB left whole went out of L2 there. Zen 3 (AVX2, 512 KB L2), one thread, conv + bias +
+# relu alone, A/B in one process, 9-11 interleaved rounds, ms, 1 MB -> 512 KB (ONNX Runtime):
+# det_postprocess's 32 -> 64 3x3 / 2 at 64x64 (a 557 KB copy) 0.469 -> 0.437 (0.482) and 0.467
+# -> 0.435 (0.497) (a third run, 256 KB, within 1%); 3 -> 16 and 3 -> 32 stems at 224x224 (613
+# KB) 0.171 -> 0.165, 0.304 -> 0.291; copies under 512 KB unchanged
+BAND_MIN_BYTES = {"avx512": 1 << 20, "avx2": 512 * 1024}
 # The workspace by host (``common.host_switch``; an int: every host's, as tests set it): 512 KB
 # on the Intel Xeon LLVM calls "rocketlake" (2 MB L2), where bands of 4 output rows (5 phased
 # rows copied for 4) beat 256 KB's 2 (3 copied for 2). There, one thread, A/B in one process,
@@ -397,6 +410,11 @@ def geometry(t, knobs: dict | None = None) -> dict:
 def band_bytes() -> int:
     """The bytes of a band's workspace on this host (``BAND_BYTES``)."""
     return BAND_BYTES if isinstance(BAND_BYTES, int) else host_switch(BAND_BYTES)
+
+
+def band_min_bytes() -> int:
+    """The largest phased copy made whole (not in bands) on this host (``BAND_MIN_BYTES``)."""
+    return BAND_MIN_BYTES if isinstance(BAND_MIN_BYTES, int) else host_switch(BAND_MIN_BYTES)
 
 
 def _aligned_rows(g) -> dict:
@@ -646,7 +664,7 @@ def band_rows(g) -> int:
     filter reaches) take at most ``band_bytes`` (where none do, ``BAND_BYTES_WIDE``), whose
     pixels are whole panels, and that are at least twice those extra rows (each band copies
     them again)."""
-    if not BANDS[vector_isa()] or g["xph_len"] * 4 <= BAND_MIN_BYTES:
+    if not BANDS[vector_isa()] or g["xph_len"] * 4 <= band_min_bytes():
         return 0
     wide = host_switch(BAND_BYTES_WIDE)
     return _rows_within(g, g["band_bytes"]) or \

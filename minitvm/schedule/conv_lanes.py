@@ -228,6 +228,17 @@ ROW_TILES_MIN_RUN = 4
 # tiles run only those taps, so no tap reads padding. The copy (0.09-0.19 ms in ResNet-50's
 # stride-2 convs, whose input arrives from memory) was a pass of its own before any tile ran.
 DIRECT = {"avx512": True, "avx2": False}
+# ... and strided convs on these ISAs too (where ``DIRECT`` is off): a stride-2 conv's copy is
+# four times the plane its tiles compute, and a grouped conv's tiles reduce over few channels
+# (16 a group in RegNet), so the copy is a large share of the call. Zen 3 (AVX2), one thread,
+# conv + bias + relu alone, A/B in one process, 9-11 interleaved rounds, ms, padded copy ->
+# direct (ONNX Runtime): regnet_like's grouped 3x3 / 2 convs, 16 channels a group, 96 at 56x56
+# 0.432 -> 0.303 (0.411) / 0.420 -> 0.346 (0.463), 208 at 28x28 0.268 -> 0.205 (0.277) / 0.266
+# -> 0.193 (0.237), 432 at 14x14 0.163 -> 0.095 (0.140) / 0.159 -> 0.089 (0.131); ResNet-50's
+# 3x3 / 2 convs within the noise (128 at 56x56 3.23 -> 3.20, 256 at 28x28 3.04 -> 3.12, 512 at
+# 14x14 3.55 -> 3.36). Stride-1 grouped convs gained nothing (48 at 56x56 0.469 -> 0.455, 208 at
+# 14x14 0.213 -> 0.231): they keep ``DIRECT``'s choice
+DIRECT_STRIDED = {"avx512": True, "avx2": True}
 # ... except on planes of at most this many output pixels whose classes cut the tiles smaller
 # than the padded copy's, by a model of a tile's cycles a filter tap (``tap_cycles``): a 3x3
 # conv at 3x3 is nine classes of one pixel (a 1-pixel tile keeps 2 accumulators of 32 lanes,
@@ -320,6 +331,13 @@ def geometry(t) -> dict | None:
                 parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
 
 
+def direct_default(g) -> bool:
+    """Do the tiles of geometry ``g`` read the input itself by default (``DIRECT``, or
+    ``DIRECT_STRIDED`` for a strided conv), rather than a zero-padded copy?"""
+    strided = g.get("sh", 1) * g.get("sw", 1) > 1
+    return DIRECT[vector_isa()] or strided and DIRECT_STRIDED[vector_isa()]
+
+
 def default_knobs(g) -> dict:
     """The knob values of geometry ``g`` untuned (``tunable.conv2d_space`` declares the rest)."""
     weights = g["o"] * g["c"] * g["kh"] * g["kw"] * 4
@@ -327,7 +345,7 @@ def default_knobs(g) -> dict:
                  lanes_sums=BLOCK_SUMS, lanes_parts=PARALLEL_PARTS,
                  lanes_unroll_kx=g["kw"] <= host_switch(UNROLL_COLUMNS),
                  lanes_width=widths(g)[-1],
-                 lanes_direct=DIRECT[vector_isa()], lanes_rowstore=ROW_STORE[vector_isa()])
+                 lanes_direct=direct_default(g), lanes_rowstore=ROW_STORE[vector_isa()])
     wide = WIDE[vector_isa()]
     if wide in widths(g) and g["c"] * g["kh"] * g["kw"] * wide * 4 <= WIDE_MAX_TILE_WEIGHT_BYTES \
             and (g.get("sh", 1) * g.get("sw", 1) == 1 or g["grid"] <= WIDE_STRIDED_MAX_PIXELS):

@@ -97,6 +97,8 @@ def test_padded_rows_match_numpy(case, threads, aligned, monkeypatch):
         monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
         monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 0)
         monkeypatch.setattr(conv_direct, "BAND_BYTES", shape[1] * 4 * 5 * wq * 4)
+    else:  # one copy of the whole image (0.65-0.7 MB here: AVX2's threshold would band it)
+        monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 1 << 20)
     lib, inputs, want = build_conv(shape, o, k, strides, pads, epi=epi,
                                    rng=np.random.default_rng(7))
     sizes = _phased_sizes(lib)

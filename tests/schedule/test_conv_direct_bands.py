@@ -131,6 +131,7 @@ def _geometry(shape, o, k, strides, pads):
 def test_band_rows_defaults(shape, o, stride, rows, monkeypatch):
     monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
     monkeypatch.setattr(conv_direct, "BAND_BYTES", 256 * 1024)
+    monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 1 << 20)  # AVX-512's (AVX2: below)
     g = _geometry(shape, o, (3, 3), (stride, stride), (1, 1, 1, 1))
     assert conv_direct.band_rows(g) == rows
 
@@ -150,6 +151,30 @@ def test_band_bytes_by_host(monkeypatch):
         assert g["band_bytes"] == nbytes and conv_direct.band_rows(g) == rows
     monkeypatch.setattr(conv_direct, "BAND_BYTES", 100_000)
     assert conv_direct.band_bytes() == 100_000
+
+
+def test_band_min_bytes_by_host(monkeypatch):
+    """A phased copy above the host's ``BAND_MIN_BYTES`` is made in bands: 1 MB on AVX-512, 512
+    KB on AVX2 (L2 of at most 512 KB a core), so det_postprocess's 32 -> 64 3x3 / 2 at 64x64 (a
+    557 KB copy) and a 3 -> 64 stem at 256x256 (0.8 MB) are banded there only; an int is every
+    host's."""
+    from minitvm.schedule import common
+
+    monkeypatch.setattr(conv_direct, "BANDS", {"avx512": True, "avx2": True})
+    monkeypatch.setattr(conv_direct, "BAND_BYTES", 256 * 1024)
+    det = _geometry((1, 32, 64, 64), 64, (3, 3), (2, 2), (1, 1, 1, 1))
+    stem = _geometry((1, 3, 256, 256), 64, (3, 3), (2, 2), (1, 1, 1, 1))
+    small = _geometry((1, 64, 32, 32), 64, (3, 3), (2, 2), (1, 1, 1, 1))  # 296 KB
+    assert 512 * 1024 < det["xph_len"] * 4 < stem["xph_len"] * 4 < 1 << 20
+    for isa, nbytes, banded in (("avx512", 1 << 20, False), ("avx2", 512 * 1024, True)):
+        monkeypatch.setattr(common, "vector_isa", lambda isa=isa: isa)
+        monkeypatch.setattr(common, "own_isa_cpu", lambda: None)
+        assert conv_direct.band_min_bytes() == nbytes
+        assert (conv_direct.band_rows(det) > 0) is banded
+        assert (conv_direct.band_rows(stem) > 0) is banded
+        assert conv_direct.band_rows(small) == 0
+    monkeypatch.setattr(conv_direct, "BAND_MIN_BYTES", 100_000)
+    assert conv_direct.band_min_bytes() == 100_000 and conv_direct.band_rows(small) > 0
 
 
 def test_band_rows_rules(monkeypatch):

@@ -75,7 +75,8 @@ def test_lanes_conv_matches_numpy(case, order, restore_threads, force_knobs):
 def test_weight_is_taken_prepacked_and_input_padded_once():
     """The kernel's weight parameter has the packed shape ``[O/16, C, KH, KW, 16]`` and the
     input is copied once into a padded buffer (no phased planes, no pixel grid), or, where
-    the tiles read the input itself (``conv_lanes.DIRECT``), not copied at all."""
+    the tiles read the input itself (``conv_lanes.DIRECT``, ``DIRECT_STRIDED``), not copied
+    at all."""
     lib, _, _ = _build((1, 6, 12, 12), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "bias_relu",
                        np.random.default_rng(1))
     kernel = _conv_kernel(lib)
@@ -83,7 +84,7 @@ def test_weight_is_taken_prepacked_and_input_padded_once():
     shapes = [tuple(int(d) for d in prim.buffer_map[p].shape) for p in prim.params]
     assert (2, 6, 3, 3, 16) in shapes
     names = {s.buffer.name for s in walk_stmts(prim.body) if isinstance(s, S.DeclBuffer)}
-    direct = conv_lanes.DIRECT[vector_isa()]
+    direct = conv_lanes.direct_default(dict(sh=2, sw=2))  # (a stride-2 conv)
     assert ("xpad" in names) != direct and ("cl_opix" in names) == direct
     assert not names & {"xph", "conv_grid", "acc"}
     assert any(c.shape == (2, 6, 3, 3, 16) for c in kernel.consts) or kernel.input_packs

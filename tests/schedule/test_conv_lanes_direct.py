@@ -3,7 +3,8 @@ pixels run in classes of the same filter rows and columns (``pixel_classes``), e
 tiles only the taps that read input, so no zero-padded copy is made. Matches numpy on strides
 1 and 2, symmetric and uneven padding, odd planes, border pixels whose every tap reads padding,
 dilation, groups, batches and the fused epilogue with a residual, in both loop orders and
-widths, at one and two threads; AVX2 keeps the padded copy."""
+widths, at one and two threads; AVX2 keeps the padded copy but for strided convs
+(``DIRECT_STRIDED``)."""
 
 import re
 import sys
@@ -11,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 from asm_loops import fma_loops
-from conv_reference import build_conv, rotated_knobs
+from conv_reference import build_conv, rotated_knobs, run_graph
 from conv_reference import conv_kernel as _conv_kernel
 
 import minitvm as tvm
@@ -125,12 +126,15 @@ def test_resnet_stride_two_classes():
                    (1, 27, 0, 1, (0, 3), (1, 3)), (0, 1, 0, 1, (1, 3), (1, 3))]
 
 
-@pytest.mark.parametrize("isa, want", [("avx512", True), ("avx2", False)])
-def test_direct_by_default_on_avx512_only(isa, want, monkeypatch):
-    """AVX-512 reads the input itself by default; AVX2 keeps its padded copy."""
+@pytest.mark.parametrize("isa, stride, want", [("avx512", 2, True), ("avx512", 1, True),
+                                               ("avx2", 2, True), ("avx2", 1, False)])
+def test_direct_by_default_on_avx512_and_strided(isa, stride, want, monkeypatch):
+    """AVX-512 reads the input itself by default; AVX2 does for a strided conv
+    (``DIRECT_STRIDED``) and keeps its padded copy for a stride-1 conv."""
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: isa)
-    g = dict(o=128, og=128, c=128, kh=3, kw=3, grid=784, sh=2, sw=2, parallel=False)
+    g = dict(o=128, og=128, c=128, kh=3, kw=3, grid=784, sh=stride, sw=stride, parallel=False)
     assert conv_lanes.default_knobs(g)["lanes_direct"] is want
+    assert conv_lanes.direct_default(g) is want
 
 
 def test_direct_is_a_declared_knob():
@@ -141,7 +145,7 @@ def test_direct_is_a_declared_knob():
         x, w, strides=(2, 2), padding=(1, 1), kernel_size=(3, 3), channels=64)))
     (task,) = [t for t in tune.extract_tasks(mod) if t.workload[0] == "conv2d_nchw"]
     assert set(task.space.values("lanes_direct")) == {False, True}
-    assert task.space.default()["lanes_direct"] is conv_lanes.DIRECT[vector_isa()]
+    assert task.space.default()["lanes_direct"] is conv_lanes.direct_default(dict(sh=2, sw=2))
 
 
 @pytest.mark.skipif(vector_isa() != "avx512", reason="zmm registers")
@@ -163,3 +167,15 @@ def test_interior_tile_keeps_its_accumulators_in_registers(force_knobs):
         assert len({re.search(r"(%zmm\d+)$", f).group(1) for f in fmas}) == 12
         assert b.count("vbroadcastss") == 18
         assert "rsp" not in b and "rbp" not in b
+
+
+def test_grouped_strided_conv_reads_directly_by_default():
+    """RegNet's grouped 3x3 / 2 conv (16 channels a group) at its default knobs: on every ISA
+    the tiles read the input itself (``DIRECT_STRIDED``: no padded copy ``xpad``, a table of
+    pixel offsets ``cl_opix``) and the output matches numpy."""
+    lib, inputs, want = build_conv((1, 32, 20, 20), 32, 3, (2, 2), (1, 1), (1, 1), "bias_relu",
+                                   np.random.default_rng(5), 2)
+    names = {s.buffer.name for s in walk_stmts(_conv_kernel(lib).prim_func.body)
+             if isinstance(s, S.DeclBuffer)}
+    assert "xpad" not in names and "cl_opix" in names
+    np.testing.assert_allclose(run_graph(lib, inputs), want, rtol=2e-5, atol=2e-4)
