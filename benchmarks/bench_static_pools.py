@@ -115,7 +115,7 @@ def main() -> int:
                 impls["ort"] = ort
             want = impls["ours"](a)
             diff = max(float(np.abs(f(a) - want).max()) for f in impls.values())
-            times = settled_rounds({n: (lambda f=f: f(a)) for n, f in impls.items()},
+            times = settled_rounds({n: (lambda f=f, a=a: f(a)) for n, f in impls.items()},
                                    args.rounds, 20)
             ms = {n: statistics.median(v) * 1e3 for n, v in times.items()}
             o = ms["ours"]

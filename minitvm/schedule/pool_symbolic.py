@@ -23,11 +23,12 @@ The generic reduction this replaces masked and clamped every tap of every output
 code: 7-9x the static kernel's time (benchmarks/bench_relay_vm_symbolic_pools.py).
 
 A window of more than ``pool.DIRECT_MAX_TAPS`` taps is not written out. Where its columns
-overlap enough (``sw * kh + kw < kh * kw``, both sides at most ``DIRECT_MAX_TAPS``) each output
-row first combines its window rows into a row temporary of the input's width (one per plane,
-vectors over the columns, rows clamped or masked as the taps are), then its outputs combine
-``kw`` taps of that row: ``kh + kw`` taps an output at stride 1 instead of ``kh * kw``.
-Otherwise each vector of outputs keeps an accumulator (a ``VECTOR_LANES`` buffer per plane),
+overlap enough (``sw * kh + kw < kh * kw``, both sides at most ``DIRECT_MAX_TAPS``; at column
+stride 1 from ``ROWS_FIRST_MIN_TAPS`` taps on: ``_rows_first``) each output row first combines
+its window rows into a row temporary of the input's width (one per plane, vectors over the
+columns, rows clamped or masked as the taps are), then its outputs combine ``kw`` taps of that
+row: ``kh + kw`` taps an output at stride 1 instead of ``kh * kw``. Otherwise (a larger window)
+each vector of outputs keeps an accumulator (a ``VECTOR_LANES`` buffer per plane),
 combined with one window row per iteration of a loop over the rows (the row's taps written
 out; past ``DIRECT_MAX_TAPS`` columns a loop over them too), then divided / stored as above.
 Column strides past 4 load each tap's lanes one by one (the code generator's gather). YOLO's
@@ -35,10 +36,14 @@ SPP max pools (9x9, 13x13 at stride 1) went from 28-90x the static kernel's time
 reduction) to 0.05-0.33x (the accumulators alone: 0.2-1.8x), a 3x3 / 5 max pool from 1-2.2x
 to 0.2-0.5x, a 7x7 / 7 mean from 2.4-3.3x to 0.8-0.9x.
 
-A static pool of more than ``pool.DIRECT_MAX_TAPS`` taps takes the same forms (``STATIC``;
-sizes as constants, which the code generator folds): ``pool.emit_rows`` combined every window
-row into a row temporary in read-modify-write passes over it, one per window row and output
-row, each behind a bounds test.
+A static pool of more than ``pool.DIRECT_MAX_TAPS`` taps, or one rows-first at column stride 1,
+takes the same forms (``STATIC``, ``takes_static``; sizes as constants, which the code generator
+folds) instead of ``pool.emit_rows`` (a read-modify-write pass over a row temporary per window
+row and output row, behind a bounds test) or ``pool.emit_direct``'s ``kh * kw`` taps. Measured
+at one thread, ms, before -> after (benchmarks/bench_static_pools.py; ONNX Runtime's MaxPool
+in brackets): 8x32x28x28 max 13x13 / 1 15.0 -> 0.83 (5.96), 9x9 / 1 18.0 -> 0.47 (0.94),
+5x5 / 1 0.62 -> 0.20 (0.29), 7x7 / 2 1.74 -> 0.15 (0.20); mean 9x9 / 1 1.00 -> 0.61. The
+symbolic 5x5 / 1 max pool of 1x64x56x56: 0.41 -> 0.17.
 
 ``emit_run_time_bins`` sums adaptive bins whose bounds are run-time expressions
 (``raise_pool.bins_tag``; 1-, 2- and 3-D), each over its own range instead of the widest bin
