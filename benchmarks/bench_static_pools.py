@@ -5,10 +5,10 @@ MaxPool / AveragePool node, at one thread.
     python benchmarks/bench_static_pools.py [--shapes 8x32x28x28,1x64x56x56] [--rounds 5]
         [--cases "max 9x9/1,max 7x7/2"]
 
-Per case and shape three implementations: "ours" (windows of more than ``pool.DIRECT_MAX_TAPS``
-taps in ``pool_symbolic``'s forms: rows combined into a row temporary first, or accumulated),
-"row form" (the same kernel built with ``pool_symbolic.STATIC`` off: ``pool.emit_rows``; a 5x5
-window is under the limit and takes the direct form both ways) and ONNX Runtime (skipped when
+Per case and shape three implementations: "ours" (``pool_symbolic.takes_static``'s windows in
+``pool_symbolic``'s forms: rows combined into a row temporary first, or accumulated), "before"
+(the same pool built with ``pool_symbolic.STATIC`` off: ``pool.emit_rows`` past 25 taps,
+``pool.emit_direct`` up to 25; a 5x5 / 2 window takes the direct form both ways) and ONNX Runtime (skipped when
 not installed), timed in interleaved rounds (``interleave.settled_rounds``: a median of 20 calls
 per round). The columns: medians over the rounds in milliseconds, ratios to ours (above 1: ours
 is faster) and the largest difference from ours.
@@ -102,7 +102,7 @@ def main() -> int:
     args = ap.parse_args()
     threadpool.set_num_threads(1)
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    print(f"{'case':12s} {'shape':12s} {'ours ms':>8s} {'row form':>9s} {'ratio':>6s} "
+    print(f"{'case':12s} {'shape':12s} {'ours ms':>8s} {'before':>9s} {'ratio':>6s} "
           f"{'ORT ms':>7s} {'ratio':>6s} {'max diff':>9s}")
     for name in (n.strip() for n in args.cases.split(",")):
         kind, k, s, p = CASES[name]

@@ -41,9 +41,9 @@ takes the same forms (``STATIC``, ``takes_static``; sizes as constants, which th
 folds) instead of ``pool.emit_rows`` (a read-modify-write pass over a row temporary per window
 row and output row, behind a bounds test) or ``pool.emit_direct``'s ``kh * kw`` taps. Measured
 at one thread, ms, before -> after (benchmarks/bench_static_pools.py; ONNX Runtime's MaxPool
-in brackets): 8x32x28x28 max 13x13 / 1 15.0 -> 0.83 (5.96), 9x9 / 1 18.0 -> 0.47 (0.94),
-5x5 / 1 0.62 -> 0.20 (0.29), 7x7 / 2 1.74 -> 0.15 (0.20); mean 9x9 / 1 1.00 -> 0.61. The
-symbolic 5x5 / 1 max pool of 1x64x56x56: 0.41 -> 0.17.
+in brackets): 8x32x28x28 max 13x13 / 1 13.1 -> 0.85 (5.96), 9x9 / 1 8.07 -> 0.47 (1.02),
+5x5 / 1 0.40 -> 0.21 (0.37), 4x4 / 1 0.24 -> 0.15 (0.20), 7x7 / 2 1.79 -> 0.15 (0.19); mean
+9x9 / 1 0.98 -> 0.62 (1.12). The symbolic 5x5 / 1 max pool of 1x64x56x56: 0.41 -> 0.17.
 
 ``emit_run_time_bins`` sums adaptive bins whose bounds are run-time expressions
 (``raise_pool.bins_tag``; 1-, 2- and 3-D), each over its own range instead of the widest bin
