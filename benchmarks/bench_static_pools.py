@@ -1,5 +1,5 @@
 """Static 2-D window pools of large windows (YOLO's SPP 5x5 / 9x9 / 13x13 max pools at stride 1,
-a 7x7 / 2 one, a 9x9 mean): minitvm's kernel beside its former row form and ONNX Runtime's
+a 7x7 / 2 one, a 9x9 mean): minitvm's kernel beside its former form and ONNX Runtime's
 MaxPool / AveragePool node, at one thread.
 
     python benchmarks/bench_static_pools.py [--shapes 8x32x28x28,1x64x56x56] [--rounds 5]
@@ -8,8 +8,8 @@ MaxPool / AveragePool node, at one thread.
 Per case and shape three implementations: "ours" (``pool_symbolic.takes_static``'s windows in
 ``pool_symbolic``'s forms: rows combined into a row temporary first, or accumulated), "before"
 (the same pool built with ``pool_symbolic.STATIC`` off: ``pool.emit_rows`` past 25 taps,
-``pool.emit_direct`` up to 25; a 5x5 / 2 window takes the direct form both ways) and ONNX Runtime (skipped when
-not installed), timed in interleaved rounds (``interleave.settled_rounds``: a median of 20 calls
+``pool.emit_direct`` up to 25; a 5x5 / 2 window takes the direct form both ways) and ONNX
+Runtime (skipped when not installed), timed in interleaved rounds (``interleave.settled_rounds``: a median of 20 calls
 per round). The columns: medians over the rounds in milliseconds, ratios to ours (above 1: ours
 is faster) and the largest difference from ours.
 """
