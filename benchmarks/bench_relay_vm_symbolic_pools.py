@@ -27,6 +27,7 @@ CASES = {
     "max 3x3/2 pad1": ("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1))),
     "avg 2x2/2": ("avg_pool2d", dict(pool_size=(2, 2), strides=(2, 2))),
     # windows of more than 25 taps (YOLO's SPP, a final 7x7 mean) and a column stride past 4
+    "max 5x5/1 pad2": ("max_pool2d", dict(pool_size=(5, 5), strides=(1, 1), padding=(2, 2))),
     "max 9x9/1 pad4": ("max_pool2d", dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4))),
     "max 13x13/1 pad6": ("max_pool2d", dict(pool_size=(13, 13), strides=(1, 1),
                                              padding=(6, 6))),

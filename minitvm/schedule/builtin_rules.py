@@ -99,7 +99,9 @@ def _emit_pool(ctx, t, buf, bodies):
     0.064 -> 0.057)."""
     _, ident, combine = _reduce_parts(t, bodies[id(t)])
     x = ctx.buf[id(t.op.attrs["operands"][0])]
-    if not _static_pool(t):  # (run-time sizes: the interior / border split made when it runs)
+    # (run-time sizes: the interior / border split made when it runs; static windows too large
+    # for ``pool.emit_direct``: the same forms over constant sizes)
+    if not _static_pool(t) or pool_symbolic.takes_static(t):
         emit = pool_symbolic.emit_run_time_bins if "run_time_bins" in t.op.attrs else \
             pool_symbolic.emit
         return emit_with_epilogue(ctx, t, buf, bodies, lambda out, epi: emit(

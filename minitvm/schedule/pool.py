@@ -3,8 +3,10 @@ NCW (a 1-D pool is a 2-D one with a unit H), and for adaptive pooling by its bin
 
 Where ``DIRECT`` is on (both ISAs), windows up to ``DIRECT_MAX_TAPS`` taps at column strides up
 to ``DIRECT_MAX_STRIDE`` take the direct form (``emit_direct``: output vectors from the input,
-edges written out); the others, and every window with ``DIRECT`` off, the row form
-(``emit_rows``), described here. Per output row (parallel over batch x channel x row), the valid
+edges written out); windows of more taps (or of 16 and more at column stride 1) take
+``pool_symbolic``'s forms instead (``pool_symbolic.takes_static``: rows combined first, or
+accumulated; chosen by ``builtin_rules``); the others, and every window with ``DIRECT`` off, the
+row form (``emit_rows``), described here. Per output row (parallel over batch x channel x row), the valid
 input rows of the window are combined into a row temporary with unit-stride vector loads
 (padding columns hold the reduction's identity), then the window's columns are combined along
 that row, again with unit-stride vectors; a strided pooling finally picks every ``stride``-th

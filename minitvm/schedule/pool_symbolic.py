@@ -1,5 +1,7 @@
 """Window pools (max, the mean of avg, a sum) over run-time sizes, NCHW and NCW: the vector code
-of ``pool.emit_direct`` with the interior / border split taken when the kernel runs.
+of ``pool.emit_direct`` with the interior / border split taken when the kernel runs; and static
+pools of windows too large for ``pool.emit_direct`` (``takes_static``), the same code over
+constant sizes.
 
 A symbolic kernel (Relay VM's ``Any`` dims, Relax's symbolic shapes) serves every size, so which
 output rows and columns have their whole window inside the input is known only at run time.
@@ -21,17 +23,27 @@ The generic reduction this replaces masked and clamped every tap of every output
 code: 7-9x the static kernel's time (benchmarks/bench_relay_vm_symbolic_pools.py).
 
 A window of more than ``pool.DIRECT_MAX_TAPS`` taps is not written out. Where its columns
-overlap enough (``sw * kh + kw < kh * kw``, both sides at most ``DIRECT_MAX_TAPS``) each output
-row first combines its window rows into a row temporary of the input's width (one per plane,
-vectors over the columns, rows clamped or masked as the taps are), then its outputs combine
-``kw`` taps of that row: ``kh + kw`` taps an output at stride 1 instead of ``kh * kw``.
-Otherwise each vector of outputs keeps an accumulator (a ``VECTOR_LANES`` buffer per plane),
+overlap enough (``sw * kh + kw < kh * kw``, both sides at most ``DIRECT_MAX_TAPS``; at column
+stride 1 from ``ROWS_FIRST_MIN_TAPS`` taps on: ``_rows_first``) each output row first combines
+its window rows into a row temporary of the input's width (one per plane, vectors over the
+columns, rows clamped or masked as the taps are), then its outputs combine ``kw`` taps of that
+row: ``kh + kw`` taps an output at stride 1 instead of ``kh * kw``. Otherwise (a larger window)
+each vector of outputs keeps an accumulator (a ``VECTOR_LANES`` buffer per plane),
 combined with one window row per iteration of a loop over the rows (the row's taps written
 out; past ``DIRECT_MAX_TAPS`` columns a loop over them too), then divided / stored as above.
 Column strides past 4 load each tap's lanes one by one (the code generator's gather). YOLO's
 SPP max pools (9x9, 13x13 at stride 1) went from 28-90x the static kernel's time (the generic
 reduction) to 0.05-0.33x (the accumulators alone: 0.2-1.8x), a 3x3 / 5 max pool from 1-2.2x
 to 0.2-0.5x, a 7x7 / 7 mean from 2.4-3.3x to 0.8-0.9x.
+
+A static pool of more than ``pool.DIRECT_MAX_TAPS`` taps, or one rows-first at column stride 1,
+takes the same forms (``STATIC``, ``takes_static``; sizes as constants, which the code generator
+folds) instead of ``pool.emit_rows`` (a read-modify-write pass over a row temporary per window
+row and output row, behind a bounds test) or ``pool.emit_direct``'s ``kh * kw`` taps. Measured
+at one thread, ms, before -> after (benchmarks/bench_static_pools.py; ONNX Runtime's MaxPool
+in brackets): 8x32x28x28 max 13x13 / 1 13.1 -> 0.85 (5.96), 9x9 / 1 8.07 -> 0.47 (1.02),
+5x5 / 1 0.40 -> 0.21 (0.37), 4x4 / 1 0.24 -> 0.15 (0.20), 7x7 / 2 1.79 -> 0.15 (0.19); mean
+9x9 / 1 0.98 -> 0.62 (1.12). The symbolic 5x5 / 1 max pool of 1x64x56x56: 0.41 -> 0.17.
 
 ``emit_run_time_bins`` sums adaptive bins whose bounds are run-time expressions
 (``raise_pool.bins_tag``; 1-, 2- and 3-D), each over its own range instead of the widest bin
@@ -58,6 +70,32 @@ VECTOR_LANES = 8  # output columns per vector (``pool.DIRECT_LANES``)
 # work per (image, channel) plane assumed when deciding, at run time, to use the thread pool:
 # taps of a 28x28 output plane (``common.parallel_for``: enough planes of it to be worth it)
 PLANE_OUTPUTS = 28 * 28
+# static pools of more than ``pool.DIRECT_MAX_TAPS`` taps take this schedule's forms (off: the
+# row form, ``pool.emit_rows``)
+STATIC = True
+ROWS_FIRST_MIN_TAPS = 16  # (see ``_rows_first``)
+
+
+def takes_static(t) -> bool:
+    """Does static pool stage ``t`` take this schedule (a window too large for the direct form:
+    its rows combined first or accumulated) rather than ``pool.emit``?"""
+    a = t.op.attrs
+    if not STATIC or "bins" in a or a.get("kind") not in ("max", "avg", "sum"):
+        return False
+    (kh, kw), sw = a["pool_size"], a["strides"][1]
+    return kh * kw > DIRECT_MAX_TAPS or _rows_first(kh, kw, sw)
+
+
+def _rows_first(kh: int, kw: int, sw: int) -> bool:
+    """Does a window combine each output row's window rows into a row temporary first (``kh``
+    row taps per column, then ``kw`` column taps per output: ``sw * kh + kw`` an output where
+    its columns overlap, not ``kh * kw``)? Windows of more than ``pool.DIRECT_MAX_TAPS`` taps
+    where that costs fewer taps, and at column stride 1 those of ``ROWS_FIRST_MIN_TAPS`` or
+    more (at a stride ``pool.emit_direct``'s own row temporary does as well: 5x5 / 2)."""
+    taps = kh * kw
+    if not (1 < kh <= DIRECT_MAX_TAPS and kw <= DIRECT_MAX_TAPS and sw * kh + kw < taps):
+        return False
+    return taps > DIRECT_MAX_TAPS or (sw == 1 and taps >= ROWS_FIRST_MIN_TAPS)
 
 
 def supported(t) -> bool:
@@ -196,8 +234,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
     acc = decl_buffer((VECTOR_LANES,), dt, "pool_acc")
     # ... or, where that costs fewer taps (overlapping columns), rows then columns: each output
     # row's window rows combined into a row of the input's width, then its columns from that
-    rowwise = looped and 1 < kh <= DIRECT_MAX_TAPS and kw <= DIRECT_MAX_TAPS and \
-        sw * kh + kw < kh * kw
+    rowwise = _rows_first(kh, kw, sw)
     rowt = decl_buffer((w,), dt, "pool_row")
 
     def let(name, value, body_fn):

@@ -11,7 +11,7 @@ import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import kernel_cache
 from minitvm.contrib import graph_executor
-from minitvm.schedule import pool
+from minitvm.schedule import pool, pool_symbolic
 
 CASES = [
     # shape, pool size, strides, dilation, padding (top, left, bottom, right), ceil
@@ -22,7 +22,7 @@ CASES = [
     ((1, 3, 10, 29), (5, 5), (4, 4), (1, 1), (2, 2, 2, 2), False),
     ((1, 2, 12, 12), (3, 3), (1, 2), (2, 2), (2, 1, 2, 1), False),     # dilated
     ((1, 3, 6, 4), (2, 2), (2, 2), (1, 1), (0, 0, 0, 0), False),
-    ((1, 2, 16, 16), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3), False),     # the row form
+    ((1, 2, 16, 16), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3), False),     # rows first
 ]
 DTYPES = ["uint8", "int8", "int16", "int32"]
 
@@ -72,9 +72,10 @@ def _relay_run(shape, dtype, k, s, d, pad, ceil, xv):
 
 @pytest.fixture
 def forms(monkeypatch):
-    """The forms the pool schedule emitted ("direct" / "rows"), recorded."""
+    """The forms the pool schedule emitted ("direct" / "rows"; "rows first": a large window
+    on ``pool_symbolic``'s form), recorded."""
     seen = []
-    direct, rows = pool.emit_direct, pool.emit_rows
+    direct, rows, first = pool.emit_direct, pool.emit_rows, pool_symbolic.emit
 
     def spy_direct(*a, **kw):
         out = direct(*a, **kw)
@@ -86,8 +87,13 @@ def forms(monkeypatch):
         seen.append("rows")
         return rows(*a, **kw)
 
+    def spy_first(*a, **kw):
+        seen.append("rows first")
+        return first(*a, **kw)
+
     monkeypatch.setattr(pool, "emit_direct", spy_direct)
     monkeypatch.setattr(pool, "emit_rows", spy_rows)
+    monkeypatch.setattr(pool_symbolic, "emit", spy_first)
     return seen
 
 
@@ -101,7 +107,7 @@ def test_integer_max_pool_matches_numpy(case, dtype, isa, forms, rng, monkeypatc
     out = _relay_run(shape, dtype, k, s, d, pad, ceil, xv)
     assert out.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(out.astype("int64"), _ref(xv, k, s, d, pad, ceil))
-    assert forms == (["rows"] if k == (7, 7) else ["direct"])
+    assert forms == (["rows first"] if k == (7, 7) else ["direct"])
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])

@@ -37,6 +37,12 @@ CASES = {
                        [(1, 1, 1, 1), (1, 2, 3, 5)]),
     "max 2x2/1 dil2": ("max_pool2d", dict(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2)),
                        [(1, 1, 3, 3), (1, 2, 5, 12), (2, 1, 9, 19)]),
+    # at column stride 1, windows of 16 taps or more: rows into a row temporary first
+    "max 5x5/1 pad2": ("max_pool2d", dict(pool_size=(5, 5), strides=(1, 1), padding=(2, 2)),
+                       [(1, 1, 1, 1), (1, 2, 6, 23)]),
+    "avg 4x4/1 pad1 incl": ("avg_pool2d", dict(pool_size=(4, 4), strides=(1, 1), padding=(1, 1),
+                                               count_include_pad=True),
+                            [(1, 1, 2, 3), (2, 2, 9, 20)]),
     # windows of more than 25 taps: rows looped into an accumulator (columns too past 25)
     "max 9x9/1 pad4": ("max_pool2d", dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)),
                        [(1, 1, 1, 1), (1, 2, 6, 23)]),
@@ -105,13 +111,16 @@ def test_symbolic_int8_pool_of_a_large_window():
 
 
 def test_large_windows_and_strides_take_the_pool_schedule():
-    """A window of more taps than the unrolled form writes out combines its rows into a row
-    temporary first (overlapping columns: 9x9 / 1) or loops its rows into a vector of
+    """A window of more taps than the unrolled form writes out, or of 16 or more at column
+    stride 1, combines its rows into a row temporary first (overlapping columns: 9x9 / 1,
+    5x5 / 1; not 3x3) or loops its rows into a vector of
     accumulators (1x30, 7x7 / 7); a column stride past 4 gathers: none is left to the generic
     reduction."""
     for attrs, form in ((dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)), "pool_row"),
                         (dict(pool_size=(1, 30), strides=(1, 1)), "pool_acc"),
                         (dict(pool_size=(7, 7), strides=(7, 7)), "pool_acc"),
+                        (dict(pool_size=(5, 5), strides=(1, 1), padding=(2, 2)), "pool_row"),
+                        (dict(pool_size=(3, 3), strides=(1, 1), padding=(1, 1)), None),
                         (dict(pool_size=(2, 2), strides=(6, 6)), None)):
         x = relax.Var("x", relax.TensorStructInfo([tir.Var(v, "int64") for v in "nchw"],
                                                   "float32"))
