@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_slice import onnx_slice
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
-from .dynamic_reshape import copy_codes, merge_leading, reshape_to
+from .dynamic_reshape import copy_codes, merge_leading, reshape_exact, reshape_to
 from .registry import register
 from .shape_values import SizeOf
 
@@ -66,9 +67,7 @@ def _reshape(ctx, ins, attrs):
         attrs["shape"])
     if has_dynamic(in_shape):
         return _op.reshape(x, dynamic_reshape_target(in_shape, target, allowzero))
-    out = reshape_target(in_shape, target, allowzero)
-    # the target is concrete: a 0 in it is a zero-sized dimension, never "copy the input's"
-    return _op.reshape(x, out, allowzero=0 in out)
+    return reshape_exact(x, reshape_target(in_shape, target, allowzero))
 
 
 def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
@@ -141,7 +140,7 @@ def _flatten(ctx, ins, attrs):
             return _op.reshape(ins[0], (int(np.prod(shape[:axis])) if axis else 1, -1))
         return _op.reshape(ins[0], (-1, int(np.prod(shape[axis:]))))
     rows = int(np.prod(shape[:axis])) if axis else 1
-    return _op.reshape(ins[0], (rows, int(np.prod(shape[axis:]))))
+    return reshape_exact(ins[0], (rows, int(np.prod(shape[axis:]))))
 
 
 @register("Transpose")
@@ -274,7 +273,7 @@ def slice_axes(x, shape, starts, ends, axes, steps):
             stride.append(int(st))
             ax.append(a)
             continue
-        lo, hi, step = slice(int(s), int(e), int(st)).indices(shape[a])
+        lo, hi, step = onnx_slice(s, e, st, shape[a]).indices(shape[a])
         if st < 0:
             idx = np.arange(lo, hi, step, dtype="int64")
             out = _op.take(out, _expr.const(idx, "int64"), axis=a)
@@ -357,7 +356,7 @@ def _unsqueeze(ctx, ins, attrs):
         for a in sorted(a % nd for a in axes):
             out = _op.expand_dims(out, a)
         return out
-    return _op.reshape(ins[0], one_inferred(new_shape))
+    return reshape_exact(ins[0], new_shape)
 
 
 @register("Squeeze")
@@ -370,7 +369,7 @@ def _squeeze(ctx, ins, attrs):
     kept = one_inferred([d for i, d in enumerate(shape) if i not in axes])
     if kept is None:  # several dynamic sizes: squeeze keeps each in the type
         return _op.squeeze(ins[0], axis=axes)
-    return _op.reshape(ins[0], kept)
+    return reshape_exact(ins[0], kept)
 
 
 @register("Expand")
