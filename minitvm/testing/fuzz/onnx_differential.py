@@ -64,12 +64,18 @@ def run_relax(prog: OnnxProgram, opt_level: int) -> list[np.ndarray]:
 
 
 def _floor(prog: OnnxProgram) -> str | None:
+    """The least precise float the graph computes in (its inputs, initializers and casts): a
+    float64 output cast from float32 work is float32-accurate."""
     from onnx import TensorProto
 
-    types = {vi.type.tensor_type.elem_type for vi in prog.model.graph.input}
-    types |= {t.data_type for t in prog.model.graph.initializer}
-    types |= {a.i for n in prog.model.graph.node for a in n.attribute if a.name == "to"}
-    return "float16" if TensorProto.FLOAT16 in types else None
+    g = prog.model.graph
+    types = {vi.type.tensor_type.elem_type for vi in g.input}
+    types |= {t.data_type for t in g.initializer}
+    types |= {a.i for n in g.node for a in n.attribute if a.name == "to"}
+    for code, name in ((TensorProto.FLOAT16, "float16"), (TensorProto.FLOAT, "float32")):
+        if code in types:
+            return name
+    return None
 
 
 def check_onnx_program(prog: OnnxProgram) -> list[Finding]:
