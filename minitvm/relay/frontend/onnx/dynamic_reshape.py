@@ -81,7 +81,7 @@ def reshape_to(shape_of, x, in_shape, target, fallback=None):
 
     ``shape_of`` is ``Context.shape``; ``fallback`` a run-time shape tensor to use when the
     type cannot keep the sizes (by default one built by ``run_time_shape``)."""
-    if not any(isinstance(d, DynamicDim) for d in target):
+    if not any(isinstance(d, DynamicDim) for d in (*in_shape, *target)):
         return reshape_exact(x, target)
     own = [0 if isinstance(d, DynamicDim) and d.tensor is x and d.axis == i else d
            for i, d in enumerate(target)]  # (x's own sizes in place: copied)
