@@ -694,6 +694,14 @@ class _Builder:
                           + (" count_include_pad" if "count_include_pad" in attrs else ""))
 
 
+def _more(b: _Builder) -> None:
+    """One of ``onnx_more_ops``' families."""
+    from .onnx_more_ops import MORE_FAMILIES
+
+    name = b.rng.choice(sorted(MORE_FAMILIES))
+    MORE_FAMILIES[name](b)
+
+
 def _slice_len(d: int, start: int, end: int, step: int) -> int:
     """The length of ONNX ``Slice`` over a dim of ``d``: negative starts / ends count from the
     end, then clamp to [0, d] (stepping up) or start to [0, d - 1], end to [-1, d - 1] (down);
@@ -720,7 +728,7 @@ def _factorize(size: int, rng: random.Random) -> list[int]:
 #: Families and their weights.
 _FAMILIES = (("unary", 5), ("binary", 6), ("where", 1), ("cast", 2), ("reduce", 2),
              ("argmax", 1), ("softmax", 1), ("movement", 6), ("matmul", 2), ("gemm", 1),
-             ("conv", 2))
+             ("conv", 2), ("more", 5))
 
 
 def _build(seed: int) -> tuple[object, dict, int, set]:
@@ -734,7 +742,8 @@ def _build(seed: int) -> tuple[object, dict, int, set]:
         b.new_input(rng.choice(INPUT_DTYPES), b.shape())
     names, weights = zip(*_FAMILIES, strict=True)
     for _ in range(rng.randint(2, 8)):
-        getattr(b, rng.choices(names, weights)[0])()
+        family = rng.choices(names, weights)[0]
+        _more(b) if family == "more" else getattr(b, family)()
     computed = [v for v in b.pool if v.name.startswith("v")]
     if not computed:
         b.unary()
