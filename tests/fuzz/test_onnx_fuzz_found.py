@@ -90,3 +90,17 @@ def test_float64_initializers_keep_their_dtype():
                                           og.vi("z", P.DOUBLE, [2, 2])],
           {"x": np.array([[1.5, -7.25], [4.0, 0.1]], "float32")},
           {"k": np.array([3.0, -2.0])}, opset=13)
+
+
+def test_trilu_fused_into_a_depthwise_conv():
+    """Trilu's ``col - row >= k`` fused into the depthwise conv schedule compares its int32
+    vector positions with the int64 k: the LLVM text had ``icmp sge <4 x i32> ..., <4 x i64>``
+    and did not parse (seed 10290, Relax at opt_level 3)."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=3, kernel_shape=[2, 2],
+                              dilations=[2, 1], pads=[1, 1, 0, 1], strides=[1, 2]),
+             helper.make_node("Trilu", ["c", "k"], ["y"], upper=1)]
+    check(nodes, [og.vi("x", P.FLOAT, [1, 3, 4, 6])], [og.vi("y", P.FLOAT, [1, 3, 3, 4])],
+          {"x": rng.standard_normal((1, 3, 4, 6)).astype("float32")},
+          {"k": np.array(0), "w": rng.standard_normal((3, 1, 2, 2)).astype("float32"),
+           "b": np.ones(3, "float32")})
