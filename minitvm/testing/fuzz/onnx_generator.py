@@ -624,7 +624,7 @@ class _Builder:
         """``Conv`` or a pool over an NC[H]W value (one reshaped into that layout if need be)."""
         rng = self.rng
         a = self.pick(lambda v: v.dtype == "float32" and len(v.shape) in (3, 4)
-                      and min(v.shape[2:]) >= 2)
+                      and min(v.shape[2:]) >= 2 and 0 not in v.shape)
         if a is None:
             a = self.new_input("float32", (rng.randint(1, 2), rng.randint(1, 4))
                                + tuple(rng.randint(3, 6) for _ in range(rng.randint(1, 2))))
