@@ -104,3 +104,16 @@ def test_trilu_fused_into_a_depthwise_conv():
           {"x": rng.standard_normal((1, 3, 4, 6)).astype("float32")},
           {"k": np.array(0), "w": rng.standard_normal((3, 1, 2, 2)).astype("float32"),
            "b": np.ones(3, "float32")})
+
+
+def test_concat_keeps_inputs_empty_along_another_axis():
+    """(0, 2, 0) ++ (0, 1, 0) along axis 1 is (0, 3, 0): the Relay importer dropped every
+    input with a 0 anywhere in its shape and gave (0, 2, 0) (seed 20116); an input empty
+    along the axis itself adds nothing and is still dropped."""
+    n = helper.make_node
+    check([n("Concat", ["a", "b"], ["y"], axis=1), n("Concat", ["c", "d", "c"], ["z"], axis=-1)],
+          [og.vi("a", P.BOOL, [0, 2, 0]), og.vi("b", P.BOOL, [0, 1, 0]),
+           og.vi("c", P.FLOAT, [2, 0]), og.vi("d", P.FLOAT, [2, 3])],
+          [og.vi("y", P.BOOL, [0, 3, 0]), og.vi("z", P.FLOAT, [2, 3])],
+          {"a": np.zeros((0, 2, 0), bool), "b": np.zeros((0, 1, 0), bool),
+           "c": np.zeros((2, 0), "float32"), "d": np.ones((2, 3), "float32")})

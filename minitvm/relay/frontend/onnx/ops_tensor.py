@@ -152,7 +152,18 @@ def _transpose(ctx, ins, attrs):
 
 @register("Concat")
 def _concat(ctx, ins, attrs):
-    parts = [x for x in ins if x is not None and 0 not in ctx.shape(x)] or [ins[0]]
+    present = [x for x in ins if x is not None]
+    rank = max(len(ctx.shape(x)) for x in present)
+    axis = int(attrs["axis"]) % max(rank, 1)
+
+    def adds_nothing(x):  # (an empty input of another rank: an exporter's legacy (0,))
+        s = ctx.shape(x)
+        return isinstance(s[axis], int) and s[axis] == 0 if len(s) == rank else 0 in s
+
+    # an input with elements elsewhere but none along the axis adds nothing; one empty along
+    # another axis still adds its slices: (0, 2, 0) ++ (0, 1, 0) is (0, 3, 0)
+    parts = [x for x in present if not adds_nothing(x)] or [
+        next((x for x in present if len(ctx.shape(x)) == rank), present[0])]
     if len(parts) == 1:
         return parts[0]
     return _op.concatenate(parts, axis=int(attrs["axis"]))
