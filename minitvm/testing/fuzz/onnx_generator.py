@@ -379,7 +379,8 @@ class _Builder:
         op = self.rng.choice(ops)
         if op == "ReduceProd" and a.dtype not in FLOATS and \
                 a.bound ** max(1, int(np.prod(a.shape))) > 2 ** 31:
-            op = "ReduceMax"  # (an overflowing int product: ONNX Runtime gave INT_MIN, not the wrapped value)
+            # (an overflowing int product: ONNX Runtime gave INT_MIN, not the wrapped value)
+            op = "ReduceMax"
         a = self.tamed(a, 4.0 if op in ("ReduceProd", "ReduceLogSumExp") else GROWTH_BOUND)
         if op == "ReduceLogSum":
             a = self.node("Abs", [a], a.dtype, a.shape, a.exact, a.bound)
