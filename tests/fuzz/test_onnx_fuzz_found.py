@@ -117,3 +117,18 @@ def test_concat_keeps_inputs_empty_along_another_axis():
           [og.vi("y", P.BOOL, [0, 3, 0]), og.vi("z", P.FLOAT, [2, 3])],
           {"a": np.zeros((0, 2, 0), bool), "b": np.zeros((0, 1, 0), bool),
            "c": np.zeros((2, 0), "float32"), "d": np.ones((2, 3), "float32")})
+
+
+def test_batch_norm_with_a_zero_gamma_before_a_dense():
+    """ForwardFoldScaleAxis carried batch_norm's scale (gamma / sqrt(var + eps), 0 where gamma
+    is 0) through the shift's add by dividing the shift by it: ``(x + b / 0) * 0`` is NaN
+    where the answer is ``b`` (seed 30793, Relay at opt_level 3; TVM divides too)."""
+    n = helper.make_node
+    check([n("BatchNormalization", ["x", "g", "b", "m", "v"], ["bn"]),
+           n("MatMul", ["bn", "w"], ["y"])],
+          [og.vi("x", P.FLOAT, [1, 2]), og.vi("w", P.FLOAT, [2, 3])],
+          [og.vi("y", P.FLOAT, [1, 3])],
+          {"x": np.array([[1.25, 0.5]], "float32"),
+           "w": np.arange(6, dtype="float32").reshape(2, 3) - 2},
+          {"g": np.array([0.0, -0.75], "float32"), "b": np.array([-1.0, 0.5], "float32"),
+           "m": np.array([1.0, -0.75], "float32"), "v": np.array([1.75, 0.75], "float32")})
