@@ -132,3 +132,14 @@ def test_batch_norm_with_a_zero_gamma_before_a_dense():
            "w": np.arange(6, dtype="float32").reshape(2, 3) - 2},
           {"g": np.array([0.0, -0.75], "float32"), "b": np.array([-1.0, 0.5], "float32"),
            "m": np.array([1.0, -0.75], "float32"), "v": np.array([1.75, 0.75], "float32")})
+
+
+def test_scatter_elements_of_float64_by_a_known_index():
+    """A float64 ScatterElements by a constant index (a gather of the updates padded by a
+    fill): the fill was a relax.const of a float64 array, made float32, and the concat failed
+    (seed 31965)."""
+    check([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=0)],
+          [og.vi("x", P.DOUBLE, [1, 2]), og.vi("u", P.DOUBLE, [1, 2])],
+          [og.vi("y", P.DOUBLE, [1, 2])],
+          {"x": np.array([[-2.0, 7.0]]), "u": np.array([[-2.0, 2.0]])},
+          {"i": np.array([[0, -1]])}, opset=17)
