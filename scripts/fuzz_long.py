@@ -36,7 +36,9 @@ int8 and uint8) against a numpy oracle of the quantization rules (``--qnn-progra
 (n, m) pairs (``--relax-symbolic-programs``, ``relax_symbolic_generator``). Relay programs printed and parsed
 back in four forms (``--text-programs``, ``text_round_trip``); Relax programs through LegalizeOps,
 AnnotateTIROpPattern, FuseOps and FuseTIR by hand, built, and exported / loaded back
-(``--relax-lowered-programs``, ``relax_lowered_sequences``).
+(``--relax-lowered-programs``, ``relax_lowered_sequences``). Random ONNX graphs through the
+Relay and Relax importers at opt_level 0 and 3 against ONNX Runtime (``--onnx-programs``,
+``onnx_differential``; needs onnx and onnxruntime).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
@@ -317,6 +319,8 @@ MODULE_RUNS = {
                       "check_text_program"),
     "relax_lowered_programs": ("relax_lowered_programs", "relax_lowered_sequences",
                                "generate_lowered_program", "check_lowered_program"),
+    "onnx_programs": ("onnx_programs", "onnx_differential", "generate_onnx_program",
+                      "check_onnx_program"),
 }
 
 
@@ -518,11 +522,12 @@ def _sum_present(values: list):
 GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
                   "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
                   "cast_programs", "qnn_programs", "relax_symbolic_programs",
-                  "text_programs", "relax_lowered_programs")
+                  "text_programs", "relax_lowered_programs", "onnx_programs")
 GENERATED_TAGS = {"relax_loop_programs": "relax-loops:", "relay_build_programs": "build:",
                   "relax_pass_programs": "relax-passes:", "cast_programs": "casts:",
                   "qnn_programs": "qnn:", "relax_symbolic_programs": "relax-nm:",
-                  "text_programs": "text:", "relax_lowered_programs": "relax-lowered:"}
+                  "text_programs": "text:", "relax_lowered_programs": "relax-lowered:",
+                  "onnx_programs": "onnx:"}
 #: The parser and damaged-file fuzzers' sections.
 FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
 
@@ -550,7 +555,7 @@ SECTION_MERGERS = {
 #: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
 #: finding has none).
 RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
-            "relax-passes:", "casts:", "qnn:", "relax-nm:", "text:", "relax-lowered:")
+            "relax-passes:", "casts:", "qnn:", "relax-nm:", "text:", "relax-lowered:", "onnx:")
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
@@ -651,6 +656,11 @@ def _parser() -> argparse.ArgumentParser:
                          "a prefix of AnnotateTIROpPattern / FuseOps / FuseTIR with clean-ups, "
                          "relax.build vs the numpy reference; the exported and loaded "
                          "executable vs the in-memory one, bit for bit")
+    ap.add_argument("--onnx-programs", type=int, default=0,
+                    help="random ONNX graphs (elementwise, broadcasting, reductions, data "
+                         "movement, MatMul / Gemm / Conv / pools, float16 / int8 / uint8 / "
+                         "bool) through the Relay and Relax importers at opt_level 0 and 3 vs "
+                         "ONNX Runtime (needs onnx and onnxruntime)")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")

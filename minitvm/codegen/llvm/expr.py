@@ -396,6 +396,29 @@ class ExprEmitter:
             return vals
         return tuple(self.broadcast(v, lanes) for v in vals)
 
+    def _same_int_width(self, a, b):
+        """Integer vector operands of one width, the narrower sign-extended. A schedule's int32
+        positions substituted for an int64 axis keep the rebuilt nodes' int64 dtype, so their
+        vector can meet an int64 constant's (Trilu's ``col - row >= k`` fused into a depthwise
+        conv); a scalar constant prints untyped and never clashes."""
+        ea, eb = _elem_type(a.type), _elem_type(b.type)
+        if not (isinstance(ea, ir.IntType) and isinstance(eb, ir.IntType)) or \
+                ea.width == eb.width or 1 in (ea.width, eb.width):
+            return a, b
+        wide = ea if ea.width > eb.width else eb
+
+        def up(v):
+            if _elem_type(v.type).width == wide.width:
+                return v
+            if not isinstance(v.type, ir.VectorType):
+                return self.builder.sext(v, wide)
+            target = ir.VectorType(wide, v.type.count)
+            if isinstance(v, ir.Constant) and isinstance(v.constant, list):
+                return ir.Constant(target, [ir.Constant(wide, c.constant) for c in v.constant])
+            return self.builder.sext(v, target)
+
+        return up(a), up(b)
+
     # ---------------------------------------------------------------- arithmetic
     def _binary(self, e, a, b):
         dtype = e.a.dtype
@@ -405,7 +428,7 @@ class ExprEmitter:
             if r is not None:
                 return r
         if lanes_of(a) != 1 or lanes_of(b) != 1:
-            a, b = self._match(a, b)
+            a, b = self._same_int_width(*self._match(a, b))
         bld = self.builder
         kind = _dtype_kind(dtype)
         if t in _INT_ARITH and kind == "int":  # (the common case: signed index arithmetic)
@@ -797,3 +820,8 @@ _EMITTERS: dict = {
 _LEAVES = frozenset((E.IntImm, E.FloatImm, E.Var, E.SizeVar, E.StringImm))
 # node types (not Call, not Let) whose operands are all evaluated first
 _PLAIN = frozenset(t for t in (*_EMITTERS, E.Not, E.Select, E.Ramp) if t is not E.Call)
+
+
+def _elem_type(t):
+    """The element type of a vector type, else ``t``."""
+    return t.element if isinstance(t, ir.VectorType) else t

@@ -24,7 +24,9 @@ call (0.30 ms, more than the dense itself) to scale 1024 values; Show-Attend-Tel
 LSTM multiplied three weights (500, 512 and 64 x 128) per step; and a weight that is no longer
 constant loses its prepacked layout. The scale is reshaped exactly as TVM builds it (``squeeze`` of the broadcast dims, then
 ``expand_dims`` or ``reshape`` to the target axes), so the result is structurally equal to TVM's.
-Every traversal is iterative. The weight products are folded by the FoldConstant that follows.
+A forward scale with a zero (a batch_norm's zero gamma) is not carried through an add, whose
+other operand it would divide (TVM does, and gives NaN). Every traversal is iterative. The
+weight products are folded by the FoldConstant that follows.
 """
 
 from __future__ import annotations
@@ -350,12 +352,23 @@ def _fwd_add_sub(call, args, msg):
     scaled, other = (args[0], args[1]) if sl else (args[1], args[0])
     tscaled = tl if sl else tr
     s = reshape_or_expand_to_match_axis(scaled.scale, list(tscaled.shape), scaled.axes)
-    if s is None or isinstance(other, _Scaled):
+    if s is None or isinstance(other, _Scaled) or _has_zero(scaled.scale):
         return None
     other = divide(other, s)
     new_args = [scaled.value, other] if sl else [other, scaled.value]
     return _Scaled(Call(call.op, new_args, call.attrs, call.type_args), scaled.axes,
                    scaled.scale, call._checked_type)
+
+
+def _has_zero(scale) -> bool:
+    """Whether a constant scale holds a 0 (or a non-finite value): the add's other operand
+    divided by it is inf or NaN, and ``(x + b / 0) * 0`` is NaN where ``x * 0 + b`` is ``b``
+    (a batch_norm with a zero gamma). TVM divides regardless."""
+    if not isinstance(scale, Constant):
+        return False
+    v = scale.data.numpy()
+    return bool(v.dtype.kind == "f" and (not np.isfinite(v).all() or (v == 0).any())
+                or v.dtype.kind in "iu" and (v == 0).any())
 
 
 # expressions searched on each side for an input the scale shares with the value (``_gates``)

@@ -21,7 +21,10 @@ bool casts fed values at the casts' jumps, compared exactly, in both dialects;
 ``qnn_generator``: quantized Relay programs (quantize / requantize / conv2d / dense / add, int8
 and uint8) against a numpy oracle of the quantization rules, compared exactly;
 ``relax_symbolic_generator``: Relax programs over two symbolic dimensions, one relax.build run
-at three (n, m) pairs.
+at three (n, m) pairs. ``onnx_generator`` (random ONNX graphs: elementwise, broadcasting,
+reductions, data movement, MatMul / Gemm / Conv / pools, float16 / int8 / uint8 / bool) and
+``onnx_differential`` (both importers at opt_level 0 and 3 against ONNX Runtime; needs the
+optional onnx and onnxruntime).
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array

@@ -60,6 +60,20 @@ def test_forward_through_add_and_relu():
     check_numerics(mod, out, rtol=1e-4, atol=1e-4)
 
 
+def test_a_scale_with_a_zero_does_not_pass_an_add():
+    """Carrying ``x * s`` through ``+ b`` divides ``b`` by ``s``: with a 0 in ``s`` (a
+    batch_norm's zero gamma) ``(x + b / 0) * 0`` is NaN where ``x * 0 + b`` is ``b``. Such a
+    scale stays a multiply (found by the ONNX fuzzer, seed 30793; TVM divides)."""
+    x = relay.var("x", shape=(1, 2))
+    s = relay.const(np.array([0.0, -0.75], "float32"))
+    y = relay.add(relay.multiply(x, s), relay.const(np.array([-1.0, 0.5], "float32")))
+    z = relay.nn.dense(y, _c(3, 2))
+    mod, out = _run(relay.Function([x], z), relay.transform.FoldScaleAxis())
+    assert _multiplies(out) == 1
+    args = check_numerics(mod, out, rtol=1e-4, atol=1e-4)
+    assert np.isfinite(relay.create_executor("debug", mod=out).evaluate()(*args).numpy()).all()
+
+
 def test_negative_scale_does_not_pass_relu():
     x = relay.var("x", shape=(1, 4, 4, 4))
     s = relay.const(np.array([1, -1, 2, 3], "float32").reshape(4, 1, 1))

@@ -129,8 +129,8 @@ class Context(NodeContext):
         if not is_known(v):
             return v
         v = normalize_known(v)
-        if v.dtype != object:
-            return const(v if dtype is None else v.astype(dtype))
+        if v.dtype != object:  # (the value's own dtype: const alone makes float64 float32)
+            return const(v, dtype or str(v.dtype))
         if v.ndim > 1:
             raise self.fail(f"cannot materialize a {v.ndim}-D tensor of symbolic dims")
         dims = [e if isinstance(e, PrimExpr) else IntImm("int64", int(e)) for e in v.reshape(-1)]

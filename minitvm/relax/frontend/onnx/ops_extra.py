@@ -81,7 +81,7 @@ def _scatter_gathered(ctx: Context, x, upd, axis: int, red: str, plan, shape):
     pad_shape = list(shape)
     pad_shape[axis] = 1
     fill = 0 if red == "update" else identity(red, dt)
-    src = ctx.emit(_op.concat([upd, const(np.full(pad_shape, fill, dt))], axis))
+    src = ctx.emit(_op.concat([upd, const(np.full(pad_shape, fill, dt), dt)], axis))
     g = ctx.emit(_op.take(src, const(plan.table.astype("int64")), axis=axis))
     if red == "update":
         hit = plan.hit.reshape([shape[axis] if d == axis else 1 for d in range(len(shape))])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.onnx_resize import FUSED_TAPS, axis_taps, resize2d_params, resize_plan
+from ....frontend_common.onnx_slice import onnx_slice
 from ....ir.prim_expr import PrimExpr
 from ....tir import Var
 from ... import op as _op
@@ -146,13 +147,16 @@ def _slice(ctx: Context, ins, attrs):
     if k is not None and all(isinstance(v, int) for v in starts + ends):
         index = [slice(None)] * ndim
         for a, b, e, s in zip(axes, starts, ends, steps, strict=True):
-            index[a] = slice(b, e, s)
+            index[a] = onnx_slice(b, e, s, k.shape[a])
         return normalize_known(k[tuple(index)])
     dims = ctx.shape(ins[0])
     begin, end = [], []
     for a, b, e, s in zip(axes, starts, ends, steps, strict=True):
         d = dims[a]
-        if isinstance(e, int) and s > 0 and e >= _INT_MAX:
+        if isinstance(d, int) and isinstance(b, int) and isinstance(e, int):
+            sl = onnx_slice(b, e, s, d)  # (ONNX's clamping, not strided_slice's)
+            b, e = sl.start, sl.stop if sl.stop is not None else -d - 1
+        elif isinstance(e, int) and s > 0 and e >= _INT_MAX:
             e = d
         if isinstance(e, int) and s < 0 and e <= -_INT_MAX:
             e = -(2**31) if not isinstance(d, int) else -d - 1
@@ -250,7 +254,9 @@ def _squeeze(ctx: Context, ins, attrs):
 def _flatten(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     dims = ctx.shape(x)
-    axis = int(attrs.get("axis", 1)) % max(len(dims), 1) if dims else 0
+    # axis lies in [-rank, rank]: axis == rank flattens everything into rows, (N, 1)
+    axis = int(attrs.get("axis", 1))
+    axis = axis + len(dims) if axis < 0 else axis
     lead, rest = 1, 1
     for d in dims[:axis]:
         lead = lead * d

@@ -69,11 +69,20 @@ def _like_run(shape_of, target, unknown: list[int]):
     return src.tensor, a0
 
 
+def reshape_exact(x, dims):
+    """``x`` reshaped to ``dims`` (ints and at most one ``DynamicDim``, inferred as -1): a 0
+    there is a zero-sized dimension, never reshape's "copy the input's" code."""
+    new = one_inferred(dims)
+    return _op.reshape(x, new, allowzero=0 in new)
+
+
 def reshape_to(shape_of, x, in_shape, target, fallback=None):
     """Reshape ``x`` (of ``in_shape``) to ``target`` (ints and ``DynamicDim``s).
 
     ``shape_of`` is ``Context.shape``; ``fallback`` a run-time shape tensor to use when the
     type cannot keep the sizes (by default one built by ``run_time_shape``)."""
+    if not any(isinstance(d, DynamicDim) for d in (*in_shape, *target)):
+        return reshape_exact(x, target)
     own = [0 if isinstance(d, DynamicDim) and d.tensor is x and d.axis == i else d
            for i, d in enumerate(target)]  # (x's own sizes in place: copied)
     single = one_inferred(own)

@@ -12,7 +12,7 @@ from ...op import nn as _nn
 from ..common import last_two_swapped
 from ..pool_indices import maxpool_indices
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
-from .dynamic_reshape import merge_leading, reshape_to
+from .dynamic_reshape import merge_leading, reshape_exact, reshape_to
 from .ops_tensor import first_line
 from .qdq_weight import (
     depthwise_qdq_conv,
@@ -227,7 +227,7 @@ def matmul(ctx, a, b):
                 b = _op.reshape(b, (-1, k, n) if bt is None else (-1, n, k))
             out = _nn.batch_matmul(a, b, transpose_b=bt is not None)
             if len(sa) > 3:
-                out = _op.reshape(out, one_inferred(out_shape))
+                out = reshape_exact(out, out_shape)
         else:  # (a dynamic seq too: merged with -3, split back like ``a``)
             out = _nn.batch_matmul(merge_leading(a, len(sa) - 2), merge_leading(b, len(sb) - 2),
                                    transpose_b=bt is not None)

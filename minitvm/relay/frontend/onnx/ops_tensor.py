@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_slice import onnx_slice
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
 from . import run_time_sized
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
-from .dynamic_reshape import copy_codes, merge_leading, reshape_to
+from .dynamic_reshape import copy_codes, merge_leading, reshape_exact, reshape_to
 from .registry import register
 from .shape_values import SizeOf
 
@@ -68,9 +69,7 @@ def _reshape(ctx, ins, attrs):
         attrs["shape"])
     if has_dynamic(in_shape):
         return _op.reshape(x, dynamic_reshape_target(in_shape, target, allowzero))
-    out = reshape_target(in_shape, target, allowzero)
-    # the target is concrete: a 0 in it is a zero-sized dimension, never "copy the input's"
-    return _op.reshape(x, out, allowzero=0 in out)
+    return reshape_exact(x, reshape_target(in_shape, target, allowzero))
 
 
 def _reshape_run_time(ctx, x, in_shape, shape, allowzero: bool):
@@ -143,7 +142,7 @@ def _flatten(ctx, ins, attrs):
             return _op.reshape(ins[0], (int(np.prod(shape[:axis])) if axis else 1, -1))
         return _op.reshape(ins[0], (-1, int(np.prod(shape[axis:]))))
     rows = int(np.prod(shape[:axis])) if axis else 1
-    return _op.reshape(ins[0], (rows, int(np.prod(shape[axis:]))))
+    return reshape_exact(ins[0], (rows, int(np.prod(shape[axis:]))))
 
 
 @register("Transpose")
@@ -155,7 +154,18 @@ def _transpose(ctx, ins, attrs):
 
 @register("Concat")
 def _concat(ctx, ins, attrs):
-    parts = [x for x in ins if x is not None and 0 not in ctx.shape(x)] or [ins[0]]
+    present = [x for x in ins if x is not None]
+    rank = max(len(ctx.shape(x)) for x in present)
+    axis = int(attrs["axis"]) % max(rank, 1)
+
+    def adds_nothing(x):  # (an empty input of another rank: an exporter's legacy (0,))
+        s = ctx.shape(x)
+        return isinstance(s[axis], int) and s[axis] == 0 if len(s) == rank else 0 in s
+
+    # an input with elements elsewhere but none along the axis adds nothing; one empty along
+    # another axis still adds its slices: (0, 2, 0) ++ (0, 1, 0) is (0, 3, 0)
+    parts = [x for x in present if not adds_nothing(x)] or [
+        next((x for x in present if len(ctx.shape(x)) == rank), present[0])]
     if len(parts) == 1:
         return parts[0]
     return _op.concatenate(parts, axis=int(attrs["axis"]))
@@ -283,7 +293,7 @@ def slice_axes(x, shape, starts, ends, axes, steps):
             stride.append(int(st))
             ax.append(a)
             continue
-        lo, hi, step = slice(int(s), int(e), int(st)).indices(shape[a])
+        lo, hi, step = onnx_slice(s, e, st, shape[a]).indices(shape[a])
         if st < 0:
             idx = np.arange(lo, hi, step, dtype="int64")
             out = _op.take(out, _expr.const(idx, "int64"), axis=a)
@@ -366,7 +376,7 @@ def _unsqueeze(ctx, ins, attrs):
         for a in sorted(a % nd for a in axes):
             out = _op.expand_dims(out, a)
         return out
-    return _op.reshape(ins[0], one_inferred(new_shape))
+    return reshape_exact(ins[0], new_shape)
 
 
 @register("Squeeze")
@@ -379,7 +389,7 @@ def _squeeze(ctx, ins, attrs):
     kept = one_inferred([d for i, d in enumerate(shape) if i not in axes])
     if kept is None:  # several dynamic sizes: squeeze keeps each in the type
         return _op.squeeze(ins[0], axis=axes)
-    return _op.reshape(ins[0], kept)
+    return reshape_exact(ins[0], kept)
 
 
 @register("Expand")
