@@ -28,6 +28,7 @@ import numpy as np
 
 from ..container import ADT
 from . import bytecode as B
+from .loop_ops import DECLINED, native_loop_entry
 from .row_outputs import row_producers
 
 __all__ = ["MAX_INSTRUCTIONS", "ROW_VIEW_MIN_BYTES", "straight_line_function"]
@@ -98,6 +99,10 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
     def regs(rs) -> str:
         return "".join(f"R[{r}], " for r in rs)
 
+    # the loop run natively from its second step (loop_ops, runtime.native_loop)
+    native = native_loop_entry(vm, code, targets, kill)
+    if native is not None:
+        env["native_loop"] = native[1]
     leaders = {0} | {t for ts in targets.values() for t in ts}
     # the dynamic kernels that may write their row of a stacked result (row_outputs)
     instructions = vm.exe.functions[func_index].instructions
@@ -116,6 +121,13 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
                 lines.append(f"{ind}pc = {pc}")  # (the block before falls through)
             lines.append(f"        if pc == {pc}:")
             dead = False
+            if native is not None and pc == native[0]:
+                lines += [f"{ind}if native_on:",
+                          f"{ind}    x = native_loop(R)",
+                          f"{ind}    if x >= 0:",
+                          f"{ind}        pc = x",
+                          f"{ind}        continue",
+                          f"{ind}    native_on = x != {DECLINED}"]
         if pc in skip or dead:
             continue
         dead = ins[0] in (B.GOTO, B.IF, B.RET)
@@ -219,6 +231,7 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
             lines += [f"{ind}R[{r}] = None" for r in ins[1]]
     src = "\n".join(["def run(values, frames, args):", f"    R = [None] * {nreg}",
                      f"    R[:{nparams}] = values", "    nthreads = vm._nthreads", "    pc = 0",
+                     f"    native_on = {native is not None} and vm.native_loops",
                      "    while True:", *lines])
     env["np"] = np
     exec(compile(src + "\n", f"<relay vm loop {func_index}>", "exec"), env)  # noqa: S102

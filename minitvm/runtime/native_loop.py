@@ -1,0 +1,550 @@
+"""Native loops: a VM loop whose step is only kernel calls, moves and row writes, run to its end
+in one native call (shared by the VMs).
+
+A loop over a run-time length (an RNN's step) runs a few kernels a step; driven from Python
+each step also pays the VM's per-instruction work (bindings' checks, output reuse, the row
+write's checks), about as long as the kernels themselves. A VM translates such a loop (its
+head to its jump back) into *loop ops*, a small dialect-neutral list:
+
+- ``("fresh", dst, shape, dtype)``: a new array a step (a storage made for one tensor);
+- ``("call", address, kvars, args, news)``: kernel ``fn(void** args, int64* kvars, nthreads)``
+  on ``args`` (``("reg", r, want)`` read, ``want`` None or the ``(shape, dtype)`` it must have;
+  ``("pack", r, source, packed)``: ``packed`` read where ``r`` holds ``source``; ``("val", x)``:
+  an array; ``("out", r)``: written, a ``fresh`` array of this step) then ``news`` (``(dst,
+  shape, dtype)``: outputs made a step);
+- ``("move", dst, src)``, ``("set", dst, value)``, ``("kill", regs)``;
+- ``("row", dst, data, row, index)``: the VM's row write ``data[index] = row`` (in place into a
+  buffer the loop made, a copy of ``data`` first when it is not that buffer);
+- ``("exit", a, b, when_equal, exit_id)``: leave when ``R[a] == R[b]`` is ``when_equal``;
+- ``("back",)``: the jump back, the last op.
+
+``NativeLoop.run`` checks the ops on the registers' values at the loop head by running them
+symbolically (values as objects, as *this step's or an earlier step's* output of a site, as a
+version of a row buffer): every kernel input has the shape and dtype its kernel was bound to,
+every value read (and every value held where the loop may leave) is still intact — each site
+has two buffers used in turn, so a value must be read before its site runs twice more — and
+the symbolic state repeats after a few steps (so the checks hold at every later step). Then it
+lays the ops out as int64 words and runs them in ``mtvm_native_loop`` (LLVM, JIT-compiled once
+per process, the GIL released) until an exit is taken: the values, kernels and order of the
+VM's own loop, with the same bits. A row index out of range hands the step back to the VM
+(its own error); a loop the checks refuse stays with the VM.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+
+import numpy as np
+
+__all__ = ["NativeLoop", "loop_runner_address"]
+
+STEPS_CHECKED = 6  # symbolic steps; the state after the 4th and the 6th must agree
+ALIGN = 64
+
+_BACK, _FRESH, _MOVE, _SET, _CALL, _ROW, _EXIT = range(7)
+
+_SCALAR_CODES = {np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
+                 np.dtype(np.int64): 4, np.dtype(np.uint8): 5, np.dtype(np.bool_): 5,
+                 np.dtype(np.uint16): 6, np.dtype(np.uint32): 7, np.dtype(np.uint64): 8}
+
+_LOOP_IR = """
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+define internal i64 @scalar(ptr %objs, ptr %regs, i64 %kind, i64 %val, i64 %code) {
+entry:
+  %isimm = icmp eq i64 %kind, 0
+  br i1 %isimm, label %imm, label %mem
+imm:
+  ret i64 %val
+mem:
+  %sp = getelementptr i64, ptr %regs, i64 %val
+  %slot = load i64, ptr %sp
+  %pp = getelementptr ptr, ptr %objs, i64 %slot
+  %p = load ptr, ptr %pp
+  switch i64 %code, label %c8 [ i64 1, label %c1
+                                i64 2, label %c2
+                                i64 3, label %c3
+                                i64 4, label %c4
+                                i64 5, label %c5
+                                i64 6, label %c6
+                                i64 7, label %c7 ]
+c1:
+  %v1 = load i8, ptr %p
+  %e1 = sext i8 %v1 to i64
+  ret i64 %e1
+c2:
+  %v2 = load i16, ptr %p
+  %e2 = sext i16 %v2 to i64
+  ret i64 %e2
+c3:
+  %v3 = load i32, ptr %p
+  %e3 = sext i32 %v3 to i64
+  ret i64 %e3
+c4:
+  %v4 = load i64, ptr %p
+  ret i64 %v4
+c5:
+  %v5 = load i8, ptr %p
+  %e5 = zext i8 %v5 to i64
+  ret i64 %e5
+c6:
+  %v6 = load i16, ptr %p
+  %e6 = zext i16 %v6 to i64
+  ret i64 %e6
+c7:
+  %v7 = load i32, ptr %p
+  %e7 = zext i32 %v7 to i64
+  ret i64 %e7
+c8:
+  %v8 = load i64, ptr %p
+  ret i64 %v8
+}
+
+define internal i64 @word(ptr %prog, i64 %ip, i64 %k) {
+entry:
+  %i = add i64 %ip, %k
+  %p = getelementptr i64, ptr %prog, i64 %i
+  %w = load i64, ptr %p
+  ret i64 %w
+}
+
+define internal ptr @obj(ptr %objs, i64 %slot) {
+entry:
+  %pp = getelementptr ptr, ptr %objs, i64 %slot
+  %p = load ptr, ptr %pp
+  ret ptr %p
+}
+
+define internal ptr @regobj(ptr %objs, ptr %regs, i64 %r) {
+entry:
+  %sp = getelementptr i64, ptr %regs, i64 %r
+  %slot = load i64, ptr %sp
+  %p = call ptr @obj(ptr %objs, i64 %slot)
+  ret ptr %p
+}
+
+define internal void @setreg(ptr %regs, i64 %r, i64 %v) {
+entry:
+  %sp = getelementptr i64, ptr %regs, i64 %r
+  store i64 %v, ptr %sp
+  ret void
+}
+
+define i64 @mtvm_native_loop(ptr %prog, ptr %objs, ptr %regs, ptr %snap, i64 %nreg,
+                             ptr %iters, ptr %table, i32 %nth) {
+entry:
+  %ipp = alloca i64
+  store i64 0, ptr %ipp
+  %nb = mul i64 %nreg, 8
+  call void @llvm.memcpy.p0.p0.i64(ptr %snap, ptr %regs, i64 %nb, i1 false)
+  br label %dispatch
+dispatch:
+  %ip = load i64, ptr %ipp
+  %op = call i64 @word(ptr %prog, i64 %ip, i64 0)
+  switch i64 %op, label %bad [ i64 0, label %back
+                               i64 1, label %fresh
+                               i64 2, label %move
+                               i64 3, label %set
+                               i64 4, label %callk
+                               i64 5, label %row
+                               i64 6, label %exit ]
+back:
+  %t0 = load i64, ptr %iters
+  %t1 = add i64 %t0, 1
+  store i64 %t1, ptr %iters
+  call void @llvm.memcpy.p0.p0.i64(ptr %snap, ptr %regs, i64 %nb, i1 false)
+  store i64 0, ptr %ipp
+  br label %dispatch
+fresh:
+  %fd = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %fa = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %fb = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %ft = load i64, ptr %iters
+  %fpar = and i64 %ft, 1
+  %fodd = icmp ne i64 %fpar, 0
+  %fs = select i1 %fodd, i64 %fb, i64 %fa
+  call void @setreg(ptr %regs, i64 %fd, i64 %fs)
+  %fip = add i64 %ip, 4
+  store i64 %fip, ptr %ipp
+  br label %dispatch
+move:
+  %md = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %ms = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %msp = getelementptr i64, ptr %regs, i64 %ms
+  %mv = load i64, ptr %msp
+  call void @setreg(ptr %regs, i64 %md, i64 %mv)
+  %mip = add i64 %ip, 3
+  store i64 %mip, ptr %ipp
+  br label %dispatch
+set:
+  %sd = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %sv = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  call void @setreg(ptr %regs, i64 %sd, i64 %sv)
+  %sip = add i64 %ip, 3
+  store i64 %sip, ptr %ipp
+  br label %dispatch
+callk:
+  %kfn = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %kkv = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %kn = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %kany = icmp sgt i64 %kn, 0
+  br i1 %kany, label %gather, label %invoke
+gather:
+  %gi = phi i64 [ 0, %callk ], [ %gnext, %gdone ]
+  %gk = add i64 %gi, 4
+  %ge = call i64 @word(ptr %prog, i64 %ip, i64 %gk)
+  %greg = icmp sge i64 %ge, 0
+  br i1 %greg, label %greg1, label %gfix
+greg1:
+  %grp = call ptr @regobj(ptr %objs, ptr %regs, i64 %ge)
+  br label %gdone
+gfix:
+  %gneg = sub i64 -1, %ge
+  %gfp = call ptr @obj(ptr %objs, i64 %gneg)
+  br label %gdone
+gdone:
+  %gp = phi ptr [ %grp, %greg1 ], [ %gfp, %gfix ]
+  %gslot = getelementptr ptr, ptr %table, i64 %gi
+  store ptr %gp, ptr %gslot
+  %gnext = add i64 %gi, 1
+  %gmore = icmp slt i64 %gnext, %kn
+  br i1 %gmore, label %gather, label %invoke
+invoke:
+  %kf = inttoptr i64 %kfn to ptr
+  %kv = inttoptr i64 %kkv to ptr
+  call void %kf(ptr %table, ptr %kv, i32 %nth)
+  %k4 = add i64 %ip, 4
+  %kip = add i64 %k4, %kn
+  store i64 %kip, ptr %ipp
+  br label %dispatch
+row:
+  %rd = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %rdata = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %rrow = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %rik = call i64 @word(ptr %prog, i64 %ip, i64 4)
+  %riv = call i64 @word(ptr %prog, i64 %ip, i64 5)
+  %ric = call i64 @word(ptr %prog, i64 %ip, i64 6)
+  %rown = call i64 @word(ptr %prog, i64 %ip, i64 7)
+  %rn = call i64 @word(ptr %prog, i64 %ip, i64 8)
+  %rb = call i64 @word(ptr %prog, i64 %ip, i64 9)
+  %rk = call i64 @scalar(ptr %objs, ptr %regs, i64 %rik, i64 %riv, i64 %ric)
+  %rin = icmp ult i64 %rk, %rn
+  br i1 %rin, label %rowok, label %bail
+rowok:
+  %rdsp = getelementptr i64, ptr %regs, i64 %rdata
+  %rds = load i64, ptr %rdsp
+  %rownp = call ptr @obj(ptr %objs, i64 %rown)
+  %rmine = icmp eq i64 %rds, %rown
+  br i1 %rmine, label %rowwrite, label %rowcopy
+rowcopy:
+  %rsrc = call ptr @obj(ptr %objs, i64 %rds)
+  %rall = mul i64 %rn, %rb
+  call void @llvm.memcpy.p0.p0.i64(ptr %rownp, ptr %rsrc, i64 %rall, i1 false)
+  br label %rowwrite
+rowwrite:
+  %roff = mul i64 %rk, %rb
+  %rdst = getelementptr i8, ptr %rownp, i64 %roff
+  %rsp = call ptr @regobj(ptr %objs, ptr %regs, i64 %rrow)
+  call void @llvm.memcpy.p0.p0.i64(ptr %rdst, ptr %rsp, i64 %rb, i1 false)
+  call void @setreg(ptr %regs, i64 %rd, i64 %rown)
+  %rip = add i64 %ip, 10
+  store i64 %rip, ptr %ipp
+  br label %dispatch
+exit:
+  %xak = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %xav = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %xac = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %xbk = call i64 @word(ptr %prog, i64 %ip, i64 4)
+  %xbv = call i64 @word(ptr %prog, i64 %ip, i64 5)
+  %xbc = call i64 @word(ptr %prog, i64 %ip, i64 6)
+  %xwe = call i64 @word(ptr %prog, i64 %ip, i64 7)
+  %xid = call i64 @word(ptr %prog, i64 %ip, i64 8)
+  %xa = call i64 @scalar(ptr %objs, ptr %regs, i64 %xak, i64 %xav, i64 %xac)
+  %xb = call i64 @scalar(ptr %objs, ptr %regs, i64 %xbk, i64 %xbv, i64 %xbc)
+  %xeq = icmp eq i64 %xa, %xb
+  %xwant = icmp ne i64 %xwe, 0
+  %xgo = icmp eq i1 %xeq, %xwant
+  br i1 %xgo, label %leave, label %stay
+leave:
+  ret i64 %xid
+stay:
+  %xip = add i64 %ip, 9
+  store i64 %xip, ptr %ipp
+  br label %dispatch
+bail:
+  ret i64 -1
+bad:
+  ret i64 -2
+}
+"""
+
+_RUNNER = None
+_RUNNER_LOCK = threading.Lock()
+_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+
+
+def loop_runner_address():
+    """The ctypes function of ``mtvm_native_loop`` (GIL released): JIT-compiled once per
+    process."""
+    global _RUNNER
+    with _RUNNER_LOCK:
+        if _RUNNER is None:
+            from . import jit
+
+            compiled = jit.compile_ir(_LOOP_IR, "mtvm_native_loop", opt=2)
+            _RUNNER = (compiled, ctypes.CFUNCTYPE(ctypes.c_int64, *_ARGS)(compiled.address))
+        return _RUNNER[1]
+
+
+class _Refused(Exception):
+    """The symbolic run found a step the native loop would not do as the VM does."""
+
+
+def _aligned_empty(shape: tuple, dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array starting at a 64-byte boundary."""
+    dt = np.dtype(dtype)
+    owner = np.empty(math.prod(shape) * dt.itemsize + ALIGN, np.uint8)
+    return np.ndarray(shape, dt, owner, (-owner.ctypes.data) % ALIGN)
+
+
+class _Symbolic:
+    """The symbolic run of loop ops on the head's registers: checks each step and lays the
+    ops out as words (one list a step: they must agree)."""
+
+    def __init__(self, regs: list):
+        self.objs: list = []  # slot -> Python object
+        self.slot_ids: dict = {}
+        self.sites: dict = {}  # fresh site -> (shape, dtype)
+        self.rows: dict = {}  # row site -> (shape, dtype) of its buffer
+        self.cur: dict = {}  # (site, parity) -> the step that made its buffer's value
+        self.version: dict = {}  # row site -> its buffer's version
+        self.state = [None if v is None else ("o", self.slot(v)) for v in regs]
+
+    def slot(self, obj) -> int:
+        s = self.slot_ids.get(id(obj))
+        if s is None:
+            s = self.slot_ids[id(obj)] = len(self.objs)
+            self.objs.append(obj)
+        return s
+
+    def valid(self, v) -> bool:
+        if v is None or v[0] == "o":
+            return True
+        if v[0] == "b":
+            return self.cur.get((v[1], v[2] & 1)) == v[2]
+        return self.version.get(v[1]) == v[2]
+
+    def meta(self, v):
+        """``(shape, dtype)`` of an array value, None for anything else."""
+        if v is None:
+            return None
+        if v[0] == "o":
+            a = self.objs[v[1]]
+            if type(a) is not np.ndarray or not a.flags.c_contiguous:
+                return None
+            return a.shape, a.dtype
+        return (self.sites if v[0] == "b" else self.rows)[v[1]]
+
+    def read(self, r: int):
+        v = self.state[r]
+        if v is None or not self.valid(v):
+            raise _Refused(f"register {r} read when gone")
+        return v
+
+    def scalar(self, r: int) -> tuple[int, int, int]:
+        """(kind, value, code) of a scalar operand: an int's value, or a one-element integer
+        array's register and dtype code."""
+        v = self.read(r)
+        if v[0] == "o" and type(self.objs[v[1]]) in (int, bool):
+            return 0, int(self.objs[v[1]]), 0
+        m = self.meta(v)
+        if m is None or math.prod(m[0]) != 1 or m[1] not in _SCALAR_CODES:
+            raise _Refused("a branch or an index on a value that is not an integer scalar")
+        return 1, r, _SCALAR_CODES[m[1]]
+
+    def step(self, ops: list, t: int) -> list:
+        """Run one step of ``ops`` symbolically (step ``t``); its words."""
+        words: list = []
+        st = self.state
+        for op in ops:
+            kind = op[0]
+            if kind == "fresh":
+                _, dst, shape, dtype = op
+                site = ("f", id(op))
+                self._made(site, shape, dtype, t)
+                st[dst] = ("b", site, t)
+                words += [_FRESH, dst, site, 0]  # (the slots filled in once known)
+            elif kind == "call":
+                _, address, kvars, args, news = op
+                entries = []
+                for a in args:
+                    if a[0] == "val":
+                        if type(a[1]) is not np.ndarray:
+                            raise _Refused("a kernel argument that is not an array")
+                        entries.append(("fixed", self.slot(a[1])))
+                        continue
+                    v = self.read(a[1])
+                    if a[0] == "pack":
+                        if v[0] != "o" or self.objs[v[1]] is not a[2]:
+                            raise _Refused("a bound kernel's weight is another array")
+                        entries.append(("fixed", self.slot(a[3])))
+                    elif a[0] == "out":
+                        if v[0] != "b" or v[2] != t:
+                            raise _Refused("a kernel writes a value not made this step")
+                        entries.append(("reg", a[1]))
+                    else:
+                        m = self.meta(v)
+                        if m is None or a[2] is not None and m != (tuple(a[2][0]),
+                                                                   np.dtype(a[2][1])):
+                            raise _Refused("a kernel input's shape or dtype changed")
+                        entries.append(("reg", a[1]))
+                for j, (dst, shape, dtype) in enumerate(news):
+                    site = ("n", id(op), j)
+                    self._made(site, shape, dtype, t)
+                    st[dst] = ("b", site, t)
+                    words += [_FRESH, dst, site, 0]
+                    entries.append(("reg", dst))
+                words += [_CALL, address, kvars, len(entries), *entries]
+            elif kind == "move":
+                st[op[1]] = st[op[2]]
+                words += [_MOVE, op[1], op[2]]
+            elif kind == "set":
+                s = self.slot(op[2])
+                st[op[1]] = ("o", s)
+                words += [_SET, op[1], ("fixed", s)]
+            elif kind == "kill":
+                for r in op[1]:
+                    st[r] = None
+                    words += [_SET, r, -1]
+            elif kind == "row":
+                _, dst, data, row, index = op
+                dm, rm = self.meta(self.read(data)), self.meta(self.read(row))
+                if dm is None or rm is None or not dm[0] or dm[0][1:] != rm[0] or \
+                        dm[1] != rm[1]:
+                    raise _Refused("a row write of another shape or dtype")
+                u = id(op)
+                if self.rows.setdefault(u, dm) != dm:
+                    raise _Refused("a row write into data of another shape")
+                ik = self.scalar(index)
+                self.version[u] = self.version.get(u, -1) + 1
+                st[dst] = ("r", u, self.version[u])
+                rowbytes = math.prod(rm[0]) * rm[1].itemsize
+                words += [_ROW, dst, data, row, *ik, ("row", u), dm[0][0], rowbytes]
+            elif kind == "exit":
+                _, a, b, when_equal, exit_id = op
+                ka, kb = self.scalar(a), self.scalar(b)
+                if not all(self.valid(v) for v in st):
+                    raise _Refused("a value held where the loop may leave is gone")
+                words += [_EXIT, *ka, *kb, int(when_equal), exit_id]
+            elif kind == "back":
+                if not all(self.valid(v) for v in st):
+                    raise _Refused("a value held at the loop head is gone")
+                words.append(_BACK)
+            else:
+                raise _Refused(f"loop op {kind!r}")
+        return words
+
+    def _made(self, site, shape, dtype, t: int) -> None:
+        m = (tuple(shape), np.dtype(dtype))
+        if self.sites.setdefault(site, m) != m:
+            raise _Refused("a site makes arrays of another shape")
+        self.cur[(site, t & 1)] = t
+
+    def normal(self, t: int):
+        """The state after step ``t`` relative to ``t`` (equal states repeat)."""
+        def rel(v):
+            if v is None or v[0] == "o":
+                return v
+            if v[0] == "b":
+                return ("b", v[1], t - v[2])
+            return ("r", v[1], self.version[v[1]] - v[2])
+        return (tuple(rel(v) for v in self.state),
+                frozenset((site, t - it) for site, it in self.cur.items()))
+
+
+class NativeLoop:
+    """``run(regs, ops, nthreads) -> exit id``: loop ops run natively to an exit, ``regs``
+    (the VM's registers at the loop head) updated to the values there; -1 and ``regs`` as at
+    the head of the step where a row index was out of range (the VM reruns it); None, ``regs``
+    untouched, when the symbolic checks refuse the loop (``why`` says why)."""
+
+    __slots__ = ("why", "steps")
+
+    def __init__(self):
+        self.why = ""
+        self.steps = 0  # the steps the last run made natively
+
+    def run(self, regs: list, ops: list, nthreads: int) -> int | None:
+        sym = _Symbolic(regs)
+        head = [-1 if v is None else v[1] for v in sym.state]
+        try:
+            if not ops or ops[-1] != ("back",):
+                raise _Refused("the ops do not end in the jump back")
+            steps, normals = [], []
+            for t in range(STEPS_CHECKED):
+                steps.append(sym.step(ops, t))
+                normals.append(sym.normal(t))
+            if any(w != steps[0] for w in steps):
+                raise _Refused("the steps lay out differently")
+            if normals[-1] != normals[-3]:
+                raise _Refused("the symbolic state does not repeat")
+        except _Refused as e:
+            self.why = str(e)
+            return None
+        return self._native(regs, sym, steps[0], head, nthreads)
+
+    def _native(self, regs: list, sym: _Symbolic, words: list, head: list,
+                nthreads: int) -> int:
+        """Lay ``words`` out with this run's buffers and run them; ``regs`` from the result."""
+        objs = sym.objs
+        pairs = {}
+        for site, (shape, dtype) in sym.sites.items():
+            pairs[site] = (len(objs), len(objs) + 1)
+            objs += [_aligned_empty(shape, dtype), _aligned_empty(shape, dtype)]
+        owns = {}
+        for u, (shape, dtype) in sym.rows.items():
+            owns[u] = len(objs)
+            objs.append(_aligned_empty(shape, dtype))
+        flat, widest, k = [], 0, 0
+        while k < len(words):
+            w = words[k]
+            if w == _FRESH:
+                flat += [_FRESH, words[k + 1], *pairs[words[k + 2]]]
+                k += 4
+            elif w == _CALL:
+                n = words[k + 3]
+                widest = max(widest, n)
+                flat += words[k:k + 4]
+                flat += [e[1] if e[0] == "reg" else -1 - e[1] for e in words[k + 4:k + 4 + n]]
+                k += 4 + n
+            elif w == _SET:
+                v = words[k + 2]
+                flat += [_SET, words[k + 1], v[1] if type(v) is tuple else v]
+                k += 3
+            elif w == _ROW:
+                flat += [*words[k:k + 7], owns[words[k + 7][1]], *words[k + 8:k + 10]]
+                k += 10
+            else:
+                size = {_BACK: 1, _MOVE: 3, _EXIT: 9}[w]
+                flat += words[k:k + size]
+                k += size
+        prog = np.array(flat, np.int64)
+        ptrs = np.array([a.ctypes.data if type(a) is np.ndarray else 0 for a in objs],
+                        np.uint64)
+        reg_slots = np.array(head, np.int64)
+        snap = np.empty_like(reg_slots)
+        iters = np.zeros(1, np.int64)
+        table = np.zeros(max(widest, 1), np.uint64)
+        rc = loop_runner_address()(prog.ctypes.data, ptrs.ctypes.data, reg_slots.ctypes.data,
+                                   snap.ctypes.data, len(head), iters.ctypes.data,
+                                   table.ctypes.data, nthreads)
+        if rc < -1:
+            raise RuntimeError("native loop: bad op word (a bug in the layout)")
+        self.steps = int(iters[0])
+        final = snap if rc == -1 else reg_slots
+        for r, s in enumerate(final.tolist()):
+            regs[r] = None if s < 0 else objs[s]
+        return int(rc)
