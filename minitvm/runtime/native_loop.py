@@ -478,6 +478,7 @@ class NativeLoop:
         self.steps = 0  # the steps the last run made natively
 
     def run(self, regs: list, ops: list, nthreads: int) -> int | None:
+        self.why, self.steps = "", 0
         sym = _Symbolic(regs)
         head = [-1 if v is None else v[1] for v in sym.state]
         try:

@@ -19,10 +19,13 @@ import numpy as np
 from ..native_loop import NativeLoop
 from . import bytecode as B
 
-__all__ = ["native_loop_entry"]
+__all__ = ["DECLINED", "TRIES", "TRY_LATER", "native_loop_entry"]
 
 #: ``enter(R)``'s answers besides an exit pc
 TRY_LATER, DECLINED = -1, -2
+#: the loop heads a run tries the native loop at (the first step binds the kernels, and binds
+#: them anew when an earlier run's shapes differ)
+TRIES = 2
 
 
 def _region(code: list, targets: dict) -> tuple[int, int] | None:
@@ -50,9 +53,9 @@ def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Ca
     """``(head pc, enter)`` of the loop in prepared ``code`` (``targets``: its jumps, ``kill``:
     the register-drop opcode): ``enter(R)`` runs the loop natively from its head with registers
     ``R`` to an exit and returns the pc to go on at (``R`` then the values there), or
-    ``TRY_LATER`` (a dynamic kernel is not bound yet) or ``DECLINED`` (``R`` as it was, or as at
-    the head of a step whose row write the VM must redo: its error). None when no loop
-    qualifies."""
+    ``TRY_LATER`` (``R`` as it was: a dynamic kernel is not bound yet, or the checks refused
+    the loop) or ``DECLINED`` (``R`` as at the head of a step whose row write the VM must redo,
+    for its error; or a binding without a native entry). None when no loop qualifies."""
     region = _region(code, targets)
     if region is None:
         return None
@@ -117,7 +120,9 @@ def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Ca
                 return op
             ops.append(op)
         got = loop.run(R, ops, vm._nthreads)
-        return DECLINED if got is None or got < 0 else exits[got]
+        if got is None:  # (a binding of an earlier run's shapes: the next step binds anew)
+            return TRY_LATER
+        return DECLINED if got < 0 else exits[got]
 
     enter.loop = loop
     return head, enter

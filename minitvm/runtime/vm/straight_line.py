@@ -28,7 +28,7 @@ import numpy as np
 
 from ..container import ADT
 from . import bytecode as B
-from .loop_ops import DECLINED, native_loop_entry
+from .loop_ops import TRIES, TRY_LATER, native_loop_entry
 from .row_outputs import row_producers
 
 __all__ = ["MAX_INSTRUCTIONS", "ROW_VIEW_MIN_BYTES", "straight_line_function"]
@@ -127,7 +127,7 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
                           f"{ind}    if x >= 0:",
                           f"{ind}        pc = x",
                           f"{ind}        continue",
-                          f"{ind}    native_on = x != {DECLINED}"]
+                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0"]
         if pc in skip or dead:
             continue
         dead = ins[0] in (B.GOTO, B.IF, B.RET)
@@ -231,7 +231,7 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
             lines += [f"{ind}R[{r}] = None" for r in ins[1]]
     src = "\n".join(["def run(values, frames, args):", f"    R = [None] * {nreg}",
                      f"    R[:{nparams}] = values", "    nthreads = vm._nthreads", "    pc = 0",
-                     f"    native_on = {native is not None} and vm.native_loops",
+                     f"    native_on = {TRIES if native else 0} if vm.native_loops else 0",
                      "    while True:", *lines])
     env["np"] = np
     exec(compile(src + "\n", f"<relay vm loop {func_index}>", "exec"), env)  # noqa: S102
