@@ -119,15 +119,14 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
         if pc in leaders:
             if pc and not dead:
                 lines.append(f"{ind}pc = {pc}")  # (the block before falls through)
+            if native is not None and pc == native[0]:  # (then on at the exit's pc)
+                lines += [f"        if pc == {pc} and native_on:",
+                          f"{ind}x = native_loop(R)",
+                          f"{ind}native_on = native_on - 1 if x == {TRY_LATER} else 0",
+                          f"{ind}if x >= 0:",
+                          f"{ind}    pc = x"]
             lines.append(f"        if pc == {pc}:")
             dead = False
-            if native is not None and pc == native[0]:
-                lines += [f"{ind}if native_on:",
-                          f"{ind}    x = native_loop(R)",
-                          f"{ind}    if x >= 0:",
-                          f"{ind}        pc = x",
-                          f"{ind}        continue",
-                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0"]
         if pc in skip or dead:
             continue
         dead = ins[0] in (B.GOTO, B.IF, B.RET)
