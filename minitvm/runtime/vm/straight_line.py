@@ -16,6 +16,11 @@ and the ``UpdateRow`` of that view writes nothing.
 A storage made fresh every step for one tensor (``liveness.fresh_tensor_storages``: a loop's
 scalar condition, its next index) reuses the array it made two steps before when nothing else
 refers to it any more (its reference count), instead of allocating one a step.
+
+A loop whose instructions are only these kernel calls, tensors, moves and row writes
+(``loop_ops``) runs natively from the loop head of its second step (the first binds the
+dynamic kernels): one call to ``runtime.native_loop`` to the loop's exit, the values then back
+in the registers (``vm.native_loops = False`` keeps every step here).
 """
 
 from __future__ import annotations
