@@ -211,10 +211,18 @@ def test_update_row_copies_once_per_loop_then_writes_in_place(monkeypatch):
 
     monkeypatch.setattr(runtime_vm.VirtualMachine, "_update_row", spy)
     xv = np.ones((50, 3), "float32")
+    vm.native_loops = False  # (the generated Python's steps)
     for _ in range(2):
         calls.clear()
         np.testing.assert_allclose(vm.run(xv).numpy(), np.tanh(xv), rtol=1e-6)
         assert calls == [False] + [True] * 49
+    # the native loop (runtime.native_loop) makes every step (the kernels bound by the runs
+    # before, at these shapes), its writes copying the same way (once, then in place)
+    vm.native_loops = True
+    for _ in range(2):
+        calls.clear()
+        np.testing.assert_allclose(vm.run(xv).numpy(), np.tanh(xv), rtol=1e-6)
+        assert calls == []
 
 
 def test_relax_native_entry_returns_a_folded_constant_at_every_call():
