@@ -321,7 +321,10 @@ class _Symbolic:
         self.rows: dict = {}  # row site -> (shape, dtype) of its buffer
         self.cur: dict = {}  # (site, parity) -> the step that made its buffer's value
         self.version: dict = {}  # row site -> its buffer's version
-        self.state = [None if v is None else ("o", self.slot(v)) for v in regs]
+        # (each register at the head its own slot, its index: a layout fits any run whose
+        # registers look the same, whichever of them are one array)
+        self.objs = list(regs)
+        self.state = [None if v is None else ("o", r) for r, v in enumerate(regs)]
 
     def slot(self, obj) -> int:
         s = self.slot_ids.get(id(obj))
@@ -372,14 +375,19 @@ class _Symbolic:
         for op in ops:
             kind = op[0]
             if kind == "fresh":
-                _, dst, shape, dtype = op
+                dst, shape, dtype = op[1:4]
                 site = ("f", id(op))
+                shape = self.value(shape)
+                if len(op) > 4 and not self._fits(self.value(op[4]), op[5], shape, dtype):
+                    raise _Refused("a tensor that does not fit its storage")
                 self._made(site, shape, dtype, t)
                 st[dst] = ("b", site, t)
                 words += [_FRESH, dst, site, 0]  # (the slots filled in once known)
             elif kind == "call":
                 _, address, kvars, args, news = op
                 entries = []
+                if callable(kvars):  # (the kernel's own checks and vars, from the shapes)
+                    kvars, args = self._kernel_vars(kvars, args)
                 for a in args:
                     if a[0] == "val":
                         if type(a[1]) is not np.ndarray:
@@ -435,7 +443,8 @@ class _Symbolic:
                 words += [_ROW, dst, data, row, *ik, ("row", u), dm[0][0], rowbytes]
             elif kind == "exit":
                 _, a, b, when_equal, exit_id = op
-                ka, kb = self.scalar(a), self.scalar(b)
+                ka = self.scalar(a)
+                kb = (0, int(b[1]), 0) if type(b) is tuple else self.scalar(b)
                 if not all(self.valid(v) for v in st):
                     raise _Refused("a value held where the loop may leave is gone")
                 words += [_EXIT, *ka, *kb, int(when_equal), exit_id]
@@ -446,6 +455,52 @@ class _Symbolic:
             else:
                 raise _Refused(f"loop op {kind!r}")
         return words
+
+    def value(self, x):
+        """``x``, or the Python value register ``x[1]`` holds for ``("reg", r)``."""
+        if type(x) is tuple and len(x) == 2 and x[0] == "reg":
+            v = self.read(x[1])
+            if v[0] != "o":
+                raise _Refused("a shape or size that is a tensor")
+            return self.objs[v[1]]
+        return x
+
+    @staticmethod
+    def _fits(size, offset: int, shape, dtype) -> bool:
+        try:
+            return int(size[0]) >= offset + math.prod(shape) * np.dtype(dtype).itemsize
+        except (TypeError, ValueError, IndexError):
+            return False
+
+    def _kernel_vars(self, fn, args: list) -> tuple[int, list]:
+        """``fn(views) -> (vars, buffer positions) | None`` on the arguments' values (arrays
+        as shape-only stand-ins): the vars' slot, and the buffer arguments read."""
+        views = []
+        for a in args:
+            if a[0] == "val":
+                views.append(a[1])
+                continue
+            v = self.read(a[1])
+            m = self.meta(v)
+            if m is None:
+                views.append(self.objs[v[1]] if v[0] == "o" else None)
+            else:
+                base = np.empty(1, m[1])
+                strides = [m[1].itemsize] * len(m[0])
+                for d in range(len(m[0]) - 2, -1, -1):
+                    strides[d] = strides[d + 1] * max(m[0][d + 1], 1)
+                views.append(np.lib.stride_tricks.as_strided(base, m[0], strides))
+        got = fn(views)
+        if got is None:
+            raise _Refused("a kernel's checks do not hold on these shapes")
+        kv, positions = got
+        arr = np.array(kv if kv else [0], np.int64)
+        key = ("kv", tuple(arr.tolist()))
+        s = self.slot_ids.get(key)
+        if s is None:
+            s = self.slot_ids[key] = len(self.objs)
+            self.objs.append(arr)
+        return ("kv", s), [args[k] for k in positions]
 
     def _made(self, site, shape, dtype, t: int) -> None:
         m = (tuple(shape), np.dtype(dtype))
@@ -465,82 +520,88 @@ class _Symbolic:
                 frozenset((site, t - it) for site, it in self.cur.items()))
 
 
+_HASHED = (int, float, bool, str, type(None), np.dtype)
+
+
+def _key_of(x, held: list):
+    """A hashable stand-in for loop op field ``x``: plain values as themselves, tuples and
+    lists field by field, anything else by identity (kept alive in ``held``)."""
+    if type(x) in _HASHED:
+        return x
+    if type(x) in (tuple, list):
+        return tuple(_key_of(y, held) for y in x)
+    held.append(x)
+    return ("id", id(x))
+
+
+def _head_key(v, watched: set):
+    """What the symbolic run sees of a head register's value ``v``."""
+    if type(v) is np.ndarray:
+        return (v.shape, v.dtype, v.flags.c_contiguous, id(v) if id(v) in watched else 0)
+    if type(v) in _HASHED or (type(v) is tuple and all(type(d) is int for d in v)):
+        return (type(v), v)
+    return ("id", id(v))
+
+
 class NativeLoop:
     """``run(regs, ops, nthreads) -> exit id``: loop ops run natively to an exit, ``regs``
     (the VM's registers at the loop head) updated to the values there; -1 and ``regs`` as at
     the head of the step where a row index was out of range (the VM reruns it); None, ``regs``
-    untouched, when the symbolic checks refuse the loop (``why`` says why)."""
+    untouched, when the symbolic checks refuse the loop (``why`` says why). A layout is kept
+    per ops and look of the registers (shapes, dtypes, the values of ints and shapes, the
+    identity of the weights the ops test), so a later run at the same shapes only runs."""
 
-    __slots__ = ("why", "steps")
+    __slots__ = ("why", "steps", "_layouts")
 
     def __init__(self):
         self.why = ""
         self.steps = 0  # the steps the last run made natively
+        self._layouts: dict = {}
 
     def run(self, regs: list, ops: list, nthreads: int) -> int | None:
         self.why, self.steps = "", 0
-        sym = _Symbolic(regs)
-        head = [-1 if v is None else v[1] for v in sym.state]
-        try:
-            if not ops or ops[-1] != ("back",):
-                raise _Refused("the ops do not end in the jump back")
-            steps, normals = [], []
-            for t in range(STEPS_CHECKED):
-                steps.append(sym.step(ops, t))
-                normals.append(sym.normal(t))
-            if any(w != steps[0] for w in steps):
-                raise _Refused("the steps lay out differently")
-            if normals[-1] != normals[-3]:
-                raise _Refused("the symbolic state does not repeat")
-        except _Refused as e:
-            self.why = str(e)
-            return None
-        return self._native(regs, sym, steps[0], head, nthreads)
+        held: list = []
+        ops_key = _key_of(ops, held)
+        watched = {id(a[2]) for op in ops if op[0] == "call" for a in op[3] if a[0] == "pack"}
+        key = (ops_key, tuple(_head_key(v, watched) for v in regs))
+        layout = self._layouts.get(key)
+        if layout is None:
+            sym = _Symbolic(regs)
+            try:
+                if not ops or ops[-1] != ("back",):
+                    raise _Refused("the ops do not end in the jump back")
+                steps, normals = [], []
+                for t in range(STEPS_CHECKED):
+                    steps.append(sym.step(ops, t))
+                    normals.append(sym.normal(t))
+                if any(w != steps[0] for w in steps):
+                    raise _Refused("the steps lay out differently")
+                if normals[-1] != normals[-3]:
+                    raise _Refused("the symbolic state does not repeat")
+            except _Refused as e:
+                self.why = str(e)
+                return None
+            layout = _layout(sym, steps[0], len(regs))
+            if len(self._layouts) >= 8:
+                self._layouts.clear()
+            self._layouts[key] = (held, *layout)
+        else:
+            layout = layout[1:]
+        return self._run(regs, *layout, nthreads)
 
-    def _native(self, regs: list, sym: _Symbolic, words: list, head: list,
-                nthreads: int) -> int:
-        """Lay ``words`` out with this run's buffers and run them; ``regs`` from the result."""
-        objs = sym.objs
-        pairs = {}
-        for site, (shape, dtype) in sym.sites.items():
-            pairs[site] = (len(objs), len(objs) + 1)
-            objs += [_aligned_empty(shape, dtype), _aligned_empty(shape, dtype)]
-        owns = {}
-        for u, (shape, dtype) in sym.rows.items():
-            owns[u] = len(objs)
-            objs.append(_aligned_empty(shape, dtype))
-        flat, widest, k = [], 0, 0
-        while k < len(words):
-            w = words[k]
-            if w == _FRESH:
-                flat += [_FRESH, words[k + 1], *pairs[words[k + 2]]]
-                k += 4
-            elif w == _CALL:
-                n = words[k + 3]
-                widest = max(widest, n)
-                flat += words[k:k + 4]
-                flat += [e[1] if e[0] == "reg" else -1 - e[1] for e in words[k + 4:k + 4 + n]]
-                k += 4 + n
-            elif w == _SET:
-                v = words[k + 2]
-                flat += [_SET, words[k + 1], v[1] if type(v) is tuple else v]
-                k += 3
-            elif w == _ROW:
-                flat += [*words[k:k + 7], owns[words[k + 7][1]], *words[k + 8:k + 10]]
-                k += 10
-            else:
-                size = {_BACK: 1, _MOVE: 3, _EXIT: 9}[w]
-                flat += words[k:k + size]
-                k += size
-        prog = np.array(flat, np.int64)
+    def _run(self, regs: list, prog: np.ndarray, widest: int, extras: list, buffers: list,
+             nthreads: int) -> int:
+        """Run laid-out ``prog`` on ``regs``, this run's buffers made; ``regs`` from the
+        result."""
+        objs = [*regs, *extras, *(_aligned_empty(s, d) for s, d in buffers)]
         ptrs = np.array([a.ctypes.data if type(a) is np.ndarray else 0 for a in objs],
                         np.uint64)
-        reg_slots = np.array(head, np.int64)
+        reg_slots = np.array([-1 if v is None else r for r, v in enumerate(regs)], np.int64)
         snap = np.empty_like(reg_slots)
         iters = np.zeros(1, np.int64)
         table = np.zeros(max(widest, 1), np.uint64)
         rc = loop_runner_address()(prog.ctypes.data, ptrs.ctypes.data, reg_slots.ctypes.data,
-                                   snap.ctypes.data, len(head), iters.ctypes.data,
+                                   snap.ctypes.data, len(regs), iters.ctypes.data,
                                    table.ctypes.data, nthreads)
         if rc < -1:
             raise RuntimeError("native loop: bad op word (a bug in the layout)")
@@ -549,3 +610,44 @@ class NativeLoop:
         for r, s in enumerate(final.tolist()):
             regs[r] = None if s < 0 else objs[s]
         return int(rc)
+
+
+def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
+    """``(program words, widest call, extra objects, buffers)`` of a checked step: the slots
+    are the registers' (``nreg``), the extra objects' (constants, weights, vars), then each
+    fresh site's two buffers and each row site's one, ``(shape, dtype)`` in ``buffers``."""
+    extras = sym.objs[nreg:]
+    buffers, pairs, owns = [], {}, {}
+    base = len(sym.objs)
+    for site, m in sym.sites.items():
+        pairs[site] = (base + len(buffers), base + len(buffers) + 1)
+        buffers += [m, m]
+    for u, m in sym.rows.items():
+        owns[u] = base + len(buffers)
+        buffers.append(m)
+    flat, widest, k = [], 0, 0
+    while k < len(words):
+        w = words[k]
+        if w == _FRESH:
+            flat += [_FRESH, words[k + 1], *pairs[words[k + 2]]]
+            k += 4
+        elif w == _CALL:
+            n = words[k + 3]
+            widest = max(widest, n)
+            kv = words[k + 2]
+            flat += [_CALL, words[k + 1], sym.objs[kv[1]].ctypes.data if type(kv) is tuple
+                     else kv, n]
+            flat += [e[1] if e[0] == "reg" else -1 - e[1] for e in words[k + 4:k + 4 + n]]
+            k += 4 + n
+        elif w == _SET:
+            v = words[k + 2]
+            flat += [_SET, words[k + 1], v[1] if type(v) is tuple else v]
+            k += 3
+        elif w == _ROW:
+            flat += [*words[k:k + 7], owns[words[k + 7][1]], *words[k + 8:k + 10]]
+            k += 10
+        else:
+            size = {_BACK: 1, _MOVE: 3, _EXIT: 9}[w]
+            flat += words[k:k + size]
+            k += size
+    return np.array(flat, np.int64), widest, extras, buffers
