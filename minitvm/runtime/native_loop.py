@@ -38,6 +38,8 @@ import threading
 
 import numpy as np
 
+from .native_plan import data_address
+
 __all__ = ["NativeLoop", "loop_runner_address"]
 
 STEPS_CHECKED = 6  # symbolic steps; the state after the 4th and the 6th must agree
@@ -303,13 +305,6 @@ class _Refused(Exception):
     """The symbolic run found a step the native loop would not do as the VM does."""
 
 
-def _aligned_empty(shape: tuple, dtype) -> np.ndarray:
-    """An uninitialized C-contiguous array starting at a 64-byte boundary."""
-    dt = np.dtype(dtype)
-    owner = np.empty(math.prod(shape) * dt.itemsize + ALIGN, np.uint8)
-    return np.ndarray(shape, dt, owner, (-owner.ctypes.data) % ALIGN)
-
-
 class _Symbolic:
     """The symbolic run of loop ops on the head's registers: checks each step and lays the
     ops out as words (one list a step: they must agree)."""
@@ -528,17 +523,50 @@ def _key_of(x, held: list):
     lists field by field, anything else by identity (kept alive in ``held``)."""
     if type(x) in _HASHED:
         return x
-    if type(x) in (tuple, list):
-        return tuple(_key_of(y, held) for y in x)
+    if isinstance(x, tuple | list):  # (a shape value too: a tuple of its own type)
+        return (type(x), *(_key_of(y, held) for y in x))
     held.append(x)
     return ("id", id(x))
+
+
+def _live_in(ops: list, nreg: int) -> list[int]:
+    """The registers ``ops`` may read before writing them in a step (the head's values the
+    symbolic run sees; the others it overwrites first). Conservative: every register an op
+    names, but those a step writes before any op reads them."""
+    written: set[int] = set()
+    live: set[int] = set()
+
+    def reads(*rs):
+        live.update(r for r in rs if type(r) is int and r not in written)
+
+    for op in ops:
+        kind = op[0]
+        if kind == "fresh":
+            for x in op[2::2]:
+                if type(x) is tuple and len(x) == 2 and x[0] == "reg":
+                    reads(x[1])
+            written.add(op[1])
+        elif kind == "call":
+            reads(*(a[1] for a in op[3] if a[0] in ("reg", "pack", "out")))
+            written.update(d for d, _, _ in op[4])
+        elif kind == "move":
+            reads(op[2])
+            written.add(op[1])
+        elif kind in ("set", "kill"):
+            written.update(op[1] if kind == "kill" else (op[1],))
+        elif kind == "row":
+            reads(*op[2:5])
+            written.add(op[1])
+        elif kind == "exit":
+            reads(op[1], op[2])
+    return sorted(r for r in live if 0 <= r < nreg)
 
 
 def _head_key(v, watched: set):
     """What the symbolic run sees of a head register's value ``v``."""
     if type(v) is np.ndarray:
         return (v.shape, v.dtype, v.flags.c_contiguous, id(v) if id(v) in watched else 0)
-    if type(v) in _HASHED or (type(v) is tuple and all(type(d) is int for d in v)):
+    if type(v) in _HASHED or (isinstance(v, tuple) and all(type(d) is int for d in v)):
         return (type(v), v)
     return ("id", id(v))
 
@@ -551,19 +579,25 @@ class NativeLoop:
     per ops and look of the registers (shapes, dtypes, the values of ints and shapes, the
     identity of the weights the ops test), so a later run at the same shapes only runs."""
 
-    __slots__ = ("why", "steps", "_layouts")
+    __slots__ = ("why", "steps", "_layouts", "_live")
 
     def __init__(self):
         self.why = ""
         self.steps = 0  # the steps the last run made natively
         self._layouts: dict = {}
+        self._live: dict = {}  # ops key -> the registers the ops read before writing
 
-    def run(self, regs: list, ops: list, nthreads: int) -> int | None:
+    def run(self, regs: list, ops: list, nthreads: int, ops_key=None) -> int | None:
+        """``ops_key``: values (objects by identity) that determine ``ops`` for this loop, a
+        cheaper key than the ops themselves (a VM's bindings, its loop-invariant shapes)."""
         self.why, self.steps = "", 0
         held: list = []
-        ops_key = _key_of(ops, held)
+        ops_key = _key_of(ops if ops_key is None else ops_key, held)
         watched = {id(a[2]) for op in ops if op[0] == "call" for a in op[3] if a[0] == "pack"}
-        key = (ops_key, tuple(_head_key(v, watched) for v in regs))
+        live = self._live.get(ops_key)
+        if live is None:
+            live = self._live[ops_key] = _live_in(ops, len(regs))
+        key = (ops_key, tuple(_head_key(regs[r], watched) for r in live))
         layout = self._layouts.get(key)
         if layout is None:
             sym = _Symbolic(regs)
@@ -584,18 +618,26 @@ class NativeLoop:
             layout = _layout(sym, steps[0], len(regs))
             if len(self._layouts) >= 8:
                 self._layouts.clear()
+                self._live.clear()
             self._layouts[key] = (held, *layout)
         else:
             layout = layout[1:]
         return self._run(regs, *layout, nthreads)
 
     def _run(self, regs: list, prog: np.ndarray, widest: int, extras: list, buffers: list,
-             nthreads: int) -> int:
-        """Run laid-out ``prog`` on ``regs``, this run's buffers made; ``regs`` from the
-        result."""
-        objs = [*regs, *extras, *(_aligned_empty(s, d) for s, d in buffers)]
-        ptrs = np.array([a.ctypes.data if type(a) is np.ndarray else 0 for a in objs],
-                        np.uint64)
+             offsets: list, arena_bytes: int, fixed: np.ndarray, nthreads: int) -> int:
+        """Run laid-out ``prog`` on ``regs``, this run's buffers made (views of one fresh
+        arena, at 64-byte boundaries); ``regs`` from the result."""
+        arena = np.empty(arena_bytes + ALIGN, np.uint8)
+        start = (-arena.ctypes.data) % ALIGN
+        made = [np.ndarray(s, d, arena, start + o) for (s, d), o in zip(buffers, offsets,
+                                                                          strict=True)]
+        objs = [*regs, *extras, *made]
+        nreg, base = len(regs), len(regs) + len(extras)
+        ptrs = np.empty(len(objs), np.uint64)
+        ptrs[:nreg] = [data_address(a) if type(a) is np.ndarray else 0 for a in regs]
+        ptrs[nreg:base] = fixed
+        ptrs[base:] = [arena.ctypes.data + start + o for o in offsets]
         reg_slots = np.array([-1 if v is None else r for r, v in enumerate(regs)], np.int64)
         snap = np.empty_like(reg_slots)
         iters = np.zeros(1, np.int64)
@@ -613,9 +655,10 @@ class NativeLoop:
 
 
 def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
-    """``(program words, widest call, extra objects, buffers)`` of a checked step: the slots
-    are the registers' (``nreg``), the extra objects' (constants, weights, vars), then each
-    fresh site's two buffers and each row site's one, ``(shape, dtype)`` in ``buffers``."""
+    """``(program words, widest call, extra objects, buffers, their arena offsets, arena
+    bytes, the extra objects' addresses)`` of a checked step: the slots are the registers'
+    (``nreg``), the extra objects' (constants, weights, vars), then each fresh site's two
+    buffers and each row site's one, ``(shape, dtype)`` in ``buffers``."""
     extras = sym.objs[nreg:]
     buffers, pairs, owns = [], {}, {}
     base = len(sym.objs)
@@ -650,4 +693,10 @@ def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
             size = {_BACK: 1, _MOVE: 3, _EXIT: 9}[w]
             flat += words[k:k + size]
             k += size
-    return np.array(flat, np.int64), widest, extras, buffers
+    offsets, top = [], 0
+    for shape, dtype in buffers:
+        offsets.append(top)
+        top += -(-max(math.prod(shape) * dtype.itemsize, 1) // ALIGN) * ALIGN
+    fixed = np.array([data_address(a) if type(a) is np.ndarray else 0 for a in extras],
+                     np.uint64)
+    return np.array(flat, np.int64), widest, extras, buffers, offsets, top, fixed

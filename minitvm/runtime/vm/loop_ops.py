@@ -109,17 +109,26 @@ def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Ca
         pc += 1
     loop = NativeLoop()
 
+    sites = [t[7] for t in template if type(t[0]) is not str]
+    last: list = [None, None]  # the bindings the ops were made for last, those ops
+
     def enter(R: list) -> int:
-        ops = []
-        for t in template:
-            if type(t[0]) is str:
-                ops.append(t)
-                continue
-            op = _bound_call(t)
-            if type(op) is int:
-                return op
-            ops.append(op)
-        got = loop.run(R, ops, vm._nthreads)
+        bound = tuple(site[0] for site in sites)
+        ops = last[1]
+        if ops is None or len(bound) != len(last[0]) or \
+                any(a is not b for a, b in zip(bound, last[0], strict=True)):
+            ops = []
+            for t in template:
+                if type(t[0]) is str:
+                    ops.append(t)
+                    continue
+                op = _bound_call(t)
+                if type(op) is int:
+                    return op
+                ops.append(op)
+            last[:] = bound, ops
+        # (the ops: the template's, fixed, and the bindings')
+        got = loop.run(R, ops, vm._nthreads, bound)
         if got is None:  # (a binding of an earlier run's shapes: the next step binds anew)
             return TRY_LATER
         return DECLINED if got < 0 else exits[got]
