@@ -6,16 +6,20 @@ each step also pays the VM's per-instruction work (bindings' checks, output reus
 write's checks), about as long as the kernels themselves. A VM translates such a loop (its
 head to its jump back) into *loop ops*, a small dialect-neutral list:
 
-- ``("fresh", dst, shape, dtype)``: a new array a step (a storage made for one tensor);
+- ``("fresh", dst, shape, dtype[, size, offset])``: a new array a step (a storage made for one
+  tensor; ``shape`` / ``size`` may be ``("reg", r)``, the value register ``r`` holds; with a
+  ``size`` the tensor must fit ``size[0]`` bytes from ``offset``);
 - ``("call", address, kvars, args, news)``: kernel ``fn(void** args, int64* kvars, nthreads)``
   on ``args`` (``("reg", r, want)`` read, ``want`` None or the ``(shape, dtype)`` it must have;
   ``("pack", r, source, packed)``: ``packed`` read where ``r`` holds ``source``; ``("val", x)``:
   an array; ``("out", r)``: written, a ``fresh`` array of this step) then ``news`` (``(dst,
-  shape, dtype)``: outputs made a step);
+  shape, dtype)``: outputs made a step). ``kvars``: an address, or ``f(values) -> (vars,
+  buffer positions) | None`` worked out from the arguments (arrays as shape-only stand-ins);
 - ``("move", dst, src)``, ``("set", dst, value)``, ``("kill", regs)``;
 - ``("row", dst, data, row, index)``: the VM's row write ``data[index] = row`` (in place into a
   buffer the loop made, a copy of ``data`` first when it is not that buffer);
-- ``("exit", a, b, when_equal, exit_id)``: leave when ``R[a] == R[b]`` is ``when_equal``;
+- ``("exit", a, b, when_equal, exit_id)``: leave when ``R[a] == R[b]`` (``b`` may be
+  ``("imm", v)``) is ``when_equal``;
 - ``("back",)``: the jump back, the last op.
 
 ``NativeLoop.run`` checks the ops on the registers' values at the loop head by running them
