@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from .. import threadpool
 from ..native_loop import NativeLoop
 from .builtins import make_tuple, tuple_getitem, update_row
@@ -34,8 +36,13 @@ def _kernel_vars(kernel: NativeKernel) -> Callable:
     """``views -> (vars, buffer positions) | None``: the kernel's checks and vars on the
     arguments' values (``NativeKernel.pack``; None where it refuses them)."""
     positions = list(kernel._bufpos)
+    # (a scalar parameter read from a tensor may change every step: its value is not a
+    # shape's, so such a call does not qualify)
+    scalars = [v[1] for v in kernel._vars if v[0] == "scalar"]
 
     def fn(views):
+        if any(k < len(views) and isinstance(views[k], np.ndarray) for k in scalars):
+            return None
         try:
             arrays, vals = kernel.pack(views)
         except (ValueError, TypeError, IndexError, AttributeError):
