@@ -128,3 +128,15 @@ def test_native_loop_refuses(ops, why):
     loop = native_loop.NativeLoop()
     assert loop.run(regs, ops, 1) is None
     assert why in loop.why
+
+
+def test_native_loop_of_a_100k_op_chain():
+    """A step of 100,000 moves (a value passed along a chain of registers): the checks, the
+    layout and the native run are loops, no recursion."""
+    n = 100_000
+    ops = [("exit", 0, 1, True, 0)] + [("move", k + 1, k) for k in range(2, n + 2)] + \
+        [("move", 2, n + 2), ("back",)]
+    regs = [7, 7, np.zeros(2, "float32")] + [None] * n
+    loop = native_loop.NativeLoop()
+    assert loop.run(regs, ops, 1) == 0, loop.why
+    assert regs[n + 2] is None and regs[2] is not None
