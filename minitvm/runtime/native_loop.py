@@ -42,7 +42,7 @@ import threading
 
 import numpy as np
 
-from .native_plan import data_address
+from .native_plan import aligned_buffer, data_address
 
 __all__ = ["NativeLoop", "loop_runner_address"]
 
@@ -581,29 +581,45 @@ class NativeLoop:
     the head of the step where a row index was out of range (the VM reruns it); None, ``regs``
     untouched, when the symbolic checks refuse the loop (``why`` says why). A layout is kept
     per ops and look of the registers (shapes, dtypes, the values of ints and shapes, the
-    identity of the weights the ops test), so a later run at the same shapes only runs."""
+    identity of the weights the ops test), so a later run at the same shapes only runs: a
+    dict lookup, the registers' addresses and the native call."""
 
-    __slots__ = ("why", "steps", "_layouts", "_live")
+    __slots__ = ("why", "steps", "_layouts", "_ops")
 
     def __init__(self):
         self.why = ""
         self.steps = 0  # the steps the last run made natively
         self._layouts: dict = {}
-        self._live: dict = {}  # ops key -> the registers the ops read before writing
+        self._ops: dict = {}  # ops key -> (registers read before written, weights tested)
 
-    def run(self, regs: list, ops: list, nthreads: int, ops_key=None) -> int | None:
-        """``ops_key``: values (objects by identity) that determine ``ops`` for this loop, a
-        cheaper key than the ops themselves (a VM's bindings, its loop-invariant shapes)."""
+    def run(self, regs: list, ops, nthreads: int, ops_key=None) -> int | None:
+        """``ops``: the loop ops, or a function making them (called only when no layout of
+        ``ops_key`` is kept). ``ops_key``: values that determine ``ops`` for this loop, a
+        cheaper key than the ops themselves (a VM's bindings, its loop-invariant shapes):
+        hashable ones by value (objects without a value equality by identity, kept alive by
+        the cache), others field by field (``_key_of``)."""
         self.why, self.steps = "", 0
         held: list = []
-        ops_key = _key_of(ops if ops_key is None else ops_key, held)
-        watched = {id(a[2]) for op in ops if op[0] == "call" for a in op[3] if a[0] == "pack"}
-        live = self._live.get(ops_key)
-        if live is None:
-            live = self._live[ops_key] = _live_in(ops, len(regs))
-        key = (ops_key, tuple(_head_key(regs[r], watched) for r in live))
+        if ops_key is None:
+            ops = ops() if callable(ops) else ops
+            ops_key = _key_of(ops, held)
+        else:
+            try:
+                hash(ops_key)
+                ops_key = ("h", ops_key)
+            except TypeError:
+                ops_key = _key_of(ops_key, held)
+        info = self._ops.get(ops_key)
+        if info is None:
+            ops = ops() if callable(ops) else ops
+            watched = {id(a[2]) for op in ops if op[0] == "call" for a in op[3]
+                       if a[0] == "pack"}
+            info = self._ops[ops_key] = (_live_in(ops, len(regs)), watched)
+        live, watched = info
+        key = (ops_key, tuple([_head_key(regs[r], watched) for r in live]))
         layout = self._layouts.get(key)
         if layout is None:
+            ops = ops() if callable(ops) else ops
             sym = _Symbolic(regs)
             try:
                 if not ops or ops[-1] != ("back",):
@@ -619,42 +635,52 @@ class NativeLoop:
             except _Refused as e:
                 self.why = str(e)
                 return None
-            layout = _layout(sym, steps[0], len(regs))
             if len(self._layouts) >= 8:
                 self._layouts.clear()
-                self._live.clear()
-            self._layouts[key] = (held, *layout)
-        else:
-            layout = layout[1:]
-        return self._run(regs, *layout, nthreads)
+                self._ops.clear()
+                self._ops[ops_key] = info
+            layout = self._layouts[key] = (held, *_layout(sym, steps[0], len(regs)))
+        return self._run(regs, layout, nthreads)
 
-    def _run(self, regs: list, prog: np.ndarray, widest: int, extras: list, buffers: list,
-             offsets: list, arena_bytes: int, fixed: np.ndarray, nthreads: int) -> int:
-        """Run laid-out ``prog`` on ``regs``, this run's buffers made (views of one fresh
-        arena, at 64-byte boundaries); ``regs`` from the result."""
-        arena = np.empty(arena_bytes + ALIGN, np.uint8)
-        start = (-arena.ctypes.data) % ALIGN
-        made = [np.ndarray(s, d, arena, start + o) for (s, d), o in zip(buffers, offsets,
-                                                                          strict=True)]
-        objs = [*regs, *extras, *made]
-        nreg, base = len(regs), len(regs) + len(extras)
-        ptrs = np.empty(len(objs), np.uint64)
+    def _run(self, regs: list, layout: tuple, nthreads: int) -> int:
+        """Run a laid-out step on ``regs``, this run's buffers in one fresh arena (64-byte
+        boundaries; an array made only for a buffer a register holds at the end); ``regs``
+        from the result."""
+        _, prog, widest, extras, buffers, offsets, arena_bytes, fixed, nobj = layout
+        nreg = len(regs)
+        base = nreg + len(extras)
+        arena, addr = aligned_buffer(arena_bytes)
+        ptrs = np.empty(nobj, np.uint64)
         ptrs[:nreg] = [data_address(a) if type(a) is np.ndarray else 0 for a in regs]
         ptrs[nreg:base] = fixed
-        ptrs[base:] = [arena.ctypes.data + start + o for o in offsets]
-        reg_slots = np.array([-1 if v is None else r for r, v in enumerate(regs)], np.int64)
-        snap = np.empty_like(reg_slots)
-        iters = np.zeros(1, np.int64)
-        table = np.zeros(max(widest, 1), np.uint64)
-        rc = loop_runner_address()(prog.ctypes.data, ptrs.ctypes.data, reg_slots.ctypes.data,
-                                   snap.ctypes.data, len(regs), iters.ctypes.data,
-                                   table.ctypes.data, nthreads)
+        np.add(offsets, addr, out=ptrs[base:])
+        # registers' slots, their snapshot at the step's head, the step count, a call's table
+        scratch = np.empty(2 * nreg + 1 + max(widest, 1), np.int64)
+        scratch[:nreg] = [-1 if v is None else r for r, v in enumerate(regs)]
+        scratch[2 * nreg] = 0
+        at = data_address(scratch)
+        rc = loop_runner_address()(data_address(prog), data_address(ptrs), at, at + 8 * nreg,
+                                   nreg, at + 16 * nreg, at + 16 * nreg + 8, nthreads)
         if rc < -1:
             raise RuntimeError("native loop: bad op word (a bug in the layout)")
-        self.steps = int(iters[0])
-        final = snap if rc == -1 else reg_slots
+        self.steps = int(scratch[2 * nreg])
+        final = scratch[nreg:2 * nreg] if rc == -1 else scratch[:nreg]
+        head = regs[:]
+        made: dict = {}
+        start = addr - data_address(arena)
         for r, s in enumerate(final.tolist()):
-            regs[r] = None if s < 0 else objs[s]
+            if s < 0:
+                regs[r] = None
+            elif s < nreg:
+                regs[r] = head[s]
+            elif s < base:
+                regs[r] = extras[s - nreg]
+            else:
+                a = made.get(s)
+                if a is None:
+                    shape, dtype = buffers[s - base]
+                    a = made[s] = np.ndarray(shape, dtype, arena, start + int(offsets[s - base]))
+                regs[r] = a
         return int(rc)
 
 
@@ -703,4 +729,5 @@ def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
         top += -(-max(math.prod(shape) * dtype.itemsize, 1) // ALIGN) * ALIGN
     fixed = np.array([data_address(a) if type(a) is np.ndarray else 0 for a in extras],
                      np.uint64)
-    return np.array(flat, np.int64), widest, extras, buffers, offsets, top, fixed
+    return (np.array(flat, np.int64), widest, extras, buffers, np.array(offsets, np.uint64), top,
+            fixed, len(sym.objs) + len(buffers))

@@ -183,7 +183,8 @@ def native_loop_entry(code: list, targets: dict, tensors: dict, hoisted: dict,
     loop = NativeLoop()
 
     def enter(R: list, shapes: tuple) -> int:
-        ops = [("set", t[1], shapes[t[2]]) if t[0] == "shape" else t for t in template]
+        def ops() -> list:  # (made only when no layout of these shapes is kept)
+            return [("set", t[1], shapes[t[2]]) if t[0] == "shape" else t for t in template]
         got = loop.run(R, ops, threadpool.get_num_threads(), shapes)  # (the rest: fixed)
         if got is None:
             return TRY_LATER
