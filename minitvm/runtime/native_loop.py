@@ -42,10 +42,14 @@ import threading
 
 import numpy as np
 
-from .native_plan import aligned_buffer, data_address
+from .native_plan import data_address
 
-__all__ = ["NativeLoop", "loop_runner_address"]
+__all__ = ["PYTHON_STEPS", "NativeLoop", "loop_runner_address"]
 
+#: the steps a VM runs in Python before it hands a loop to the native loop: a loop as short as
+#: this pays nothing for it (no check, layout lookup or call), a longer one the Python steps'
+#: extra time; both VMs (their generated code) read it when they generate a function
+PYTHON_STEPS = 4
 STEPS_CHECKED = 6  # symbolic steps; the state after the 4th and the 6th must agree
 ALIGN = 64
 
@@ -533,10 +537,11 @@ def _key_of(x, held: list):
     return ("id", id(x))
 
 
-def _live_in(ops: list, nreg: int) -> list[int]:
+def _live_in(ops: list, nreg: int) -> tuple[list[int], list[int]]:
     """The registers ``ops`` may read before writing them in a step (the head's values the
-    symbolic run sees; the others it overwrites first). Conservative: every register an op
-    names, but those a step writes before any op reads them."""
+    symbolic run sees; the others it overwrites first), and those it may write (the others
+    keep their head's value). Conservative: every register an op names, but those a step
+    writes before any op reads them."""
     written: set[int] = set()
     live: set[int] = set()
 
@@ -563,7 +568,7 @@ def _live_in(ops: list, nreg: int) -> list[int]:
             written.add(op[1])
         elif kind == "exit":
             reads(op[1], op[2])
-    return sorted(r for r in live if 0 <= r < nreg)
+    return sorted(r for r in live if 0 <= r < nreg), sorted(r for r in written if 0 <= r < nreg)
 
 
 def _head_key(v, watched: set):
@@ -590,7 +595,7 @@ class NativeLoop:
         self.why = ""
         self.steps = 0  # the steps the last run made natively
         self._layouts: dict = {}
-        self._ops: dict = {}  # ops key -> (registers read before written, weights tested)
+        self._ops: dict = {}  # ops key -> (registers read first, written, weights tested)
 
     def run(self, regs: list, ops, nthreads: int, ops_key=None) -> int | None:
         """``ops``: the loop ops, or a function making them (called only when no layout of
@@ -614,8 +619,8 @@ class NativeLoop:
             ops = ops() if callable(ops) else ops
             watched = {id(a[2]) for op in ops if op[0] == "call" for a in op[3]
                        if a[0] == "pack"}
-            info = self._ops[ops_key] = (_live_in(ops, len(regs)), watched)
-        live, watched = info
+            info = self._ops[ops_key] = (*_live_in(ops, len(regs)), watched)
+        live, written, watched = info
         key = (ops_key, tuple([_head_key(regs[r], watched) for r in live]))
         layout = self._layouts.get(key)
         if layout is None:
@@ -639,40 +644,48 @@ class NativeLoop:
                 self._layouts.clear()
                 self._ops.clear()
                 self._ops[ops_key] = info
-            layout = self._layouts[key] = (held, *_layout(sym, steps[0], len(regs)))
+            layout = self._layouts[key] = (held, live, written,
+                                           *_layout(sym, steps[0], len(regs)))
         return self._run(regs, layout, nthreads)
 
     def _run(self, regs: list, layout: tuple, nthreads: int) -> int:
         """Run a laid-out step on ``regs``, this run's buffers in one fresh arena (64-byte
         boundaries; an array made only for a buffer a register holds at the end); ``regs``
-        from the result."""
-        _, prog, widest, extras, buffers, offsets, arena_bytes, fixed, nobj = layout
+        from the result. Only the registers the step reads at the head need an address, only
+        those it writes a new value (the others' slots are their own: their head's values)."""
+        _, live, written, prog, widest, extras, buffers, offsets, arena_bytes, ptrs0, \
+            scratch0 = layout
         nreg = len(regs)
         base = nreg + len(extras)
-        arena, addr = aligned_buffer(arena_bytes)
-        ptrs = np.empty(nobj, np.uint64)
-        ptrs[:nreg] = [data_address(a) if type(a) is np.ndarray else 0 for a in regs]
-        ptrs[nreg:base] = fixed
+        arena = np.empty(arena_bytes + ALIGN, np.uint8)
+        at = data_address(arena)
+        addr = at + (-at) % ALIGN
+        ptrs = ptrs0.copy()  # (the constants' addresses laid out once)
+        for r in live:
+            a = regs[r]
+            if type(a) is np.ndarray:
+                ptrs[r] = data_address(a)
         np.add(offsets, addr, out=ptrs[base:])
-        # registers' slots, their snapshot at the step's head, the step count, a call's table
-        scratch = np.empty(2 * nreg + 1 + max(widest, 1), np.int64)
-        scratch[:nreg] = [-1 if v is None else r for r, v in enumerate(regs)]
-        scratch[2 * nreg] = 0
+        # registers' slots (each its own), their snapshot at the step's head, the step count, a
+        # call's table
+        scratch = scratch0.copy()
         at = data_address(scratch)
-        rc = loop_runner_address()(data_address(prog), data_address(ptrs), at, at + 8 * nreg,
-                                   nreg, at + 16 * nreg, at + 16 * nreg + 8, nthreads)
+        rc = (_RUNNER[1] if _RUNNER else loop_runner_address())(
+            data_address(prog), data_address(ptrs), at, at + 8 * nreg, nreg, at + 16 * nreg,
+            at + 16 * nreg + 8, nthreads)
         if rc < -1:
             raise RuntimeError("native loop: bad op word (a bug in the layout)")
         self.steps = int(scratch[2 * nreg])
-        final = scratch[nreg:2 * nreg] if rc == -1 else scratch[:nreg]
-        head = regs[:]
+        final = (scratch[nreg:2 * nreg] if rc == -1 else scratch[:nreg]).tolist()
+        head = {r: regs[r] for r in written}
         made: dict = {}
         start = addr - data_address(arena)
-        for r, s in enumerate(final.tolist()):
+        for r in written:
+            s = final[r]
             if s < 0:
                 regs[r] = None
-            elif s < nreg:
-                regs[r] = head[s]
+            elif s < nreg:  # (a head's value: of a register written, or of one kept)
+                regs[r] = head[s] if s in head else regs[s]
             elif s < base:
                 regs[r] = extras[s - nreg]
             else:
@@ -727,7 +740,9 @@ def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
     for shape, dtype in buffers:
         offsets.append(top)
         top += -(-max(math.prod(shape) * dtype.itemsize, 1) // ALIGN) * ALIGN
-    fixed = np.array([data_address(a) if type(a) is np.ndarray else 0 for a in extras],
-                     np.uint64)
+    ptrs = np.zeros(len(sym.objs) + len(buffers), np.uint64)  # (registers', buffers': per run)
+    ptrs[nreg:len(sym.objs)] = [data_address(a) if type(a) is np.ndarray else 0 for a in extras]
+    scratch = np.zeros(2 * nreg + 1 + max(widest, 1), np.int64)
+    scratch[:nreg] = np.arange(nreg)
     return (np.array(flat, np.int64), widest, extras, buffers, np.array(offsets, np.uint64), top,
-            fixed, len(sym.objs) + len(buffers))
+            ptrs, scratch)

@@ -1,7 +1,8 @@
-"""Relay VM loops run natively from their second step (``vm.loop_ops``, ``runtime.native_loop``):
-the same bits as the generated Python's steps at every length (0, 1, more) and batch, rows read
-while written again, the VM's own error for a row index out of range, and the symbolic checks
-refusing what the native loop would not do as the VM does."""
+"""Relay VM loops run natively once ``native_loop.PYTHON_STEPS`` steps ran in Python
+(``vm.loop_ops``, ``runtime.native_loop``): the same bits as the generated Python's steps at
+every length (0, 1, more) and batch, rows read while written again, no native call for a loop
+that short, the VM's own error for a row index out of range, and the symbolic checks refusing
+what the native loop would not do as the VM does."""
 
 import numpy as np
 import pytest
@@ -31,29 +32,39 @@ def _loop(vm) -> native_loop.NativeLoop:
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
 @pytest.mark.parametrize("variant", [{}, {"fixed_index": True}, {"return_row": True}])
-def test_native_loop_same_bits(kind, variant):
+@pytest.mark.parametrize("wait", [1, None])
+def test_native_loop_same_bits(kind, variant, wait, monkeypatch):
+    """``wait``: the steps run in Python first (1: the fewest, the step binding the kernels;
+    None: ``PYTHON_STEPS``, the VM's own). The native loop makes every step after them, none
+    of a loop no longer than them (it is not called)."""
+    if wait is None:
+        wait = native_loop.PYTHON_STEPS
+    monkeypatch.setattr(native_loop, "PYTHON_STEPS", wait)
     python, native = _vms(recurrent(kind, **variant))
     loop = _loop(native)
-    for n, batch in ((0, 2), (1, 3), (2, 1), (7, 2), (9, 4)):
+    lengths = [(0, 2), (1, 3), (2, 1), (7, 2), (9, 4), (wait, 2), (wait + 1, 3), (wait + 6, 2)]
+    for n, batch in lengths:
         xv = np.random.default_rng(n).standard_normal((n, batch, 3)).astype("float32")
         want = [w.numpy() for w in python.run(xv)]
+        loop.steps = -1  # (a run of the native loop sets it)
         got = [g.numpy() for g in native.run(xv)]
         for g, w in zip(got, want, strict=True):
             assert g.shape == w.shape and g.dtype == w.dtype
             np.testing.assert_array_equal(g, w)
-        # (the first step binds the kernels in Python; the native loop makes the rest)
-        if n > 1:
-            assert loop.why == "" and loop.steps == n - 1
+        # (the loop head after the Python steps calls the native loop: the exit's too)
+        assert loop.why == "" and loop.steps == (n - wait if n >= wait else -1), n
 
 
 def test_native_loop_row_index_out_of_range_raises_the_vms_error():
     python, native = _vms(recurrent("gru", shift=1))
-    xv = np.ones((5, 2, 3), "float32")
+    # (the last step's row is out of range: a native step)
+    xv = np.ones((native_loop.PYTHON_STEPS + 4, 2, 3), "float32")
     with pytest.raises(Exception) as want:
         python.run(xv)
     with pytest.raises(type(want.value), match=str(want.value)[:40].replace("(", r"\(")
                        .replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")):
         native.run(xv)
+    assert _loop(native).steps == 3  # (the native loop's steps before it handed that one back)
 
 
 _ADD1 = """

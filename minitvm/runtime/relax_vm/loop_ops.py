@@ -1,6 +1,6 @@
 """A Relax VM loop as ``runtime.native_loop`` loop ops: the loop of a generated function
-(``straight_line``) run natively from a loop head on (the Relay VM's ``vm.loop_ops`` does the
-same for its instructions).
+(``straight_line``) run natively from a loop head on, once ``native_loop.PYTHON_STEPS`` steps
+ran in Python (the Relay VM's ``vm.loop_ops`` does the same for its instructions).
 
 A loop qualifies when its head is the target of one jump back, no jump from outside lands
 inside it, each branch inside leaves it, and its instructions are native kernel calls (their

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import native_loop
 from .builtins import (
     alloc_storage,
     make_shape,
@@ -171,7 +172,8 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
     rows, detach = row_outputs(code, {pc for pc, (st, _) in tensors.items() if len(st[5]) == 5},
                                leaders)
     row_writes = {u for _, _, _, u in rows.values()}
-    # the loop run natively from its head (loop_ops, runtime.native_loop)
+    # the loop run natively from its head once native_loop.PYTHON_STEPS steps ran here
+    # (loop_ops, runtime.native_loop)
     native = native_loop_entry(code, targets, tensors, {
         pc: int(hoisted[(id(code[pc][3]), code[pc][7][0])][0][1:]) for pc in hoist},
         move_value) if native_loops and branchy else None
@@ -186,14 +188,17 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
                 lines += jump(pc - 1, pc)
             if native is not None and pc == native[0]:  # (then on at the exit's pc)
                 lines += [f"        if pc == {pc} and native_on:",
-                          f"{ind}R = [{gather}]",
-                          f"{ind}x = native_loop(R, ({shapes}))",
-                          f"{ind}native_on = native_on - 1 if x == {TRY_LATER} else 0",
-                          f"{ind}{', '.join(f'r{r}' for r in regs)}, = "
+                          f"{ind}if native_wait:",
+                          f"{ind}    native_wait -= 1",
+                          f"{ind}else:",
+                          f"{ind}    R = [{gather}]",
+                          f"{ind}    x = native_loop(R, ({shapes}))",
+                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0",
+                          f"{ind}    {', '.join(f'r{r}' for r in regs)}, = "
                           f"{', '.join(f'R[{r}]' for r in regs)},",
-                          f"{ind}R = None",
-                          f"{ind}if x >= 0:",
-                          f"{ind}    pc = x"]
+                          f"{ind}    R = None",
+                          f"{ind}    if x >= 0:",
+                          f"{ind}        pc = x"]
             lines.append(f"        if pc == {pc}:")
         if pc in fused:
             continue
@@ -284,7 +289,8 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
     if branchy:
         head_src += ["    pc = 0", "    while True:"]
     if native is not None:
-        head_src.insert(-1, f"    native_on = {TRIES}")
+        head_src[-1:-1] = [f"    native_on = {TRIES}",
+                           f"    native_wait = {native_loop.PYTHON_STEPS}"]
     src = "\n".join(head_src + lines) + "\n"
     exec(compile(src, f"<relax vm {func.name}>", "exec"), env)  # noqa: S102
     return env["run"]

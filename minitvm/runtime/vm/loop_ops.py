@@ -1,5 +1,5 @@
 """A Relay VM loop as ``runtime.native_loop`` loop ops: the loop of a generated function
-(``straight_line``) run natively from its second step on.
+(``straight_line``) run natively once ``native_loop.PYTHON_STEPS`` steps ran in Python.
 
 A loop qualifies when its head is the target of one jump back, no jump from outside lands
 inside it, each branch inside leaves it (or falls through), and its instructions are kernel

@@ -18,8 +18,8 @@ scalar condition, its next index) reuses the array it made two steps before when
 refers to it any more (its reference count), instead of allocating one a step.
 
 A loop whose instructions are only these kernel calls, tensors, moves and row writes
-(``loop_ops``) runs natively from the loop head of its second step (the first binds the
-dynamic kernels): one call to ``runtime.native_loop`` to the loop's exit, the values then back
+(``loop_ops``) runs natively once it has run ``native_loop.PYTHON_STEPS`` steps here (the first
+binds the dynamic kernels; a short loop never pays the native loop's checks and call): one call to ``runtime.native_loop`` to the loop's exit, the values then back
 in the registers (``vm.native_loops = False`` keeps every step here).
 """
 
@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import native_loop
 from ..container import ADT
 from . import bytecode as B
 from .loop_ops import TRIES, TRY_LATER, native_loop_entry
@@ -126,10 +127,13 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
                 lines.append(f"{ind}pc = {pc}")  # (the block before falls through)
             if native is not None and pc == native[0]:  # (then on at the exit's pc)
                 lines += [f"        if pc == {pc} and native_on:",
-                          f"{ind}x = native_loop(R)",
-                          f"{ind}native_on = native_on - 1 if x == {TRY_LATER} else 0",
-                          f"{ind}if x >= 0:",
-                          f"{ind}    pc = x"]
+                          f"{ind}if native_wait:",
+                          f"{ind}    native_wait -= 1",
+                          f"{ind}else:",
+                          f"{ind}    x = native_loop(R)",
+                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0",
+                          f"{ind}    if x >= 0:",
+                          f"{ind}        pc = x"]
             lines.append(f"        if pc == {pc}:")
             dead = False
         if pc in skip or dead:
@@ -236,6 +240,7 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
     src = "\n".join(["def run(values, frames, args):", f"    R = [None] * {nreg}",
                      f"    R[:{nparams}] = values", "    nthreads = vm._nthreads", "    pc = 0",
                      f"    native_on = {TRIES if native else 0} if vm.native_loops else 0",
+                     f"    native_wait = {native_loop.PYTHON_STEPS}",
                      "    while True:", *lines])
     env["np"] = np
     exec(compile(src + "\n", f"<relay vm loop {func_index}>", "exec"), env)  # noqa: S102

@@ -1,7 +1,8 @@
-"""Relax VM loops run natively (``relax_vm.loop_ops``, ``runtime.native_loop``): a recurrent
-loop over a symbolic number of steps and batch, written with the builder API, gives the bits
-of the generated Python's steps at lengths 0, 1 and more, keeps its caller's buffer, and raises
-the VM's error for a row out of range."""
+"""Relax VM loops run natively once ``native_loop.PYTHON_STEPS`` steps ran in Python
+(``relax_vm.loop_ops``, ``runtime.native_loop``): a recurrent loop over a symbolic number of
+steps and batch, written with the builder API, gives the bits of the generated Python's steps
+at lengths 0, 1 and more (every step native, or those after the Python steps), keeps its
+caller's buffer, and raises the VM's error for a row out of range."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import minitvm as tvm
 from minitvm import relax, tir
 from minitvm.relax.op.call_inplace import call_inplace_packed
+from minitvm.runtime import native_loop
 
 
 def _recurrent(shift: int = 0):
@@ -74,26 +76,42 @@ def _loops(vm) -> list:
             if f is not None and "native_loop" in f.__globals__]
 
 
-def test_relax_native_loop_same_bits():
+@pytest.mark.parametrize("wait", [0, None])
+def test_relax_native_loop_same_bits(wait, monkeypatch):
+    """``wait``: the steps run in Python first (0: every step native; None: ``PYTHON_STEPS``,
+    the VM's own). The native loop makes every step after them, none of a loop no longer than
+    them (it is not called)."""
+    if wait is None:
+        wait = native_loop.PYTHON_STEPS
+    monkeypatch.setattr(native_loop, "PYTHON_STEPS", wait)
     python, native = _vms(_recurrent())
-    for n, batch in ((0, 2), (1, 3), (2, 1), (7, 2), (9, 4), (7, 2)):
+    native["main"](np.zeros((0, 1, 3), "float32"))  # (its generated function: made at a call)
+    lengths = [(0, 2), (1, 3), (2, 1), (7, 2), (9, 4), (7, 2), (wait, 2), (wait + 1, 3),
+               (wait + 6, 2)]
+    for n, batch in lengths:
         x = np.random.default_rng(n).standard_normal((n, batch, 3)).astype("float32")
         kept = x.copy()
         want = [o.numpy() for o in python["main"](x)]
+        for loop in _loops(native):
+            loop.steps = -1  # (a run of the native loop sets it)
         got = [o.numpy() for o in native["main"](x)]
         for g, w in zip(got, want, strict=True):
             assert g.shape == w.shape
             np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(x, kept)
         (loop,) = _loops(native)
-        assert loop.why == "" and loop.steps == n  # (every step native)
+        # (the loop head after the Python steps calls the native loop: the exit's too)
+        assert loop.why == "" and loop.steps == (n - wait if n >= wait else -1), n
     assert not _loops(python)
 
 
 def test_relax_native_loop_row_out_of_range_is_the_vms_error():
     python, native = _vms(_recurrent(shift=1))
-    x = np.ones((4, 2, 3), "float32")
-    with pytest.raises(IndexError, match="update_row: row 4 of a tensor of 4 rows"):
+    n = native_loop.PYTHON_STEPS + 4  # (the last step's row is out of range: a native step)
+    x = np.ones((n, 2, 3), "float32")
+    with pytest.raises(IndexError, match=f"update_row: row {n} of a tensor of {n} rows"):
         python["main"](x)
-    with pytest.raises(IndexError, match="update_row: row 4 of a tensor of 4 rows"):
+    with pytest.raises(IndexError, match=f"update_row: row {n} of a tensor of {n} rows"):
         native["main"](x)
+    (loop,) = _loops(native)
+    assert loop.steps == 3  # (the native loop's steps before it handed that one back)
