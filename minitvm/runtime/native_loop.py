@@ -699,9 +699,11 @@ class NativeLoop:
 
 def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
     """``(program words, widest call, extra objects, buffers, their arena offsets, arena
-    bytes, the extra objects' addresses)`` of a checked step: the slots are the registers'
-    (``nreg``), the extra objects' (constants, weights, vars), then each fresh site's two
-    buffers and each row site's one, ``(shape, dtype)`` in ``buffers``."""
+    bytes, the slots' addresses, the scratch words)`` of a checked step: the slots are the
+    registers' (``nreg``), the extra objects' (constants, weights, vars), then each fresh
+    site's two buffers and each row site's one, ``(shape, dtype)`` in ``buffers``; the
+    addresses with the extra objects' filled in, the scratch with each register's own slot
+    (a run copies both, then fills in its registers' and buffers' addresses)."""
     extras = sym.objs[nreg:]
     buffers, pairs, owns = [], {}, {}
     base = len(sym.objs)
