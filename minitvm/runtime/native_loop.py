@@ -46,10 +46,11 @@ from .native_plan import data_address
 
 __all__ = ["PYTHON_STEPS", "NativeLoop", "loop_runner_address"]
 
-#: the steps a VM runs in Python before it hands a loop to the native loop: a loop as short as
-#: this pays nothing for it (no check, layout lookup or call), a longer one the Python steps'
-#: extra time; both VMs (their generated code) read it when they generate a function
-PYTHON_STEPS = 4
+#: the steps a VM runs in Python before it hands a loop to the native loop (at the next loop
+#: head, which may be the exit's: a loop shorter than this, 1 to 4 steps as a streaming or
+#: decoding model's, pays nothing for it, no check, layout lookup or call; a longer one pays
+#: these steps' Python time, some 30 us each). Both VMs' generated code reads it when made.
+PYTHON_STEPS = 5
 STEPS_CHECKED = 6  # symbolic steps; the state after the 4th and the 6th must agree
 ALIGN = 64
 
