@@ -7,6 +7,7 @@ import pytest
 import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
+from minitvm.runtime import native_loop
 from minitvm.runtime import vm as runtime_vm
 
 
@@ -211,10 +212,21 @@ def test_update_row_copies_once_per_loop_then_writes_in_place(monkeypatch):
 
     monkeypatch.setattr(runtime_vm.VirtualMachine, "_update_row", spy)
     xv = np.ones((50, 3), "float32")
+    vm.native_loops = False  # (the generated Python's steps)
     for _ in range(2):
         calls.clear()
         np.testing.assert_allclose(vm.run(xv).numpy(), np.tanh(xv), rtol=1e-6)
         assert calls == [False] + [True] * 49
+    # the native loop (runtime.native_loop) makes every step after the first PYTHON_STEPS
+    # (those copy once, then write in place), its writes copying the same way
+    vm.native_loops = True
+    wait = native_loop.PYTHON_STEPS
+    (loop,) = [f.__globals__["native_loop"].loop for f in vm._straight
+               if f is not None and "native_loop" in f.__globals__]
+    for _ in range(2):
+        calls.clear()
+        np.testing.assert_allclose(vm.run(xv).numpy(), np.tanh(xv), rtol=1e-6)
+        assert calls == [False] + [True] * (wait - 1) and loop.steps == 50 - wait
 
 
 def test_relax_native_entry_returns_a_folded_constant_at_every_call():

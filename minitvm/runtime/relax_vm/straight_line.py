@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import native_loop
 from .builtins import (
     alloc_storage,
     make_shape,
@@ -48,6 +49,7 @@ from .executable import (
     VMFunction,
 )
 from .kernel import NativeKernel
+from .loop_ops import TRIES, TRY_LATER, native_loop_entry
 from .row_outputs import call_regs as _call_regs
 from .row_outputs import reads as _reads
 from .row_outputs import row_outputs
@@ -118,11 +120,12 @@ def loop_invariant_shapes(code: list, targets: dict[int, int]) -> tuple[int, set
     return (head, pcs) if pcs else (-1, set())
 
 
-def straight_line_function(func: VMFunction, code: list, move_value: Callable) -> \
-        Callable | None:
+def straight_line_function(func: VMFunction, code: list, move_value: Callable,
+                           native_loops: bool = True) -> Callable | None:
     """``func``'s linked ``code`` as a Python function of its argument list, or None when it
     calls a Relax function, has no return, jumps out of its code or is too long.
-    ``move_value(kind, value)`` resolves a MOVE's constant, function or VM operand."""
+    ``move_value(kind, value)`` resolves a MOVE's constant, function or VM operand;
+    ``native_loops``: its loop runs natively (``loop_ops``) where it qualifies."""
     if len(code) > MAX_INSTRUCTIONS:
         return None
     targets = _targets(code)
@@ -169,10 +172,33 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
     rows, detach = row_outputs(code, {pc for pc, (st, _) in tensors.items() if len(st[5]) == 5},
                                leaders)
     row_writes = {u for _, _, _, u in rows.values()}
+    # the loop run natively from its head once native_loop.PYTHON_STEPS steps ran here
+    # (loop_ops, runtime.native_loop)
+    native = native_loop_entry(code, targets, tensors, {
+        pc: int(hoisted[(id(code[pc][3]), code[pc][7][0])][0][1:]) for pc in hoist},
+        move_value) if native_loops and branchy else None
+    if native is not None:
+        env["native_loop"] = native[3]
+        regs = native[1]
+        gather = ", ".join(f"r{r}" if r in regs else "None" for r in range(native[2]))
+        shapes = "".join(f"{h}, " for h, _ in hoisted.values())
     for pc, ins in enumerate(code):
         if branchy and pc in leaders:
             if pc and code[pc - 1][0] not in (GOTO, RET):  # the block before falls through
                 lines += jump(pc - 1, pc)
+            if native is not None and pc == native[0]:  # (then on at the exit's pc)
+                lines += [f"        if pc == {pc} and native_on:",
+                          f"{ind}if native_wait:",
+                          f"{ind}    native_wait -= 1",
+                          f"{ind}else:",
+                          f"{ind}    R = [{gather}]",
+                          f"{ind}    x = native_loop(R, ({shapes}))",
+                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0",
+                          f"{ind}    {', '.join(f'r{r}' for r in regs)}, = "
+                          f"{', '.join(f'R[{r}]' for r in regs)},",
+                          f"{ind}    R = None",
+                          f"{ind}    if x >= 0:",
+                          f"{ind}        pc = x"]
             lines.append(f"        if pc == {pc}:")
         if pc in fused:
             continue
@@ -257,9 +283,14 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable) -
         ["def run(args):"]
     # a register may be read on a path that never wrote it (the interpreter's None)
     read = {r for ins in code for r in _reads(ins)} - set(range(len(params)))
+    if native is not None:  # (the native loop reads and writes every register of the loop)
+        read |= set(native[1]) - set(range(len(params)))
     head_src += [f"    r{r} = None" for r in sorted(read)]
     if branchy:
         head_src += ["    pc = 0", "    while True:"]
+    if native is not None:
+        head_src[-1:-1] = [f"    native_on = {TRIES}",
+                           f"    native_wait = {native_loop.PYTHON_STEPS}"]
     src = "\n".join(head_src + lines) + "\n"
     exec(compile(src, f"<relax vm {func.name}>", "exec"), env)  # noqa: S102
     return env["run"]

@@ -218,6 +218,9 @@ class VirtualMachine:
             # generated Python (straight_line.py), made at their first call, also when called
             # from an interpreted function; False interprets them instruction by instruction
             self.straight_line = True
+            # their loops run natively where they qualify (loop_ops.py, runtime/native_loop.py):
+            # False, set before a function's first call, keeps every step in Python
+            self.native_loops = True
             self._straight: dict = {}
             self._native = {}
             for f in exe.functions.values():
@@ -329,7 +332,8 @@ class VirtualMachine:
             fast = straight.get(id(func), MISS)
             if fast is MISS:
                 fast = self._straight[id(func)] = straight_line_function(
-                    func, linked[id(func)], self._move_value)
+                    func, linked[id(func)], self._move_value,
+                    self.native_loops)
             if fast is not None:
                 return fast(args)
         regs = [None] * func.num_regs
@@ -359,7 +363,8 @@ class VirtualMachine:
                     fast = straight.get(id(target), MISS) if generated else None
                     if fast is MISS:
                         fast = straight[id(target)] = straight_line_function(
-                            target, linked[id(target)], self._move_value)
+                            target, linked[id(target)], self._move_value,
+                            self.native_loops)
                     if fast is not None:  # (calls no Relax function: no deeper than this)
                         regs[dst] = fast(argv)
                         pc += 1

@@ -16,6 +16,11 @@ and the ``UpdateRow`` of that view writes nothing.
 A storage made fresh every step for one tensor (``liveness.fresh_tensor_storages``: a loop's
 scalar condition, its next index) reuses the array it made two steps before when nothing else
 refers to it any more (its reference count), instead of allocating one a step.
+
+A loop whose instructions are only these kernel calls, tensors, moves and row writes
+(``loop_ops``) runs natively once it has run ``native_loop.PYTHON_STEPS`` steps here (the first
+binds the dynamic kernels; a short loop never pays the native loop's checks and call): one call to ``runtime.native_loop`` to the loop's exit, the values then back
+in the registers (``vm.native_loops = False`` keeps every step here).
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import native_loop
 from ..container import ADT
 from . import bytecode as B
+from .loop_ops import TRIES, TRY_LATER, native_loop_entry
 from .row_outputs import row_producers
 
 __all__ = ["MAX_INSTRUCTIONS", "ROW_VIEW_MIN_BYTES", "straight_line_function"]
@@ -98,6 +105,10 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
     def regs(rs) -> str:
         return "".join(f"R[{r}], " for r in rs)
 
+    # the loop run natively from its second step (loop_ops, runtime.native_loop)
+    native = native_loop_entry(vm, code, targets, kill)
+    if native is not None:
+        env["native_loop"] = native[1]
     leaders = {0} | {t for ts in targets.values() for t in ts}
     # the dynamic kernels that may write their row of a stacked result (row_outputs)
     instructions = vm.exe.functions[func_index].instructions
@@ -114,6 +125,15 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
         if pc in leaders:
             if pc and not dead:
                 lines.append(f"{ind}pc = {pc}")  # (the block before falls through)
+            if native is not None and pc == native[0]:  # (then on at the exit's pc)
+                lines += [f"        if pc == {pc} and native_on:",
+                          f"{ind}if native_wait:",
+                          f"{ind}    native_wait -= 1",
+                          f"{ind}else:",
+                          f"{ind}    x = native_loop(R)",
+                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0",
+                          f"{ind}    if x >= 0:",
+                          f"{ind}        pc = x"]
             lines.append(f"        if pc == {pc}:")
             dead = False
         if pc in skip or dead:
@@ -219,6 +239,8 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
             lines += [f"{ind}R[{r}] = None" for r in ins[1]]
     src = "\n".join(["def run(values, frames, args):", f"    R = [None] * {nreg}",
                      f"    R[:{nparams}] = values", "    nthreads = vm._nthreads", "    pc = 0",
+                     f"    native_on = {TRIES if native else 0} if vm.native_loops else 0",
+                     f"    native_wait = {native_loop.PYTHON_STEPS}",
                      "    while True:", *lines])
     env["np"] = np
     exec(compile(src + "\n", f"<relay vm loop {func_index}>", "exec"), env)  # noqa: S102

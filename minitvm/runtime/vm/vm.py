@@ -310,6 +310,9 @@ class VirtualMachine:
         # loop functions without calls as generated Python (straight_line.py); False runs them
         # in the dispatch loop
         self.straight_line = True
+        # their loops run natively from the second step where the loop qualifies
+        # (loop_ops.py, runtime/native_loop.py); False keeps every step in Python
+        self.native_loops = True
         self._straight = [straight_line_function(self, k, _KILL)
                           for k in range(len(exe.functions))]
         self.module = self

@@ -1,0 +1,751 @@
+"""Native loops: a VM loop whose step is only kernel calls, moves and row writes, run to its end
+in one native call (shared by the VMs).
+
+A loop over a run-time length (an RNN's step) runs a few kernels a step; driven from Python
+each step also pays the VM's per-instruction work (bindings' checks, output reuse, the row
+write's checks), about as long as the kernels themselves. A VM translates such a loop (its
+head to its jump back) into *loop ops*, a small dialect-neutral list:
+
+- ``("fresh", dst, shape, dtype[, size, offset])``: a new array a step (a storage made for one
+  tensor; ``shape`` / ``size`` may be ``("reg", r)``, the value register ``r`` holds; with a
+  ``size`` the tensor must fit ``size[0]`` bytes from ``offset``);
+- ``("call", address, kvars, args, news)``: kernel ``fn(void** args, int64* kvars, nthreads)``
+  on ``args`` (``("reg", r, want)`` read, ``want`` None or the ``(shape, dtype)`` it must have;
+  ``("pack", r, source, packed)``: ``packed`` read where ``r`` holds ``source``; ``("val", x)``:
+  an array; ``("out", r)``: written, a ``fresh`` array of this step) then ``news`` (``(dst,
+  shape, dtype)``: outputs made a step). ``kvars``: an address, or ``f(values) -> (vars,
+  buffer positions) | None`` worked out from the arguments (arrays as shape-only stand-ins);
+- ``("move", dst, src)``, ``("set", dst, value)``, ``("kill", regs)``;
+- ``("row", dst, data, row, index)``: the VM's row write ``data[index] = row`` (in place into a
+  buffer the loop made, a copy of ``data`` first when it is not that buffer);
+- ``("exit", a, b, when_equal, exit_id)``: leave when ``R[a] == R[b]`` (``b`` may be
+  ``("imm", v)``) is ``when_equal``;
+- ``("back",)``: the jump back, the last op.
+
+``NativeLoop.run`` checks the ops on the registers' values at the loop head by running them
+symbolically (values as objects, as *this step's or an earlier step's* output of a site, as a
+version of a row buffer): every kernel input has the shape and dtype its kernel was bound to,
+every value read (and every value held where the loop may leave) is still intact — each site
+has two buffers used in turn, so a value must be read before its site runs twice more — and
+the symbolic state repeats after a few steps (so the checks hold at every later step). Then it
+lays the ops out as int64 words and runs them in ``mtvm_native_loop`` (LLVM, JIT-compiled once
+per process, the GIL released) until an exit is taken: the values, kernels and order of the
+VM's own loop, with the same bits. A row index out of range hands the step back to the VM
+(its own error); a loop the checks refuse stays with the VM.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+
+import numpy as np
+
+from .native_plan import data_address
+
+__all__ = ["PYTHON_STEPS", "NativeLoop", "loop_runner_address"]
+
+#: the steps a VM runs in Python before it hands a loop to the native loop (at the next loop
+#: head, which may be the exit's: a loop shorter than this, 1 to 4 steps as a streaming or
+#: decoding model's, pays nothing for it, no check, layout lookup or call; a longer one pays
+#: these steps' Python time, some 30 us each). Both VMs' generated code reads it when made.
+PYTHON_STEPS = 5
+STEPS_CHECKED = 6  # symbolic steps; the state after the 4th and the 6th must agree
+ALIGN = 64
+
+_BACK, _FRESH, _MOVE, _SET, _CALL, _ROW, _EXIT = range(7)
+
+_SCALAR_CODES = {np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
+                 np.dtype(np.int64): 4, np.dtype(np.uint8): 5, np.dtype(np.bool_): 5,
+                 np.dtype(np.uint16): 6, np.dtype(np.uint32): 7, np.dtype(np.uint64): 8}
+
+_LOOP_IR = """
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+define internal i64 @scalar(ptr %objs, ptr %regs, i64 %kind, i64 %val, i64 %code) {
+entry:
+  %isimm = icmp eq i64 %kind, 0
+  br i1 %isimm, label %imm, label %mem
+imm:
+  ret i64 %val
+mem:
+  %sp = getelementptr i64, ptr %regs, i64 %val
+  %slot = load i64, ptr %sp
+  %pp = getelementptr ptr, ptr %objs, i64 %slot
+  %p = load ptr, ptr %pp
+  switch i64 %code, label %c8 [ i64 1, label %c1
+                                i64 2, label %c2
+                                i64 3, label %c3
+                                i64 4, label %c4
+                                i64 5, label %c5
+                                i64 6, label %c6
+                                i64 7, label %c7 ]
+c1:
+  %v1 = load i8, ptr %p
+  %e1 = sext i8 %v1 to i64
+  ret i64 %e1
+c2:
+  %v2 = load i16, ptr %p
+  %e2 = sext i16 %v2 to i64
+  ret i64 %e2
+c3:
+  %v3 = load i32, ptr %p
+  %e3 = sext i32 %v3 to i64
+  ret i64 %e3
+c4:
+  %v4 = load i64, ptr %p
+  ret i64 %v4
+c5:
+  %v5 = load i8, ptr %p
+  %e5 = zext i8 %v5 to i64
+  ret i64 %e5
+c6:
+  %v6 = load i16, ptr %p
+  %e6 = zext i16 %v6 to i64
+  ret i64 %e6
+c7:
+  %v7 = load i32, ptr %p
+  %e7 = zext i32 %v7 to i64
+  ret i64 %e7
+c8:
+  %v8 = load i64, ptr %p
+  ret i64 %v8
+}
+
+define internal i64 @word(ptr %prog, i64 %ip, i64 %k) {
+entry:
+  %i = add i64 %ip, %k
+  %p = getelementptr i64, ptr %prog, i64 %i
+  %w = load i64, ptr %p
+  ret i64 %w
+}
+
+define internal ptr @obj(ptr %objs, i64 %slot) {
+entry:
+  %pp = getelementptr ptr, ptr %objs, i64 %slot
+  %p = load ptr, ptr %pp
+  ret ptr %p
+}
+
+define internal ptr @regobj(ptr %objs, ptr %regs, i64 %r) {
+entry:
+  %sp = getelementptr i64, ptr %regs, i64 %r
+  %slot = load i64, ptr %sp
+  %p = call ptr @obj(ptr %objs, i64 %slot)
+  ret ptr %p
+}
+
+define internal void @setreg(ptr %regs, i64 %r, i64 %v) {
+entry:
+  %sp = getelementptr i64, ptr %regs, i64 %r
+  store i64 %v, ptr %sp
+  ret void
+}
+
+define i64 @mtvm_native_loop(ptr %prog, ptr %objs, ptr %regs, ptr %snap, i64 %nreg,
+                             ptr %iters, ptr %table, i32 %nth) {
+entry:
+  %ipp = alloca i64
+  store i64 0, ptr %ipp
+  %nb = mul i64 %nreg, 8
+  call void @llvm.memcpy.p0.p0.i64(ptr %snap, ptr %regs, i64 %nb, i1 false)
+  br label %dispatch
+dispatch:
+  %ip = load i64, ptr %ipp
+  %op = call i64 @word(ptr %prog, i64 %ip, i64 0)
+  switch i64 %op, label %bad [ i64 0, label %back
+                               i64 1, label %fresh
+                               i64 2, label %move
+                               i64 3, label %set
+                               i64 4, label %callk
+                               i64 5, label %row
+                               i64 6, label %exit ]
+back:
+  %t0 = load i64, ptr %iters
+  %t1 = add i64 %t0, 1
+  store i64 %t1, ptr %iters
+  call void @llvm.memcpy.p0.p0.i64(ptr %snap, ptr %regs, i64 %nb, i1 false)
+  store i64 0, ptr %ipp
+  br label %dispatch
+fresh:
+  %fd = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %fa = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %fb = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %ft = load i64, ptr %iters
+  %fpar = and i64 %ft, 1
+  %fodd = icmp ne i64 %fpar, 0
+  %fs = select i1 %fodd, i64 %fb, i64 %fa
+  call void @setreg(ptr %regs, i64 %fd, i64 %fs)
+  %fip = add i64 %ip, 4
+  store i64 %fip, ptr %ipp
+  br label %dispatch
+move:
+  %md = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %ms = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %msp = getelementptr i64, ptr %regs, i64 %ms
+  %mv = load i64, ptr %msp
+  call void @setreg(ptr %regs, i64 %md, i64 %mv)
+  %mip = add i64 %ip, 3
+  store i64 %mip, ptr %ipp
+  br label %dispatch
+set:
+  %sd = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %sv = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  call void @setreg(ptr %regs, i64 %sd, i64 %sv)
+  %sip = add i64 %ip, 3
+  store i64 %sip, ptr %ipp
+  br label %dispatch
+callk:
+  %kfn = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %kkv = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %kn = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %kany = icmp sgt i64 %kn, 0
+  br i1 %kany, label %gather, label %invoke
+gather:
+  %gi = phi i64 [ 0, %callk ], [ %gnext, %gdone ]
+  %gk = add i64 %gi, 4
+  %ge = call i64 @word(ptr %prog, i64 %ip, i64 %gk)
+  %greg = icmp sge i64 %ge, 0
+  br i1 %greg, label %greg1, label %gfix
+greg1:
+  %grp = call ptr @regobj(ptr %objs, ptr %regs, i64 %ge)
+  br label %gdone
+gfix:
+  %gneg = sub i64 -1, %ge
+  %gfp = call ptr @obj(ptr %objs, i64 %gneg)
+  br label %gdone
+gdone:
+  %gp = phi ptr [ %grp, %greg1 ], [ %gfp, %gfix ]
+  %gslot = getelementptr ptr, ptr %table, i64 %gi
+  store ptr %gp, ptr %gslot
+  %gnext = add i64 %gi, 1
+  %gmore = icmp slt i64 %gnext, %kn
+  br i1 %gmore, label %gather, label %invoke
+invoke:
+  %kf = inttoptr i64 %kfn to ptr
+  %kv = inttoptr i64 %kkv to ptr
+  call void %kf(ptr %table, ptr %kv, i32 %nth)
+  %k4 = add i64 %ip, 4
+  %kip = add i64 %k4, %kn
+  store i64 %kip, ptr %ipp
+  br label %dispatch
+row:
+  %rd = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %rdata = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %rrow = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %rik = call i64 @word(ptr %prog, i64 %ip, i64 4)
+  %riv = call i64 @word(ptr %prog, i64 %ip, i64 5)
+  %ric = call i64 @word(ptr %prog, i64 %ip, i64 6)
+  %rown = call i64 @word(ptr %prog, i64 %ip, i64 7)
+  %rn = call i64 @word(ptr %prog, i64 %ip, i64 8)
+  %rb = call i64 @word(ptr %prog, i64 %ip, i64 9)
+  %rk = call i64 @scalar(ptr %objs, ptr %regs, i64 %rik, i64 %riv, i64 %ric)
+  %rin = icmp ult i64 %rk, %rn
+  br i1 %rin, label %rowok, label %bail
+rowok:
+  %rdsp = getelementptr i64, ptr %regs, i64 %rdata
+  %rds = load i64, ptr %rdsp
+  %rownp = call ptr @obj(ptr %objs, i64 %rown)
+  %rmine = icmp eq i64 %rds, %rown
+  br i1 %rmine, label %rowwrite, label %rowcopy
+rowcopy:
+  %rsrc = call ptr @obj(ptr %objs, i64 %rds)
+  %rall = mul i64 %rn, %rb
+  call void @llvm.memcpy.p0.p0.i64(ptr %rownp, ptr %rsrc, i64 %rall, i1 false)
+  br label %rowwrite
+rowwrite:
+  %roff = mul i64 %rk, %rb
+  %rdst = getelementptr i8, ptr %rownp, i64 %roff
+  %rsp = call ptr @regobj(ptr %objs, ptr %regs, i64 %rrow)
+  call void @llvm.memcpy.p0.p0.i64(ptr %rdst, ptr %rsp, i64 %rb, i1 false)
+  call void @setreg(ptr %regs, i64 %rd, i64 %rown)
+  %rip = add i64 %ip, 10
+  store i64 %rip, ptr %ipp
+  br label %dispatch
+exit:
+  %xak = call i64 @word(ptr %prog, i64 %ip, i64 1)
+  %xav = call i64 @word(ptr %prog, i64 %ip, i64 2)
+  %xac = call i64 @word(ptr %prog, i64 %ip, i64 3)
+  %xbk = call i64 @word(ptr %prog, i64 %ip, i64 4)
+  %xbv = call i64 @word(ptr %prog, i64 %ip, i64 5)
+  %xbc = call i64 @word(ptr %prog, i64 %ip, i64 6)
+  %xwe = call i64 @word(ptr %prog, i64 %ip, i64 7)
+  %xid = call i64 @word(ptr %prog, i64 %ip, i64 8)
+  %xa = call i64 @scalar(ptr %objs, ptr %regs, i64 %xak, i64 %xav, i64 %xac)
+  %xb = call i64 @scalar(ptr %objs, ptr %regs, i64 %xbk, i64 %xbv, i64 %xbc)
+  %xeq = icmp eq i64 %xa, %xb
+  %xwant = icmp ne i64 %xwe, 0
+  %xgo = icmp eq i1 %xeq, %xwant
+  br i1 %xgo, label %leave, label %stay
+leave:
+  ret i64 %xid
+stay:
+  %xip = add i64 %ip, 9
+  store i64 %xip, ptr %ipp
+  br label %dispatch
+bail:
+  ret i64 -1
+bad:
+  ret i64 -2
+}
+"""
+
+_RUNNER = None
+_RUNNER_LOCK = threading.Lock()
+_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+
+
+def loop_runner_address():
+    """The ctypes function of ``mtvm_native_loop`` (GIL released): JIT-compiled once per
+    process."""
+    global _RUNNER
+    with _RUNNER_LOCK:
+        if _RUNNER is None:
+            from . import jit
+
+            compiled = jit.compile_ir(_LOOP_IR, "mtvm_native_loop", opt=2)
+            _RUNNER = (compiled, ctypes.CFUNCTYPE(ctypes.c_int64, *_ARGS)(compiled.address))
+        return _RUNNER[1]
+
+
+class _Refused(Exception):
+    """The symbolic run found a step the native loop would not do as the VM does."""
+
+
+class _Symbolic:
+    """The symbolic run of loop ops on the head's registers: checks each step and lays the
+    ops out as words (one list a step: they must agree)."""
+
+    def __init__(self, regs: list):
+        self.objs: list = []  # slot -> Python object
+        self.slot_ids: dict = {}
+        self.sites: dict = {}  # fresh site -> (shape, dtype)
+        self.rows: dict = {}  # row site -> (shape, dtype) of its buffer
+        self.cur: dict = {}  # (site, parity) -> the step that made its buffer's value
+        self.version: dict = {}  # row site -> its buffer's version
+        # (each register at the head its own slot, its index: a layout fits any run whose
+        # registers look the same, whichever of them are one array)
+        self.objs = list(regs)
+        self.state = [None if v is None else ("o", r) for r, v in enumerate(regs)]
+
+    def slot(self, obj) -> int:
+        s = self.slot_ids.get(id(obj))
+        if s is None:
+            s = self.slot_ids[id(obj)] = len(self.objs)
+            self.objs.append(obj)
+        return s
+
+    def valid(self, v) -> bool:
+        if v is None or v[0] == "o":
+            return True
+        if v[0] == "b":
+            return self.cur.get((v[1], v[2] & 1)) == v[2]
+        return self.version.get(v[1]) == v[2]
+
+    def meta(self, v):
+        """``(shape, dtype)`` of an array value, None for anything else."""
+        if v is None:
+            return None
+        if v[0] == "o":
+            a = self.objs[v[1]]
+            if type(a) is not np.ndarray or not a.flags.c_contiguous:
+                return None
+            return a.shape, a.dtype
+        return (self.sites if v[0] == "b" else self.rows)[v[1]]
+
+    def read(self, r: int):
+        v = self.state[r]
+        if v is None or not self.valid(v):
+            raise _Refused(f"register {r} read when gone")
+        return v
+
+    def scalar(self, r: int) -> tuple[int, int, int]:
+        """(kind, value, code) of a scalar operand: an int's value, or a one-element integer
+        array's register and dtype code."""
+        v = self.read(r)
+        if v[0] == "o" and type(self.objs[v[1]]) in (int, bool):
+            return 0, int(self.objs[v[1]]), 0
+        m = self.meta(v)
+        if m is None or math.prod(m[0]) != 1 or m[1] not in _SCALAR_CODES:
+            raise _Refused("a branch or an index on a value that is not an integer scalar")
+        return 1, r, _SCALAR_CODES[m[1]]
+
+    def step(self, ops: list, t: int) -> list:
+        """Run one step of ``ops`` symbolically (step ``t``); its words."""
+        words: list = []
+        st = self.state
+        for op in ops:
+            kind = op[0]
+            if kind == "fresh":
+                dst, shape, dtype = op[1:4]
+                site = ("f", id(op))
+                shape = self.value(shape)
+                if len(op) > 4 and not self._fits(self.value(op[4]), op[5], shape, dtype):
+                    raise _Refused("a tensor that does not fit its storage")
+                self._made(site, shape, dtype, t)
+                st[dst] = ("b", site, t)
+                words += [_FRESH, dst, site, 0]  # (the slots filled in once known)
+            elif kind == "call":
+                _, address, kvars, args, news = op
+                entries = []
+                if callable(kvars):  # (the kernel's own checks and vars, from the shapes)
+                    kvars, args = self._kernel_vars(kvars, args)
+                for a in args:
+                    if a[0] == "val":
+                        if type(a[1]) is not np.ndarray:
+                            raise _Refused("a kernel argument that is not an array")
+                        entries.append(("fixed", self.slot(a[1])))
+                        continue
+                    v = self.read(a[1])
+                    if a[0] == "pack":
+                        if v[0] != "o" or self.objs[v[1]] is not a[2]:
+                            raise _Refused("a bound kernel's weight is another array")
+                        entries.append(("fixed", self.slot(a[3])))
+                    elif a[0] == "out":
+                        if v[0] != "b" or v[2] != t:
+                            raise _Refused("a kernel writes a value not made this step")
+                        entries.append(("reg", a[1]))
+                    else:
+                        m = self.meta(v)
+                        if m is None or a[2] is not None and m != (tuple(a[2][0]),
+                                                                   np.dtype(a[2][1])):
+                            raise _Refused("a kernel input's shape or dtype changed")
+                        entries.append(("reg", a[1]))
+                for j, (dst, shape, dtype) in enumerate(news):
+                    site = ("n", id(op), j)
+                    self._made(site, shape, dtype, t)
+                    st[dst] = ("b", site, t)
+                    words += [_FRESH, dst, site, 0]
+                    entries.append(("reg", dst))
+                words += [_CALL, address, kvars, len(entries), *entries]
+            elif kind == "move":
+                st[op[1]] = st[op[2]]
+                words += [_MOVE, op[1], op[2]]
+            elif kind == "set":
+                s = self.slot(op[2])
+                st[op[1]] = ("o", s)
+                words += [_SET, op[1], ("fixed", s)]
+            elif kind == "kill":
+                for r in op[1]:
+                    st[r] = None
+                    words += [_SET, r, -1]
+            elif kind == "row":
+                _, dst, data, row, index = op
+                dm, rm = self.meta(self.read(data)), self.meta(self.read(row))
+                if dm is None or rm is None or not dm[0] or dm[0][1:] != rm[0] or \
+                        dm[1] != rm[1]:
+                    raise _Refused("a row write of another shape or dtype")
+                u = id(op)
+                if self.rows.setdefault(u, dm) != dm:
+                    raise _Refused("a row write into data of another shape")
+                ik = self.scalar(index)
+                self.version[u] = self.version.get(u, -1) + 1
+                st[dst] = ("r", u, self.version[u])
+                rowbytes = math.prod(rm[0]) * rm[1].itemsize
+                words += [_ROW, dst, data, row, *ik, ("row", u), dm[0][0], rowbytes]
+            elif kind == "exit":
+                _, a, b, when_equal, exit_id = op
+                ka = self.scalar(a)
+                kb = (0, int(b[1]), 0) if type(b) is tuple else self.scalar(b)
+                if not all(self.valid(v) for v in st):
+                    raise _Refused("a value held where the loop may leave is gone")
+                words += [_EXIT, *ka, *kb, int(when_equal), exit_id]
+            elif kind == "back":
+                if not all(self.valid(v) for v in st):
+                    raise _Refused("a value held at the loop head is gone")
+                words.append(_BACK)
+            else:
+                raise _Refused(f"loop op {kind!r}")
+        return words
+
+    def value(self, x):
+        """``x``, or the Python value register ``x[1]`` holds for ``("reg", r)``."""
+        if type(x) is tuple and len(x) == 2 and x[0] == "reg":
+            v = self.read(x[1])
+            if v[0] != "o":
+                raise _Refused("a shape or size that is a tensor")
+            return self.objs[v[1]]
+        return x
+
+    @staticmethod
+    def _fits(size, offset: int, shape, dtype) -> bool:
+        try:
+            return int(size[0]) >= offset + math.prod(shape) * np.dtype(dtype).itemsize
+        except (TypeError, ValueError, IndexError):
+            return False
+
+    def _kernel_vars(self, fn, args: list) -> tuple[int, list]:
+        """``fn(views) -> (vars, buffer positions) | None`` on the arguments' values (arrays
+        as shape-only stand-ins): the vars' slot, and the buffer arguments read."""
+        views = []
+        for a in args:
+            if a[0] == "val":
+                views.append(a[1])
+                continue
+            v = self.read(a[1])
+            m = self.meta(v)
+            if m is None:
+                views.append(self.objs[v[1]] if v[0] == "o" else None)
+            else:
+                base = np.empty(1, m[1])
+                strides = [m[1].itemsize] * len(m[0])
+                for d in range(len(m[0]) - 2, -1, -1):
+                    strides[d] = strides[d + 1] * max(m[0][d + 1], 1)
+                views.append(np.lib.stride_tricks.as_strided(base, m[0], strides))
+        got = fn(views)
+        if got is None:
+            raise _Refused("a kernel's checks do not hold on these shapes")
+        kv, positions = got
+        arr = np.array(kv if kv else [0], np.int64)
+        key = ("kv", tuple(arr.tolist()))
+        s = self.slot_ids.get(key)
+        if s is None:
+            s = self.slot_ids[key] = len(self.objs)
+            self.objs.append(arr)
+        return ("kv", s), [args[k] for k in positions]
+
+    def _made(self, site, shape, dtype, t: int) -> None:
+        m = (tuple(shape), np.dtype(dtype))
+        if self.sites.setdefault(site, m) != m:
+            raise _Refused("a site makes arrays of another shape")
+        self.cur[(site, t & 1)] = t
+
+    def normal(self, t: int):
+        """The state after step ``t`` relative to ``t`` (equal states repeat)."""
+        def rel(v):
+            if v is None or v[0] == "o":
+                return v
+            if v[0] == "b":
+                return ("b", v[1], t - v[2])
+            return ("r", v[1], self.version[v[1]] - v[2])
+        return (tuple(rel(v) for v in self.state),
+                frozenset((site, t - it) for site, it in self.cur.items()))
+
+
+_HASHED = (int, float, bool, str, type(None), np.dtype)
+
+
+def _key_of(x, held: list):
+    """A hashable stand-in for loop op field ``x``: plain values as themselves, tuples and
+    lists field by field, anything else by identity (kept alive in ``held``)."""
+    if type(x) in _HASHED:
+        return x
+    if isinstance(x, tuple | list):  # (a shape value too: a tuple of its own type)
+        return (type(x), *(_key_of(y, held) for y in x))
+    held.append(x)
+    return ("id", id(x))
+
+
+def _live_in(ops: list, nreg: int) -> tuple[list[int], list[int]]:
+    """The registers ``ops`` may read before writing them in a step (the head's values the
+    symbolic run sees; the others it overwrites first), and those it may write (the others
+    keep their head's value). Conservative: every register an op names, but those a step
+    writes before any op reads them."""
+    written: set[int] = set()
+    live: set[int] = set()
+
+    def reads(*rs):
+        live.update(r for r in rs if type(r) is int and r not in written)
+
+    for op in ops:
+        kind = op[0]
+        if kind == "fresh":
+            for x in op[2::2]:
+                if type(x) is tuple and len(x) == 2 and x[0] == "reg":
+                    reads(x[1])
+            written.add(op[1])
+        elif kind == "call":
+            reads(*(a[1] for a in op[3] if a[0] in ("reg", "pack", "out")))
+            written.update(d for d, _, _ in op[4])
+        elif kind == "move":
+            reads(op[2])
+            written.add(op[1])
+        elif kind in ("set", "kill"):
+            written.update(op[1] if kind == "kill" else (op[1],))
+        elif kind == "row":
+            reads(*op[2:5])
+            written.add(op[1])
+        elif kind == "exit":
+            reads(op[1], op[2])
+    return sorted(r for r in live if 0 <= r < nreg), sorted(r for r in written if 0 <= r < nreg)
+
+
+def _head_key(v, watched: set):
+    """What the symbolic run sees of a head register's value ``v``."""
+    if type(v) is np.ndarray:
+        return (v.shape, v.dtype, v.flags.c_contiguous, id(v) if id(v) in watched else 0)
+    if type(v) in _HASHED or (isinstance(v, tuple) and all(type(d) is int for d in v)):
+        return (type(v), v)
+    return ("id", id(v))
+
+
+class NativeLoop:
+    """``run(regs, ops, nthreads) -> exit id``: loop ops run natively to an exit, ``regs``
+    (the VM's registers at the loop head) updated to the values there; -1 and ``regs`` as at
+    the head of the step where a row index was out of range (the VM reruns it); None, ``regs``
+    untouched, when the symbolic checks refuse the loop (``why`` says why). A layout is kept
+    per ops and look of the registers (shapes, dtypes, the values of ints and shapes, the
+    identity of the weights the ops test), so a later run at the same shapes only runs: a
+    dict lookup, the registers' addresses and the native call."""
+
+    __slots__ = ("why", "steps", "_layouts", "_ops")
+
+    def __init__(self):
+        self.why = ""
+        self.steps = 0  # the steps the last run made natively
+        self._layouts: dict = {}
+        self._ops: dict = {}  # ops key -> (registers read first, written, weights tested)
+
+    def run(self, regs: list, ops, nthreads: int, ops_key=None) -> int | None:
+        """``ops``: the loop ops, or a function making them (called only when no layout of
+        ``ops_key`` is kept). ``ops_key``: values that determine ``ops`` for this loop, a
+        cheaper key than the ops themselves (a VM's bindings, its loop-invariant shapes):
+        hashable ones by value (objects without a value equality by identity, kept alive by
+        the cache), others field by field (``_key_of``)."""
+        self.why, self.steps = "", 0
+        held: list = []
+        if ops_key is None:
+            ops = ops() if callable(ops) else ops
+            ops_key = _key_of(ops, held)
+        else:
+            try:
+                hash(ops_key)
+                ops_key = ("h", ops_key)
+            except TypeError:
+                ops_key = _key_of(ops_key, held)
+        info = self._ops.get(ops_key)
+        if info is None:
+            ops = ops() if callable(ops) else ops
+            watched = {id(a[2]) for op in ops if op[0] == "call" for a in op[3]
+                       if a[0] == "pack"}
+            info = self._ops[ops_key] = (*_live_in(ops, len(regs)), watched)
+        live, written, watched = info
+        key = (ops_key, tuple([_head_key(regs[r], watched) for r in live]))
+        layout = self._layouts.get(key)
+        if layout is None:
+            ops = ops() if callable(ops) else ops
+            sym = _Symbolic(regs)
+            try:
+                if not ops or ops[-1] != ("back",):
+                    raise _Refused("the ops do not end in the jump back")
+                steps, normals = [], []
+                for t in range(STEPS_CHECKED):
+                    steps.append(sym.step(ops, t))
+                    normals.append(sym.normal(t))
+                if any(w != steps[0] for w in steps):
+                    raise _Refused("the steps lay out differently")
+                if normals[-1] != normals[-3]:
+                    raise _Refused("the symbolic state does not repeat")
+            except _Refused as e:
+                self.why = str(e)
+                return None
+            if len(self._layouts) >= 8:
+                self._layouts.clear()
+                self._ops.clear()
+                self._ops[ops_key] = info
+            layout = self._layouts[key] = (held, live, written,
+                                           *_layout(sym, steps[0], len(regs)))
+        return self._run(regs, layout, nthreads)
+
+    def _run(self, regs: list, layout: tuple, nthreads: int) -> int:
+        """Run a laid-out step on ``regs``, this run's buffers in one fresh arena (64-byte
+        boundaries; an array made only for a buffer a register holds at the end); ``regs``
+        from the result. Only the registers the step reads at the head need an address, only
+        those it writes a new value (the others' slots are their own: their head's values)."""
+        _, live, written, prog, widest, extras, buffers, offsets, arena_bytes, ptrs0, \
+            scratch0 = layout
+        nreg = len(regs)
+        base = nreg + len(extras)
+        arena = np.empty(arena_bytes + ALIGN, np.uint8)
+        at = data_address(arena)
+        addr = at + (-at) % ALIGN
+        ptrs = ptrs0.copy()  # (the constants' addresses laid out once)
+        for r in live:
+            a = regs[r]
+            if type(a) is np.ndarray:
+                ptrs[r] = data_address(a)
+        np.add(offsets, addr, out=ptrs[base:])
+        # registers' slots (each its own), their snapshot at the step's head, the step count, a
+        # call's table
+        scratch = scratch0.copy()
+        at = data_address(scratch)
+        rc = (_RUNNER[1] if _RUNNER else loop_runner_address())(
+            data_address(prog), data_address(ptrs), at, at + 8 * nreg, nreg, at + 16 * nreg,
+            at + 16 * nreg + 8, nthreads)
+        if rc < -1:
+            raise RuntimeError("native loop: bad op word (a bug in the layout)")
+        self.steps = int(scratch[2 * nreg])
+        final = (scratch[nreg:2 * nreg] if rc == -1 else scratch[:nreg]).tolist()
+        head = {r: regs[r] for r in written}
+        made: dict = {}
+        start = addr - data_address(arena)
+        for r in written:
+            s = final[r]
+            if s < 0:
+                regs[r] = None
+            elif s < nreg:  # (a head's value: of a register written, or of one kept)
+                regs[r] = head[s] if s in head else regs[s]
+            elif s < base:
+                regs[r] = extras[s - nreg]
+            else:
+                a = made.get(s)
+                if a is None:
+                    shape, dtype = buffers[s - base]
+                    a = made[s] = np.ndarray(shape, dtype, arena, start + int(offsets[s - base]))
+                regs[r] = a
+        return int(rc)
+
+
+def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
+    """``(program words, widest call, extra objects, buffers, their arena offsets, arena
+    bytes, the slots' addresses, the scratch words)`` of a checked step: the slots are the
+    registers' (``nreg``), the extra objects' (constants, weights, vars), then each fresh
+    site's two buffers and each row site's one, ``(shape, dtype)`` in ``buffers``; the
+    addresses with the extra objects' filled in, the scratch with each register's own slot
+    (a run copies both, then fills in its registers' and buffers' addresses)."""
+    extras = sym.objs[nreg:]
+    buffers, pairs, owns = [], {}, {}
+    base = len(sym.objs)
+    for site, m in sym.sites.items():
+        pairs[site] = (base + len(buffers), base + len(buffers) + 1)
+        buffers += [m, m]
+    for u, m in sym.rows.items():
+        owns[u] = base + len(buffers)
+        buffers.append(m)
+    flat, widest, k = [], 0, 0
+    while k < len(words):
+        w = words[k]
+        if w == _FRESH:
+            flat += [_FRESH, words[k + 1], *pairs[words[k + 2]]]
+            k += 4
+        elif w == _CALL:
+            n = words[k + 3]
+            widest = max(widest, n)
+            kv = words[k + 2]
+            flat += [_CALL, words[k + 1], sym.objs[kv[1]].ctypes.data if type(kv) is tuple
+                     else kv, n]
+            flat += [e[1] if e[0] == "reg" else -1 - e[1] for e in words[k + 4:k + 4 + n]]
+            k += 4 + n
+        elif w == _SET:
+            v = words[k + 2]
+            flat += [_SET, words[k + 1], v[1] if type(v) is tuple else v]
+            k += 3
+        elif w == _ROW:
+            flat += [*words[k:k + 7], owns[words[k + 7][1]], *words[k + 8:k + 10]]
+            k += 10
+        else:
+            size = {_BACK: 1, _MOVE: 3, _EXIT: 9}[w]
+            flat += words[k:k + size]
+            k += size
+    offsets, top = [], 0
+    for shape, dtype in buffers:
+        offsets.append(top)
+        top += -(-max(math.prod(shape) * dtype.itemsize, 1) // ALIGN) * ALIGN
+    ptrs = np.zeros(len(sym.objs) + len(buffers), np.uint64)  # (registers', buffers': per run)
+    ptrs[nreg:len(sym.objs)] = [data_address(a) if type(a) is np.ndarray else 0 for a in extras]
+    scratch = np.zeros(2 * nreg + 1 + max(widest, 1), np.int64)
+    scratch[:nreg] = np.arange(nreg)
+    return (np.array(flat, np.int64), widest, extras, buffers, np.array(offsets, np.uint64), top,
+            ptrs, scratch)
