@@ -56,8 +56,12 @@ PACK_PARALLEL_MIN_WORK = 1 << 15
 # 48 (head dim 16) 18.9 -> 13.6, 3x50x64 -> 50 24.9 -> 14.3, 3x197x64 -> 197 266 -> 220,
 # 12x128x64 -> 128 290 -> 260, 12x197x64 -> 197 1067 -> 1082; dense with W at run time
 # 64x128 -> 384 88 -> 71, 128x768 -> 768 2513 -> 2056, 197x192 -> 576 483 -> 502. AVX2 not
-# measured: it keeps the element order.
-PACK_TB_GATHER = {"avx512": True, "avx2": False}
+# measured: it keeps the element order. By host (``common.host_switch``): on a Zen 3 (AVX2,
+# 2 shared cores, one thread, thread CPU time, bench_gemm_shapes, ONNX graph, element ->
+# vector, median of 7 interleaved rounds, us) CLIP's scores 8x77x77x64 (B transposed) 102 ->
+# 95 (ORT 90), BERT's 12x128x128x64 320 -> 297 (ORT 306), where a no-op A/B read within 3%.
+# Haswell's slow vpgatherdd is not measured: its AVX2 keeps the element order.
+PACK_TB_GATHER = {"avx512": True, "avx2": False, "znver3": True}
 # whether that gathered packing instead moves 16 x 16 blocks of B (16 of its rows, 16 K
 # positions each: 16 vector loads) through an in-register transpose (``lane_transpose``) into
 # 16 vector stores, for K's whole blocks of 16 (the rest gathered as above), by vector ISA
@@ -71,9 +75,10 @@ PACK_TB_TRANSPOSE = {"avx512": True, "avx2": False}
 # panels inside N copied by vectors, only the last one tested per element (before: every
 # element of every panel under a ``col < N`` test, which kept the copy scalar), by vector ISA.
 # AVX-512, one thread, thread CPU time, us, ONNX graph (bench_gemm_shapes): ViT attention
-# 12x197x64 @ 12x64x197 662 -> 573 (ORT 475; the packing alone ~108 -> ~51). AVX2 not
-# measured: off.
-PACK_FULL_PANELS_BY_VECTORS = {"avx512": True, "avx2": False}
+# 12x197x64 @ 12x64x197 662 -> 573 (ORT 475; the packing alone ~108 -> ~51). AVX2 (plain
+# vector copies, no gather): Zen 3, 2 shared cores, one thread, same graph, median of 7
+# interleaved rounds, us: 841 -> 734 (ORT 739); BERT's 128-wide products have no partial panel.
+PACK_FULL_PANELS_BY_VECTORS = {"avx512": True, "avx2": True}
 GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 # the compiler's default register tile (mr rows x nr columns) by vector ISA: its mr * nr / lanes
 # accumulators plus the nr / lanes B vectors loaded per step must fit the register file. 8x32
