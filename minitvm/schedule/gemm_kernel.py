@@ -59,7 +59,9 @@ PACK_PARALLEL_MIN_WORK = 1 << 15
 # measured: it keeps the element order. By host (``common.host_switch``): on a Zen 3 (AVX2,
 # 2 shared cores, one thread, thread CPU time, bench_gemm_shapes, ONNX graph, element ->
 # vector, median of 7 interleaved rounds, us) CLIP's scores 8x77x77x64 (B transposed) 102 ->
-# 95 (ORT 90), BERT's 12x128x128x64 320 -> 297 (ORT 306), where a no-op A/B read within 3%.
+# 95 (ORT 90), BERT's 12x128x128x64 320 -> 297 (ORT 306), where a no-op A/B read within 3%;
+# dense with W at run time (M x N x K, kernel alone, 7 rounds) 128x768x768 2077 -> 1878,
+# 16x768x768 262 -> 234, 197x192x576 510 -> 499, 64x768x768 879 -> 900.
 # Haswell's slow vpgatherdd is not measured: its AVX2 keeps the element order.
 PACK_TB_GATHER = {"avx512": True, "avx2": False, "znver3": True}
 # whether that gathered packing instead moves 16 x 16 blocks of B (16 of its rows, 16 K
