@@ -118,7 +118,9 @@ TILES = {"avx512": (12, 32), "avx2": (6, 16)}
 # since the 12x32 tile (a 32 KB B piece beside 12 rows of A in a 48 KB L1, where 384's 48 KB
 # filled it; on a Zen 4's 32 KB L1 neither fits whole): on a Sapphire Rapids 384 vs 256 was
 # within the noise (GFLOP/s, as at ``TILES``: 192 vs 205, 185-188 vs 198-203, 185-203 vs
-# 188-189, 206 vs 215, 207-209 vs 191-198).
+# 188-189, 206 vs 215, 207-209 vs 191-198). On a Zen 3 (AVX2, one thread, us, BERT's dense
+# shapes + bias, ORT 1700 / 7045): kc 384 -> 256 128x768x768 1669 -> 1638, 128x768x3072 6903
+# -> 6866, within the noise, as the 5x16 tile (1661 -> 1690, 6871 -> 6900); 3x32 twice as slow.
 BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # whether the first row tile of a panel's K block (panels inner; static rows) also prefetches
 # the piece of B the task reads next, a cache line per panel row per turn of its reduction, by
@@ -130,7 +132,8 @@ BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # 128x3072x768 152 -> 167 (167), 128x768x3072 151 -> 166 (169); one weight, hot: 184 -> 179,
 # 195 -> 194, 64x128x784 215 -> 209 (the noise, load ~3). With several row blocks the first
 # tile of each (8 copies of the weight, load ~5): 384x768x768 174 -> 188 (ORT 198), 384x768x3072
-# 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged (not measured).
+# 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged: on a Zen 3 whole BERT-base
+# (seq 128, one thread, 5 interleaved rounds) 267.9 -> 266.8 ms, the noise.
 PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
 # by vector ISA: how many K positions ahead the cache-blocked schedule's tiles prefetch their
 # own panel of the packed B (2 lines of a 32-wide panel a K step: 32 positions = 4 KiB ahead)
@@ -152,7 +155,8 @@ PREFETCH_AHEAD_MAX_ROWS = 16
 # @ 12x64x197 runs the 5 columns of its 7th panel as 8 lanes, not 32. AVX-512, one thread,
 # thread CPU time, kernel alone, us, off -> on: that product 535 -> 506, 12x128x64 @ 12x64x100
 # 199 -> 182, dense 300x530 -> 70 (+bias, relu) 180 -> 162, 100x500 -> 300 199 -> 186. The
-# half-width rule of ``gemm._dense_nr`` counts the narrowed lanes. AVX2 not measured: off.
+# half-width rule of ``gemm._dense_nr`` counts the narrowed lanes. AVX2 off: on a Zen 3 (one
+# thread, bench_gemm_shapes --ab, 5 rounds) ViT 12x197 and the odd shapes within 3% either way.
 NARROW_PARTIAL_PANEL = {"avx512": True, "avx2": False}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)
