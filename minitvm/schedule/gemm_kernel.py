@@ -119,8 +119,8 @@ TILES = {"avx512": (12, 32), "avx2": (6, 16)}
 # filled it; on a Zen 4's 32 KB L1 neither fits whole): on a Sapphire Rapids 384 vs 256 was
 # within the noise (GFLOP/s, as at ``TILES``: 192 vs 205, 185-188 vs 198-203, 185-203 vs
 # 188-189, 206 vs 215, 207-209 vs 191-198). On a Zen 3 (AVX2, one thread, us, BERT's dense
-# shapes + bias, ORT 1700 / 7045): kc 384 -> 256 128x768x768 1669 -> 1638, 128x768x3072 6903
-# -> 6866, within the noise, as the 5x16 tile (1661 -> 1690, 6871 -> 6900); 3x32 twice as slow.
+# shapes + bias, ORT 1700 / 7045): kc 384 -> 256 128x768x768 1638 -> 1669, 128x768x3072 6866
+# -> 6903, within the noise, as the 5x16 tile (1661 -> 1690, 6871 -> 6900); 3x32 twice as slow.
 BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # whether the first row tile of a panel's K block (panels inner; static rows) also prefetches
 # the piece of B the task reads next, a cache line per panel row per turn of its reduction, by
