@@ -56,8 +56,14 @@ PACK_PARALLEL_MIN_WORK = 1 << 15
 # 48 (head dim 16) 18.9 -> 13.6, 3x50x64 -> 50 24.9 -> 14.3, 3x197x64 -> 197 266 -> 220,
 # 12x128x64 -> 128 290 -> 260, 12x197x64 -> 197 1067 -> 1082; dense with W at run time
 # 64x128 -> 384 88 -> 71, 128x768 -> 768 2513 -> 2056, 197x192 -> 576 483 -> 502. AVX2 not
-# measured: it keeps the element order.
-PACK_TB_GATHER = {"avx512": True, "avx2": False}
+# measured: it keeps the element order. By host (``common.host_switch``): on a Zen 3 (AVX2,
+# 2 shared cores, one thread, thread CPU time, bench_gemm_shapes, ONNX graph, element ->
+# vector, median of 7 interleaved rounds, us) CLIP's scores 8x77x77x64 (B transposed) 102 ->
+# 95 (ORT 90), BERT's 12x128x128x64 320 -> 297 (ORT 306), where a no-op A/B read within 3%;
+# dense with W at run time (M x N x K, kernel alone, 7 rounds) 128x768x768 2077 -> 1878,
+# 16x768x768 262 -> 234, 197x192x576 510 -> 499, 64x768x768 879 -> 900.
+# Haswell's slow vpgatherdd is not measured: its AVX2 keeps the element order.
+PACK_TB_GATHER = {"avx512": True, "avx2": False, "znver3": True}
 # whether that gathered packing instead moves 16 x 16 blocks of B (16 of its rows, 16 K
 # positions each: 16 vector loads) through an in-register transpose (``lane_transpose``) into
 # 16 vector stores, for K's whole blocks of 16 (the rest gathered as above), by vector ISA
@@ -71,9 +77,10 @@ PACK_TB_TRANSPOSE = {"avx512": True, "avx2": False}
 # panels inside N copied by vectors, only the last one tested per element (before: every
 # element of every panel under a ``col < N`` test, which kept the copy scalar), by vector ISA.
 # AVX-512, one thread, thread CPU time, us, ONNX graph (bench_gemm_shapes): ViT attention
-# 12x197x64 @ 12x64x197 662 -> 573 (ORT 475; the packing alone ~108 -> ~51). AVX2 not
-# measured: off.
-PACK_FULL_PANELS_BY_VECTORS = {"avx512": True, "avx2": False}
+# 12x197x64 @ 12x64x197 662 -> 573 (ORT 475; the packing alone ~108 -> ~51). AVX2 (plain
+# vector copies, no gather): Zen 3, 2 shared cores, one thread, same graph, median of 7
+# interleaved rounds, us: 841 -> 734 (ORT 739); BERT's 128-wide products have no partial panel.
+PACK_FULL_PANELS_BY_VECTORS = {"avx512": True, "avx2": True}
 GEMV_SPLIT = 4  # interleaved partial sums of the one-row kernel
 # the compiler's default register tile (mr rows x nr columns) by vector ISA: its mr * nr / lanes
 # accumulators plus the nr / lanes B vectors loaded per step must fit the register file. 8x32
@@ -111,7 +118,9 @@ TILES = {"avx512": (12, 32), "avx2": (6, 16)}
 # since the 12x32 tile (a 32 KB B piece beside 12 rows of A in a 48 KB L1, where 384's 48 KB
 # filled it; on a Zen 4's 32 KB L1 neither fits whole): on a Sapphire Rapids 384 vs 256 was
 # within the noise (GFLOP/s, as at ``TILES``: 192 vs 205, 185-188 vs 198-203, 185-203 vs
-# 188-189, 206 vs 215, 207-209 vs 191-198).
+# 188-189, 206 vs 215, 207-209 vs 191-198). On a Zen 3 (AVX2, one thread, us, BERT's dense
+# shapes + bias, ORT 1700 / 7045): kc 384 -> 256 128x768x768 1638 -> 1669, 128x768x3072 6866
+# -> 6903, within the noise, as the 5x16 tile (1661 -> 1690, 6871 -> 6900); 3x32 twice as slow.
 BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # whether the first row tile of a panel's K block (panels inner; static rows) also prefetches
 # the piece of B the task reads next, a cache line per panel row per turn of its reduction, by
@@ -123,7 +132,8 @@ BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # 128x3072x768 152 -> 167 (167), 128x768x3072 151 -> 166 (169); one weight, hot: 184 -> 179,
 # 195 -> 194, 64x128x784 215 -> 209 (the noise, load ~3). With several row blocks the first
 # tile of each (8 copies of the weight, load ~5): 384x768x768 174 -> 188 (ORT 198), 384x768x3072
-# 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged (not measured).
+# 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged: on a Zen 3 whole BERT-base
+# (seq 128, one thread, 5 interleaved rounds) 267.9 -> 266.8 ms, the noise.
 PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
 # by vector ISA: how many K positions ahead the cache-blocked schedule's tiles prefetch their
 # own panel of the packed B (2 lines of a 32-wide panel a K step: 32 positions = 4 KiB ahead)
@@ -145,7 +155,8 @@ PREFETCH_AHEAD_MAX_ROWS = 16
 # @ 12x64x197 runs the 5 columns of its 7th panel as 8 lanes, not 32. AVX-512, one thread,
 # thread CPU time, kernel alone, us, off -> on: that product 535 -> 506, 12x128x64 @ 12x64x100
 # 199 -> 182, dense 300x530 -> 70 (+bias, relu) 180 -> 162, 100x500 -> 300 199 -> 186. The
-# half-width rule of ``gemm._dense_nr`` counts the narrowed lanes. AVX2 not measured: off.
+# half-width rule of ``gemm._dense_nr`` counts the narrowed lanes. AVX2 off: on a Zen 3 (one
+# thread, bench_gemm_shapes --ab, 5 rounds) ViT 12x197 and the odd shapes within 3% either way.
 NARROW_PARTIAL_PANEL = {"avx512": True, "avx2": False}
 MIN_GROUPS = 4  # a blocked GEMM with this many panels splits them into at least this many
 # groups (tasks for the thread pool even when there is one row block)

@@ -16,6 +16,7 @@ import numpy as np
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.op import if_then_else
+from .common import host_switch
 from .gemm_loops import GemmLoops, _static_work
 from .lane_transpose import LANES as TRANSPOSE_LANES
 from .lane_transpose import transpose16_of
@@ -60,7 +61,7 @@ class PanelPacking(GemmLoops):
         nr, N, K = self.nr, self.N, self.K
         nb = self.batch if self.b_batched else 1
 
-        gather = self.transpose_b and gemm_kernel.PACK_TB_GATHER[gemm_kernel.vector_isa()]
+        gather = self.transpose_b and host_switch(gemm_kernel.PACK_TB_GATHER)
         partial = not isinstance(N, int) or N % nr
 
         def inner(b, jo, k, jj, guard=partial):

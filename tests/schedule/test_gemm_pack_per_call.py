@@ -87,3 +87,20 @@ def test_batch_gemm_row_major_b_partial_panel_matches_numpy(batch, m, n, k, nr):
     codegen.build(prim)["batch_gemm"](a, b, c)
     want = a.astype("float64") @ b.astype("float64")
     np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
+
+
+def test_gather_switch_is_read_per_host(monkeypatch):
+    """``PACK_TB_GATHER`` applies by host: Zen 3's own entry for its AVX2 code, the AVX2 row
+    for another AVX2 CPU, the AVX-512 row for an AVX-512 CPU (whatever the Zen 3 entry says)."""
+    from minitvm.runtime import jit
+    from minitvm.schedule.common import host_switch
+
+    avx2 = "+avx,+avx2,+fma,+sse4.2,-avx512f"
+    avx512 = "+avx,+avx2,+fma,+sse4.2,+avx512f,+avx512bw,+avx512dq,+avx512vl"
+    table = {"avx512": "avx512 row", "avx2": "avx2 row", "znver3": "znver3 entry"}
+    monkeypatch.setattr(gemm_kernel, "PACK_TB_GATHER", table)
+    for cpu, features, want in (("znver3", avx2, "znver3 entry"), ("haswell", avx2, "avx2 row"),
+                                ("icelake-server", avx512, "avx512 row"),
+                                ("rocketlake", avx512, "avx512 row")):
+        monkeypatch.setattr(jit, "host_cpu", lambda c=cpu, f=features: (c, f))
+        assert host_switch(gemm_kernel.PACK_TB_GATHER) == want, cpu
