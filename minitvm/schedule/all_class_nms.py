@@ -50,9 +50,7 @@ def _f(v: float) -> E.PrimExpr:
 
 
 def _i32(v) -> E.PrimExpr:
-    if isinstance(v, int):
-        return imm(v)
-    return v if v.dtype == "int32" else E.Cast("int32", v)
+    return E.as_index(v, "int32")
 
 
 def _cmax(a, b):

@@ -197,9 +197,7 @@ def use_gemm(t, options: LoweringOptions) -> bool:
 
 
 def _i64(v) -> E.PrimExpr:
-    if isinstance(v, int):
-        return E.IntImm("int64", v)
-    return v if v.dtype == "int64" else E.Cast("int64", v)
+    return E.as_index(v, "int64")
 
 
 def _off(buf, extra=0) -> E.PrimExpr:

@@ -192,12 +192,14 @@ def _depends_on(t, anchor, materialize) -> bool:
     return False
 
 
-def _packable(order, t, options: LoweringOptions):
-    """The generated dense anchor that is ``t``'s only reader as its weight, or None."""
+def _packable(order, t, options: LoweringOptions, matmul: bool = False):
+    """The generated dense anchor (``matmul``: the generated matmul) that is ``t``'s only
+    reader, as its second operand (the weight / B), or None."""
+    generated = gemm.use_generated_matmul if matmul else gemm.use_generated_dense
     readers = [u for u in order if isinstance(u.op, ComputeOp)
                and any(x is t for x in u.op.input_tensors)]
     if len(readers) != 1 or not _is_gemm(readers[0], options) or \
-            not gemm.use_generated_dense(readers[0], options):
+            not generated(readers[0], options):
         return None
     a, w = readers[0].op.attrs["operands"]
     return readers[0] if w is t and a is not t else None
@@ -305,7 +307,7 @@ def lower_to_buffers(inputs, outputs, buffers: dict, options: LoweringOptions | 
     for k, t in enumerate(inputs):
         if k not in prepack or packs is None:
             continue
-        anchor = _packable_matmul(order, t, ctx.options)
+        anchor = _packable(order, t, ctx.options, matmul=True)
         conv = _packable_conv(order, t, ctx.options) if anchor is None and \
             _is_static(_shape(t)) else None
         if anchor is None and (conv is None or not _is_static(_shape(conv))):
@@ -329,17 +331,6 @@ def _conv_packed_weight(conv, options: LoweringOptions):
         conv_winograd.packed_weight(conv, options) if rule is _WINOGRAD else \
         conv_lanes.packed_weight(conv) if rule is _GROUPED else \
         conv_direct.packed_weight(conv)
-
-
-def _packable_matmul(order, t, options: LoweringOptions):
-    """The generated matmul that is ``t``'s only reader, as its B, or None."""
-    readers = [u for u in order if isinstance(u.op, ComputeOp)
-               and any(x is t for x in u.op.input_tensors)]
-    if len(readers) != 1 or not _is_gemm(readers[0], options) or \
-            not gemm.use_generated_matmul(readers[0], options):
-        return None
-    a, b = readers[0].op.attrs["operands"]
-    return readers[0] if b is t and a is not t else None
 
 
 def _lower_stages(ctx, order, materialize, outputs) -> S.Stmt:

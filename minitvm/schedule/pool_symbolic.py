@@ -128,9 +128,7 @@ def emit_run_time_bins(ctx, t, out, x, combine, epi=None) -> S.Stmt:
     idt = next(d.dtype for d in dims if not isinstance(d, int))
 
     def c(v):
-        if isinstance(v, int):
-            return E.IntImm(idt, v)
-        return v if v.dtype == idt else E.Cast(idt, v)
+        return E.as_index(v, idt)
 
     nb, ch = dims[0], dims[1]
     deep = len(dims) == 5  # (NCDHW: the depth bins around each (H, W) plane's)
@@ -193,9 +191,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
     idt = next((d.dtype for d in (*dims, *dims_of(t)) if not isinstance(d, int)), "int32")
 
     def c(v):  # an index of the loops' type
-        if isinstance(v, int):
-            return E.IntImm(idt, v)
-        return v if v.dtype == idt else E.Cast(idt, v)
+        return E.as_index(v, idt)
 
     nb, ch = dims[0], dims[1]
     h, w = (c(v) for v in _plane(x))
@@ -241,6 +237,10 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
         v = ctx.fresh(name, idt)
         return S.LetStmt(v, value, body_fn(v))
 
+    def clamped(i, n):
+        """``(i in [0, n), i clamped into [0, n))``: a masked tap's condition and index."""
+        return E.And(i >= c(0), i < n), E.Max(E.Min(i, n - c(1)), c(0))
+
     def row_taps(rbase, rcond, j, xmask, kxs, src=xf) -> list:
         """The taps of one window row (its start in the flat input ``rbase``, in-bounds
         condition ``rcond`` or None) at window columns ``kxs`` (ints, or one loop var) for
@@ -250,9 +250,8 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
             ix = j * c(sw) + (c(kx * dw - pl) if isinstance(kx, int) else kx * c(dw) - c(pl))
             cond = None if clamp_only else rcond
             if xmask:
-                xc = E.And(ix >= c(0), ix < w)
+                xc, ix = clamped(ix, w)
                 cond = None if clamp_only else xc if cond is None else E.And(cond, xc)
-                ix = E.Max(E.Min(ix, w - c(1)), c(0))
             v = E.BufferLoad(src, [rbase + ix] if src is xf else [ix])
             taps.append(v if cond is None else E.Select(cond, v, pad))
         return taps
@@ -317,10 +316,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
 
         ky = ctx.fresh("ky", idt)
         iy = oy * c(sh) + ky * c(dh) - c(pt)
-        cond = None
-        if ymask:
-            cond = E.And(iy >= c(0), iy < h)
-            iy = E.Max(E.Min(iy, h - c(1)), c(0))
+        cond, iy = clamped(iy, h) if ymask else (None, iy)
         kx = ctx.fresh("kx", idt) if kw > DIRECT_MAX_TAPS else None
 
         def update(r):
@@ -369,10 +365,7 @@ def emit(ctx, t, out, x, combine, epi=None) -> S.Stmt:
             if ky == kh:
                 return body_fn(rows)
             iy = oy * c(sh) + c(ky * dh - pt)
-            cond = None
-            if ymask:
-                cond = E.And(iy >= c(0), iy < h)
-                iy = E.Max(E.Min(iy, h - c(1)), c(0))
+            cond, iy = clamped(iy, h) if ymask else (None, iy)
             return let("r", p * h * w + iy * w, lambda r: with_rows(
                 ky + 1, [*rows, (r, cond)], body_fn))
 

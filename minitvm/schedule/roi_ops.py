@@ -42,9 +42,7 @@ __all__ = ["emit_roi_align", "emit_roi_pool", "roi_align_prim_func", "roi_pool_p
 
 
 def _i32(v) -> E.PrimExpr:
-    if isinstance(v, int):
-        return imm(v)
-    return v if v.dtype == "int32" else E.Cast("int32", v)
+    return E.as_index(v, "int32")
 
 
 def _let(ctx, name: str, value: E.PrimExpr, body_fn) -> S.Stmt:

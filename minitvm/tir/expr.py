@@ -212,6 +212,14 @@ def const(value, dtype: str | None = None) -> PrimExpr:
     return _to_expr(value, dtype)
 
 
+def as_index(v, dtype: str) -> PrimExpr:
+    """Index ``v`` (an int or an integer expression) as an expression of ``dtype``: an
+    immediate, the expression itself, or its cast (loop bounds of one index type)."""
+    if isinstance(v, int):
+        return IntImm(dtype, v)
+    return v if v.dtype == dtype else Cast(dtype, v)
+
+
 # --------------------------------------------------------------------------- loop-level nodes
 def _printed(node) -> str:
     from .printer import expr_to_str

@@ -345,9 +345,7 @@ def _yolo_reorg_symbolic(x, s: int, shape):
     idt = next(d.dtype for d in (*dims(x), *shape) if not isinstance(d, int))
 
     def k_(v):  # an index of the sizes' type
-        if isinstance(v, int):
-            return E.IntImm(idt, v)
-        return v if v.dtype == idt else E.Cast(idt, v)
+        return E.as_index(v, idt)
 
     c, h, w = k_(c), k_(h), k_(w)
     ss = k_(s)

@@ -63,20 +63,29 @@ CASES = {
 }
 
 
+def _pool_mod(op: str, attrs: dict, dims=ANY4, dtype="float32") -> tvm.IRModule:
+    """One pool of input dims ``dims`` (run-time sizes by default)."""
+    x = relay.var("x", shape=dims, dtype=dtype)
+    return tvm.IRModule.from_expr(relay.Function([x], getattr(relay.nn, op)(x, **attrs)))
+
+
+def _pool_vm(op: str, attrs: dict, dims=ANY4, dtype="float32"):
+    """``_pool_mod``'s module and its Relay VM."""
+    mod = _pool_mod(op, attrs, dims, dtype)
+    return mod, VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+
+
 def _run_case(op: str, attrs: dict, shapes, dtype="float32", rank=4, dims=None):
     name = op.replace("2d", "1d") if rank == 3 else op
-    x = relay.var("x", shape=dims or ANY4[:rank], dtype=dtype)
-    mod = tvm.IRModule.from_expr(relay.Function([x], getattr(relay.nn, name)(x, **attrs)))
-    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    _, vm = _pool_vm(name, attrs, dims or ANY4[:rank], dtype)
     rng = np.random.default_rng(0)
     for shape in shapes:
         if dtype.startswith("float"):
             a = rng.standard_normal(shape).astype(dtype)
         else:
             a = rng.integers(-100, 100, shape).astype(dtype)
-        xs = relay.var("x", shape=shape, dtype=dtype)
-        ref = relay.create_executor("debug", mod=tvm.IRModule.from_expr(relay.Function(
-            [xs], getattr(relay.nn, name)(xs, **attrs)))).evaluate()(a).numpy()
+        ref = relay.create_executor("debug", mod=_pool_mod(name, attrs, shape, dtype)
+                                    ).evaluate()(a).numpy()
         got = vm.run(a).numpy()
         assert got.shape == ref.shape, (shape, got.shape, ref.shape)
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=str(shape))
@@ -110,6 +119,25 @@ def test_symbolic_int8_pool_of_a_large_window():
               [(1, 1, 4, 4), (1, 2, 13, 70)], dtype="int8")
 
 
+def _relax_pool(make, dims=None) -> tvm.IRModule:
+    """Relax ``main`` of ``make(x)``, ``x`` float32 of ``dims`` (default: run-time N, C, H, W)."""
+    dims = dims or [tir.Var(v, "int64") for v in "nchw"]
+    x = relax.Var("x", relax.TensorStructInfo(dims, "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(make(x), "out"))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def _legal_prim(mod: tvm.IRModule):
+    """The one PrimFunc LegalizeOps makes of ``mod``'s op."""
+    legal = LegalizeOps()(mod)
+    (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+    return prim
+
+
 def test_large_windows_and_strides_take_the_pool_schedule():
     """A window of more taps than the unrolled form writes out, or of 16 or more at column
     stride 1, combines its rows into a row temporary first (overlapping columns: 9x9 / 1,
@@ -122,15 +150,7 @@ def test_large_windows_and_strides_take_the_pool_schedule():
                         (dict(pool_size=(5, 5), strides=(1, 1), padding=(2, 2)), "pool_row"),
                         (dict(pool_size=(3, 3), strides=(1, 1), padding=(1, 1)), None),
                         (dict(pool_size=(2, 2), strides=(6, 6)), None)):
-        x = relax.Var("x", relax.TensorStructInfo([tir.Var(v, "int64") for v in "nchw"],
-                                                  "float32"))
-        bb = relax.BlockBuilder()
-        with bb.function("main", [x]):
-            with bb.dataflow():
-                out = bb.emit_output(bb.emit(nn.max_pool2d(x, **attrs), "out"))
-            bb.emit_func_output(out)
-        legal = LegalizeOps()(bb.get())
-        (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+        prim = _legal_prim(_relax_pool(lambda x, attrs=attrs: nn.max_pool2d(x, **attrs)))
         text = str(optimize_prim_func(prim))
         assert "T.block" not in text and "T.vectorized" in text, attrs
         assert [f for f in ("pool_row", "pool_acc") if f in text] == ([form] if form else []), \
@@ -150,10 +170,8 @@ def test_run_time_channels_or_batch_only():
 def test_symbolic_max_pool_border_of_minus_inf():
     """A border window whose inputs are all -inf gives the padding's value (the dtype's lowest
     finite value), as the compute does: the clamped border taps repeat -inf, the padding joins."""
-    x = relay.var("x", shape=ANY4, dtype="float32")
-    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
-        x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1), ceil_mode=True)))
-    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    mod, vm = _pool_vm("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1),
+                                          ceil_mode=True))
     a = np.full((1, 1, 6, 7), -np.inf, "float32")
     a[0, 0, 2:4, 2:4] = 1.0
     ref = relay.create_executor("debug", mod=mod).evaluate()(a).numpy()
@@ -163,10 +181,7 @@ def test_symbolic_max_pool_border_of_minus_inf():
 
 
 def test_symbolic_pool_propagates_nan():
-    x = relay.var("x", shape=ANY4, dtype="float32")
-    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
-        x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1))))
-    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    _, vm = _pool_vm("max_pool2d", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1)))
     a = np.zeros((1, 1, 9, 20), "float32")
     a[0, 0, 4, 10] = np.nan  # (an interior window's tap)
     a[0, 0, 0, 0] = np.nan  # (a border window's)
@@ -177,27 +192,13 @@ def test_symbolic_pool_propagates_nan():
 def test_symbolic_looped_max_pool_propagates_nan():
     """The accumulated form (a 9x9 window) keeps a NaN in every window holding it, interior
     and border alike, and nowhere else."""
-    x = relay.var("x", shape=ANY4, dtype="float32")
-    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.max_pool2d(
-        x, pool_size=(9, 9), strides=(1, 1), padding=(4, 4))))
-    vm = VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    _, vm = _pool_vm("max_pool2d", dict(pool_size=(9, 9), strides=(1, 1), padding=(4, 4)))
     a = np.zeros((1, 1, 11, 30), "float32")
     a[0, 0, 5, 15] = np.nan
     got = vm.run(a).numpy()[0, 0]
     want = np.zeros(got.shape, bool)
     want[1:10, 11:20] = True
     np.testing.assert_array_equal(np.isnan(got), want)
-
-
-def _relax_pool(make):
-    n, c, h, w = (tir.Var(v, "int64") for v in "nchw")
-    x = relax.Var("x", relax.TensorStructInfo([n, c, h, w], "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            out = bb.emit_output(bb.emit(make(x), "out"))
-        bb.emit_func_output(out)
-    return bb.get()
 
 
 def test_relax_symbolic_mean_takes_the_pool_schedule():
@@ -209,9 +210,7 @@ def test_relax_symbolic_mean_takes_the_pool_schedule():
                              count_include_pad=True)
 
     mod = _relax_pool(make)
-    legal = LegalizeOps()(mod)
-    (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
-    text = str(optimize_prim_func(prim))
+    text = str(optimize_prim_func(_legal_prim(mod)))
     assert "T.block" not in text and "T.parallel(n * c" in text and "T.vectorized" in text
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     rng = np.random.default_rng(1)
@@ -256,19 +255,11 @@ def test_relax_symbolic_adaptive_mean_reduces_the_widest_bin(nd):
     output (``topi.pooling_nd.widest_bin``), not the whole axis (400 taps per output of a
     20x20 plane pooled to 7x7, where 16 do), masked to each bin; the schedule sums each bin
     over its bounds, unmasked. Sizes 1, multiples of the output and not."""
-    names = "dhw"[3 - nd:]
-    dims = [tir.Var(v, "int64") for v in names]
-    x = relax.Var("x", relax.TensorStructInfo([1, 2, *dims], "float32"))
+    dims = [tir.Var(v, "int64") for v in "dhw"[3 - nd:]]
     op = {1: nn.adaptive_avg_pool1d, 2: nn.adaptive_avg_pool2d, 3: nn.adaptive_avg_pool3d}[nd]
     outs = (3,) * nd
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            out = bb.emit_output(bb.emit(op(x, outs), "out"))
-        bb.emit_func_output(out)
-    mod = bb.get()
-    legal = LegalizeOps()(mod)
-    (prim,) = [legal[g] for g in legal.functions if g.name_hint != "main"]
+    mod = _relax_pool(lambda x: op(x, outs), [1, 2, *dims])
+    prim = _legal_prim(mod)
     text = str(prim)
     assert "T.min(" in text and text.count("// T.int64(3) + T.int64(1))") >= nd
     fast = str(optimize_prim_func(prim))
@@ -286,15 +277,9 @@ def test_relax_symbolic_adaptive_mean_3d_of_uneven_sizes():
     """A 3-D adaptive mean over run-time depth, height and width each of its own size and
     output count (bins of different widths per axis, a depth of 1), two images of three
     channels: each (image, channel, depth bin) sums its own bins."""
-    d, h, w = (tir.Var(v, "int64") for v in "dhw")
-    x = relax.Var("x", relax.TensorStructInfo([2, 3, d, h, w], "float32"))
     outs = (2, 3, 1)
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            out = bb.emit_output(bb.emit(nn.adaptive_avg_pool3d(x, outs), "out"))
-        bb.emit_func_output(out)
-    mod = bb.get()
+    mod = _relax_pool(lambda x: nn.adaptive_avg_pool3d(x, outs),
+                      [2, 3, *(tir.Var(v, "int64") for v in "dhw")])
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     rng = np.random.default_rng(4)
     for shape in [(2, 3, 5, 7, 4), (2, 3, 1, 3, 9), (2, 3, 2, 11, 1)]:

@@ -7,32 +7,18 @@ and edge inputs, to 2e-6 relative (measured max 5.2e-7), frexp bit-exact."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
+
+from torch_special_cases import EDGES, ndtr_exact, seeded  # noqa: E402
 
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
 
 from .exported_program_run import Fn  # noqa: E402
-
-_EDGES = [0.0, -0.0, 1e-30, -1e-6, 1.0, -1.0, 1e3, -1e3, -1e10, float("inf"), float("-inf"),
-          float("nan")]
-
-
-def _ndtr_exact(x) -> np.ndarray:
-    """Phi(x) from the C library's double ``erfc``, rounded to float32 (torch's float64 kernel
-    rounds the left tail to 0 too)."""
-    return np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x.tolist()], "float32")
-
-
-def _seeded(scale: float, n: int = 400, seed: int = 0):
-    return torch.from_numpy(np.random.default_rng(seed).standard_normal(n).astype("float32")
-                            * np.float32(scale))
 
 
 def _run(fn, x, decompose: bool):
@@ -56,7 +42,7 @@ def _check(fn, x, decompose: bool):
 
 @pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "whole"])
 def test_log_ndtr_both_tails(decompose):
-    x = torch.cat([_seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(_EDGES)])
+    x = torch.cat([seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(EDGES)])
     _check(torch.special.log_ndtr, x, decompose)
 
 
@@ -64,9 +50,9 @@ def test_ndtr_left_tail_whole():
     """Converted whole: float32 precision against ``math.erfc`` down the left tail
     (torch's kernel, like torch.export's decomposition, is ``(1 + erf(x / sqrt(2))) / 2``,
     0 below about -5.4 in float32: within its absolute error of that everywhere)."""
-    x = torch.cat([_seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(_EDGES)])
+    x = torch.cat([seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(EDGES)])
     (ref,), (out,) = _run(torch.special.ndtr, x, False)
-    exact = _ndtr_exact(x)
+    exact = ndtr_exact(x)
     assert out.dtype == ref.dtype and out.shape == ref.shape
     np.testing.assert_allclose(out, exact, rtol=2e-6, atol=3e-45, equal_nan=True)
     np.testing.assert_allclose(out, ref, rtol=0, atol=2e-7, equal_nan=True)
@@ -81,7 +67,7 @@ def test_ndtri_near_0_and_1():
 
 
 def test_i0_series_asymptotic_and_overflow():
-    x = torch.cat([_seeded(20.0), torch.linspace(-95, 95, 381),
+    x = torch.cat([seeded(20.0), torch.linspace(-95, 95, 381),
                    torch.tensor([0.0, 12.0, -12.0, float("inf"), float("nan")])])
     _check(torch.special.i0, x, True)
     _check(torch.i0, torch.arange(-20, 21), True)
@@ -94,7 +80,7 @@ def test_log1p_of_tiny_values():
 
 def test_frexp_exact():
     powers = torch.exp2(torch.arange(-149.0, 128.0))
-    x = torch.cat([_seeded(1e3), powers, -0.75 * powers,
+    x = torch.cat([seeded(1e3), powers, -0.75 * powers,
                    torch.tensor([0.0, -0.0, 1e-45, 3.4e38, float("inf"), float("-inf"),
                                  float("nan")])])
     ref, out = _run(torch.frexp, x, True)

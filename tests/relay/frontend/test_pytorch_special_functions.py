@@ -8,33 +8,18 @@ compared with eager on random and edge inputs (measured max relative error 5.2e-
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch importer needs `torch`")
 
 from frontend_models import eager_and_imports  # noqa: E402
-
-_EDGES = [0.0, -0.0, 1e-30, -1e-6, 1.0, -1.0, 1e3, -1e3, -1e10, float("inf"), float("-inf"),
-          float("nan")]
-
-
-def _ndtr_exact(x) -> np.ndarray:
-    """Phi(x) from the C library's double ``erfc``, rounded to float32 (torch's float64 kernel
-    rounds the left tail to 0 too)."""
-    return np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x.tolist()], "float32")
-
-
-def _seeded(scale: float, n: int = 400, seed: int = 0):
-    return torch.from_numpy(np.random.default_rng(seed).standard_normal(n).astype("float32")
-                            * np.float32(scale))
+from torch_special_cases import EDGES, ndtr_exact, seeded  # noqa: E402
 
 
 def _wide():
     """Random values, a sweep through both tails and the edge values."""
-    return torch.cat([_seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(_EDGES)])
+    return torch.cat([seeded(3.0), torch.linspace(-40, 10, 301), torch.tensor(EDGES)])
 
 
 def _probabilities():
@@ -45,13 +30,13 @@ def _probabilities():
 
 
 def _bessel_arguments():
-    return torch.cat([_seeded(20.0), torch.linspace(-95, 95, 381),
+    return torch.cat([seeded(20.0), torch.linspace(-95, 95, 381),
                       torch.tensor([0.0, 12.0, -12.0, 1e-20, float("inf"), float("nan")])])
 
 
 def _frexp_arguments():
     powers = torch.exp2(torch.arange(-149.0, 128.0))
-    return torch.cat([_seeded(1e3), powers, -0.75 * powers,
+    return torch.cat([seeded(1e3), powers, -0.75 * powers,
                       torch.tensor([0.0, -0.0, 1e-45, -1e-40, 3.4e38, float("inf"),
                                     float("-inf"), float("nan")])])
 
@@ -83,7 +68,7 @@ def test_ndtr_keeps_the_left_tail():
     its absolute error of that everywhere)."""
     x = _wide()
     ref, outs = _outputs(torch.special.ndtr, x)
-    exact = _ndtr_exact(x)
+    exact = ndtr_exact(x)
     for out in outs:
         assert out.dtype == ref.dtype and out.shape == ref.shape
         np.testing.assert_allclose(out, exact, rtol=2e-6, atol=3e-45, equal_nan=True)
