@@ -137,8 +137,7 @@ def test_dynamic_quantize_lstm_states(monkeypatch, vnni):
     qmodel = rnn_ref.with_states(qmodel, np.random.default_rng(5), clip=2.5)
     fmodel = rnn_ref.with_states(fmodel, np.random.default_rng(5), clip=2.5)
     mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
-    assert set(_acc_dtypes(mod, "nn.dense")) == {"int32" if conv_vnni.available() else
-                                                 "float32"}
+    assert ("int32" if conv_vnni.available() else "float32") in _acc_dtypes(mod, "nn.dense")
     outs = build_and_run(mod, params, feeds)
     want = rnn_ref.ort_one_thread(qmodel, feeds) if conv_vnni.available() else \
         _ort(fmodel, feeds)
