@@ -236,16 +236,16 @@ def _kernel_scale(call, scale, weight_type, big: str, small: str):
 
 
 def _integer_weight(call) -> bool:
-    """Is the weight of conv / dense ``call`` a float constant of whole numbers? Then its
-    products are a quantized model's exact integer arithmetic (the importers' float32 convs
-    and denses over 8-bit values less their zero points), which a scale folded into the
-    weight would round, moving the requantized result by a step."""
+    """Is the weight of conv / dense ``call`` a float constant of whole numbers, not all 0?
+    Then its products are a quantized model's exact integer arithmetic (the importers' float32
+    convs and denses over 8-bit values less their zero points), which a scale folded into the
+    weight would round, moving the requantized result by a step. (Zeros stay zeros, exactly.)"""
     w = call.args[1]
     if not isinstance(w, Constant) or not str(w.data.dtype).startswith("float"):
         return False
     v = w.data.numpy()
     head = v.reshape(-1)[:64]  # (a float model's weights fail here, without a full pass)
-    return bool(np.all(head == np.round(head)) and np.all(v == np.round(v)))
+    return bool(np.all(head == np.round(head)) and np.all(v == np.round(v)) and np.any(v))
 
 
 def _conv_is_foldable_kernel(call) -> bool:
