@@ -77,14 +77,9 @@ def from_model(model, x):
 def ort_one_thread(model, feeds) -> list:
     """onnxruntime's outputs on one thread: with more, its LSTM quantizes each thread's rows
     of the state on their own (another rounding than one thread's whole batch)."""
-    import onnxruntime as ort
+    from ort_int8_reference import ort_run  # (exact 8-bit products on hosts without VNNI)
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
+    return ort_run(model, feeds, threads=1)
 
 
 def with_sequence_lens(model, lens: np.ndarray):
@@ -104,17 +99,19 @@ def with_sequence_lens(model, lens: np.ndarray):
 
 
 def with_states(model, rng, clip: float | None = None):
-    """A copy of a one-node DynamicQuantizeLSTM model (``onnx_quant_cases``) with constant
-    initial_h, initial_c, peepholes and optionally ``clip``."""
+    """A copy of a one-node DynamicQuantizeLSTM (or LSTM) model (``onnx_quant_cases``) with
+    constant initial_h, initial_c, peepholes and optionally ``clip``: the same ones for the
+    same ``rng`` state."""
     from onnx import helper, numpy_helper
 
     out = type(model)()
     out.CopyFrom(model)
-    inits = {i.name: numpy_helper.to_array(i) for i in out.graph.initializer}
-    dirs, hid = inits["r"].shape[0], inits["r"].shape[1]
-    batch = out.graph.input[0].type.tensor_type.shape.dim[1].dim_value
     node = out.graph.node[0]
-    ins = list(node.input)
+    hid = next(a.i for a in node.attribute if a.name == "hidden_size")
+    dirs = 2 if any(a.name == "direction" and a.s == b"bidirectional"
+                    for a in node.attribute) else 1
+    batch = out.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    ins = list(node.input) + [""] * (5 - len(node.input))
     ins[5:8] = ["h0", "c0", "p"]
     del node.input[:]
     node.input.extend(ins)

@@ -5,6 +5,7 @@ column offsets that wrap masked, against the float64 reference; which planes tak
 import numpy as np
 import pytest
 from depthwise_cases import depthwise_conv, nodes, reference, run
+from schedule_isa import force_isa
 
 from minitvm import codegen, relay
 from minitvm.schedule import depthwise, depthwise_flat, lower_te
@@ -127,19 +128,24 @@ def test_run_layout_holds_every_tap():
     assert stride % g["lanes"] == 0 and stride >= lead + 25 * 5 + 2 * 5 + 2
 
 
-def test_interior_vectors_read_the_input_in_place(rng, monkeypatch):
-    # 25x5: the 8 output vectors' taps reach 6 pixels either way; the first and the last
-    # (overlapping) one read the zero-margined run, the 6 between them the input itself,
-    # whose copy then covers only the pixels the edge vectors reach
+@pytest.mark.parametrize("isa, vectors, edges", [("avx512", 8, 2), ("avx2", 16, 3)])
+def test_interior_vectors_read_the_input_in_place(rng, monkeypatch, isa, vectors, edges):
+    # 25x5: the output vectors' taps reach 6 pixels either way; those at the plane's ends
+    # read the zero-margined run, those between them the input itself, whose copy then
+    # covers only the pixels the edge vectors reach. 16 lanes: 8 vectors, the first and the
+    # last (overlapping) one at the edges; 8 lanes: 16 vectors, the first and the last two
+    # (starting at 112 and 117 of 125)
+    force_isa(monkeypatch, isa)
+    assert len(depthwise_flat.vector_starts(125, depthwise.VECTOR[isa])) == vectors
     out, want, prim = run((1, 8, 25, 5), rng, epilogue="relu")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     stores = [s for s in nodes(prim.body) if isinstance(s, S.BufferStore)
               and s.buffer.name == "out0_flat"]
     reads = [{n.buffer.name for n in post_order(s.value) if isinstance(n, E.BufferLoad)}
              for s in stores]
-    assert len(reads) == 8
-    assert sum("dw_run" in r for r in reads) == 2
-    assert sum("in0_flat" in r and "dw_run" not in r for r in reads) == 6
+    assert len(reads) == vectors
+    assert sum("dw_run" in r for r in reads) == edges
+    assert sum("in0_flat" in r and "dw_run" not in r for r in reads) == vectors - edges
     copies = [s for s in nodes(prim.body) if isinstance(s, S.BufferStore)
               and s.buffer.name == "dw_run"]
     assert copies  # (the edges' input: 22 of the 125 pixels at each end)

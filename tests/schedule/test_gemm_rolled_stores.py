@@ -1,14 +1,17 @@
 """Rolled loops in the GEMMs over a symbolic row count: the swapped GEMM's guarded transposed
 tile store (``GemmLoops.rolled_transposed_store``) and the in-place kernel's lane sums
 (``gemm_tb``), each over a vector-stored copy of the accumulators. Structure, IR size and the
-numbers at row counts from 0 through each branch (in place, swapped, packed)."""
+numbers at row counts from 0 through each branch (in place, swapped, packed), with the
+schedules made as on AVX2 and as on AVX-512 (``schedule_isa``) on any host."""
 
 import importlib
 
 import numpy as np
 import pytest
+from schedule_isa import force_isa
 
-from minitvm.schedule import gemm, gemm_tb, optimize_prim_func
+from minitvm.backend import kernel_cache
+from minitvm.schedule import gemm, gemm_kernel, gemm_tb, optimize_prim_func
 from minitvm.script.parser import from_source
 from minitvm.tir import expr as E
 from minitvm.tir import stmt as S
@@ -45,12 +48,26 @@ def fused(p_x: T.handle, w: T.Buffer((T.int64({n}), T.int64({k})), "float32"),
 N, K = 512, 1024
 
 
-@pytest.fixture(scope="module")
-def swapped():
+ISAS = sorted(gemm_kernel.TILES)
+
+
+@pytest.fixture(params=ISAS)
+def isa(request, monkeypatch):
+    """The vector ISA the schedules are made for (the code runs on the host)."""
+    force_isa(monkeypatch, request.param)
+    return request.param
+
+
+@pytest.fixture(scope="module", params=ISAS)
+def swapped(request):
+    """(isa, the scheduled PrimFunc, its compiled function, its LLVM IR), made as on ``isa``."""
     assert N * K >= gemm.SWAP_MIN_WEIGHT and N <= K
-    g = optimize_prim_func(from_source(_SOURCE.format(n=N, k=K)))
-    fn, ir = build.compile_prim_func(g, "fused")
-    return g, fn, ir
+    with pytest.MonkeyPatch.context() as mp:
+        force_isa(mp, request.param)
+        g = optimize_prim_func(from_source(_SOURCE.format(n=N, k=K)))
+        fn, ir = build.compile_prim_func(g, "fused")
+    kernel_cache.clear_cache()
+    return request.param, g, fn, ir
 
 
 def _allocs(func, prefix: str) -> list:
@@ -59,16 +76,19 @@ def _allocs(func, prefix: str) -> list:
 
 
 def test_swapped_tile_store_is_one_rolled_loop(swapped):
-    g, _, ir = swapped
-    # each swapped tile (12 x 32, and the 8-row edge tile) stores a copy of its accumulator
+    isa, g, _, ir = swapped
+    # each swapped tile (AVX-512: 12 x 32 and the 8-row edge tile; AVX2: 6 x 16 and the
+    # 2-row one) stores a copy of its accumulator
+    mr, nr = gemm_kernel.TILES[isa]
     copies = _allocs(g, "acc_rows")
-    assert copies and all(int(a.extents[0]) in (12 * 32, 8 * 32) for a in copies)
-    # the copy's rows of C run in a serial loop of min(32, m - first row) turns, no guard per row
+    assert copies and all(int(a.extents[0]) in (mr * nr, N % mr * nr) for a in copies)
+    # the copy's rows of C run in a serial loop of min(nr, m - first row) turns, no guard per
+    # row
     rolled = [s for s in walk_stmts(g.body) if isinstance(s, S.For) and
               s.kind == S.ForKind.SERIAL and isinstance(s.extent, E.Min)]
     assert len(rolled) >= len(copies)
     unrolled_guards = [s for s in walk_stmts(g.body) if isinstance(s, S.For) and
-                       s.kind == S.ForKind.UNROLLED and int(s.extent) == 32 and
+                       s.kind == S.ForKind.UNROLLED and int(s.extent) == nr and
                        isinstance(s.body, S.IfThenElse)]
     assert not unrolled_guards
     # 21.9k lines of LLVM IR before the rolled stores (18k of them the unrolled guarded stores)
@@ -76,21 +96,23 @@ def test_swapped_tile_store_is_one_rolled_loop(swapped):
 
 
 def test_in_place_lane_sums_are_one_rolled_loop(swapped):
-    g, _, _ = swapped
-    lanes = gemm_tb.tile_shape()[2]
+    isa, g, _, _ = swapped
+    with pytest.MonkeyPatch.context() as mp:
+        force_isa(mp, isa)
+        lanes = gemm_tb.tile_shape()[2]
     copies = _allocs(g, "nt_lanes")
     assert copies  # the 4 x 4 tile and the one-row tail
     sums = [s for s in walk_stmts(g.body) if isinstance(s, S.For) and
             s.kind == S.ForKind.SERIAL and isinstance(s.extent, E.IntImm) and
-            int(s.extent) == lanes and s.body.kind == S.ForKind.UNROLLED
-            if isinstance(s.body, S.For)]
+            int(s.extent) == lanes and isinstance(s.body, S.For) and
+            s.body.kind == S.ForKind.UNROLLED]
     assert len(sums) == len(copies)
 
 
 @pytest.mark.parametrize("m", [0, 1, 3, 7, 16, 17, 45, 128, 131])
 def test_rolled_stores_match_numpy(swapped, m):
     # 0-15 rows: in place (gemm_tb); 16-128 swapped; above 128 packed
-    _, fn, _ = swapped
+    _, _, fn, _ = swapped
     rng = np.random.default_rng(m)
     x = rng.standard_normal((m, K)).astype("float32")
     w = (rng.standard_normal((N, K)) / np.sqrt(K)).astype("float32")
@@ -129,14 +151,16 @@ def test_lane_sum_order_is_sequential(m):
 
 
 
-def test_swapped_one_row_tile_rolled_store_matches_numpy(monkeypatch):
-    # N = 13 = 12 + 1 (the swapped GEMM taken for any weight here): the last tile has one row
-    # of W, its accumulator split into gemv_split partial sums, the copy taking the summed row
+def test_swapped_one_row_tile_rolled_store_matches_numpy(isa, monkeypatch):
+    # N = mr + 1 (AVX-512: 13 = 12 + 1; the swapped GEMM taken for any weight here): the last
+    # tile has one row of W, its accumulator split into gemv_split partial sums, the copy
+    # taking the summed row
     monkeypatch.setattr(gemm, "SWAP_MIN_WEIGHT", 1)
-    n, k = 13, 64
+    mr = gemm_kernel.TILES[isa][0]
+    n, k = mr + 1, 64
     g = optimize_prim_func(from_source(_SOURCE.format(n=n, k=k)))
     one, full = sorted(int(a.extents[0]) for a in _allocs(g, "acc_rows"))
-    assert full == 12 * one  # (a 12-row tile and a one-row tile of the same panel width)
+    assert full == mr * one  # (an mr-row tile and a one-row tile of the same panel width)
     fn, _ = build.compile_prim_func(g, "fused")
     for m in (16, 45, 128):
         rng = np.random.default_rng(m)

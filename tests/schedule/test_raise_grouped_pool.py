@@ -6,12 +6,13 @@ static and a symbolic batch, and which schedule the kernel got."""
 
 import numpy as np
 import pytest
+from schedule_isa import force_isa
 
 import minitvm as tvm
 from minitvm import relax, te, tir
 from minitvm.codegen.build import build
 from minitvm.relax.pipeline import get_pipeline
-from minitvm.schedule import optimize_prim_func, pool
+from minitvm.schedule import conv_winograd, optimize_prim_func, pool
 from minitvm.schedule.raise_blocks import analyze_nest, segments, unwrap_root
 from minitvm.tir import stmt as S
 from minitvm.tir.stmt_functor import walk_stmts
@@ -139,10 +140,17 @@ def test_depthwise_channel_multiplier(rng):
     _check_conv(rng, 8, 16, 10, 3, 1, 8, "relu", False, "dw_xph")
 
 
+@pytest.mark.parametrize("isa, winograd, marker", [
+    ("avx512", True, "cl_acc"),   # AVX-512: Winograd only past its gain; the lanes schedule
+    ("avx2", True, "wg_x"),       # AVX2: every 3x3 stride-1 conv Winograd takes (MIN_GAIN)
+    ("avx2", False, "cl_acc")])   # AVX2 with Winograd off: the lanes schedule, AVX2's tiles
 @pytest.mark.parametrize("symbolic", [False, True])
-def test_grouped_conv_on_channel_lanes(rng, symbolic):
+def test_grouped_conv_on_channel_lanes(rng, monkeypatch, symbolic, isa, winograd, marker):
     # 4 groups of 16 channels, 3x3: 144 taps per output channel, the prepacked lanes schedule
-    _check_conv(rng, 64, 64, 10, 3, 1, 4, "relu", symbolic, "cl_acc")
+    # or Winograd's, made as on each vector ISA (``schedule_isa``; the code is the host's)
+    force_isa(monkeypatch, isa)
+    monkeypatch.setattr(conv_winograd, "DEFAULT_ON", winograd)
+    _check_conv(rng, 64, 64, 10, 3, 1, 4, "relu", symbolic, marker)
 
 
 def test_grouped_conv_few_taps_on_the_depthwise_schedule(rng):

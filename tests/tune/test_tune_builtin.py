@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 
 import numpy as np
 import pytest
+from schedule_isa import force_isa
 from tune_helpers import DENSE, mlp_reference, small_mlp
 
 from minitvm import relay
@@ -222,17 +222,9 @@ def schedules_for(monkeypatch):
     (``common.host_switch``) as on ``cpu``, or on a CPU with no entries of its own; kernels
     built meanwhile are forgotten."""
     from minitvm.backend import kernel_cache
-    from minitvm.schedule import common, gemm_tb
 
     def force(isa, cpu=None):
-        monkeypatch.setattr(common, "host_key", lambda switch: cpu if cpu in switch else isa)
-        host = common.vector_isa
-        for mod in list(sys.modules.values()):
-            if getattr(mod, "__name__", "").startswith("minitvm.") and \
-                    getattr(mod, "vector_isa", None) is host:
-                monkeypatch.setattr(mod, "vector_isa", lambda: isa)
-        monkeypatch.setattr(gemm_tb, "vector_isa", lambda: isa)
-        kernel_cache.clear_cache()
+        force_isa(monkeypatch, isa, cpu)
 
     yield force
     kernel_cache.clear_cache()

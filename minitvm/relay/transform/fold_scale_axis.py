@@ -18,7 +18,10 @@ Deviations, only where TVM's result would be wrong or much slower: dense takes p
 extents are symbolic (TVM drops the scale there); and a scale computed from the value it
 scales (``x * f(x)``: hardswish, swish, squeeze-and-excitation gates) or from an input or
 intermediate value the two share (an LSTM cell's ``h = sigmoid(o) * tanh(c)``) is not folded,
-in either direction. TVM folds those too, and then every call rewrites the whole weight
+in either direction; nor is a scale folded into a conv / dense whose constant float weight is
+all whole numbers (``_integer_weight``: a quantized model's exact integer products in float32,
+as the ONNX importer makes them without VNNI, whose requantization a folded scale would move
+by a step). TVM folds those too, and then every call rewrites the whole weight
 instead of scaling the activation: MobileNetV3's last dense multiplied its 1000x1024 weight per
 call (0.30 ms, more than the dense itself) to scale 1024 values; Show-Attend-Tell's unrolled
 LSTM multiplied three weights (500, 512 and 64 x 128) per step; and a weight that is no longer
@@ -234,10 +237,25 @@ def _kernel_scale(call, scale, weight_type, big: str, small: str):
     return reshape_to_match_axis(scale, list(weight_type.shape), (kb, ks))
 
 
+def _integer_weight(call) -> bool:
+    """Is the weight of conv / dense ``call`` a float constant of whole numbers, not all 0?
+    Then its products are a quantized model's exact integer arithmetic (the importers' float32
+    convs and denses over 8-bit values less their zero points), which a scale folded into the
+    weight would round, moving the requantized result by a step. (Zeros stay zeros, exactly.)"""
+    w = call.args[1]
+    if not isinstance(w, Constant) or not str(w.data.dtype).startswith("float"):
+        return False
+    v = w.data.numpy()
+    head = v.reshape(-1)[:64]  # (a float model's weights fail here, without a full pass)
+    return bool(np.all(head == np.round(head)) and np.all(v == np.round(v)) and np.any(v))
+
+
 def _conv_is_foldable_kernel(call) -> bool:
     wt, ct = _ttype(call.args[1]), _ttype(call)
     if wt is not None and ct is not None and wt.dtype != ct.dtype:
         return False  # (an int8 weight of a float conv cannot take a float scale)
+    if _integer_weight(call):
+        return False
     kernel = Layout(call.attrs.kernel_layout)
     ko, ki, big_i = kernel.index_of("o"), kernel.index_of("i"), kernel.index_of("I")
     return big_i >= 0 and ((ko < 0 and ki < 0) or (ko >= 0 and ki >= 0))
@@ -267,7 +285,7 @@ def _fwd_prep(call, out: Message | None) -> list:
     if name in _CONVS:
         axes = _conv_channel_axes(call, call.attrs.data_layout)
         return none if axes is None else [Message(axes, False), None]
-    if name == "nn.dense" and _rank2(call.args[0]):
+    if name == "nn.dense" and _rank2(call.args[0]) and not _integer_weight(call):
         return [Message((1,), False), None]
     return none
 
@@ -448,7 +466,7 @@ def _fwd_conv(call, args, msg):
 
 def _fwd_dense(call, args, msg):
     data, weight = args
-    if not isinstance(data, _Scaled) or isinstance(weight, _Scaled):
+    if not isinstance(data, _Scaled) or isinstance(weight, _Scaled) or _integer_weight(call):
         return None
     return Call(call.op, [data.value, multiply(weight, data.scale)], call.attrs, call.type_args)
 
@@ -547,7 +565,7 @@ def _bwd_prep(call, ins) -> Message | None:
         if m is not None and len(m.axes) == 1 and int(call.attrs.axis) == m.axes[0]:
             return m
         return None
-    if name == "nn.dense" and _rank2(call):
+    if name == "nn.dense" and _rank2(call) and not _integer_weight(call):
         return Message((1,), False)
     return None
 

@@ -125,16 +125,24 @@ def test_dynamic_quantize_lstm_without_vnni(monkeypatch):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_dynamic_quantize_lstm_states():
-    """Initial states, peepholes and clip around the run-time quantized products: ORT's
-    one-thread DynamicQuantizeLSTM within float rounding (its first step's product is that
-    of the quantized initial state)."""
-    qmodel, _, feeds = cases.dynamic_quantize_lstm(True, "int8", "bidirectional", batch=3)
+@pytest.mark.parametrize("vnni", ["host", "off"])
+def test_dynamic_quantize_lstm_states(monkeypatch, vnni):
+    """Initial states, peepholes and clip around the run-time quantized products: on VNNI
+    ORT's one-thread DynamicQuantizeLSTM within float rounding (its first step's product is
+    that of the quantized initial state); without it (the host's, or turned off) the float
+    LSTM over the dequantized weights, ORT's LSTM over them with the same states."""
+    if vnni == "off":
+        monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    qmodel, fmodel, feeds = cases.dynamic_quantize_lstm(True, "int8", "bidirectional", batch=3)
     qmodel = rnn_ref.with_states(qmodel, np.random.default_rng(5), clip=2.5)
+    fmodel = rnn_ref.with_states(fmodel, np.random.default_rng(5), clip=2.5)
     mod, params = relay.frontend.from_onnx(qmodel, shape={"x": feeds["x"].shape})
+    assert ("int32" if conv_vnni.available() else "float32") in _acc_dtypes(mod, "nn.dense")
     outs = build_and_run(mod, params, feeds)
-    for got, want in zip(outs, rnn_ref.ort_one_thread(qmodel, feeds), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+    want = rnn_ref.ort_one_thread(qmodel, feeds) if conv_vnni.available() else \
+        _ort(fmodel, feeds)
+    for got, w in zip(outs, want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=2e-6)
 
 
 def test_dynamic_quantize_lstm_sequence_lens():

@@ -211,3 +211,57 @@ def test_gate_search_is_bounded_on_a_long_scale_chain():
     f = relay.Function([x, s], relay.nn.dense(relay.multiply(x, e), _c(3, 4)))
     mod, out = _run(f, relay.transform.ForwardFoldScaleAxis())
     assert out["main"].body.op.name == "nn.dense"
+
+
+# ------------------------------------------------- whole-number weights: exact integer products
+def _requantized_conv():
+    """(``round((conv(x, w) + b) * mult)`` over whole-number float32 ``x`` and ``w``: a uint8
+    QLinearConv with a weight zero point as the ONNX importer runs it without VNNI, exact
+    integer products in float32 (``onnx_conv_zp_cases``' first case), x, the exact result)."""
+    from onnx_conv_zp_cases import ZP_CONV_CASES, _arrays, conv_ref
+
+    case = ZP_CONV_CASES[0]
+    rng, xq, wq, wz = _arrays(case, 0)
+    ws = (rng.random(32) * 0.002 + 0.0005).astype("float32")
+    b = rng.integers(-999, 999, 32).astype("int32")
+    mult = (np.float32(0.02) * ws / np.float32(0.5)).astype("float32").reshape(32, 1, 1)
+    x = relay.var("x", shape=xq.shape)
+    w = (wq.astype("float32") - wz.astype("float32").reshape(-1, 1, 1, 1))
+    y = relay.add(relay.nn.conv2d(x, relay.const(w), padding=(1, 1)),
+                  relay.const(b.astype("float32").reshape(32, 1, 1)))
+    f = relay.Function([x], relay.round(relay.multiply(y, relay.const(mult))))
+    acc = conv_ref(xq, wq, 1, 1, case[1], wz.reshape(())) + b.reshape(32, 1, 1)
+    return f, (xq.astype("float32") - case[1]), np.round(acc.astype("float32") * mult)
+
+
+def test_whole_number_weights_keep_their_scale():
+    """A scale is not folded into a constant float weight of whole numbers, in either direction
+    (conv and dense): it would round the exact integer products; a fractional weight folds."""
+    mod, out = _run(_requantized_conv()[0], relay.transform.FoldScaleAxis())
+    assert _multiplies(out) == 1 and out["main"].body.args[0].op.name == "multiply"
+    x = relay.var("x", shape=(2, 16))
+    wd = relay.const(np.arange(-64, 64, dtype="float32").reshape(8, 16))
+    f = relay.Function([x], relay.nn.dense(relay.multiply(x, _c(16, positive=True)), wd))
+    _, out = _run(f, relay.transform.ForwardFoldScaleAxis())
+    assert out["main"].body.args[0].op.name == "multiply"  # (still on the data)
+    f = relay.Function([x], relay.multiply(relay.nn.dense(x, wd), _c(8)))
+    _, out = _run(f, relay.transform.BackwardFoldScaleAxis())
+    assert out["main"].body.op.name == "multiply"
+    half = relay.const((np.arange(-64, 64, dtype="float32") + 0.5).reshape(8, 16))
+    f = relay.Function([x], relay.multiply(relay.nn.dense(x, half), _c(8)))
+    _, out = _run(f, relay.transform.BackwardFoldScaleAxis())
+    assert out["main"].body.op.name == "nn.dense"  # (a fractional weight takes the scale)
+
+
+def test_requantized_integer_conv_is_exact_at_opt_level_3():
+    """The built conv equals the exact integer conv requantized in float32 (the per-channel
+    multiplier folded into the weight moved output [0, 31, 2, 0] by a step)."""
+    from minitvm.contrib import graph_executor
+
+    f, xv, want = _requantized_conv()
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    g.set_input("x", xv)
+    g.run()
+    np.testing.assert_array_equal(g.get_output(0).numpy(), want)
