@@ -44,13 +44,20 @@ import numpy as np
 
 from .native_plan import data_address
 
-__all__ = ["PYTHON_STEPS", "NativeLoop", "loop_runner_address"]
+__all__ = ["DECLINED", "PYTHON_STEPS", "TRIES", "TRY_LATER", "NativeLoop", "head_try_lines",
+           "loop_runner_address"]
 
 #: the steps a VM runs in Python before it hands a loop to the native loop (at the next loop
 #: head, which may be the exit's: a loop shorter than this, 1 to 4 steps as a streaming or
 #: decoding model's, pays nothing for it, no check, layout lookup or call; a longer one pays
 #: these steps' Python time, some 30 us each). Both VMs' generated code reads it when made.
 PYTHON_STEPS = 5
+#: a VM's loop entry's answers besides an exit pc: try again at a later head (a dynamic kernel
+#: not bound yet, a refusal that may pass with another run's shapes) / the VM redoes this step
+TRY_LATER, DECLINED = -1, -2
+#: the loop heads a run tries the native loop at (the first step binds the kernels, and binds
+#: them anew when an earlier run's shapes differ)
+TRIES = 2
 STEPS_CHECKED = 6  # symbolic steps; the state after the 4th and the 6th must agree
 ALIGN = 64
 
@@ -308,6 +315,17 @@ def loop_runner_address():
             compiled = jit.compile_ir(_LOOP_IR, "mtvm_native_loop", opt=2)
             _RUNNER = (compiled, ctypes.CFUNCTYPE(ctypes.c_int64, *_ARGS)(compiled.address))
         return _RUNNER[1]
+
+
+def head_try_lines(pc: int, ind: str, call: str, load: list[str] = (),
+                   store: list[str] = ()) -> list[str]:
+    """The lines of a VM's generated Python that try the native loop at loop head ``pc``
+    (``native_on`` tries left, after ``native_wait`` Python steps): ``load`` before ``x =
+    call``, ``store`` after it, then on at exit pc ``x`` when it is one. Both VMs' share."""
+    body = [*load, f"x = {call}", f"native_on = native_on - 1 if x == {TRY_LATER} else 0",
+            *store, "if x >= 0:", "    pc = x"]
+    return [f"        if pc == {pc} and native_on:", f"{ind}if native_wait:",
+            f"{ind}    native_wait -= 1", f"{ind}else:", *(f"{ind}    {b}" for b in body)]
 
 
 class _Refused(Exception):

@@ -17,19 +17,14 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import threadpool
-from ..native_loop import NativeLoop
+from ..native_loop import DECLINED, TRY_LATER, NativeLoop
 from .builtins import make_tuple, tuple_getitem, update_row
 from .executable import ARG_REG, CALL, GOTO, IF, KILL, MOVE
 from .kernel import NativeKernel
 from .row_outputs import reads
 
-__all__ = ["TRIES", "TRY_LATER", "native_loop_entry"]
+__all__ = ["native_loop_entry"]
 
-#: ``enter``'s answers besides an exit pc
-TRY_LATER, DECLINED = -1, -2
-#: the loop heads a run tries the native loop at (a refusal at the first, as a kernel's
-#: shapes of an earlier run, may pass at the second)
-TRIES = 2
 
 
 def _kernel_vars(kernel: NativeKernel) -> Callable:

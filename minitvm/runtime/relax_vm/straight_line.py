@@ -49,7 +49,7 @@ from .executable import (
     VMFunction,
 )
 from .kernel import NativeKernel
-from .loop_ops import TRIES, TRY_LATER, native_loop_entry
+from .loop_ops import native_loop_entry
 from .row_outputs import call_regs as _call_regs
 from .row_outputs import reads as _reads
 from .row_outputs import row_outputs
@@ -187,18 +187,10 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
             if pc and code[pc - 1][0] not in (GOTO, RET):  # the block before falls through
                 lines += jump(pc - 1, pc)
             if native is not None and pc == native[0]:  # (then on at the exit's pc)
-                lines += [f"        if pc == {pc} and native_on:",
-                          f"{ind}if native_wait:",
-                          f"{ind}    native_wait -= 1",
-                          f"{ind}else:",
-                          f"{ind}    R = [{gather}]",
-                          f"{ind}    x = native_loop(R, ({shapes}))",
-                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0",
-                          f"{ind}    {', '.join(f'r{r}' for r in regs)}, = "
-                          f"{', '.join(f'R[{r}]' for r in regs)},",
-                          f"{ind}    R = None",
-                          f"{ind}    if x >= 0:",
-                          f"{ind}        pc = x"]
+                lines += native_loop.head_try_lines(
+                    pc, ind, f"native_loop(R, ({shapes}))", load=[f"R = [{gather}]"],
+                    store=[f"{', '.join(f'r{r}' for r in regs)}, = "
+                           f"{', '.join(f'R[{r}]' for r in regs)},", "R = None"])
             lines.append(f"        if pc == {pc}:")
         if pc in fused:
             continue
@@ -289,7 +281,7 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
     if branchy:
         head_src += ["    pc = 0", "    while True:"]
     if native is not None:
-        head_src[-1:-1] = [f"    native_on = {TRIES}",
+        head_src[-1:-1] = [f"    native_on = {native_loop.TRIES}",
                            f"    native_wait = {native_loop.PYTHON_STEPS}"]
     src = "\n".join(head_src + lines) + "\n"
     exec(compile(src, f"<relax vm {func.name}>", "exec"), env)  # noqa: S102

@@ -16,16 +16,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..native_loop import NativeLoop
+from ..native_loop import DECLINED, TRY_LATER, NativeLoop
 from . import bytecode as B
 
-__all__ = ["DECLINED", "TRIES", "TRY_LATER", "native_loop_entry"]
+__all__ = ["native_loop_entry"]
 
-#: ``enter(R)``'s answers besides an exit pc
-TRY_LATER, DECLINED = -1, -2
-#: the loop heads a run tries the native loop at (the first step binds the kernels, and binds
-#: them anew when an earlier run's shapes differ)
-TRIES = 2
 
 
 def _region(code: list, targets: dict) -> tuple[int, int] | None:

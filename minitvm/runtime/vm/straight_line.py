@@ -34,7 +34,7 @@ import numpy as np
 from .. import native_loop
 from ..container import ADT
 from . import bytecode as B
-from .loop_ops import TRIES, TRY_LATER, native_loop_entry
+from .loop_ops import native_loop_entry
 from .row_outputs import row_producers
 
 __all__ = ["MAX_INSTRUCTIONS", "ROW_VIEW_MIN_BYTES", "straight_line_function"]
@@ -126,14 +126,7 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
             if pc and not dead:
                 lines.append(f"{ind}pc = {pc}")  # (the block before falls through)
             if native is not None and pc == native[0]:  # (then on at the exit's pc)
-                lines += [f"        if pc == {pc} and native_on:",
-                          f"{ind}if native_wait:",
-                          f"{ind}    native_wait -= 1",
-                          f"{ind}else:",
-                          f"{ind}    x = native_loop(R)",
-                          f"{ind}    native_on = native_on - 1 if x == {TRY_LATER} else 0",
-                          f"{ind}    if x >= 0:",
-                          f"{ind}        pc = x"]
+                lines += native_loop.head_try_lines(pc, ind, "native_loop(R)")
             lines.append(f"        if pc == {pc}:")
             dead = False
         if pc in skip or dead:
@@ -239,7 +232,7 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
             lines += [f"{ind}R[{r}] = None" for r in ins[1]]
     src = "\n".join(["def run(values, frames, args):", f"    R = [None] * {nreg}",
                      f"    R[:{nparams}] = values", "    nthreads = vm._nthreads", "    pc = 0",
-                     f"    native_on = {TRIES if native else 0} if vm.native_loops else 0",
+                     f"    native_on = {native_loop.TRIES if native else 0} if vm.native_loops else 0",
                      f"    native_wait = {native_loop.PYTHON_STEPS}",
                      "    while True:", *lines])
     env["np"] = np
