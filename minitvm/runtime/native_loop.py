@@ -45,7 +45,7 @@ import numpy as np
 from .native_plan import data_address
 
 __all__ = ["DECLINED", "PYTHON_STEPS", "TRIES", "TRY_LATER", "NativeLoop", "head_try_lines",
-           "loop_runner_address"]
+           "loop_region", "loop_runner_address"]
 
 #: the steps a VM runs in Python before it hands a loop to the native loop (at the next loop
 #: head, which may be the exit's: a loop shorter than this, 1 to 4 steps as a streaming or
@@ -315,6 +315,30 @@ def loop_runner_address():
             compiled = jit.compile_ir(_LOOP_IR, "mtvm_native_loop", opt=2)
             _RUNNER = (compiled, ctypes.CFUNCTYPE(ctypes.c_int64, *_ARGS)(compiled.address))
         return _RUNNER[1]
+
+
+def loop_region(code: list, targets: dict, goto, if_) -> tuple[int, int] | None:
+    """``(head, back)`` of the one loop in VM ``code`` that may run natively, else None:
+    ``targets`` maps each jump's pc to the pcs it may go to (an ``if_``'s fall-through
+    included), ``goto`` / ``if_`` are the VM's opcodes. One jump back (a ``goto``); nothing
+    outside jumps into the loop's middle; inside, a ``goto`` only to the next pc and an
+    ``if_`` only between its fall-through and somewhere outside (the loop's exits)."""
+    backs = [pc for pc, ts in targets.items() if any(t <= pc for t in ts)]
+    if len(backs) != 1 or code[backs[0]][0] != goto:
+        return None
+    back = backs[0]
+    head = targets[back][0]
+    for pc, ts in targets.items():
+        inside = head <= pc <= back
+        if not inside and any(head < t <= back for t in ts):
+            return None  # (a jump into the middle of the loop)
+        if inside and pc != back:
+            if code[pc][0] == goto and ts[0] != pc + 1:
+                return None
+            if code[pc][0] == if_ and not (pc + 1 in ts and any(not head <= t <= back
+                                                                 for t in ts)):
+                return None
+    return head, back
 
 
 def head_try_lines(pc: int, ind: str, call: str, load: list[str] = (),

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import threadpool
-from ..native_loop import DECLINED, TRY_LATER, NativeLoop
+from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region
 from .builtins import make_tuple, tuple_getitem, update_row
 from .executable import ARG_REG, CALL, GOTO, IF, KILL, MOVE
 from .kernel import NativeKernel
@@ -59,20 +59,12 @@ def native_loop_entry(code: list, targets: dict, tensors: dict, hoisted: dict,
     number: ``registers`` are the ones the loop uses, the rest None) and returns the pc to go on at, or ``TRY_LATER``
     (``R`` as it was) or ``DECLINED`` (``R`` as at the head of a step whose row write the
     generated code must redo: its error). None when no loop qualifies."""
-    backs = [pc for pc, t in targets.items() if t <= pc]
-    if len(backs) != 1 or code[backs[0]][0] != GOTO:
+    # (an IF goes to its target or falls through to the next pc)
+    region = loop_region(code, {pc: [pc + 1, t] if code[pc][0] == IF else [t]
+                                for pc, t in targets.items()}, GOTO, IF)
+    if region is None:
         return None
-    back = backs[0]
-    head = targets[back]
-    for pc, t in targets.items():
-        inside = head <= pc <= back
-        if not inside and head < t <= back:
-            return None
-        if inside and pc != back:
-            if code[pc][0] == GOTO and t != pc + 1:
-                return None
-            if code[pc][0] == IF and head <= t <= back:
-                return None
+    head, back = region
     fused = {st_pc for st_pc in range(head, back + 1) if any(
         st is code[st_pc] for st, _ in tensors.values())}
     template: list = []

@@ -16,32 +16,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..native_loop import DECLINED, TRY_LATER, NativeLoop
+from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region
 from . import bytecode as B
 
 __all__ = ["native_loop_entry"]
 
-
-
-def _region(code: list, targets: dict) -> tuple[int, int] | None:
-    """``(head, back)``: the loop's head and its jump back, when the code has one loop that
-    qualifies; else None."""
-    backs = [pc for pc, ts in targets.items() if any(t <= pc for t in ts)]
-    if len(backs) != 1 or code[backs[0]][0] != B.GOTO:
-        return None
-    back = backs[0]
-    head = targets[back][0]
-    for pc, ts in targets.items():
-        inside = head <= pc <= back
-        if not inside and any(head < t <= back for t in ts):
-            return None  # (a jump into the middle of the loop)
-        if inside and pc != back:
-            if code[pc][0] == B.GOTO and ts[0] != pc + 1:
-                return None
-            if code[pc][0] == B.IF and not (pc + 1 in ts and any(not head <= t <= back
-                                                                  for t in ts)):
-                return None
-    return head, back
 
 
 def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Callable] | None:
@@ -51,7 +30,7 @@ def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Ca
     ``TRY_LATER`` (``R`` as it was: a dynamic kernel is not bound yet, or the checks refused
     the loop) or ``DECLINED`` (``R`` as at the head of a step whose row write the VM must redo,
     for its error; or a binding without a native entry). None when no loop qualifies."""
-    region = _region(code, targets)
+    region = loop_region(code, targets, B.GOTO, B.IF)
     if region is None:
         return None
     head, back = region
