@@ -2,6 +2,8 @@
 
     minitvm compile model.onnx -O3 --target llvm -o model.tar
     minitvm run model.tar --input data=x.npy        # random inputs when --input is omitted
+    minitvm compile model.onnx --dynamic            # symbolic dims kept: one Relay VM library
+    minitvm run model.tar --input-shape data=8,3,224,224   # ... run at any size
     minitvm bench model.onnx                        # our latency beside ONNX Runtime / PyTorch
     minitvm viz model.onnx --pass FuseOps -o graph.html
 
@@ -11,9 +13,13 @@ torch.export programs (``.pt2``); ``viz`` also reads Relay text (``.relay`` / ``
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import tempfile
 import time
+import warnings
+import zipfile
 
 import numpy as np
 
@@ -38,12 +44,13 @@ def _parse_shapes(items) -> dict:
     return shapes
 
 
-def _onnx_shapes(model, given: dict) -> dict:
-    """Static input shapes: given ones, else the model's with symbolic dims set to 1."""
+def _onnx_shapes(model, given: dict, keep_symbolic: bool = False) -> dict:
+    """Static input shapes: given ones, else the model's with symbolic dims set to 1
+    (``keep_symbolic``: only the given ones; the importer keeps the rest symbolic)."""
     inits = {t.name for t in model.graph.initializer}
     shapes = dict(given)
     for vi in model.graph.input:
-        if vi.name in inits or vi.name in shapes:
+        if vi.name in inits or vi.name in shapes or keep_symbolic:
             continue
         dims = vi.type.tensor_type.shape.dim
         fixed = [int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else 1
@@ -55,8 +62,9 @@ def _onnx_shapes(model, given: dict) -> dict:
     return shapes
 
 
-def load_model(path: str, input_shapes: dict | None = None):
-    """(mod, params, framework) for a model or Relay text file, chosen by extension."""
+def load_model(path: str, input_shapes: dict | None = None, keep_symbolic: bool = False):
+    """(mod, params, framework) for a model or Relay text file, chosen by extension.
+    ``keep_symbolic``: an ONNX model's symbolic input dimensions stay symbolic (``relay.Any``)."""
     from . import relay, transform
 
     if not os.path.exists(path):
@@ -73,8 +81,15 @@ def load_model(path: str, input_shapes: dict | None = None):
             model = onnx.load(path)
         except Exception as e:  # noqa: BLE001 - protobuf decode errors
             raise CLIError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from e
-        mod, params = relay.frontend.from_onnx(model, shape=_onnx_shapes(model, given))
+        shapes = _onnx_shapes(model, given, keep_symbolic)
+        with warnings.catch_warnings():  # (the importer's note on symbolic inputs: asked for)
+            if keep_symbolic:
+                warnings.simplefilter("ignore", UserWarning)
+            mod, params = relay.frontend.from_onnx(model, shape=shapes)
         return mod, params, "onnx"
+    if keep_symbolic:
+        raise CLIError(f"--dynamic keeps an ONNX model's symbolic input dimensions; {path} is "
+                       f"not an ONNX model (compile it with static --input-shape sizes)")
     if ext == ".tflite":
         with open(path, "rb") as f:
             data = f.read()
@@ -163,22 +178,102 @@ def build_model(mod, params, opt_level: int, target: str, progress: bool = False
     return lib, bar.count
 
 
+# ------------------------------------------------------------------ Relay VM libraries
+# ``minitvm compile --dynamic`` keeps an ONNX model's symbolic dimensions and builds it once with
+# the Relay VM, for every size. Its file is a zip of three members: the VM's bytecode and
+# constants (``Executable.save``'s code), the kernels as ``export_library`` writes them, and the
+# inputs' shapes (None where symbolic) so ``minitvm run`` can check and fill them.
+_VM_META, _VM_CODE, _VM_KERNELS = "minitvm_vm.json", "vm_code.bin", "kernels.tar"
+
+
+def _shape_of(ty) -> list:
+    from .ir.type import TensorType
+
+    if not isinstance(ty, TensorType):
+        raise CLIError(f"--dynamic: an input of type {ty} is not a tensor")
+    def size(d):
+        value = d if isinstance(d, int) else getattr(d, "value", None)  # (int or IntImm)
+        return int(value) if isinstance(value, int | np.integer) else None
+
+    return [size(d) for d in ty.shape]
+
+
+def build_vm(mod, params, opt_level: int, target: str, progress: bool = False):
+    """(Relay VM executable, passes run) for ``mod`` with symbolic sizes."""
+    from . import relay, transform
+
+    bar = _Progress(progress)
+    try:
+        with transform.PassContext(opt_level=opt_level, instruments=[bar.instrument()]):
+            exe = relay.vm.compile(mod, target=target, params=params)
+    finally:
+        bar.close()
+    return exe, bar.count
+
+
+def write_vm_library(exe, inputs: list, path: str) -> None:
+    """Write a VM executable and its inputs' specs ``[(name, shape, dtype)]`` to ``path``."""
+    code, lib = exe.save()
+    with tempfile.TemporaryDirectory() as tmp:
+        kernels = os.path.join(tmp, _VM_KERNELS)
+        lib.export_library(kernels)
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr(_VM_META, json.dumps({"format": "minitvm-relay-vm", "inputs": inputs}))
+            z.writestr(_VM_CODE, code)
+            z.write(kernels, _VM_KERNELS)
+
+
+def _is_vm_library(path: str) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return _VM_META in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def load_vm_library(path: str):
+    """(VirtualMachine, inputs' specs) of a file ``write_vm_library`` wrote."""
+    from . import runtime
+    from .runtime.vm import Executable, VirtualMachine
+
+    try:
+        with zipfile.ZipFile(path) as z, tempfile.TemporaryDirectory() as tmp:
+            meta = json.loads(z.read(_VM_META))
+            code = z.read(_VM_CODE)
+            kernels = z.extract(_VM_KERNELS, tmp)
+            lib = runtime.load_module(kernels)
+            exe = Executable.load_exec(code, lib)
+    except (KeyError, ValueError, zipfile.BadZipFile) as e:
+        raise CLIError(f"{path}: a damaged Relay VM library ({e})") from e
+    specs = [(n, tuple(s), d) for n, s, d in meta["inputs"]]
+    return VirtualMachine(exe, runtime.cpu()), specs
+
+
 # ------------------------------------------------------------------ commands
 def cmd_compile(args) -> int:
-    mod, params, fw = load_model(args.model, _parse_shapes(args.input_shape))
-    t = time.perf_counter()
-    lib, passes = build_model(mod, params, args.opt_level, args.target,
-                              progress=not args.quiet and sys.stderr.isatty())
-    elapsed = time.perf_counter() - t
+    mod, params, fw = load_model(args.model, _parse_shapes(args.input_shape),
+                                 keep_symbolic=args.dynamic)
+    progress = not args.quiet and sys.stderr.isatty()
     out = args.output or os.path.splitext(os.path.basename(args.model))[0] + ".tar"
-    lib.export_library(out)
-    kernels = len(lib.get_lib().kernels)
     main = mod["main"]
+    inputs = [p for p in main.params if p.name_hint not in params]
+    t = time.perf_counter()
+    if args.dynamic:
+        exe, passes = build_vm(mod, params, args.opt_level, args.target, progress)
+        elapsed = time.perf_counter() - t
+        specs = [(p.name_hint, _shape_of(p.checked_type), str(p.checked_type.dtype))
+                 for p in inputs]
+        write_vm_library(exe, specs, out)
+        kernels, how = len(exe.kernels), " (Relay VM: any size of the ? dimensions)"
+    else:
+        lib, passes = build_model(mod, params, args.opt_level, args.target, progress)
+        elapsed = time.perf_counter() - t
+        lib.export_library(out)
+        kernels, how = len(lib.get_lib().kernels), ""
     print(f"compiled {args.model} ({fw}) at -O{args.opt_level} for {args.target} in "
-          f"{elapsed:.2f} s: {passes} passes, {kernels} kernels -> {out}")
-    for p in main.params:
-        if p.name_hint not in params:
-            print(f"  input  {p.name_hint}: {p.checked_type}")
+          f"{elapsed:.2f} s: {passes} passes, {kernels} kernels -> {out}{how}")
+    for p in inputs:
+        print(f"  input  {p.name_hint}: {p.checked_type}")
     print(f"  output {main.ret_type}")
     return 0
 
@@ -212,9 +307,28 @@ def _random_input(shape, dtype, rng):
     return rng.integers(0, 10, shape).astype(dtype)
 
 
-def _parse_inputs(items, specs, seed: int) -> dict:
+def _fits(shape: tuple, spec: tuple) -> bool:
+    """Does a concrete ``shape`` fit ``spec`` (None: any size)?"""
+    return len(shape) == len(spec) and all(d is None or d == n for d, n in zip(spec, shape))
+
+
+def _spec_text(spec: tuple) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in spec) + \
+        ("," if len(spec) == 1 else "") + ")"
+
+
+def _parse_inputs(items, specs, seed: int, sizes: dict | None = None) -> dict:
+    """Inputs by name: read from ``NAME=FILE.npy`` items, else random of the spec's shape, whose
+    symbolic dimensions (None) come from ``sizes`` (``--input-shape``) or are 1."""
     rng = np.random.default_rng(seed)
     by_name = {n: (s, d) for n, s, d in specs}
+    sizes = dict(sizes or {})
+    for name, shape in sizes.items():
+        if name not in by_name:
+            raise CLIError(f"--input-shape {name!r}: the model's inputs are {', '.join(by_name)}")
+        if not _fits(shape, by_name[name][0]):
+            raise CLIError(f"--input-shape {name}={','.join(map(str, shape))}: the model "
+                           f"expects {_spec_text(by_name[name][0])}")
     feeds = {}
     for item in items or []:
         name, sep, path = item.partition("=")
@@ -227,14 +341,33 @@ def _parse_inputs(items, specs, seed: int) -> dict:
         except Exception as e:  # noqa: BLE001 - missing / unreadable file
             raise CLIError(f"--input {name}: cannot read {path!r}: {e}") from e
         shape, dtype = by_name[name]
-        if arr.shape != shape:
+        if not _fits(arr.shape, shape):
             raise CLIError(f"--input {name}: {path} has shape {arr.shape}, the model expects "
-                           f"{shape}")
+                           f"{_spec_text(shape)}")
         feeds[name] = arr.astype(dtype, copy=False)
     for name, (shape, dtype) in by_name.items():
-        if name not in feeds:
-            feeds[name] = _random_input(shape, dtype, rng)
+        if name in feeds:
+            continue
+        if name not in sizes and None in shape:
+            print(f"note: input {name!r} has symbolic dimensions {_spec_text(shape)}; using 1 "
+                  f"(set them with --input-shape {name}=...)", file=sys.stderr)
+        concrete = sizes.get(name, tuple(1 if d is None else d for d in shape))
+        feeds[name] = _random_input(concrete, dtype, rng)
     return feeds
+
+
+def _flat_outputs(value) -> list:
+    """A VM result (a tensor or nested tuples of them) as a list of numpy arrays."""
+    from .runtime.container import ADT
+
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, ADT | tuple | list):
+            stack.extend(reversed(list(v)))
+        else:
+            out.append(v.numpy() if hasattr(v, "numpy") else np.asarray(v))
+    return out
 
 
 def _stats(arr) -> str:
@@ -245,18 +378,34 @@ def _stats(arr) -> str:
 
 
 def cmd_run(args) -> int:
-    gm = _graph_module(args.library)
-    specs = _input_specs(gm)
-    feeds = _parse_inputs(args.input, specs, args.seed)
+    sizes = _parse_shapes(args.input_shape)
+    if _is_vm_library(args.library):
+        vm, specs = load_vm_library(args.library)
+        feeds = _parse_inputs(args.input, specs, args.seed, sizes)
+        ordered = [feeds[n] for n, _, _ in specs]
+        last = []
+
+        def run_once():
+            last[:] = [vm.run(*ordered)]
+
+        def outputs():
+            return _flat_outputs(last[0])
+    else:
+        gm = _graph_module(args.library)
+        feeds = _parse_inputs(args.input, _input_specs(gm), args.seed, sizes)
+        gm.set_input(**feeds)
+        run_once = gm.run
+
+        def outputs():
+            return [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
     for name, arr in feeds.items():
         src = "file" if any(i.startswith(name + "=") for i in args.input or []) else "random"
         print(f"input  {name}: shape {arr.shape} {arr.dtype} ({src})")
-    gm.set_input(**feeds)
     t = time.perf_counter()
     for _ in range(max(args.repeat, 1)):
-        gm.run()
+        run_once()
     ms = (time.perf_counter() - t) * 1000 / max(args.repeat, 1)
-    outs = [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
+    outs = outputs()
     for i, o in enumerate(outs):
         print(f"output {i}: shape {o.shape} {o.dtype}  {_stats(o)}")
     print(f"time: {ms:.3f} ms per run ({args.repeat} runs)")
@@ -373,12 +522,17 @@ def add_parsers(sub) -> dict:
     c.add_argument("-o", "--output", default=None, help="library path (default MODEL.tar)")
     c.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    c.add_argument("--dynamic", action="store_true",
+                   help="keep an ONNX model's symbolic input dimensions: one Relay VM library "
+                        "for every size (`minitvm run --input-shape` picks them)")
     r = sub.add_parser("run", help="run a library written by `minitvm compile`")
     r.add_argument("library")
     r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     r.add_argument("--repeat", type=int, default=1)
     r.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     r.add_argument("-o", "--output", default=None, help="save the outputs (.npz)")
+    r.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                   help="sizes of a --dynamic library's symbolic dimensions (random inputs)")
     b = sub.add_parser("bench", help="latency of a model beside ONNX Runtime / PyTorch")
     b.add_argument("model")
     b.add_argument("--repeat", type=int, default=20)

@@ -156,3 +156,58 @@ def test_viz_relay_text_and_bad_pass(tmp_path, capsys):
     assert "multiply" in out.read_text()
     assert main(["viz", str(src), "--pass", "NoSuchPass"]) == 2
     assert "NoSuchPass" in capsys.readouterr().err
+
+
+def test_compile_dynamic_runs_every_batch(tmp_path, capsys):
+    """``--dynamic`` keeps the ONNX model's symbolic batch: one library, run at sizes 1, 3, 5,
+    each equal to the static build of that size."""
+    src = tmp_path / "net.onnx"
+    _onnx_model(src)
+    lib = tmp_path / "dyn.tar"
+    assert main(["compile", str(src), "--dynamic", "-o", str(lib), "-q"]) == 0
+    out = capsys.readouterr()
+    assert "symbolic dimensions" not in out.err
+    assert "input  x: Tensor[(?, 3, 8, 8), float32]" in out.out and "Relay VM" in out.out
+    for n in (1, 3, 5):
+        x = np.random.default_rng(n).standard_normal((n, 3, 8, 8)).astype("float32")
+        np.save(tmp_path / "x.npy", x)
+        static = tmp_path / f"s{n}.tar"
+        assert main(["compile", str(src), "--input-shape", f"x={n},3,8,8", "-o", str(static),
+                     "-q"]) == 0
+        for path, res in ((lib, "d.npz"), (static, "s.npz")):
+            assert main(["run", str(path), "--input", f"x={tmp_path / 'x.npy'}",
+                         "-o", str(tmp_path / res)]) == 0
+        assert f"output 0: shape ({n}, 4, 8, 8) float32" in capsys.readouterr().out
+        np.testing.assert_allclose(np.load(tmp_path / "d.npz")["arr_0"],
+                                   np.load(tmp_path / "s.npz")["arr_0"], rtol=1e-5, atol=1e-5)
+    assert main(["run", str(lib), "--input-shape", "x=7,3,8,8"]) == 0  # random, sized
+    assert "input  x: shape (7, 3, 8, 8) float32 (random)" in capsys.readouterr().out
+    assert main(["run", str(lib)]) == 0  # symbolic sizes default to 1, with a note
+    out = capsys.readouterr()
+    assert "shape (1, 3, 8, 8)" in out.out and "(?, 3, 8, 8); using 1" in out.err
+
+
+def test_dynamic_library_errors(tmp_path, capsys):
+    src = tmp_path / "net.onnx"
+    _onnx_model(src)
+    lib = tmp_path / "dyn.tar"
+    assert main(["compile", str(src), "--dynamic", "-o", str(lib), "-q"]) == 0
+    capsys.readouterr()
+    np.save(tmp_path / "bad.npy", np.zeros((2, 4, 8, 8), "float32"))
+    assert main(["run", str(lib), "--input", f"x={tmp_path / 'bad.npy'}"]) == 2
+    assert "has shape (2, 4, 8, 8), the model expects (?, 3, 8, 8)" in capsys.readouterr().err
+    assert main(["run", str(lib), "--input-shape", "x=2,3,8"]) == 2
+    assert "--input-shape x=2,3,8: the model expects (?, 3, 8, 8)" in capsys.readouterr().err
+    assert main(["run", str(lib), "--input-shape", "y=2,3,8,8"]) == 2
+    assert "the model's inputs are x" in capsys.readouterr().err
+    damaged = tmp_path / "damaged.tar"
+    import zipfile
+
+    with zipfile.ZipFile(damaged, "w") as z:
+        z.writestr("minitvm_vm.json", "{}")
+    assert main(["run", str(damaged)]) == 2
+    assert "a damaged Relay VM library" in capsys.readouterr().err
+    relay_text = tmp_path / "m.relay"
+    relay_text.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) { %x }\n')
+    assert main(["compile", str(relay_text), "--dynamic"]) == 2
+    assert "--dynamic keeps an ONNX model's symbolic input dimensions" in capsys.readouterr().err
