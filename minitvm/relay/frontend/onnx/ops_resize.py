@@ -36,6 +36,7 @@ from ...op import annotation as _annotation
 from ...op import dyn as _dyn
 from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import register
+from .run_time_sized import checked
 from .shape_values import SizeOf
 
 
@@ -196,11 +197,20 @@ def _run_time_resize(ctx, x, attrs, what: str, scales=None, sizes=None):
                        "too")
     if sizes is not None:
         size = _op.strided_slice(_op.cast(ctx.fold(sizes), "int64"), [lead], [lead + 2])
+        size = _positive(ctx, size, "the output height and width {} (Resize's sizes)")
     else:
         hw = _op.cast(_op.strided_slice(_op.shape_of(x, "int64"), [2], [4]), "float32")
         factor = _op.strided_slice(_op.cast(ctx.fold(given), "float32"), [lead], [lead + 2])
+        factor = _positive(ctx, factor, "the height and width scales {}")
         size = _op.cast(_op.floor(_op.multiply(hw, factor)), "int64")
     return _dyn.image.resize2d(x, size, **params)
+
+
+def _positive(ctx, v, what: str):
+    """``v`` once its values are all > 0 at run time (onnxruntime rejects a size or scale of
+    0 or below; resize2d would make an empty or failing output)."""
+    zero = ctx.const(np.zeros((), ctx.dtype(v)))
+    return checked(ctx, v, _op.all(_op.greater(v, zero)), f"{what} must be positive", [v])
 
 
 def _keeps_batch_and_channels(ctx, shape, given, are_sizes: bool) -> bool:

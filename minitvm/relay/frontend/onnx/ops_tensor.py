@@ -205,9 +205,9 @@ def _slice(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
     if len(ins) > 1 and any(ctx.maybe_value(v) is None for v in ins[1:3]) and \
-            all(ctx.maybe_value(v) is not None or ctx.computed_at_run_time(v) for v in ins[1:3]):
+            all(ctx.maybe_value(v) is not None or ctx.at_run_time(v) for v in ins[1:3]):
         # bounds computed from run-time sizes (``mask[:, :t]``, a loop's ``ids[off[i]:
-        # off[i + 1]]``): sliced at run time
+        # off[i + 1]]``), or read from data in a model with run-time sizes: sliced at run time
         return _slice_run_time(ctx, x, len(shape), ins)
     if len(ins) > 1:
         starts = _ints(ctx.value(ins[1], "Slice's starts"))
@@ -524,6 +524,8 @@ def _run_time_full(ctx, value: np.generic, shape):
     elems = ctx.elements(shape).ravel()
     x = ctx.const(np.full([1 if isinstance(v, SizeOf) else int(v) for v in elems], value))
     sizes = _op.cast(ctx.fold(shape), "int64")
+    if any(isinstance(v, SizeOf) and v.tensor is None for v in elems):
+        sizes = run_time_sized.non_negative_shape(ctx, sizes)  # (batch - 5 can be < 0)
     for axis, v in enumerate(elems):
         if not isinstance(v, SizeOf):
             continue
@@ -555,14 +557,22 @@ def _identity(ctx, ins, attrs):
 @register("Range")
 def _range(ctx, ins, attrs):
     if any(ctx.maybe_value(v) is None for v in ins) and \
-            all(ctx.maybe_value(v) is not None or ctx.computed_at_run_time(v) for v in ins):
+            all(ctx.maybe_value(v) is not None or ctx.at_run_time(v) for v in ins):
         # bounds computed from run-time sizes (positions 0..seq, EmbeddingBag's offsets
-        # 0..batch*9 step 9): Relay's arange, of a length known at run time
-        return _op.arange(*(ctx.fold(v) for v in ins), dtype=ctx.dtype(ins[0]))
+        # 0..batch*9 step 9), or read from data in a model with run-time sizes: Relay's
+        # arange, of a length known at run time (a zero delta raises, as onnxruntime)
+        start, limit, delta = (ctx.fold(v) for v in ins)
+        if ctx.maybe_value(ins[2]) is None:
+            zero = ctx.const(np.zeros((), ctx.dtype(ins[2])))
+            delta = run_time_sized.checked(ctx, delta, _op.not_equal(_op.reshape(delta, ()), zero),
+                                           "delta {} must not be zero", [delta])
+        return _op.arange(start, limit, delta, dtype=ctx.dtype(ins[0]))
     # the output length depends on the values: they must be static for a static shape
     start, limit, delta = (ctx.value(v, f"Range's {w}").item() for v, w in
                            zip(ins, ("start", "limit", "delta")))
     dt = ctx.dtype(ins[0])
+    if delta == 0:
+        raise ctx.fail("delta must not be zero")
     n = max(int(np.ceil((limit - start) / delta)), 0)
     return ctx.const((start + np.arange(n) * delta).astype(dt))
 
