@@ -202,3 +202,17 @@ def test_slice_bounds_of_inputs_in_a_model_with_a_run_time_batch():
     x = _x(5, 4)
     for st, en in (([1, 0], [4, 3]), ([-2, 1], [100, -1]), ([3, 2], [1, 4])):
         both.same({"x": x, "st": np.array(st), "en": np.array(en)})
+
+
+def test_top_k_and_slice_of_bounds_computed_from_data():
+    """K = max(ids) and a slice to max(ids), read from data in a model with a run-time batch."""
+    nodes = [node("ReduceMax", ["ids"], ["m"], keepdims=1),
+             node("TopK", ["x", "m"], ["v", "i"], axis=0),
+             node("Slice", ["x", "z", "m", "z"], ["s"])]
+    model = _model(nodes, [("x", F, ["N", 3]), ("ids", I64, [2])],
+                   [("v", F, None), ("i", I64, None), ("s", F, None)])
+    model.graph.initializer.append(helper.make_tensor("z", I64, [1], [0]))
+    both = _Both(model)
+    for rows, ids in ((5, [1, 3]), (4, [4, 0])):
+        both.same({"x": _x(rows)[::-1].copy(), "ids": np.array(ids)})
+    both.both_raise({"x": _x(2), "ids": np.array([3, 1])}, r"TopK: K=3 is outside \[0, 2\]")
