@@ -216,3 +216,17 @@ def test_top_k_and_slice_of_bounds_computed_from_data():
     for rows, ids in ((5, [1, 3]), (4, [4, 0])):
         both.same({"x": _x(rows)[::-1].copy(), "ids": np.array(ids)})
     both.both_raise({"x": _x(2), "ids": np.array([3, 1])}, r"TopK: K=3 is outside \[0, 2\]")
+
+
+def test_equal_split_of_a_run_time_axis_must_divide_evenly_without_num_outputs():
+    """Opset 13 (no num_outputs): the batch must split evenly; opset 18's num_outputs makes
+    the last part smaller (a batch of 4 into 3: 2, 2, 0)."""
+    outs = [(o, F, None) for o in "abc"]
+    even = _Both(_model([node("Split", ["x"], ["a", "b", "c"], axis=0)],
+                        [("x", F, ["N", 2])], outs, opset=13))
+    even.same({"x": _x(6, 2)})
+    even.both_raise({"x": _x(7, 2)}, r"Split: the size 7 of axis 0 does not split evenly into 3")
+    last = _Both(_model([node("Split", ["x"], ["a", "b", "c"], axis=0, num_outputs=3)],
+                        [("x", F, ["N", 2])], outs))
+    for rows in (7, 4, 2):
+        last.same({"x": _x(rows, 2)})

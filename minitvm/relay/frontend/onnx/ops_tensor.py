@@ -185,9 +185,11 @@ def _split(ctx, ins, attrs):
     elif "split" in attrs:
         sizes = [int(s) for s in attrs["split"]]
     elif isinstance(dim, DynamicDim):  # (equal parts of a run-time size)
-        return run_time_sized.split_evenly(ctx, x, axis, n_out)
+        return run_time_sized.split_evenly(ctx, x, axis, n_out, exact="num_outputs" not in attrs)
     else:
         n = int(attrs.get("num_outputs", n_out))
+        if "num_outputs" not in attrs and dim % n:  # (onnxruntime: "cannot be split evenly")
+            raise ctx.fail(f"axis {axis} of size {dim} does not split evenly into {n} outputs")
         chunk = -(-dim // n)
         sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
     if isinstance(dim, DynamicDim) and len(sizes) > 1:  # (constant parts of a run-time size)

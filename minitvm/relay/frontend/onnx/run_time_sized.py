@@ -188,10 +188,15 @@ def _split_by_constants(ctx: Context, x, sizes: list[int], axis: int, n: int) ->
             for b, e in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def split_evenly(ctx: Context, x, axis: int, n: int) -> list:
+def split_evenly(ctx: Context, x, axis: int, n: int, exact: bool = False) -> list:
     """Split the run-time-sized ``axis`` of ``x`` into ``n`` parts of ceil(size / n), the last
-    one smaller (ONNX's ``num_outputs``; without it the size must divide evenly)."""
+    one smaller (ONNX's ``num_outputs``); ``exact`` (no ``num_outputs``): the size must divide
+    evenly, checked at run time, as onnxruntime."""
     size = _size(x, axis)
+    if exact:
+        ok = _op.equal(_op.floor_mod(size, _i64(ctx, n)), _i64(ctx, 0))
+        size = checked(ctx, size, ok, f"the size {{}} of axis {axis} does not split evenly "
+                       f"into {n} outputs", [size])
     chunk = _op.floor_divide(_op.add(size, _i64(ctx, n - 1)), _i64(ctx, n))
     return [_part(ctx, x, axis, _op.minimum(_op.multiply(chunk, _i64(ctx, i)), size),
                   _op.minimum(_op.multiply(chunk, _i64(ctx, i + 1)), size))
