@@ -158,7 +158,7 @@ def test_resize_sizes_and_scales_must_be_positive():
                             [("y", F, None)]))
         both.same({"x": x, "s": np.array(good, t)})
         both.both_raise({"x": x, "s": np.array(bad, t)},
-                        r"Resize: the .*height and width.* must be positive")
+                        r"Resize: the spatial (output sizes|scales) \[.*\].* must be positive")
 
 
 def test_top_k_of_an_input_k_in_a_model_with_a_run_time_batch():
