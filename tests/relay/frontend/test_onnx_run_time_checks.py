@@ -230,3 +230,23 @@ def test_equal_split_of_a_run_time_axis_must_divide_evenly_without_num_outputs()
                         [("x", F, ["N", 2])], outs))
     for rows in (7, 4, 2):
         last.same({"x": _x(rows, 2)})
+
+
+def test_constant_sizes_onnxruntime_rejects_fail_at_import():
+    from minitvm.relay.frontend.common import ImportError_
+
+    cases = [
+        ([node("OneHot", ["i", "d", "v"], ["y"])], {"d": [0], "v": [0.0, 1.0]},
+         [("i", I64, [2])], r"OneHot: depth 0 must be positive"),
+        ([node("ConstantOfShape", ["s"], ["y"])], {"s": [2, -1]}, [],
+         r"ConstantOfShape: the shape \[2, -1\] has a negative size"),
+        ([node("Split", ["x"], ["a", "b", "c"], axis=0)], {}, [("x", F, [4, 2])],
+         r"Split: axis 0 of size 4 does not split evenly into 3 outputs")]
+    for nodes, inits, inputs, match in cases:
+        model = _model(nodes, inputs, [(o, F, None) for o in nodes[0].output], opset=13)
+        for name, v in inits.items():
+            dt = F if isinstance(v[0], float) else I64
+            model.graph.initializer.append(helper.make_tensor(name, dt, [len(v)], v))
+        with warnings.catch_warnings(), pytest.raises(ImportError_, match=match):
+            warnings.simplefilter("ignore")
+            relay.frontend.from_onnx(model)

@@ -515,6 +515,8 @@ def _constant_of_shape(ctx, ins, attrs):
     if ctx.at_run_time(ins[0]):  # (not shape arithmetic: dyn.full, its sizes relay.Any())
         return run_time_sized.full(ctx, value[0], ins[0])
     shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
+    if min(shape, default=0) < 0:
+        raise ctx.fail(f"the shape {shape} has a negative size")
     return ctx.const(np.full(shape, value[0], dtype=value.dtype))
 
 
@@ -698,6 +700,8 @@ def _one_hot(ctx, ins, attrs):
     if ctx.at_run_time(depth):  # (dyn.one_hot: the new axis' size is relay.Any())
         return run_time_sized.one_hot(ctx, idx, depth, on, off, axis, dt)
     depth = int(ctx.value(depth, "OneHot's depth").reshape(-1)[0])
+    if depth <= 0:  # (onnxruntime rejects it)
+        raise ctx.fail(f"depth {depth} must be positive")
     idx = _normalize_indices(ctx, idx, depth)
     return _op.one_hot(idx, on, off, depth, axis, dt)
 
