@@ -566,7 +566,10 @@ def _range(ctx, ins, attrs):
         # 0..batch*9 step 9), or read from data in a model with run-time sizes: Relay's
         # arange, of a length known at run time (a zero delta raises, as onnxruntime)
         start, limit, delta = (ctx.fold(v) for v in ins)
-        if ctx.maybe_value(ins[2]) is None:
+        step = ctx.maybe_value(ins[2])
+        if step is not None and not np.all(step):
+            raise ctx.fail("delta must not be zero")
+        if step is None:
             zero = ctx.const(np.zeros((), ctx.dtype(ins[2])))
             delta = run_time_sized.checked(ctx, delta, _op.not_equal(_op.reshape(delta, ()), zero),
                                            "delta {} must not be zero", [delta])
