@@ -250,3 +250,29 @@ def test_constant_sizes_onnxruntime_rejects_fail_at_import():
         with warnings.catch_warnings(), pytest.raises(ImportError_, match=match):
             warnings.simplefilter("ignore")
             relay.frontend.from_onnx(model)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_constant_pads_as_onnxruntime(mode):
+    """Constant pads of a static input: the answer onnxruntime gives (constant: a crop into
+    the padding keeps it), or an import error where it rejects them."""
+    from minitvm.relay.frontend.common import ImportError_
+
+    x = _x(5)
+    for p in ([-6, 0, 2, 0], [-3, 0, -3, 0], [5, 0, 0, 0], [-5, 0, 0, 0], [-1, 0, 2, 1]):
+        model = _model([node("Pad", ["x", "p"], ["y"], mode=mode)], [("x", F, [5, 3])],
+                       [("y", F, None)])
+        model.graph.initializer.append(helper.make_tensor("p", I64, [4], p))
+        try:
+            want = ort.InferenceSession(model.SerializeToString(),
+                                        providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        except Exception:  # noqa: BLE001 - onnxruntime's own error classes
+            with warnings.catch_warnings(), pytest.raises(ImportError_, match="Pad: .*pads"):
+                warnings.simplefilter("ignore")
+                relay.frontend.from_onnx(model)
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mod, _ = relay.frontend.from_onnx(model)
+        got = relay.create_executor("debug", mod=mod).evaluate()(x).numpy()
+        np.testing.assert_array_equal(got, want[0])

@@ -612,6 +612,15 @@ def _pad(ctx, ins, attrs):
     width = [[0, 0] for _ in range(nd)]
     for i, a in enumerate(axes):
         width[a % nd] = [pads[i], pads[i + k]]
+    bad = _pad_error(shape, width, mode)
+    if bad:
+        raise ctx.fail(bad)
+    pad_value = ctx.const(np.array(value, ctx.dtype(x)))
+    if mode == "constant" and any(min(w) < 0 for w in width):
+        # pad, then crop: a crop reaching into the other end's padding keeps it (onnxruntime)
+        x = _nn.pad(x, [(max(b, 0), max(e, 0)) for b, e in width], pad_value=pad_value)
+        return _op.strided_slice(x, [max(-b, 0) for b, _ in width],
+                                 [e if e < 0 else _UNTIL_END for _, e in width])
     # negative pads crop (a dynamic axis's end counted from its end)
     starts = [-min(b, 0) for b, _ in width]
     ends = [(d if e >= 0 else e) if isinstance(d, DynamicDim) else d + min(e, 0)
@@ -633,7 +642,25 @@ def _pad(ctx, ins, attrs):
                 n = ends[a] - starts[a]
                 x = _op.take(x, ctx.const(np.arange(-b, n + e, dtype="int64") % n), axis=a)
         return x
-    return _nn.pad(x, width, pad_value=ctx.const(np.array(value, ctx.dtype(x))), pad_mode=mode)
+    return _nn.pad(x, width, pad_value=pad_value, pad_mode=mode)
+
+
+def _pad_error(shape, width, mode: str) -> str:
+    """Why onnxruntime rejects ``width`` (begin, end per axis) on the static axes of
+    ``shape``, or "": an output size below 0; in the other modes an axis padded or cropped
+    down to nothing; for reflect a pad not below the (cropped) size (as
+    ``run_time_sized`` checks at run time)."""
+    for a, (d, (b, e)) in enumerate(zip(shape, width, strict=True)):
+        if isinstance(d, DynamicDim):
+            continue
+        kept = d + min(b, 0) + min(e, 0)
+        if d + b + e < 0:
+            return f"pads ({b}, {e}) of axis {a} (size {d}) give a negative output size"
+        if mode != "constant" and (b or e) and kept <= 0:
+            return f"{mode} pads ({b}, {e}) of axis {a} (size {d}) leave nothing to pad from"
+        if mode == "reflect" and (b >= kept or e >= kept):
+            return f"reflect pads ({b}, {e}) of axis {a} must be below its size {kept}"
+    return ""
 
 
 def _pad_run_time(ctx, x, ins, mode: str):
