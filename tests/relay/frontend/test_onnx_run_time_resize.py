@@ -21,14 +21,16 @@ from minitvm.runtime import vm as runtime_vm  # noqa: E402
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
-def _model(rank: int, attrs: dict, by: str = "sizes"):
+def _model(rank: int, attrs: dict, by: str = "sizes", roi=None):
     k = rank - 2
-    ins = ["x", "", "", "s"] if by == "sizes" else ["x", "", "s"]
+    r = "roi" if roi is not None else ""
+    ins = ["x", r, "", "s"] if by == "sizes" else ["x", r, "s"]
     graph = helper.make_graph(
         [helper.make_node("Resize", ins, ["y"], axes=list(range(2, rank)), **attrs)], "g",
         [helper.make_tensor_value_info("x", F, ["N", 2] + [None] * k),
          helper.make_tensor_value_info("s", I64 if by == "sizes" else F, [k])],
-        [helper.make_tensor_value_info("y", F, None)])
+        [helper.make_tensor_value_info("y", F, None)],
+        initializer=[] if roi is None else [helper.make_tensor("roi", F, [2 * k], roi)])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
@@ -77,10 +79,19 @@ def test_3d_resize_by_run_time_scales():
            [((1, 2, 2, 3, 4), np.array([2.0, 1.0, 0.5], "float32"))])
 
 
+@pytest.mark.parametrize("rank, roi, sizes", [
+    (3, [0.2, 0.9], [[7], [3]]), (4, [0.1, 0.0, 0.8, 1.2], [[4, 6], [3, 4]]),
+    (5, [0.0, 0.25, -0.1, 1.0, 0.75, 0.9], [[3, 4, 6], [2, 3, 5]])])
+def test_tf_crop_and_resize_to_run_time_sizes(rank, roi, sizes):
+    """The roi's region of each spatial axis, outside the input the extrapolation value."""
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+             "extrapolation_value": -2.0}
+    shape = (1, 2, 3, 4, 5)[:rank]
+    _check(_model(rank, attrs, roi=roi), [(shape, np.array(s)) for s in sizes])
+
+
 @pytest.mark.parametrize("attrs, named", [
     ({"mode": "linear", "antialias": 1}, "antialias=1"),
-    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
-     "coordinate_transformation_mode='tf_crop_and_resize'"),
     ({"mode": "linear", "keep_aspect_ratio_policy": "not_larger"},
      "keep_aspect_ratio_policy='not_larger'"),
     ({"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",

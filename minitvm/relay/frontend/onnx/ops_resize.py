@@ -136,15 +136,16 @@ def _resize(ctx, ins, attrs):
             return run_time_resize(ctx, x, attrs, scales=ins[1], what="Resize's scales")
         scales = [float(s) for s in ctx.value(ins[1], "Resize's scales")]
         return _by_scales(ctx, x, attrs, scales)
+    roi_in = ins[1] if len(ins) > 1 and ins[1] is not None else None
     scales_in = ins[2] if len(ins) > 2 and ins[2] is not None else None
     sizes_in = ins[3] if len(ins) > 3 and ins[3] is not None else None
     own = None
     if sizes_in is not None and has_dynamic(shape) and ctx.maybe_value(sizes_in) is None:
         own = _own_sizes(ctx, shape, sizes_in)  # (the batch's own size: passes through)
     if own is None and sizes_in is not None and ctx.at_run_time(sizes_in):
-        return run_time_resize(ctx, x, attrs, sizes=sizes_in, what="Resize's sizes")
+        return run_time_resize(ctx, x, attrs, sizes=sizes_in, roi=roi_in, what="Resize's sizes")
     if scales_in is not None and ctx.at_run_time(scales_in):
-        return run_time_resize(ctx, x, attrs, scales=scales_in, what="Resize's scales")
+        return run_time_resize(ctx, x, attrs, scales=scales_in, roi=roi_in, what="Resize's scales")
     roi_v = ctx.value(ins[1], "Resize's roi") if len(ins) > 1 and ins[1] is not None else None
     scales_v = ctx.value(scales_in, "Resize's scales") if scales_in is not None else None
     sizes_v = own if own is not None or sizes_in is None else \
@@ -152,8 +153,8 @@ def _resize(ctx, ins, attrs):
     if own is None and resizes_run_time_spatial(shape, scales_v, sizes_v):
         # (constant sizes or scales of a run-time height or width: resized at run time)
         if sizes_v is not None and sizes_v.size:
-            return run_time_resize(ctx, x, attrs, sizes=sizes_in, what="Resize's sizes")
-        return run_time_resize(ctx, x, attrs, scales=scales_in, what="Resize's scales")
+            return run_time_resize(ctx, x, attrs, sizes=sizes_in, roi=roi_in, what="Resize's sizes")
+        return run_time_resize(ctx, x, attrs, scales=scales_in, roi=roi_in, what="Resize's scales")
     if has_dynamic(shape):
         out, scales, roi = dynamic_resize_plan(ctx, shape, attrs, roi_v, scales_v, sizes_v)
     else:
