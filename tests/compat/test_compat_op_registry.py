@@ -56,9 +56,11 @@ def test_our_extra_ops_are_known():
     # factored_solve: the loop kernels of torch.linalg's factorizations (TVM's importer has no
     # torch.linalg); nn.ctc_log_alpha: the CTC forward variables of torch's ctc_loss;
     # vm.update_row: a loop's step writing its row of a result in place (the ONNX RNNs over a
-    # run-time length; TVM's importer selects over the whole result a step)
+    # run-time length; TVM's importer selects over the whole result a step); run_time_check:
+    # a run-time assert on sizes read from data (ONNX Split sizes that must add up; Relay has
+    # none, TVM's importer leaves such sizes unchecked)
     allowed = {"dyn.nn.pad", "nn.fast_softmax", "vision.multiclass_nms",
                "vision.onnx_roi_align", "linalg.cholesky_factor", "linalg.lu_factor",
-               "linalg.factored_solve", "nn.ctc_log_alpha", "vm.update_row"}
+               "linalg.factored_solve", "nn.ctc_log_alpha", "vm.update_row", "run_time_check"}
     unexpected = [n for n in extra if n not in allowed and not n.startswith("dyn.")]
     assert not unexpected, f"ops registered under names TVM does not have: {unexpected}"

@@ -30,6 +30,7 @@ from . import contrib  # noqa: E402,F401  (BYOC pattern tables: relay.op.contrib
 from . import memory  # noqa: E402,F401  (memory.alloc_storage / alloc_tensor / kill)
 from . import debug as _debug_module  # noqa: E402,F401  (registers the debug op)
 from .debug import debug  # noqa: E402,F401  (relay.op.debug is the op constructor, as in TVM)
+from .run_time_check import run_time_check  # noqa: E402,F401  (a run-time assert on sizes)
 from .op_strategy import OpImplementation, OpSpecialization, OpStrategy  # noqa: E402,F401
 from . import strategy, _make, _tensor  # noqa: E402,F401  (TVM's module paths)
 from .nn import utils as _nn_utils, _nn, _make as _nn_make  # noqa: E402,F401

@@ -2,7 +2,8 @@
 
 A storage is a byte array; ``memory.alloc_tensor`` views ``shape`` x ``dtype`` at a byte offset
 of it; ``memory.kill`` returns the empty tuple. ``debug`` calls its ``debug_func`` on the value
-(or stops in the Python debugger when it has none) and passes the value through."""
+(or stops in the Python debugger when it has none) and passes the value through;
+``run_time_check`` passes its value through once its condition holds, else raises."""
 
 from __future__ import annotations
 
@@ -48,4 +49,17 @@ def enter_debugger(value) -> None:
 def debug(attrs, args, out_type):
     func = getattr(attrs, "debug_func", None) if attrs is not None else None
     (func or enter_debugger)(*args)
+    return args[0]
+
+
+def _shown(v) -> str:
+    """A run-time value in a check's message: a scalar as itself, a tensor as a list."""
+    a = np.asarray(v)
+    return str(a.item()) if a.ndim == 0 else str(a.tolist())
+
+
+@reference("run_time_check")
+def run_time_check(attrs, args, out_type):
+    if not bool(np.asarray(args[1])):
+        raise ValueError(attrs.message.format(*(_shown(v) for v in args[2:])))
     return args[0]

@@ -76,3 +76,22 @@ def test_resize2d_to_a_run_time_size():
     for n in (1, 4):
         xs = np.random.default_rng(n).standard_normal((1, 2, n, 3)).astype("float32")
         np.testing.assert_array_equal(vm.run(xs).numpy(), np.repeat(xs, 2, axis=2))
+
+
+def test_resize2d_of_a_run_time_size_binds_its_roi_and_runs_natively():
+    """The roi (a float constant the VM passes in) is bound with the size: each
+    specialization is a static, native image.resize2d, not the numpy reference."""
+    from minitvm.relay.backend.vm.kernels import ShapeSpecializer
+
+    x = relay.var("x", shape=(1, 1, relay.Any(), relay.Any()))
+    s = relay.var("s", shape=(2,), dtype="int64")
+    vm, _ = _vm([x, s], dyn.image.resize2d(x, s, roi=(0.0, 0.0, 1.0, 1.0),
+                                           method="nearest_neighbor",
+                                           coordinate_transformation_mode="asymmetric",
+                                           rounding_method="floor"))
+    xs = np.arange(6, dtype="float32").reshape(1, 1, 2, 3)
+    np.testing.assert_array_equal(vm.run(xs, np.array([4, 3])).numpy(),
+                                  np.repeat(xs, 2, axis=2))
+    specs = [k.run for k in vm.exe.kernels if isinstance(k.run, ShapeSpecializer)]
+    assert specs and all(kernel is not None and kernel.kind == "native"
+                         for spec in specs for kernel, _ in spec.cache.values())

@@ -71,7 +71,9 @@ _MAX_SHAPE_VALUES = 16  # (a shape argument is a handful of sizes; larger tensor
 def shape_value_inputs(func: Function) -> tuple[int, ...]:
     """Positions of ``func``'s parameters that a ``dyn.*`` op reads as a shape (a
     ``dyn.reshape``'s new shape, possibly through a concatenate of them), each a small static
-    integer tensor: their values decide the output's shape, so a specialization binds them."""
+    tensor: their values decide the output's shape, so a specialization binds them. Float ones
+    count too (``dyn.image.resize2d``'s roi, a constant the VM passes in: bound, the resize is
+    static and native rather than numpy)."""
     params = {p: i for i, p in enumerate(func.params)}
     found, seen = set(), set()
     stack = [a for e in dataflow_post_order(func.body) if isinstance(e, Call)
@@ -90,13 +92,13 @@ def shape_value_inputs(func: Function) -> tuple[int, ...]:
         elif isinstance(e, TupleGetItem):
             stack.append(e.tuple_value)
 
-    def small_ints(i: int) -> bool:
+    def small(i: int) -> bool:
         t = func.params[i].checked_type
         return isinstance(t, TensorType) and is_static_type(t) and \
-            np.dtype(t.dtype).kind in "iu" and \
+            np.dtype(t.dtype).kind in "iuf" and \
             int(np.prod([int(d) for d in t.shape])) <= _MAX_SHAPE_VALUES
 
-    return tuple(sorted(i for i in found if small_ints(i)))
+    return tuple(sorted(i for i in found if small(i)))
 
 
 class ShapeSpecializer:

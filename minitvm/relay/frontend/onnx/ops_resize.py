@@ -15,8 +15,9 @@ A dynamic (``relay.Any()``) axis, the batch of an exported model, resizes only b
 ``F.interpolate(x, size=...)`` as ``Concat(Shape(x)[:2], sizes)``). It then passes through with
 its size unknown at import (``dynamic_resize_plan``). Sizes or scales computed at run time
 (``F.interpolate`` to a size computed from the input's), and a resize of a run-time height or
-width, are ``dyn.image.resize2d`` where resize2d samples as the Resize does (4-D float NCHW;
-``_run_time_resize``); any other resize of a run-time size is an error.
+width, are ``dyn.image.resize2d`` where resize2d samples as the Resize does (``run_time_resize``:
+1-D, 2-D and 3-D float resizes of the spatial axes); any other resize of a run-time size is an
+error naming the attribute that has no run-time form.
 """
 
 from __future__ import annotations
@@ -26,16 +27,14 @@ import numpy as np
 from ....frontend_common.onnx_resize import (
     FUSED_TAPS,
     axis_taps,
-    resize2d_method,
     resize2d_params,
     resize_plan,
 )
 from ... import op as _op
-from ...expr import Call
 from ...op import annotation as _annotation
-from ...op import dyn as _dyn
 from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import register
+from .run_time_resize import resizes_run_time_spatial, run_time_resize
 from .shape_values import SizeOf
 
 
@@ -134,112 +133,33 @@ def _resize(ctx, ins, attrs):
         attrs.setdefault("coordinate_transformation_mode", "asymmetric")
         attrs.setdefault("nearest_mode", "floor")
         if ctx.at_run_time(ins[1]):
-            return _run_time_resize(ctx, x, attrs, scales=ins[1], what="Resize's scales")
+            return run_time_resize(ctx, x, attrs, scales=ins[1], what="Resize's scales")
         scales = [float(s) for s in ctx.value(ins[1], "Resize's scales")]
         return _by_scales(ctx, x, attrs, scales)
+    roi_in = ins[1] if len(ins) > 1 and ins[1] is not None else None
     scales_in = ins[2] if len(ins) > 2 and ins[2] is not None else None
     sizes_in = ins[3] if len(ins) > 3 and ins[3] is not None else None
     own = None
     if sizes_in is not None and has_dynamic(shape) and ctx.maybe_value(sizes_in) is None:
         own = _own_sizes(ctx, shape, sizes_in)  # (the batch's own size: passes through)
     if own is None and sizes_in is not None and ctx.at_run_time(sizes_in):
-        return _run_time_resize(ctx, x, attrs, sizes=sizes_in, what="Resize's sizes")
+        return run_time_resize(ctx, x, attrs, sizes=sizes_in, roi=roi_in, what="Resize's sizes")
     if scales_in is not None and ctx.at_run_time(scales_in):
-        return _run_time_resize(ctx, x, attrs, scales=scales_in, what="Resize's scales")
+        return run_time_resize(ctx, x, attrs, scales=scales_in, roi=roi_in, what="Resize's scales")
     roi_v = ctx.value(ins[1], "Resize's roi") if len(ins) > 1 and ins[1] is not None else None
     scales_v = ctx.value(scales_in, "Resize's scales") if scales_in is not None else None
     sizes_v = own if own is not None or sizes_in is None else \
         ctx.value(sizes_in, "Resize's sizes")
-    if own is None and _resizes_run_time_hw(shape, scales_v, sizes_v):
+    if own is None and resizes_run_time_spatial(shape, scales_v, sizes_v):
         # (constant sizes or scales of a run-time height or width: resized at run time)
         if sizes_v is not None and sizes_v.size:
-            return _run_time_resize(ctx, x, attrs, sizes=sizes_in, what="Resize's sizes")
-        return _run_time_resize(ctx, x, attrs, scales=scales_in, what="Resize's scales")
+            return run_time_resize(ctx, x, attrs, sizes=sizes_in, roi=roi_in, what="Resize's sizes")
+        return run_time_resize(ctx, x, attrs, scales=scales_in, roi=roi_in, what="Resize's scales")
     if has_dynamic(shape):
         out, scales, roi = dynamic_resize_plan(ctx, shape, attrs, roi_v, scales_v, sizes_v)
     else:
         out, scales, roi = resize_plan(shape, attrs, roi_v, scales_v, sizes_v, ctx.fail)
     return resize(ctx, x, attrs, out, scales, roi)
-
-
-def _resizes_run_time_hw(shape, scales_v, sizes_v) -> bool:
-    """Whether constant ``sizes`` (any: the run-time size is unknown) or ``scales`` (one other
-    than 1) resize a run-time height or width of the 4-D ``shape``."""
-    if len(shape) != 4 or not has_dynamic(shape[2:]):
-        return False
-    if sizes_v is not None and sizes_v.size:
-        return True
-    hw = [a for a in (2, 3) if isinstance(shape[a], DynamicDim)]
-    return scales_v is not None and scales_v.size == 4 and any(scales_v[a] != 1.0 for a in hw)
-
-
-def _run_time_resize(ctx, x, attrs, what: str, scales=None, sizes=None):
-    """``dyn.image.resize2d`` of the NCHW ``x`` to spatial sizes known at run time: the last
-    two of ``sizes``, or floor(in * scale) of the last two ``scales`` (as ONNX); the batch and
-    channels must keep their sizes (1.0 scales, or sizes that are theirs)."""
-    shape = ctx.shape(x)
-    params = resize2d_method(attrs, len(shape), ctx.dtype(x))
-    axes = [int(a) % max(len(shape), 1) for a in attrs.get("axes", range(len(shape)))]
-    if params is None or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ctx.fail(f"{what} give output sizes known only at run time, which only a 4-D "
-                       "float NCHW resize that image.resize2d samples takes (nearest / linear / "
-                       "cubic, no antialias, no tf_crop_and_resize, keep_aspect_ratio_policy "
-                       "stretch); pass static sizes in from_onnx's shape=")
-    if axes not in ([0, 1, 2, 3], [2, 3]):
-        raise ctx.fail(f"{what} give output sizes known only at run time over axes {axes}: "
-                       "only the spatial axes (2, 3) can be resized so")
-    given = sizes if sizes is not None else scales
-    lead = 2 if len(axes) == 4 else 0
-    if lead and not _keeps_batch_and_channels(ctx, shape, given, sizes is not None):
-        raise ctx.fail(f"{what} give output sizes known only at run time, and must keep axes "
-                       f"0 and 1 (the batch and channels of {tuple(shape)}): they are computed "
-                       "too")
-    if sizes is not None:
-        size = _op.strided_slice(_op.cast(ctx.fold(sizes), "int64"), [lead], [lead + 2])
-    else:
-        hw = _op.cast(_op.strided_slice(_op.shape_of(x, "int64"), [2], [4]), "float32")
-        factor = _op.strided_slice(_op.cast(ctx.fold(given), "float32"), [lead], [lead + 2])
-        size = _op.cast(_op.floor(_op.multiply(hw, factor)), "int64")
-    return _dyn.image.resize2d(x, size, **params)
-
-
-def _keeps_batch_and_channels(ctx, shape, given, are_sizes: bool) -> bool:
-    """Whether the first two of ``given`` (sizes, or scales) keep those axes of ``shape``:
-    scales of 1, sizes equal to the static size or the axis' own run-time size."""
-    if not are_sizes:
-        lead = _leading_values(ctx, given, 2)
-        return lead is not None and bool(np.all(lead == 1.0))
-    elems = ctx.elements(given)
-    if elems is None:
-        return False
-    elems = np.asarray(elems).ravel()
-    for a in (0, 1):
-        v = elems[a]
-        if isinstance(v, SizeOf):
-            if v.tensor is None or ctx.shape(v.tensor)[v.axis] != shape[a]:
-                return False
-        elif isinstance(shape[a], DynamicDim) or int(v) != shape[a]:
-            return False
-    return True
-
-
-def _leading_values(ctx, e, n: int) -> np.ndarray | None:
-    """The first ``n`` elements of the 1-D ``e`` where they are known at import: a constant,
-    or a Concat whose leading parts are (``Concat([1, 1], computed)``, the scales PyTorch
-    exports); else None."""
-    v = ctx.maybe_value(e)
-    if v is not None:
-        return np.asarray(v).ravel()[:n]
-    e = ctx.fold(e)
-    if not (isinstance(e, Call) and getattr(e.op, "name", "") == "concatenate"):
-        return None
-    known = []
-    for part in e.args[0].fields:
-        pv = ctx.maybe_value(part)
-        if pv is None:
-            break
-        known.extend(np.asarray(pv).ravel())
-    return np.array(known[:n]) if len(known) >= n else None
 
 
 @register("Upsample")
@@ -248,7 +168,7 @@ def _upsample(ctx, ins, attrs):
     a = {"mode": attrs.get("mode", "nearest"), "coordinate_transformation_mode": "asymmetric",
          "nearest_mode": "floor"}
     if len(ins) > 1 and ctx.at_run_time(ins[1]):
-        return _run_time_resize(ctx, x, a, scales=ins[1], what="Upsample's scales")
+        return run_time_resize(ctx, x, a, scales=ins[1], what="Upsample's scales")
     scales = [float(s) for s in (ctx.value(ins[1], "Upsample's scales") if len(ins) > 1
                                   else attrs["scales"])]
     return _by_scales(ctx, x, a, scales)

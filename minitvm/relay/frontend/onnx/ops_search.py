@@ -1,5 +1,6 @@
-"""ONNX search operators on Relay: TopK (K known at import, or computed at run time from
-sizes: ``dyn.topk``), NonZero (its output shape depends on the data, so its input must be
+"""ONNX search operators on Relay: TopK (K known at import, or computed at run time, from
+sizes or, with run-time sizes in the model, from data: ``dyn.topk``, K checked against the
+axis at run time), NonZero (its output shape depends on the data, so its input must be
 known at import: a constant, or a graph input bound with ``const_inputs``)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import numpy as np
 from ... import op as _op
 from ...op import dyn as _dyn
 from .registry import Context, register
+from .run_time_sized import checked
 
 
 @register("TopK")
@@ -23,7 +25,7 @@ def _topk(ctx: Context, ins, attrs):
     if ctx.opset >= 10:
         if len(ins) < 2 or ins[1] is None:
             raise ctx.fail("the K input is required")
-        if ctx.computed_at_run_time(ins[1]):  # (K = min(batch, 5): a run-time size)
+        if ctx.at_run_time(ins[1]):  # (K = min(batch, 5), or an input: a run-time size)
             return _run_time_k(ctx, x, ins[1], axis, largest)
         k = int(np.asarray(ctx.value(ins[1], "TopK's K")).reshape(-1)[0])
     else:
@@ -40,8 +42,13 @@ def _topk(ctx: Context, ins, attrs):
 
 def _run_time_k(ctx: Context, x, k, axis: int, largest: bool):
     """TopK with K computed at run time: Relay's ``dyn.topk``, then its first K positions
-    along the axis (a take of ``arange(K)``: ``dyn.topk`` reads K = 0 as "all")."""
+    along the axis (a take of ``arange(K)``: ``dyn.topk`` reads K = 0 as "all"). A K outside
+    [0, the axis' size] raises at run time, as onnxruntime (the take would repeat the last)."""
     k = _op.cast(_op.reshape(ctx.fold(k), ()), "int64")
+    size = _op.take(_op.shape_of(x, "int64"), ctx.const(np.array(axis, "int64")))
+    ok = _op.logical_and(_op.greater_equal(k, ctx.const(np.array(0, "int64"))),
+                         _op.less_equal(k, size))
+    k = checked(ctx, k, ok, f"K={{}} is outside [0, {{}}] (the size of axis {axis})", [k, size])
     values, indices = _dyn.topk(x, k, axis=axis, ret_type="both", is_ascend=not largest,
                                 dtype="int64")
     first = _op.arange(k, dtype="int64")

@@ -185,9 +185,11 @@ def _split(ctx, ins, attrs):
     elif "split" in attrs:
         sizes = [int(s) for s in attrs["split"]]
     elif isinstance(dim, DynamicDim):  # (equal parts of a run-time size)
-        return run_time_sized.split_evenly(ctx, x, axis, n_out)
+        return run_time_sized.split_evenly(ctx, x, axis, n_out, exact="num_outputs" not in attrs)
     else:
         n = int(attrs.get("num_outputs", n_out))
+        if "num_outputs" not in attrs and dim % n:  # (onnxruntime: "cannot be split evenly")
+            raise ctx.fail(f"axis {axis} of size {dim} does not split evenly into {n} outputs")
         chunk = -(-dim // n)
         sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
     if isinstance(dim, DynamicDim) and len(sizes) > 1:  # (constant parts of a run-time size)
@@ -205,9 +207,9 @@ def _slice(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
     if len(ins) > 1 and any(ctx.maybe_value(v) is None for v in ins[1:3]) and \
-            all(ctx.maybe_value(v) is not None or ctx.computed_at_run_time(v) for v in ins[1:3]):
+            all(ctx.maybe_value(v) is not None or ctx.at_run_time(v) for v in ins[1:3]):
         # bounds computed from run-time sizes (``mask[:, :t]``, a loop's ``ids[off[i]:
-        # off[i + 1]]``): sliced at run time
+        # off[i + 1]]``), or read from data in a model with run-time sizes: sliced at run time
         return _slice_run_time(ctx, x, len(shape), ins)
     if len(ins) > 1:
         starts = _ints(ctx.value(ins[1], "Slice's starts"))
@@ -513,6 +515,8 @@ def _constant_of_shape(ctx, ins, attrs):
     if ctx.at_run_time(ins[0]):  # (not shape arithmetic: dyn.full, its sizes relay.Any())
         return run_time_sized.full(ctx, value[0], ins[0])
     shape = _ints(ctx.value(ins[0], "ConstantOfShape's shape"))
+    if min(shape, default=0) < 0:
+        raise ctx.fail(f"the shape {shape} has a negative size")
     return ctx.const(np.full(shape, value[0], dtype=value.dtype))
 
 
@@ -524,6 +528,8 @@ def _run_time_full(ctx, value: np.generic, shape):
     elems = ctx.elements(shape).ravel()
     x = ctx.const(np.full([1 if isinstance(v, SizeOf) else int(v) for v in elems], value))
     sizes = _op.cast(ctx.fold(shape), "int64")
+    if any(isinstance(v, SizeOf) and v.tensor is None for v in elems):
+        sizes = run_time_sized.non_negative_shape(ctx, sizes)  # (batch - 5 can be < 0)
     for axis, v in enumerate(elems):
         if not isinstance(v, SizeOf):
             continue
@@ -555,14 +561,25 @@ def _identity(ctx, ins, attrs):
 @register("Range")
 def _range(ctx, ins, attrs):
     if any(ctx.maybe_value(v) is None for v in ins) and \
-            all(ctx.maybe_value(v) is not None or ctx.computed_at_run_time(v) for v in ins):
+            all(ctx.maybe_value(v) is not None or ctx.at_run_time(v) for v in ins):
         # bounds computed from run-time sizes (positions 0..seq, EmbeddingBag's offsets
-        # 0..batch*9 step 9): Relay's arange, of a length known at run time
-        return _op.arange(*(ctx.fold(v) for v in ins), dtype=ctx.dtype(ins[0]))
+        # 0..batch*9 step 9), or read from data in a model with run-time sizes: Relay's
+        # arange, of a length known at run time (a zero delta raises, as onnxruntime)
+        start, limit, delta = (ctx.fold(v) for v in ins)
+        step = ctx.maybe_value(ins[2])
+        if step is not None and not np.all(step):
+            raise ctx.fail("delta must not be zero")
+        if step is None:
+            zero = ctx.const(np.zeros((), ctx.dtype(ins[2])))
+            delta = run_time_sized.checked(ctx, delta, _op.not_equal(_op.reshape(delta, ()), zero),
+                                           "delta {} must not be zero", [delta])
+        return _op.arange(start, limit, delta, dtype=ctx.dtype(ins[0]))
     # the output length depends on the values: they must be static for a static shape
     start, limit, delta = (ctx.value(v, f"Range's {w}").item() for v, w in
                            zip(ins, ("start", "limit", "delta")))
     dt = ctx.dtype(ins[0])
+    if delta == 0:
+        raise ctx.fail("delta must not be zero")
     n = max(int(np.ceil((limit - start) / delta)), 0)
     return ctx.const((start + np.arange(n) * delta).astype(dt))
 
@@ -595,6 +612,15 @@ def _pad(ctx, ins, attrs):
     width = [[0, 0] for _ in range(nd)]
     for i, a in enumerate(axes):
         width[a % nd] = [pads[i], pads[i + k]]
+    bad = _pad_error(shape, width, mode)
+    if bad:
+        raise ctx.fail(bad)
+    pad_value = ctx.const(np.array(value, ctx.dtype(x)))
+    if mode == "constant" and any(min(w) < 0 for w in width):
+        # pad, then crop: a crop reaching into the other end's padding keeps it (onnxruntime)
+        x = _nn.pad(x, [(max(b, 0), max(e, 0)) for b, e in width], pad_value=pad_value)
+        return _op.strided_slice(x, [max(-b, 0) for b, _ in width],
+                                 [e if e < 0 else _UNTIL_END for _, e in width])
     # negative pads crop (a dynamic axis's end counted from its end)
     starts = [-min(b, 0) for b, _ in width]
     ends = [(d if e >= 0 else e) if isinstance(d, DynamicDim) else d + min(e, 0)
@@ -616,7 +642,25 @@ def _pad(ctx, ins, attrs):
                 n = ends[a] - starts[a]
                 x = _op.take(x, ctx.const(np.arange(-b, n + e, dtype="int64") % n), axis=a)
         return x
-    return _nn.pad(x, width, pad_value=ctx.const(np.array(value, ctx.dtype(x))), pad_mode=mode)
+    return _nn.pad(x, width, pad_value=pad_value, pad_mode=mode)
+
+
+def _pad_error(shape, width, mode: str) -> str:
+    """Why onnxruntime rejects ``width`` (begin, end per axis) on the static axes of
+    ``shape``, or "": an output size below 0; in the other modes an axis padded or cropped
+    down to nothing; for reflect a pad not below the (cropped) size (as
+    ``run_time_sized`` checks at run time)."""
+    for a, (d, (b, e)) in enumerate(zip(shape, width, strict=True)):
+        if isinstance(d, DynamicDim):
+            continue
+        kept = d + min(b, 0) + min(e, 0)
+        if d + b + e < 0:
+            return f"pads ({b}, {e}) of axis {a} (size {d}) give a negative output size"
+        if mode != "constant" and (b or e) and kept <= 0:
+            return f"{mode} pads ({b}, {e}) of axis {a} (size {d}) leave nothing to pad from"
+        if mode == "reflect" and (b >= kept or e >= kept):
+            return f"reflect pads ({b}, {e}) of axis {a} must be below its size {kept}"
+    return ""
 
 
 def _pad_run_time(ctx, x, ins, mode: str):
@@ -686,6 +730,8 @@ def _one_hot(ctx, ins, attrs):
     if ctx.at_run_time(depth):  # (dyn.one_hot: the new axis' size is relay.Any())
         return run_time_sized.one_hot(ctx, idx, depth, on, off, axis, dt)
     depth = int(ctx.value(depth, "OneHot's depth").reshape(-1)[0])
+    if depth <= 0:  # (onnxruntime rejects it)
+        raise ctx.fail(f"depth {depth} must be positive")
     idx = _normalize_indices(ctx, idx, depth)
     return _op.one_hot(idx, on, off, depth, axis, dt)
 

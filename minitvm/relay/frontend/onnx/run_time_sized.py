@@ -3,7 +3,10 @@ Pad's pads, Split's sizes, Trilu's k and ConstantOfShape's shape, computed at ru
 dynamic batch's ``Shape``, or from data in an import with run-time sizes). Each builds the
 ``dyn.*`` op TVM's importer builds (``dyn.one_hot``, ``dyn.nn.pad``, ``dyn.full``) or the
 index arithmetic over ``shape_of`` a slice needs; the output's run-time sizes are
-``relay.Any()``, and the Relay VM computes them at each call."""
+``relay.Any()``, and the Relay VM computes them at each call. Sizes ONNX rejects (split sizes
+not adding up to the axis, a depth <= 0, a pad past the input, a negative shape) are checked
+where they are read (``checked``: a ``run_time_check`` naming the node and the values) rather
+than clipped or repeated into a silent answer, as onnxruntime raises."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from .dynamic_dim import DynamicDim
 from .registry import Context
 from .shape_values import SizeOf
 
-__all__ = ["one_hot", "pad", "split", "split_evenly", "trilu_mask", "full"]
+__all__ = ["checked", "one_hot", "pad", "split", "split_evenly", "trilu_mask", "full",
+           "non_negative_shape"]
 
 
 def _i64(ctx: Context, v: int):
@@ -26,6 +30,13 @@ def _i64(ctx: Context, v: int):
 def _scalar(ctx: Context, e, dtype: str = "int64"):
     """The one element of the scalar or 1-element tensor ``e`` (folded), as ``dtype``."""
     return _op.cast(_op.reshape(ctx.fold(e), ()), dtype)
+
+
+def checked(ctx: Context, value, ok, message: str, shown: list):
+    """``value`` once ``ok`` (a bool scalar) holds at run time; else a ValueError of
+    ``message`` (its ``{}``s filled by ``shown``'s values) naming the node."""
+    where = ctx.where().replace("{", "{{").replace("}", "}}")
+    return _op.run_time_check(value, ok, f"{where}: {message}", shown)
 
 
 def _size(x, axis: int):
@@ -38,6 +49,7 @@ def one_hot(ctx: Context, idx, depth, on, off, axis: int, dtype: str):
     (ONNX), the new axis' size is ``relay.Any()``."""
     d = _scalar(ctx, depth, ctx.dtype(idx))
     zero = ctx.const(np.array(0, ctx.dtype(idx)))
+    d = checked(ctx, d, _op.greater(d, zero), "depth {} must be positive", [d])
     idx = _op.where(_op.less(idx, zero), _op.add(idx, d), idx)
     return _dyn.one_hot(idx, on, off, _op.cast(d, "int64"), axis, dtype)
 
@@ -54,9 +66,10 @@ def _nonnegative(ctx: Context, pads) -> bool:
 
 def pad(ctx: Context, x, pads, value, axes: list[int], mode: str):
     """Pad ``x`` by ``pads`` (ONNX's [begin per axis..., end per axis...] over ``axes``)
-    computed at run time: ``dyn.nn.pad`` by the non-negative part, after a crop by the negative
-    part (a ``strided_slice`` to ``shape_of(x)``) unless the pads are known non-negative;
-    ``wrap`` gathers each axis at ``arange(-begin, n + end) mod n``."""
+    computed at run time: ``dyn.nn.pad`` by the non-negative part and a ``strided_slice`` by
+    the negative part (constant: pad, then crop, so a crop reaching into the padding keeps it,
+    as onnxruntime; other modes: crop, then pad from what is left); ``wrap`` gathers each axis
+    at ``arange(-begin, n + end) mod n``. Pads onnxruntime rejects raise (``_pads_checked``)."""
     nd = len(ctx.shape(x))
     k = len(axes)
     given = _op.transpose(_op.reshape(_op.cast(ctx.fold(pads), "int64"), [2, k]))  # (k, 2)
@@ -69,15 +82,50 @@ def pad(ctx: Context, x, pads, value, axes: list[int], mode: str):
             rows[a] = _op.take(given, ctx.const(np.array([i], "int64")), axis=0)
         width = _op.concatenate(rows, axis=0)
     zero = _i64(ctx, 0)
-    if not _nonnegative(ctx, pads):
-        crop = _op.maximum(_op.negative(width), zero)
-        begin = _op.take(crop, _i64(ctx, 0), axis=1)
-        end = _op.subtract(_op.shape_of(x, "int64"), _op.take(crop, _i64(ctx, 1), axis=1))
-        x = _op.strided_slice(x, begin, end, [1] * nd)
-        width = _op.maximum(width, zero)
-    if mode == "wrap":
-        return _wrap(ctx, x, width, nd)
-    return _dyn.nn.pad(x, width, value, pad_mode=mode)
+    nonnegative = _nonnegative(ctx, pads)
+    if not (nonnegative and mode == "constant"):
+        width = _pads_checked(ctx, x, width, mode)
+    if nonnegative:
+        return _wrap(ctx, x, width, nd) if mode == "wrap" else \
+            _dyn.nn.pad(x, width, value, pad_mode=mode)
+    crop = _op.maximum(_op.negative(width), zero)
+    grow = _op.maximum(width, zero)
+    if mode == "constant":
+        x = _dyn.nn.pad(x, grow, value, pad_mode=mode)
+    x = _crop(ctx, x, crop, nd)
+    if mode == "constant":
+        return x
+    return _wrap(ctx, x, grow, nd) if mode == "wrap" else \
+        _dyn.nn.pad(x, grow, value, pad_mode=mode)
+
+
+def _crop(ctx: Context, x, crop, nd: int):
+    """``x`` less ``crop`` (an (nd, 2) int64 tensor of non-negative begin / end counts)."""
+    begin = _op.take(crop, _i64(ctx, 0), axis=1)
+    end = _op.subtract(_op.shape_of(x, "int64"), _op.take(crop, _i64(ctx, 1), axis=1))
+    return _op.strided_slice(x, begin, end, [1] * nd)
+
+
+def _pads_checked(ctx: Context, x, width, mode: str):
+    """``width`` (nd rows of begin, end) once its pads are valid for ``x`` at run time, as
+    onnxruntime has them: no output size below 0; in the other modes no axis padded or
+    cropped down to nothing, and for reflect no pad past the (cropped) size - 1."""
+    zero = _i64(ctx, 0)
+    n = _op.shape_of(x, "int64")
+    b, e = (_op.take(width, _i64(ctx, j), axis=1) for j in (0, 1))
+    ok = _op.greater_equal(_op.add(n, _op.add(b, e)), zero)
+    rule = "an axis' output size is negative"
+    if mode != "constant":
+        kept = _op.add(n, _op.add(_op.minimum(b, zero), _op.minimum(e, zero)))
+        idle = _op.logical_and(_op.equal(b, zero), _op.equal(e, zero))
+        fits = _op.greater(kept, zero)
+        rule += ", or an axis is padded with nothing left of it after the crop"
+        if mode == "reflect":
+            fits = _op.logical_and(fits, _op.logical_and(_op.less(b, kept), _op.less(e, kept)))
+            rule += ", or a reflect pad is not below the axis' size (after the crop)"
+        ok = _op.logical_and(ok, _op.logical_or(idle, fits))
+    return checked(ctx, width, _op.all(ok), f"{mode} pads {{}} (begin, end per axis) do not "
+                   f"fit the input of shape {{}}: {rule}", [width, n])
 
 
 def _wrap(ctx: Context, x, width, nd: int):
@@ -100,8 +148,23 @@ def _part(ctx: Context, x, axis: int, begin, end):
 
 def split(ctx: Context, x, sizes, axis: int, n: int) -> list:
     """Split ``x`` along ``axis`` into ``n`` parts of ``sizes`` (a 1-D tensor computed at run
-    time): part i from the sum of the sizes before it."""
+    time): part i from the sum of the sizes before it. Sizes that are not ``n`` values >= 0
+    adding up to the axis' size raise at run time (a take of ``arange`` would clip or repeat
+    rows)."""
+    known = ctx.maybe_value(sizes)
+    if known is not None:
+        return _split_by_constants(ctx, x, [int(v) for v in np.ravel(known)], axis, n)
     sizes = _op.cast(_op.reshape(ctx.fold(sizes), [-1]), "int64")
+    count = ctx.shape(sizes)[0]
+    if not isinstance(count, DynamicDim) and count != n:
+        raise ctx.fail(f"{count} split sizes for {n} outputs")
+    total = _size(x, axis)
+    ok = _op.logical_and(_op.equal(_op.sum(sizes), total),
+                         _op.all(_op.greater_equal(sizes, _i64(ctx, 0))))
+    if isinstance(count, DynamicDim):
+        ok = _op.logical_and(ok, _op.equal(_size(sizes, 0), _i64(ctx, n)))
+    sizes = checked(ctx, sizes, ok, f"the split sizes {{}} must be {n} values >= 0 adding up "
+                    f"to {{}}, the size of axis {axis}", [sizes, total])
     begin, out = _i64(ctx, 0), []
     for i in range(n):
         end = _op.add(begin, _op.take(sizes, _i64(ctx, i)))
@@ -110,10 +173,30 @@ def split(ctx: Context, x, sizes, axis: int, n: int) -> list:
     return out
 
 
-def split_evenly(ctx: Context, x, axis: int, n: int) -> list:
+def _split_by_constants(ctx: Context, x, sizes: list[int], axis: int, n: int) -> list:
+    """Split the run-time-sized ``axis`` of ``x`` into parts of the constant ``sizes``: takes
+    of constant positions (the parts' sizes stay in the type), each checked at run time
+    against the axis' size."""
+    if len(sizes) != n or min(sizes) < 0:
+        raise ctx.fail(f"the split sizes {sizes} must be {n} values >= 0")
+    total = _size(x, axis)
+    ok = _op.equal(total, _i64(ctx, sum(sizes)))
+    bounds = np.cumsum([0] + sizes)
+    return [_op.take(x, checked(ctx, ctx.const(np.arange(b, e, dtype="int64")), ok,
+                                f"the split sizes {sizes} add up to {sum(sizes)}, not to {{}}, "
+                                f"the size of axis {axis}", [total]), axis=axis)
+            for b, e in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def split_evenly(ctx: Context, x, axis: int, n: int, exact: bool = False) -> list:
     """Split the run-time-sized ``axis`` of ``x`` into ``n`` parts of ceil(size / n), the last
-    one smaller (ONNX's ``num_outputs``; without it the size must divide evenly)."""
+    one smaller (ONNX's ``num_outputs``); ``exact`` (no ``num_outputs``): the size must divide
+    evenly, checked at run time, as onnxruntime."""
     size = _size(x, axis)
+    if exact:
+        ok = _op.equal(_op.floor_mod(size, _i64(ctx, n)), _i64(ctx, 0))
+        size = checked(ctx, size, ok, f"the size {{}} of axis {axis} does not split evenly "
+                       f"into {n} outputs", [size])
     chunk = _op.floor_divide(_op.add(size, _i64(ctx, n - 1)), _i64(ctx, n))
     return [_part(ctx, x, axis, _op.minimum(_op.multiply(chunk, _i64(ctx, i)), size),
                   _op.minimum(_op.multiply(chunk, _i64(ctx, i + 1)), size))
@@ -137,6 +220,13 @@ def trilu_mask(ctx: Context, x, k, upper: bool):
 
 
 def full(ctx: Context, value: np.generic, shape):
-    """``dyn.full`` of ``value`` to ``shape`` (a 1-D integer tensor computed at run time)."""
-    return _dyn.full(ctx.const(np.asarray(value)), _op.cast(ctx.fold(shape), "int64"),
-                     str(np.asarray(value).dtype))
+    """``dyn.full`` of ``value`` to ``shape`` (a 1-D integer tensor computed at run time); a
+    negative size raises at run time."""
+    shape = non_negative_shape(ctx, _op.cast(ctx.fold(shape), "int64"))
+    return _dyn.full(ctx.const(np.asarray(value)), shape, str(np.asarray(value).dtype))
+
+
+def non_negative_shape(ctx: Context, shape):
+    """The int64 ``shape`` once none of its sizes is negative at run time (ConstantOfShape)."""
+    ok = _op.all(_op.greater_equal(shape, _i64(ctx, 0)))
+    return checked(ctx, shape, ok, "the shape {} has a negative size", [shape])

@@ -1,0 +1,103 @@
+"""ONNX Resize to sizes read at run time beyond 2-D: 1-D (N, C, W) and 3-D (N, C, D, H, W)
+inputs, sizes or scales from a graph input, compiled once (strict-native) and run at several
+sizes against onnxruntime; attributes with no run-time form are refused by name."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="these ONNX models need the `onnx` package")
+ort = pytest.importorskip("onnxruntime", reason="the reference is onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+
+import minitvm as tvm  # noqa: E402
+from minitvm import relay  # noqa: E402
+from minitvm.relay.frontend.common import ImportError_  # noqa: E402
+from minitvm.runtime import vm as runtime_vm  # noqa: E402
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _model(rank: int, attrs: dict, by: str = "sizes", roi=None):
+    k = rank - 2
+    r = "roi" if roi is not None else ""
+    ins = ["x", r, "", "s"] if by == "sizes" else ["x", r, "s"]
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ins, ["y"], axes=list(range(2, rank)), **attrs)], "g",
+        [helper.make_tensor_value_info("x", F, ["N", 2] + [None] * k),
+         helper.make_tensor_value_info("s", I64 if by == "sizes" else F, [k])],
+        [helper.make_tensor_value_info("y", F, None)],
+        initializer=[] if roi is None else [helper.make_tensor("roi", F, [2 * k], roi)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _import(model):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return relay.frontend.from_onnx(model)
+
+
+def _check(model, cases):
+    """Each (input shape, sizes or scales) of ``cases`` against onnxruntime."""
+    mod, params = _import(model)
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
+        vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm", params=params),
+                                       tvm.cpu())
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape, s in cases:
+        x = np.random.default_rng(len(shape)).standard_normal(shape).astype("float32")
+        want = sess.run(None, {"x": x, "s": s})[0]
+        got = vm.run(x, s).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+    {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+     "nearest_mode": "round_prefer_floor"},
+    {"mode": "linear"},
+    {"mode": "nearest", "coordinate_transformation_mode": "pytorch_half_pixel"}])
+def test_1d_resize_to_run_time_sizes(attrs):
+    _check(_model(3, attrs), [((1, 2, 5), np.array([9])), ((3, 2, 4), np.array([2]))])
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+     "nearest_mode": "round_prefer_floor"},
+    {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, {"mode": "linear"}])
+def test_3d_resize_to_run_time_sizes(attrs):
+    _check(_model(5, attrs), [((1, 2, 3, 4, 5), np.array([5, 2, 7])),
+                              ((2, 2, 2, 3, 3), np.array([1, 6, 3]))])
+
+
+def test_3d_resize_by_run_time_scales():
+    _check(_model(5, {"mode": "nearest"}, by="scales"),
+           [((1, 2, 2, 3, 4), np.array([2.0, 1.0, 0.5], "float32"))])
+
+
+@pytest.mark.parametrize("rank, roi, sizes", [
+    (3, [0.2, 0.9], [[7], [3]]), (4, [0.1, 0.0, 0.8, 1.2], [[4, 6], [3, 4]]),
+    (5, [0.0, 0.25, -0.1, 1.0, 0.75, 0.9], [[3, 4, 6], [2, 3, 5]])])
+def test_tf_crop_and_resize_to_run_time_sizes(rank, roi, sizes):
+    """The roi's region of each spatial axis, outside the input the extrapolation value."""
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+             "extrapolation_value": -2.0}
+    shape = (1, 2, 3, 4, 5)[:rank]
+    _check(_model(rank, attrs, roi=roi), [(shape, np.array(s)) for s in sizes])
+
+
+@pytest.mark.parametrize("attrs, named", [
+    ({"mode": "linear", "antialias": 1}, "antialias=1"),
+    ({"mode": "linear", "keep_aspect_ratio_policy": "not_larger"},
+     "keep_aspect_ratio_policy='not_larger'"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+      "nearest_mode": "ceil"},
+     "coordinate_transformation_mode='tf_half_pixel_for_nn' with nearest_mode='ceil'")])
+def test_refusals_name_the_attribute(attrs, named):
+    with pytest.raises(ImportError_, match=rf"Resize: Resize's sizes give output sizes known "
+                                           rf"only at run time, and its {named} has no run-time"):
+        _import(_model(4, attrs))
