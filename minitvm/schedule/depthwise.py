@@ -121,6 +121,14 @@ MAX_GROUP_TAPS = 160
 # a task): 1152 at 7x7 5x5 + SiLU 94 -> 85, 672 at 14x14 stride 2 5x5 75 -> 60, 672 at 14x14
 # 5x5 146 -> 132, 240 at 28x28 5x5 216 -> 208, 144 at 28x28 stride 2 5x5 185 -> 179.
 CHANNEL_BLOCK, BLOCK_MAX_PLANE = 4, 1024
+# ... strided convs on AVX2 only up to BLOCK_MAX_STRIDED_PLANE output pixels (14x14): larger
+# planes ran faster a channel a task there. Zen 3, one thread, kernel alone + bias + ReLU6,
+# float32, A/B in one process, medians of 9-11 interleaved rounds, input rewritten before each
+# call (us, blocks of 4 -> one channel): 3x3 / 2, 144 at 56x56 88-90 -> 82-83 (three runs), 64
+# at 64x64 55 -> 51, 32 at 56x56 22-23 -> 21; 5x5 / 2 unchanged (144 at 56x56 165 -> 166, 96 at
+# 56x56 116 -> 116). Stride-1 28x28 planes keep their blocks (192 3x3 58 -> 60, 240 5x5 165 ->
+# 169 unblocked).
+BLOCK_MAX_STRIDED_PLANE = {"avx512": None, "avx2": 256}  # (None: BLOCK_MAX_PLANE's)
 # On planes of at most DEFER_MAX_PLANE pixels taking the packed plane (narrow rows or the
 # transcendental pass), the block's epilogues run after all its convs, each channel's plane of
 # its own: read right after the conv stored it, the epilogue's whole vectors span several of the
@@ -331,7 +339,8 @@ def flat_mode(g) -> bool:
 
 def _channel_block(g) -> int:
     """Channels per task (``CHANNEL_BLOCK``; 1: one channel, its padding written each time)."""
-    if g["cg"] != 1 or g["oh"] * g["ow"] > BLOCK_MAX_PLANE:
+    most = BLOCK_MAX_STRIDED_PLANE[vector_isa()] if g["sh"] * g["sw"] > 1 else None
+    if g["cg"] != 1 or g["oh"] * g["ow"] > (BLOCK_MAX_PLANE if most is None else most):
         return 1
     cb = CHANNEL_BLOCK
     while cb > 1 and g["groups"] % cb:
