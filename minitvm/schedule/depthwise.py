@@ -401,6 +401,11 @@ def _overlap(bit: int) -> bool:
 # 246-263 -> 215-218, 32 at 224x224 3x3 / 2 492 -> 433; 64 at 128x128 5x5 / 2 360 -> 374 and
 # 367 -> 374 (one run each: within the noise). Alone, without aligned rows: 96 at 112x112 249 ->
 # 227-233, 64 at 128x128 3x3 / 2 214 -> 205, 32 at 224x224 370 -> 326.
+# (Measured non-win on the same host: no phased copy at all, each tap reading the input by
+# stride-2 vector loads (two loads and a shuffle each; a TVMScript prototype of 4-row blocks,
+# borders left out, so 6/7 of the vectors): 96 at 112x112 0.307 ms against this schedule's
+# 0.271 ms and 0.270 against 0.279 in another run, interleaved: the shuffles cost more than
+# the copy to the window saves.)
 STREAM_FILL = {"avx512": True, "avx2": True}
 STREAM_UNIT_STRIDE = {"avx512": True, "avx2": False}  # (stride-1 convs stream too)
 STREAM_MIN_WIDTH = 32
