@@ -400,7 +400,11 @@ def _overlap(bit: int) -> bool:
 # (us, whole copy -> streamed window; both with ``ALIGN_STRIDED`` rows): 96 at 112x112 3x3 / 2
 # 246-263 -> 215-218, 32 at 224x224 3x3 / 2 492 -> 433; 64 at 128x128 5x5 / 2 360 -> 374 and
 # 367 -> 374 (one run each: within the noise). Alone, without aligned rows: 96 at 112x112 249 ->
-# 227-233, 64 at 128x128 3x3 / 2 214 -> 205, 32 at 224x224 370 -> 326.
+# 227-233, 64 at 128x128 3x3 / 2 214 -> 205, 32 at 224x224 370 -> 326. uint8 data with the
+# requantizing epilogue, 3x3 / 2, old AVX2 choices -> these three (this, ``ALIGN_STRIDED``,
+# ``BLOCK_MAX_STRIDED_PLANE``): 96 at 112x112 264 -> 238, 144 at 56x56 97 -> 94, 192 at 28x28
+# 36 -> 36. In MobileNetV2 (bench_layers_ort, graph order, alternating processes, ms) the 96 at
+# 112x112 0.28-0.64 -> 0.21-0.25, the 144 at 56x56 0.088-0.101 -> 0.083-0.085.
 # (Measured non-win on the same host: no phased copy at all, each tap reading the input by
 # stride-2 vector loads (two loads and a shuffle each; a TVMScript prototype of 4-row blocks,
 # borders left out, so 6/7 of the vectors): 96 at 112x112 0.307 ms against this schedule's
