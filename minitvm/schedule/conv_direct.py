@@ -279,6 +279,10 @@ PREFETCH_AHEAD = 1
 # and single stores for its padding columns, where ``_phase_strided`` divided its loop index
 # per phased row and looped over the pieces and a scalar tail (about 100 instructions a row of
 # a 3x3 stride-2 conv's 64-wide input)
+# (AVX2, measured non-win: Zen 3, det_postprocess in bench_layers_ort, graph order, two runs
+# alternating with the defaults, ms, its 32 -> 64 and 64 -> 64 3x3 / 2: defaults 0.431-0.432 /
+# 0.199-0.203; this switch on 0.422-0.507 / 0.198-0.230; ``LOOP_PASSES`` on 0.423-0.451 /
+# 0.198-0.199; ``BAND_SLICES`` on 0.431-0.433 / 0.196-0.201)
 PHASE_ROW_RUNS = {"avx512": True, "avx2": False}
 BAND_SLOTS = 8
 # Images on the pool (``_by_image``) take one workspace slice per thread of the call, at most
