@@ -404,7 +404,9 @@ def _overlap(bit: int) -> bool:
 # requantizing epilogue, 3x3 / 2, old AVX2 choices -> these three (this, ``ALIGN_STRIDED``,
 # ``BLOCK_MAX_STRIDED_PLANE``): 96 at 112x112 264 -> 238, 144 at 56x56 97 -> 94, 192 at 28x28
 # 36 -> 36. In MobileNetV2 (bench_layers_ort, graph order, alternating processes, ms) the 96 at
-# 112x112 0.28-0.64 -> 0.21-0.25, the 144 at 56x56 0.088-0.101 -> 0.083-0.085.
+# 112x112 0.28-0.64 -> 0.21-0.25, the 144 at 56x56 0.088-0.101 -> 0.083-0.085; in EfficientNet-B0
+# (+ SiLU, two runs each) its 96 at 112x112 3x3 / 2 0.79-0.95 -> 0.60-0.62, 144 at 56x56 5x5 / 2
+# 0.30-0.33 -> 0.28-0.29, 240 at 28x28 3x3 / 2 0.086-0.089 -> 0.083-0.093.
 # (Measured non-win on the same host: no phased copy at all, each tap reading the input by
 # stride-2 vector loads (two loads and a shuffle each; a TVMScript prototype of 4-row blocks,
 # borders left out, so 6/7 of the vectors): 96 at 112x112 0.307 ms against this schedule's
