@@ -171,7 +171,9 @@ CHANNEL_BLOCK_BYTES = 12 * 1024
 # Runtime): at 32x32 to 16x16 64 -> 64 0.229 / 0.198 (0.225) and 0.223 / 0.199 (0.228), 32 -> 64
 # 0.111 / 0.100 (0.120), 32 -> 32 0.061 / 0.052 (0.075), 96 -> 96 0.479 / 0.453 (0.486), 128 ->
 # 128 0.836 / 0.830 (0.851), 256 -> 256 3.33 / 3.37 (3.43); at 64x64 to 32x32 it lost (32 -> 64
-# 0.429 / 0.546 (0.468))
+# 0.429 / 0.546 (0.468)); in det_postprocess (bench_layers_ort, graph order, two runs each,
+# alternating) the same conv there lost as well: 0.430 / 0.575 and 0.469 / 0.536 ms (ORT
+# 0.404-0.411), the whole model 0.94-0.95x -> 1.04-1.11x ORT
 STRIDED_ROWS_LANES_MAX_PIXELS = {"znver4": 256, "avx512": 0, "avx2": 256}
 STRIDED_ROWS_LANES_MIN_CHANNELS = 32
 # (Measured non-wins, Rocket Lake, det_postprocess's 32 -> 64 3x3 / 2 at 64x64 and 64 -> 64 at
@@ -277,6 +279,10 @@ PREFETCH_AHEAD = 1
 # and single stores for its padding columns, where ``_phase_strided`` divided its loop index
 # per phased row and looped over the pieces and a scalar tail (about 100 instructions a row of
 # a 3x3 stride-2 conv's 64-wide input)
+# (AVX2, measured non-win: Zen 3, det_postprocess in bench_layers_ort, graph order, two runs
+# alternating with the defaults, ms, its 32 -> 64 and 64 -> 64 3x3 / 2: defaults 0.431-0.432 /
+# 0.199-0.203; this switch on 0.422-0.507 / 0.198-0.230; ``LOOP_PASSES`` on 0.423-0.451 /
+# 0.198-0.199; ``BAND_SLICES`` on 0.431-0.433 / 0.196-0.201)
 PHASE_ROW_RUNS = {"avx512": True, "avx2": False}
 BAND_SLOTS = 8
 # Images on the pool (``_by_image``) take one workspace slice per thread of the call, at most

@@ -28,10 +28,10 @@ a constant offset from the pixel's position in a ``[OH, Wq]`` grid, whatever the
   temporary, then each output row is read from it through the epilogue.
 
 Small planes (``BLOCK_MAX_PLANE``) take ``CHANNEL_BLOCK`` channels a task and write the phased
-plane's zero padding once for them.  On AVX-512, planes with rows of at least ``STREAM_MIN_WIDTH`` (strided:
+plane's zero padding once for them. Planes with rows of at least ``STREAM_MIN_WIDTH`` (strided:
 ``STREAM_STRIDED_MIN_WIDTH``) copy their phase rows block by block, right before the row block
-reading them (``STREAM_FILL``); strided ones into a window of the block's rows only, which
-stays in L1 (``STREAM_WINDOW``).
+reading them (``STREAM_FILL``; on AVX2 strided ones only); strided ones into a window of the
+block's rows only, which stays in L1 (``STREAM_WINDOW``).
 
 Depthwise convs on the smallest planes (``LANES_MAX_PLANE``: 2x2 to 5x5) instead put 16
 channels in the vector lanes (``channel_lanes``), each pixel summing only its taps that read
@@ -121,6 +121,14 @@ MAX_GROUP_TAPS = 160
 # a task): 1152 at 7x7 5x5 + SiLU 94 -> 85, 672 at 14x14 stride 2 5x5 75 -> 60, 672 at 14x14
 # 5x5 146 -> 132, 240 at 28x28 5x5 216 -> 208, 144 at 28x28 stride 2 5x5 185 -> 179.
 CHANNEL_BLOCK, BLOCK_MAX_PLANE = 4, 1024
+# ... strided convs on AVX2 only up to BLOCK_MAX_STRIDED_PLANE output pixels (14x14): larger
+# planes ran faster a channel a task there. Zen 3, one thread, kernel alone + bias + ReLU6,
+# float32, A/B in one process, medians of 9-11 interleaved rounds, input rewritten before each
+# call (us, blocks of 4 -> one channel): 3x3 / 2, 144 at 56x56 88-90 -> 82-83 (three runs), 64
+# at 64x64 55 -> 51, 32 at 56x56 22-23 -> 21; 5x5 / 2 unchanged (144 at 56x56 165 -> 166, 96 at
+# 56x56 116 -> 116). Stride-1 28x28 planes keep their blocks (192 3x3 58 -> 60, 240 5x5 165 ->
+# 169 unblocked).
+BLOCK_MAX_STRIDED_PLANE = {"avx512": None, "avx2": 256}  # (None: BLOCK_MAX_PLANE's)
 # On planes of at most DEFER_MAX_PLANE pixels taking the packed plane (narrow rows or the
 # transcendental pass), the block's epilogues run after all its convs, each channel's plane of
 # its own: read right after the conv stored it, the epilogue's whole vectors span several of the
@@ -207,7 +215,7 @@ def geometry(t) -> dict:
 # 192 at 28x28 + ReLU6 33.4 -> 31.7 but 30.9 -> 31.7 in another run, 256 at 16x16 (rows of 18
 # -> 32) 13.2 -> 14.1, 128 at 32x32 (34 -> 48) 24.2 -> 24.5, 144 at 56x56 + ReLU6 124.9 ->
 # 128.4 (noise level), so rows from ALIGN_MIN_WIDTH growing at most ALIGN_MAX_GROWTH.
-# AVX2 keeps its packed rows (not measured there).
+# AVX2 keeps its packed rows at stride 1 (not measured there).
 ALIGN_ROWS = {"avx512": True, "avx2": False}
 ALIGN_MAX_GROWTH = 1.25  # the widest aligned row over the row the taps read
 # Stride-2 filters of at most ALIGN_STRIDED_MAX_TAPS taps (3x3) with rows of at least a vector
@@ -221,6 +229,10 @@ ALIGN_MAX_GROWTH = 1.25  # the widest aligned row over the row the taps read
 # 14x14 outputs' phase rows of 15 -> 16 then take narrow rows (one 16-lane vector a row, not two
 # overlapping 8-lane ones): same machine (us): 288 at 28x28 40.2 -> 35.3, 144 at 28x28 21.0 ->
 # 17.7, 576 at 28x28 75.2 -> 72.2; float32 data 288 at 28x28 43.1 -> 35.6.
+# Both ISAs (AVX2's rows a whole number of 8-lane vectors: 57 -> 64, 29 -> 32, 15 -> 16). Zen 3,
+# one thread, kernel alone + bias + ReLU6, float32, A/B in one process, medians of 7-9
+# interleaved rounds (us, packed -> aligned): 192 at 28x28 34 -> 31-32, 384 at 28x28 64 -> 61,
+# 96 at 112x112 (with ``STREAM_FILL``, below) 249-283 -> 208-218; 144 at 56x56 85-89 -> 87-89.
 ALIGN_STRIDED = True
 ALIGN_STRIDED_MAX_TAPS = 9
 ALIGN_STRIDED_MIN_WIDTH = 8
@@ -230,12 +242,11 @@ ALIGN_MIN_WIDTH = 48  # (rows of 28, 30 -> 32 floats, lost 2-4%: 88 at 28x28 + R
 def _aligned_rows(lanes: int, cols: int, ow: int, sh: int, sw: int, cg, taps: int) -> bool:
     """Are the phased plane's rows vector-aligned (``ALIGN_ROWS``)?"""
     wide = -(-cols // lanes) * lanes
-    if not (ALIGN_ROWS[vector_isa()] and _const_int(cg) == 1 and cols % lanes != 0
-            and wide <= ALIGN_MAX_GROWTH * cols):
+    if not (_const_int(cg) == 1 and cols % lanes != 0 and wide <= ALIGN_MAX_GROWTH * cols):
         return False
     if (sh, sw) == (2, 2):
         return ALIGN_STRIDED and ow >= ALIGN_STRIDED_MIN_WIDTH and taps <= ALIGN_STRIDED_MAX_TAPS
-    return sh == 1 and sw == 1 and ow >= max(lanes, ALIGN_MIN_WIDTH)
+    return ALIGN_ROWS[vector_isa()] and sh == 1 and sw == 1 and ow >= max(lanes, ALIGN_MIN_WIDTH)
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
@@ -328,7 +339,8 @@ def flat_mode(g) -> bool:
 
 def _channel_block(g) -> int:
     """Channels per task (``CHANNEL_BLOCK``; 1: one channel, its padding written each time)."""
-    if g["cg"] != 1 or g["oh"] * g["ow"] > BLOCK_MAX_PLANE:
+    most = BLOCK_MAX_STRIDED_PLANE[vector_isa()] if g["sh"] * g["sw"] > 1 else None
+    if g["cg"] != 1 or g["oh"] * g["ow"] > (BLOCK_MAX_PLANE if most is None else most):
         return 1
     cb = CHANNEL_BLOCK
     while cb > 1 and g["groups"] % cb:
@@ -376,13 +388,32 @@ def _overlap(bit: int) -> bool:
 # (in L2) 16.7 -> 14.1; built and run through the graph executor beside the old code: 96 at
 # 112x112 s2 290 -> 264, 32 at 112x112 124 -> 116, with SiLU 201 -> 185, 144 at 56x56 127 ->
 # 123, 64 at 56x56 5x5 86 -> 80. Not measured on Zen 4 (its L1 holds 32 KB: the same reasoning
-# holds); AVX2 keeps the whole copy as measured there.
+# holds); at stride 1 AVX2 keeps the whole copy as measured there (``STREAM_UNIT_STRIDE``).
 # Strided convs stream from rows of STREAM_STRIDED_MIN_WIDTH (their input plane is several
 # times the output's: the copy is most of the work), also in channel blocks (their padding
 # zeroed once before the block): same machine, interleaved A/B, kernel alone (us): 144 at 56x56
 # s2 3x3 + ReLU6 74.3 -> 73.9 (min 73.0 -> 69.0), 96 at 56x56 s2 5x5 + ReLU6 61.1 -> 56.2; at
 # stride 1 rows of 28 lost (192 at 28x28 3x3 + ReLU6 31 -> 37), and narrow rows gained nothing.
-STREAM_FILL = {"avx512": True, "avx2": False}
+# Strided convs stream on AVX2 too (into the window, ``STREAM_WINDOW``): Zen 3 (32 KB L1, 512 KB
+# L2), one thread, kernel alone + bias + ReLU6, float32, A/B in one process, medians of 7-9
+# interleaved rounds, the input rewritten before each call as its producer leaves it in a model
+# (us, whole copy -> streamed window; both with ``ALIGN_STRIDED`` rows): 96 at 112x112 3x3 / 2
+# 246-263 -> 215-218, 32 at 224x224 3x3 / 2 492 -> 433; 64 at 128x128 5x5 / 2 360 -> 374 and
+# 367 -> 374 (one run each: within the noise). Alone, without aligned rows: 96 at 112x112 249 ->
+# 227-233, 64 at 128x128 3x3 / 2 214 -> 205, 32 at 224x224 370 -> 326. uint8 data with the
+# requantizing epilogue, 3x3 / 2, old AVX2 choices -> these three (this, ``ALIGN_STRIDED``,
+# ``BLOCK_MAX_STRIDED_PLANE``): 96 at 112x112 264 -> 238, 144 at 56x56 97 -> 94, 192 at 28x28
+# 36 -> 36. In MobileNetV2 (bench_layers_ort, graph order, alternating processes, ms) the 96 at
+# 112x112 0.28-0.64 -> 0.21-0.25, the 144 at 56x56 0.088-0.101 -> 0.083-0.085; in EfficientNet-B0
+# (+ SiLU, two runs each) its 96 at 112x112 3x3 / 2 0.79-0.95 -> 0.60-0.62, 144 at 56x56 5x5 / 2
+# 0.30-0.33 -> 0.28-0.29, 240 at 28x28 3x3 / 2 0.086-0.089 -> 0.083-0.093.
+# (Measured non-win on the same host: no phased copy at all, each tap reading the input by
+# stride-2 vector loads (two loads and a shuffle each; a TVMScript prototype of 4-row blocks,
+# borders left out, so 6/7 of the vectors): 96 at 112x112 0.307 ms against this schedule's
+# 0.271 ms and 0.270 against 0.279 in another run, interleaved: the shuffles cost more than
+# the copy to the window saves.)
+STREAM_FILL = {"avx512": True, "avx2": True}
+STREAM_UNIT_STRIDE = {"avx512": True, "avx2": False}  # (stride-1 convs stream too)
 STREAM_MIN_WIDTH = 32
 # Stride-1 filters of fewer than STREAM_FEW_TAPS taps (3x3) stream only from rows of
 # STREAM_FEW_TAPS_MIN_WIDTH: their plane fits L1 whole below that, and a row block's few
@@ -396,6 +427,8 @@ STREAM_FEW_TAPS, STREAM_FEW_TAPS_MIN_WIDTH = 25, 96
 # (us, from rows of 16 -> 32): 192 at 56x56 s2 3x3, 8-bit data, 93.4 -> 85.8, 144 at 56x56 70.0
 # -> 64.8, 96 at 56x56 s2 5x5 74.4 -> 72.4; float32 data 192 at 56x56 100.7 -> 97.9, 96 at
 # 56x56 s2 5x5 79.6 -> 78.4 (96 at 112x112, rows of 56, keep streaming: 159 vs 168 whole).
+# Zen 3 (AVX2) as well, one channel a task, aligned rows (us, from 32 -> from 16): 144 at 56x56
+# 3x3 / 2 85 -> 92, 32 at 56x56 20 -> 22, 64 at 64x64 52 -> 54.
 STREAM_STRIDED_MIN_WIDTH = 32
 
 
@@ -419,7 +452,7 @@ STREAM_PREFETCH_BLOCKS = 1
 # Xeon (Rocket Lake, AVX-512), one thread, kernel alone with the uint8 requantizing epilogue,
 # interleaved (us, whole plane -> window; + ``STREAM_PREFETCH_BLOCKS``): 3x3 stride 2, 192 at
 # 112x112 uint8 414 -> 302 (292), 96 at 112x112 uint8 207 -> 146 (142), int8 data 355 -> 345
-# (341), float32 data 677 -> 526 (452). (AVX2 streams no copy: ``STREAM_FILL``.)
+# (341), float32 data 677 -> 526 (452). (AVX2 as measured at ``STREAM_FILL``.)
 STREAM_WINDOW = {"avx512": True, "avx2": True}
 
 
@@ -439,6 +472,7 @@ def _stream_min_width(g) -> int:
 def _streams(g, epi) -> bool:
     """Is the phased copy made block by block before the blocks' taps (``STREAM_FILL``)?"""
     return (STREAM_FILL[vector_isa()] and g["cg"] == 1 and g["m"] == 1
+            and (g["sh"] != 1 or STREAM_UNIT_STRIDE[vector_isa()])
             and g["ow"] >= _stream_min_width(g)
             and _narrow_lanes(g) is None and _row_mode(g)
             and not _split_epilogue(g, epi))

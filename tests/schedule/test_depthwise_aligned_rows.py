@@ -3,7 +3,8 @@ stride-1 planes with rows of at least a vector put their rows a whole number of 
 and each row's first input pixel on a vector boundary. Numbers against numpy through the row,
 tile, streamed, channel-block and deferred paths; the plane's layout; AVX2 and the strided,
 grouped and much-widened rows keep their packed rows. Stride-2 3x3 planes with rows of at
-least a vector align their phase rows too, from the allocation's start (``ALIGN_STRIDED``)."""
+least a vector align their phase rows too, from the allocation's start (``ALIGN_STRIDED``), on
+AVX2 as well (8-lane rows)."""
 
 import numpy as np
 import pytest
@@ -145,3 +146,18 @@ def test_strided_14x14_outputs_take_narrow_rows(avx512):
     """Phase rows of 15 widened to 16: each output row of 14 is one 16-lane narrow row."""
     g = depthwise.geometry(_stage((1, 6, 28, 28), stride=2, epilogue="relu6"))
     assert g["wq"] == 16 and depthwise._narrow_lanes(g) == 16
+
+
+@pytest.mark.parametrize("shape,kw,wq", [
+    ((1, 3, 56, 56), dict(stride=2, pad=1, epilogue="relu6"), 32),  # rows of 29, channel blocks
+    ((1, 2, 112, 112), dict(stride=2, pad=1, epilogue="relu6"), 64),  # 57: streamed window
+    ((1, 6, 28, 28), dict(stride=2, pad=1, epilogue="relu6"), 16),  # 15: overlapping 8-lane rows
+    ((1, 3, 61, 59), dict(stride=2, pad=1), 32),  # odd plane: 31 x 30 out
+])
+def test_avx2_strided_aligned_rows_match_numpy(rng, monkeypatch, shape, kw, wq):
+    monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx2")
+    g = depthwise.geometry(_stage(shape, **kw))
+    assert g["wq"] == wq and g["plane"] % 8 == 0 and g["lead"] == 0
+    out, want, prim = _run(shape, rng, **kw)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert _xph_offsets(prim) == {0}

@@ -10,6 +10,7 @@ from depthwise_cases import nodes as _nodes
 from depthwise_cases import reference as _reference
 from depthwise_cases import relay_te as _te
 from depthwise_cases import run as _run
+from schedule_isa import force_isa
 
 import minitvm as tvm
 from minitvm import codegen, relay
@@ -370,6 +371,25 @@ def test_small_planes_zero_their_padding_once_per_channel_block(rng, c, hw, bloc
         assert zero_stores
     else:
         assert not loops
+
+
+@pytest.mark.parametrize("isa,hw,stride,blocked", [
+    ("avx2", 56, 2, 1),  # 28x28 out: past BLOCK_MAX_STRIDED_PLANE on AVX2
+    ("avx2", 28, 2, 4),  # 14x14 out: blocks of 4
+    ("avx2", 28, 1, 4),  # a stride-1 28x28 plane keeps them
+    ("avx512", 56, 2, 4),  # AVX-512: up to BLOCK_MAX_PLANE
+])
+def test_avx2_strided_planes_block_only_up_to_their_limit(rng, monkeypatch, isa, hw, stride,
+                                                          blocked):
+    force_isa(monkeypatch, isa)
+    shape = (1, 8, hw, hw)
+    out, want, prim = _run(shape, rng, stride=stride, epilogue="relu6")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    g = depthwise.geometry(_stage(_conv(shape, stride=stride)[1], "conv2d"))
+    assert depthwise._channel_block(g) == blocked
+    loops = [s for s in _nodes(prim.body) if isinstance(s, S.For) and s.loop_var.name.startswith(
+        "dc")]
+    assert bool(loops) == (blocked > 1)
 
 
 def test_conv_without_epilogue_writes_the_output_directly(rng, monkeypatch):

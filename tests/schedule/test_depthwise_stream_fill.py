@@ -1,7 +1,7 @@
 """The depthwise schedule's phased copy made block by block (``depthwise.STREAM_FILL``): each
 output row block copies the phase rows its taps read first, just before them. Numbers against
 numpy on strides 1-3, filters 3x3 to 7x7, dilation, no padding, odd plane sizes and the fused
-epilogues; the copy's row loops sit inside the row-block loop; AVX2 keeps the whole copy."""
+epilogues; the copy's row loops sit inside the row-block loop; AVX2 streams strided convs only."""
 
 import numpy as np
 import pytest
@@ -87,13 +87,30 @@ def test_small_planes_keep_the_whole_copy(rng, monkeypatch, shape, kw):
     assert not _streamed(prim)
 
 
-def test_avx2_keeps_the_whole_copy(rng, monkeypatch):
+def test_avx2_keeps_the_whole_copy_at_stride_1(rng, monkeypatch):
+    # (a 5x5 on rows of 40: AVX-512 streams it, STREAM_MIN_WIDTH)
     monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx2")
-    out, want, prim = _run((1, 3, 80, 80), rng, stride=2, pad=1, epilogue="relu6")
+    out, want, prim = _run((1, 3, 40, 40), rng, k=5, stride=1, pad=2, epilogue="relu6")
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert not _streamed(prim)
-    ins, outs, _ = _conv((1, 3, 80, 80), stride=2, pad=1, epilogue="relu6")
+    ins, outs, _ = _conv((1, 3, 40, 40), k=5, stride=1, pad=2, epilogue="relu6")
     before = str(lower_te(ins, outs, "f")[0])
     monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": False, "avx2": False})
-    ins, outs, _ = _conv((1, 3, 80, 80), stride=2, pad=1, epilogue="relu6")
+    ins, outs, _ = _conv((1, 3, 40, 40), k=5, stride=1, pad=2, epilogue="relu6")
     assert str(lower_te(ins, outs, "f")[0]) == before
+    monkeypatch.setattr(depthwise, "STREAM_UNIT_STRIDE", {"avx512": True, "avx2": True})
+    monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": True, "avx2": True})
+    assert _streamed(_run((1, 3, 40, 40), rng, k=5, stride=1, pad=2, epilogue="relu6")[2])
+
+
+def test_avx2_streams_strided_convs(rng, monkeypatch):
+    monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx2")
+    out, want, prim = _run((1, 3, 80, 80), np.random.default_rng(5), stride=2, pad=1,
+                           epilogue="relu6")
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert _streamed(prim)
+    monkeypatch.setattr(depthwise, "STREAM_FILL", {"avx512": False, "avx2": False})
+    whole, _, prim = _run((1, 3, 80, 80), np.random.default_rng(5), stride=2, pad=1,
+                          epilogue="relu6")
+    assert not _streamed(prim)
+    np.testing.assert_array_equal(out, whole)  # (the same sums in the same order)
