@@ -59,7 +59,8 @@ CODEGEN_VERSION = "32"  # 3: float16 libm in float32; 4: loaded integer values w
 #     runs the columns past its last block in one rolled loop
 # 31: static pools of more than 25 taps (16 or more at column stride 1) take pool_symbolic's
 #     forms (rows into a row temporary first, or accumulated); symbolic 4x4+ / 1 windows too
-# 32: float32 erf on AVX2 hosts as one rational x P(x^2) / Q(x^2) (llvm/vmath._ERF_RATIONAL)
+# 32: float32 erf on AVX2 hosts as one rational x P(x^2) / Q(x^2) (llvm/vmath._ERF_RATIONAL);
+#     Zen 3's packed GEMMs prefetch the next piece of B (schedule/gemm_kernel)
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
