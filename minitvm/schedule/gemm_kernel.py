@@ -33,7 +33,7 @@ from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from ..tir.expr import IntImm
 from ..tir.function import PrimFunc
-from .common import vector_isa
+from .common import host_switch, vector_isa
 from .gemm_inline_pack import InlinePackSchedule
 from .gemm_loops import _balanced as _balanced
 from .gemm_loops import _ceil_div, partial_lanes, row_rests
@@ -133,8 +133,15 @@ BLOCKING = {"avx512": (256, 8), "avx2": (384, 8)}
 # 195 -> 194, 64x128x784 215 -> 209 (the noise, load ~3). With several row blocks the first
 # tile of each (8 copies of the weight, load ~5): 384x768x768 174 -> 188 (ORT 198), 384x768x3072
 # 152 -> 173 (182), 384x3072x768 151 -> 164 (175). AVX2 unchanged: on a Zen 3 whole BERT-base
-# (seq 128, one thread, 5 interleaved rounds) 267.9 -> 266.8 ms, the noise.
-PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False}
+# (seq 128, one thread, 5 interleaved rounds) 267.9 -> 266.8 ms, the noise. By host
+# (``common.host_switch``): on a Zen 3 (2 shared cores, load 10-14, one thread, thread CPU
+# time, bench_gemm_shapes --ab, 7 rounds, us, off -> on, two runs) BERT's 128x768x768 + bias
+# 1789 -> 1672 and 1806 -> 1758, 128x768 -> 3072 + GELU 7669 -> 7332 and 7368 -> 7108,
+# 128x3072 -> 768 7033 -> 7071 and 6814 -> 6727, CLIP's 77x768x768 989 -> 953, ViT's
+# 197x768 -> 3072 11218 -> 11154, the MLP's 64x784 -> 128 136 -> 136; whole models
+# (bench_whole_models, x ORT, two runs in alternating processes): BERT-base 0.96/0.95 ->
+# 0.94/0.94, ResNet-50 0.86/0.89 -> 0.84/0.87, MobileNetV2 0.95/0.94 -> 0.92/0.94.
+PREFETCH_NEXT_PIECE = {"avx512": True, "avx2": False, "znver3": True}
 # by vector ISA: how many K positions ahead the cache-blocked schedule's tiles prefetch their
 # own panel of the packed B (2 lines of a 32-wide panel a K step: 32 positions = 4 KiB ahead)
 # when a static M has 2 to PREFETCH_AHEAD_MAX_ROWS rows, or 0. Few rows make the GEMM a
@@ -269,7 +276,7 @@ class GemmBuilder(PanelPacking, InlinePackSchedule, UnblockedSchedule):
         # (kc, panels per group) of the cache-blocked schedule (``BLOCKING``), or None
         self.blocking = BLOCKING[vector_isa()]
         # whether the blocked schedule's first row tiles prefetch B (``PREFETCH_NEXT_PIECE``)
-        self.prefetch_b = PREFETCH_NEXT_PIECE[vector_isa()]
+        self.prefetch_b = host_switch(PREFETCH_NEXT_PIECE)
         self.next_piece = None  # (panel, first K) of the piece such a tile prefetches, while built
         # K positions ahead at which the blocked schedule's tiles prefetch their own panel of
         # B (``PREFETCH_AHEAD``: a static M of few rows), or 0

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from asm_loops import fma_loops
 from gemm_cases import check_gemm
+from schedule_isa import force_isa
 
 from minitvm import codegen
 from minitvm.codegen.llvm.codegen import CodeGenLLVM
@@ -25,8 +26,9 @@ from minitvm.tir.stmt_functor import walk_stmts
 
 @pytest.fixture(params=sorted(gemm_kernel.TILES))
 def isa(request, monkeypatch):
-    """Force the vector ISA the GEMM schedule sizes its tile, blocking and prefetch by."""
-    monkeypatch.setattr(gemm_kernel, "vector_isa", lambda: request.param)
+    """Force the vector ISA the GEMM schedule sizes its tile, blocking and prefetch by (its
+    per-host switches read that ISA's entry, not the host CPU's)."""
+    force_isa(monkeypatch, request.param)
     return request.param
 
 
@@ -48,7 +50,7 @@ def test_avx512_tile_and_blocking():
     assert gemm_kernel.TILES["avx512"] == (12, 32)
     assert gemm_kernel.TILES["avx2"] == (6, 16)  # AVX2 unchanged
     assert gemm_kernel.BLOCKING["avx512"][0] == 256 and gemm_kernel.BLOCKING["avx2"][0] == 384
-    assert gemm_kernel.PREFETCH_NEXT_PIECE == {"avx512": True, "avx2": False}
+    assert gemm_kernel.PREFETCH_NEXT_PIECE == {"avx512": True, "avx2": False, "znver3": True}
 
 
 def test_first_tile_of_each_panel_prefetches(isa):
@@ -68,6 +70,24 @@ def test_first_tile_of_each_panel_prefetches(isa):
     assert tiles and all(int(t.min.value) == 1 and int(t.extent.value) == 4 for t in tiles)
     lets = [s.var.name for s in walk_stmts(func.body) if isinstance(s, S.LetStmt)]
     assert "pf_panel" in lets and "pf_k" in lets
+
+
+def test_zen3_avx2_tile_prefetches_next_piece(monkeypatch):
+    # a Zen 3's entry (AVX2 code): the 6 x 16 tile's first row tile prefetches the next piece,
+    # one line per panel row; other AVX2 CPUs (Haswell) do not
+    force_isa(monkeypatch, "avx2", "znver3")
+    mr, nr = gemm_kernel.default_tile()
+    assert (mr, nr) == (6, 16)
+    kc = gemm_kernel.BLOCKING["avx2"][0]
+    func = gemm_kernel.gemm(5 * mr + 3, 6 * nr, 3 * kc, mr=mr, nr=nr,
+                            mc=gemm_kernel.default_mc(), prepacked_b=True)
+    assert len(_prefetches(func)) == 1
+    assert all(int(t.min.value) == 1 for t in _loops(func, "t"))
+    check_gemm(gemm_kernel.gemm, 5 * mr + 3, 6 * nr + 5, 3 * kc, transpose_b=True, bias=True,
+               relu=True, prepacked=True)
+    force_isa(monkeypatch, "avx2", "haswell")
+    assert not _prefetches(gemm_kernel.gemm(5 * mr + 3, 6 * nr, 3 * kc, mr=mr, nr=nr,
+                                            mc=gemm_kernel.default_mc(), prepacked_b=True))
 
 
 def test_each_row_blocks_first_tile_prefetches(monkeypatch):
