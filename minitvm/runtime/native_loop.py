@@ -39,10 +39,12 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+from operator import itemgetter
 
 import numpy as np
 
 from .native_plan import data_address
+from .py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 
 __all__ = ["DECLINED", "PYTHON_STEPS", "TRIES", "TRY_LATER", "NativeLoop", "head_try_lines",
            "loop_region", "loop_runner_address"]
@@ -296,23 +298,93 @@ bail:
 bad:
   ret i64 -2
 }
+
+define i64 @mtvm_native_loop_go(ptr %prog, ptr %head, ptr %objs, ptr %scratch, ptr %tup,
+                                ptr %arena, i32 %nth) {
+entry:
+  %nreg = call i64 @word(ptr %head, i64 0, i64 0)
+  %nlive = call i64 @word(ptr %head, i64 1, i64 0)
+  %wmax = call i64 @word(ptr %head, i64 2, i64 0)
+  %nbuf = call i64 @word(ptr %head, i64 3, i64 0)
+  %base = call i64 @word(ptr %head, i64 4, i64 0)
+  %anyreg = icmp sgt i64 %nreg, 0
+  br i1 %anyreg, label %ids, label %idsdone
+ids:
+  %ii = phi i64 [ 0, %entry ], [ %inext, %ids ]
+  call void @setreg(ptr %scratch, i64 %ii, i64 %ii)
+  %inext = add i64 %ii, 1
+  %imore = icmp slt i64 %inext, %nreg
+  br i1 %imore, label %ids, label %idsdone
+idsdone:
+  %n2 = mul i64 %nreg, 2
+  call void @setreg(ptr %scratch, i64 %n2, i64 0)
+  %anylive = icmp sgt i64 %nlive, 0
+  br i1 %anylive, label %live, label %livedone
+live:
+  %lk = phi i64 [ 0, %idsdone ], [ %lnext, %live ]
+  %lr = call i64 @word(ptr %head, i64 5, i64 %lk)
+  %lio = mul i64 %lk, 8
+  %lioff = add i64 %lio, @TUPLE_ITEMS@
+  %lip = getelementptr i8, ptr %tup, i64 %lioff
+  %lobj = load ptr, ptr %lip
+  %ldp = getelementptr i8, ptr %lobj, i64 @ARRAY_DATA@
+  %ldata = load i64, ptr %ldp
+  %lslot = getelementptr i64, ptr %objs, i64 %lr
+  store i64 %ldata, ptr %lslot
+  %lnext = add i64 %lk, 1
+  %lmore = icmp slt i64 %lnext, %nlive
+  br i1 %lmore, label %live, label %livedone
+livedone:
+  %adp = getelementptr i8, ptr %arena, i64 @ARRAY_DATA@
+  %ad = load i64, ptr %adp
+  %aneg = sub i64 0, %ad
+  %amis = and i64 %aneg, 63
+  %aligned = add i64 %ad, %amis
+  %n21 = add i64 %n2, 1
+  %startat = add i64 %n21, %wmax
+  call void @setreg(ptr %scratch, i64 %startat, i64 %amis)
+  %offat = add i64 %nlive, 5
+  %anybuf = icmp sgt i64 %nbuf, 0
+  br i1 %anybuf, label %bufs, label %run
+bufs:
+  %bj = phi i64 [ 0, %livedone ], [ %bnext, %bufs ]
+  %boff = call i64 @word(ptr %head, i64 %offat, i64 %bj)
+  %baddr = add i64 %aligned, %boff
+  %bslot = add i64 %base, %bj
+  call void @setreg(ptr %objs, i64 %bslot, i64 %baddr)
+  %bnext = add i64 %bj, 1
+  %bmore = icmp slt i64 %bnext, %nbuf
+  br i1 %bmore, label %bufs, label %run
+run:
+  %snap = getelementptr i64, ptr %scratch, i64 %nreg
+  %iters = getelementptr i64, ptr %scratch, i64 %n2
+  %table = getelementptr i64, ptr %scratch, i64 %n21
+  %rc = call i64 @mtvm_native_loop(ptr %prog, ptr %objs, ptr %scratch, ptr %snap, i64 %nreg,
+                                   ptr %iters, ptr %table, i32 %nth)
+  ret i64 %rc
+}
 """
 
 _RUNNER = None
 _RUNNER_LOCK = threading.Lock()
-_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+# (program, header, slots, scratch: addresses; the live arrays' tuple, the arena; threads)
+_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.py_object,
+         ctypes.py_object, ctypes.c_int32)
 
 
 def loop_runner_address():
-    """The ctypes function of ``mtvm_native_loop`` (GIL released): JIT-compiled once per
-    process."""
+    """The ctypes function of ``mtvm_native_loop_go`` (GIL released): JIT-compiled once per
+    process. It fills in a run's slots itself (the live arrays' data pointers read from their
+    tuple, the buffers' from the arena's) and starts the registers as their own slots, so a
+    run's Python only gathers the live arrays and allocates the arena."""
     global _RUNNER
     with _RUNNER_LOCK:
         if _RUNNER is None:
             from . import jit
 
-            compiled = jit.compile_ir(_LOOP_IR, "mtvm_native_loop", opt=2)
+            ir = _LOOP_IR.replace("@TUPLE_ITEMS@", str(TUPLE_ITEMS_OFFSET)).replace(
+                "@ARRAY_DATA@", str(ARRAY_DATA_OFFSET))
+            compiled = jit.compile_ir(ir, "mtvm_native_loop_go", opt=2)
             _RUNNER = (compiled, ctypes.CFUNCTYPE(ctypes.c_int64, *_ARGS)(compiled.address))
         return _RUNNER[1]
 
@@ -629,16 +701,19 @@ class NativeLoop:
     the head of the step where a row index was out of range (the VM reruns it); None, ``regs``
     untouched, when the symbolic checks refuse the loop (``why`` says why). A layout is kept
     per ops and look of the registers (shapes, dtypes, the values of ints and shapes, the
-    identity of the weights the ops test), so a later run at the same shapes only runs: a
-    dict lookup, the registers' addresses and the native call."""
+    identity of the weights the ops test), so a later run at the same shapes only runs. The
+    layout an ops key used last is tried first through its guard (the look of the registers
+    tested in one generated expression, no key built): then a run is the guard, the live
+    arrays gathered, an arena allocated and one native call, which fills in the addresses."""
 
-    __slots__ = ("why", "steps", "_layouts", "_ops")
+    __slots__ = ("why", "steps", "_layouts", "_ops", "_last")
 
     def __init__(self):
         self.why = ""
         self.steps = 0  # the steps the last run made natively
         self._layouts: dict = {}
         self._ops: dict = {}  # ops key -> (registers read first, written, weights tested)
+        self._last: dict = {}  # ops key -> the layout it ran last
 
     def run(self, regs: list, ops, nthreads: int, ops_key=None) -> int | None:
         """``ops``: the loop ops, or a function making them (called only when no layout of
@@ -657,6 +732,12 @@ class NativeLoop:
                 ops_key = ("h", ops_key)
             except TypeError:
                 ops_key = _key_of(ops_key, held)
+        last = self._last.get(ops_key)
+        if last is not None and last.guard is not None and last.guard(regs):
+            return self._run(regs, last, nthreads)
+        if not LAYOUT_OK:
+            self.why = "this interpreter's object layout is not the one the native run reads"
+            return None
         info = self._ops.get(ops_key)
         if info is None:
             ops = ops() if callable(ops) else ops
@@ -686,67 +767,123 @@ class NativeLoop:
             if len(self._layouts) >= 8:
                 self._layouts.clear()
                 self._ops.clear()
+                self._last.clear()
                 self._ops[ops_key] = info
-            layout = self._layouts[key] = (held, live, written,
-                                           *_layout(sym, steps[0], len(regs)))
+            layout = self._layouts[key] = _layout(sym, steps[0], regs, live, written, watched,
+                                                  held)
+        self._last[ops_key] = layout
         return self._run(regs, layout, nthreads)
 
-    def _run(self, regs: list, layout: tuple, nthreads: int) -> int:
+    def _run(self, regs: list, lay: _Layout, nthreads: int) -> int:
         """Run a laid-out step on ``regs``, this run's buffers in one fresh arena (64-byte
         boundaries; an array made only for a buffer a register holds at the end); ``regs``
-        from the result. Only the registers the step reads at the head need an address, only
-        those it writes a new value (the others' slots are their own: their head's values)."""
-        _, live, written, prog, widest, extras, buffers, offsets, arena_bytes, ptrs0, \
-            scratch0 = layout
-        nreg = len(regs)
-        base = nreg + len(extras)
-        arena = np.empty(arena_bytes + ALIGN, np.uint8)
-        at = data_address(arena)
-        addr = at + (-at) % ALIGN
-        ptrs = ptrs0.copy()  # (the constants' addresses laid out once)
-        for r in live:
-            a = regs[r]
-            if type(a) is np.ndarray:
-                ptrs[r] = data_address(a)
-        np.add(offsets, addr, out=ptrs[base:])
-        # registers' slots (each its own), their snapshot at the step's head, the step count, a
-        # call's table
-        scratch = scratch0.copy()
-        at = data_address(scratch)
-        rc = (_RUNNER[1] if _RUNNER else loop_runner_address())(
-            data_address(prog), data_address(ptrs), at, at + 8 * nreg, nreg, at + 16 * nreg,
-            at + 16 * nreg + 8, nthreads)
+        from the result. Only the registers the step reads at the head need an address (the
+        native entry reads them), only those it writes a new value (the others' slots are
+        their own: their head's values). The slots' and scratch words' arrays are the
+        layout's, taken from its pool for the run (a run in another thread takes others)."""
+        try:
+            ptrs, scratch, at_ptrs, at_scratch = lay.pool.pop()
+        except IndexError:
+            ptrs, scratch = lay.ptrs0.copy(), np.zeros(lay.scratch_words, np.int64)
+            at_ptrs, at_scratch = data_address(ptrs), data_address(scratch)
+        arena = np.empty(lay.arena_bytes + ALIGN, np.uint8)
+        try:
+            rc = (_RUNNER[1] if _RUNNER else loop_runner_address())(
+                lay.at_prog, lay.at_head, at_ptrs, at_scratch, lay.take(regs), arena, nthreads)
+            words = scratch.tolist()
+        finally:
+            lay.pool.append((ptrs, scratch, at_ptrs, at_scratch))
         if rc < -1:
             raise RuntimeError("native loop: bad op word (a bug in the layout)")
-        self.steps = int(scratch[2 * nreg])
-        final = (scratch[nreg:2 * nreg] if rc == -1 else scratch[:nreg]).tolist()
-        head = {r: regs[r] for r in written}
+        nreg, base = lay.nreg, lay.base
+        self.steps = words[2 * nreg]
+        final = words[nreg:2 * nreg] if rc == -1 else words
+        start = words[lay.start_at]
+        old = regs[:]
+        extras, buffers = lay.extras, lay.buffers
         made: dict = {}
-        start = addr - data_address(arena)
-        for r in written:
+        for r in lay.written:
             s = final[r]
             if s < 0:
                 regs[r] = None
             elif s < nreg:  # (a head's value: of a register written, or of one kept)
-                regs[r] = head[s] if s in head else regs[s]
+                regs[r] = old[s]
             elif s < base:
                 regs[r] = extras[s - nreg]
             else:
                 a = made.get(s)
                 if a is None:
-                    shape, dtype = buffers[s - base]
-                    a = made[s] = np.ndarray(shape, dtype, arena, start + int(offsets[s - base]))
+                    shape, dtype, offset = buffers[s - base]
+                    a = made[s] = np.ndarray(shape, dtype, arena, start + offset)
                 regs[r] = a
-        return int(rc)
+        return rc
 
 
-def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
-    """``(program words, widest call, extra objects, buffers, their arena offsets, arena
-    bytes, the slots' addresses, the scratch words)`` of a checked step: the slots are the
-    registers' (``nreg``), the extra objects' (constants, weights, vars), then each fresh
-    site's two buffers and each row site's one, ``(shape, dtype)`` in ``buffers``; the
-    addresses with the extra objects' filled in, the scratch with each register's own slot
-    (a run copies both, then fills in its registers' and buffers' addresses)."""
+#: the most live registers a layout's guard tests in one generated expression (more: the key)
+GUARD_MAX = 64
+
+
+class _Layout:
+    """A checked step laid out: its words and header (``mtvm_native_loop_go``'s), the extra
+    objects, the buffers (``(shape, dtype, arena offset)``), the guard of the registers' look
+    it was made for, and a pool of slot / scratch arrays for runs."""
+
+    __slots__ = ("held", "written", "nreg", "base", "prog", "head", "at_prog", "at_head",
+                 "extras", "buffers", "arena_bytes", "ptrs0", "scratch_words", "start_at",
+                 "take", "guard", "pool")
+
+
+def _gather(regs: list[int]):
+    """``f(registers) -> tuple`` of the values in ``regs`` (in C: ``itemgetter``)."""
+    if len(regs) >= 2:
+        return itemgetter(*regs)
+    if regs:
+        r = regs[0]
+        return lambda values: (values[r],)
+    return lambda values: ()
+
+
+def _guard(regs: list, live: list[int], watched: set, held: list):
+    """``f(registers) -> bool``: whether the registers ``live`` look as they do now, as
+    ``_head_key`` sees them (arrays by shape, dtype, contiguity and, for ``watched`` ones,
+    identity; ints, shapes and the like by value; other objects by identity), in one generated
+    expression; None for more than ``GUARD_MAX`` live registers (the key is built then)."""
+    if len(live) > GUARD_MAX:
+        return None
+    env: dict = {"ND": np.ndarray}
+    conds = []
+    for k, r in enumerate(live):
+        v = regs[r]
+        x = f"R[{r}]"
+        if type(v) is np.ndarray:
+            env[f"s{k}"], env[f"d{k}"] = v.shape, v.dtype
+            c = f"type({x}) is ND and {x}.shape == s{k} and {x}.dtype == d{k} and " \
+                f"{x}.flags.c_contiguous == {v.flags.c_contiguous}"
+            if id(v) in watched:
+                env[f"w{k}"] = v
+                held.append(v)
+                c += f" and {x} is w{k}"
+        elif v is None:
+            c = f"{x} is None"
+        elif type(v) in _HASHED or (isinstance(v, tuple) and all(type(d) is int for d in v)):
+            env[f"t{k}"], env[f"v{k}"] = type(v), v
+            c = f"type({x}) is t{k} and {x} == v{k}"
+        else:
+            env[f"o{k}"] = v
+            held.append(v)
+            c = f"{x} is o{k}"
+        conds.append(f"({c})")
+    return eval(f"lambda R: {' and '.join(conds) or 'True'}", env)  # noqa: S307
+
+
+def _layout(sym: _Symbolic, words: list, regs: list, live: list[int], written: list[int],
+            watched: set, held: list) -> _Layout:
+    """The layout of a checked step (``words``, one step's) for registers looking as ``regs``
+    do: the slots are the registers' (``nreg``), the extra objects' (constants, weights,
+    vars), then each fresh site's two buffers and each row site's one, in one arena at
+    64-byte boundaries. The header tells the native entry the registers, the live arrays
+    (their slots filled from a tuple of them), the table's width and the buffers' offsets."""
+    nreg = len(regs)
     extras = sym.objs[nreg:]
     buffers, pairs, owns = [], {}, {}
     base = len(sym.objs)
@@ -785,9 +922,26 @@ def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
     for shape, dtype in buffers:
         offsets.append(top)
         top += -(-max(math.prod(shape) * dtype.itemsize, 1) // ALIGN) * ALIGN
-    ptrs = np.zeros(len(sym.objs) + len(buffers), np.uint64)  # (registers', buffers': per run)
-    ptrs[nreg:len(sym.objs)] = [data_address(a) if type(a) is np.ndarray else 0 for a in extras]
-    scratch = np.zeros(2 * nreg + 1 + max(widest, 1), np.int64)
-    scratch[:nreg] = np.arange(nreg)
-    return (np.array(flat, np.int64), widest, extras, buffers, np.array(offsets, np.uint64), top,
-            ptrs, scratch)
+    arrays = [r for r in live if type(regs[r]) is np.ndarray]  # (their slots: per run)
+    wmax = max(widest, 1)
+    lay = _Layout()
+    lay.held, lay.written, lay.nreg, lay.base = held, written, nreg, base
+    lay.prog = np.array(flat, np.int64)
+    lay.head = np.array([nreg, len(arrays), wmax, len(buffers), base, *arrays, *offsets],
+                        np.int64)
+    lay.at_prog, lay.at_head = data_address(lay.prog), data_address(lay.head)
+    lay.extras = extras
+    lay.buffers = [(tuple(shape), dtype, off)
+                   for (shape, dtype), off in zip(buffers, offsets, strict=True)]
+    lay.arena_bytes = top
+    lay.ptrs0 = np.zeros(len(sym.objs) + len(buffers), np.uint64)
+    lay.ptrs0[nreg:len(sym.objs)] = [data_address(a) if type(a) is np.ndarray else 0
+                                     for a in extras]
+    # the registers' slots, their snapshot at a step's head, the step count, a call's table,
+    # the arena's first aligned byte
+    lay.start_at = 2 * nreg + 1 + wmax
+    lay.scratch_words = lay.start_at + 1
+    lay.take = _gather(arrays)
+    lay.guard = _guard(regs, live, watched, held)
+    lay.pool = []
+    return lay
