@@ -50,10 +50,13 @@ __all__ = ["DECLINED", "PYTHON_STEPS", "TRIES", "TRY_LATER", "NativeLoop", "head
            "loop_region", "loop_runner_address"]
 
 #: the steps a VM runs in Python before it hands a loop to the native loop (at the next loop
-#: head, which may be the exit's: a loop shorter than this, 1 to 4 steps as a streaming or
-#: decoding model's, pays nothing for it, no check, layout lookup or call; a longer one pays
-#: these steps' Python time, some 30 us each). Both VMs' generated code reads it when made.
-PYTHON_STEPS = 5
+#: head). None: a hand-over costs about 10 us (a guard of the registers' look, the live
+#: arrays gathered, an arena, one native call, the registers written back), less than one step
+#: in Python (20-45 us: its kernels' checks, the row write's), so even a one-step loop gains;
+#: a zero-step one pays the hand-over. A Relay loop's first step still runs in Python when its
+#: dynamic kernels are not bound yet at these shapes (the native loop is tried at the next
+#: head). Both VMs' generated code reads it when made.
+PYTHON_STEPS = 0
 #: a VM's loop entry's answers besides an exit pc: try again at a later head (a dynamic kernel
 #: not bound yet, a refusal that may pass with another run's shapes) / the VM redoes this step
 TRY_LATER, DECLINED = -1, -2
@@ -747,6 +750,9 @@ class NativeLoop:
         live, written, watched = info
         key = (ops_key, tuple([_head_key(regs[r], watched) for r in live]))
         layout = self._layouts.get(key)
+        if type(layout) is tuple:  # (refused at this look before: refused again, no checks)
+            self.why = layout[0]
+            return None
         if layout is None:
             ops = ops() if callable(ops) else ops
             sym = _Symbolic(regs)
@@ -762,13 +768,15 @@ class NativeLoop:
                 if normals[-1] != normals[-3]:
                     raise _Refused("the symbolic state does not repeat")
             except _Refused as e:
-                self.why = str(e)
-                return None
+                layout = self.why = str(e)
             if len(self._layouts) >= 8:
                 self._layouts.clear()
                 self._ops.clear()
                 self._last.clear()
                 self._ops[ops_key] = info
+            if type(layout) is str:
+                self._layouts[key] = (layout, held)
+                return None
             layout = self._layouts[key] = _layout(sym, steps[0], regs, live, written, watched,
                                                   held)
         self._last[ops_key] = layout
