@@ -47,7 +47,7 @@ from .native_plan import data_address
 from .py_layout import ARRAY_DATA_OFFSET, LAYOUT_OK, TUPLE_ITEMS_OFFSET
 
 __all__ = ["DECLINED", "PYTHON_STEPS", "TRIES", "TRY_LATER", "NativeLoop", "head_try_lines",
-           "loop_region", "loop_runner_address"]
+           "loop_region", "loop_runner_address", "read_after"]
 
 #: the steps a VM runs in Python before it hands a loop to the native loop (at the next loop
 #: head). None: a hand-over costs about 10 us (a guard of the registers' look, the live
@@ -427,6 +427,24 @@ def head_try_lines(pc: int, ind: str, call: str, load: list[str] = (),
             f"{ind}    native_wait -= 1", f"{ind}else:", *(f"{ind}    {b}" for b in body)]
 
 
+def read_after(starts: list[int], successors, reads) -> list[frozenset]:
+    """Per pc in ``starts`` (a loop's exits), the registers an instruction reachable from it
+    may read (``successors(pc)``, ``reads(pc)``: a VM's): those a native run must hand back
+    when it leaves there; the others it may drop (nothing reads them). A worklist per exit."""
+    out = []
+    for start in starts:
+        seen, work, regs = {start}, [start], set()
+        while work:
+            pc = work.pop()
+            regs.update(reads(pc))
+            for t in successors(pc):
+                if t not in seen:
+                    seen.add(t)
+                    work.append(t)
+        out.append(frozenset(regs))
+    return out
+
+
 class _Refused(Exception):
     """The symbolic run found a step the native loop would not do as the VM does."""
 
@@ -709,14 +727,17 @@ class NativeLoop:
     tested in one generated expression, no key built): then a run is the guard, the live
     arrays gathered, an arena allocated and one native call, which fills in the addresses."""
 
-    __slots__ = ("why", "steps", "_layouts", "_ops", "_last")
+    __slots__ = ("why", "steps", "_layouts", "_ops", "_last", "_keep")
 
-    def __init__(self):
+    def __init__(self, keep: list | None = None):
         self.why = ""
         self.steps = 0  # the steps the last run made natively
         self._layouts: dict = {}
         self._ops: dict = {}  # ops key -> (registers read first, written, weights tested)
         self._last: dict = {}  # ops key -> the layout it ran last
+        # per exit id, the registers read after leaving there (``read_after``): a register
+        # written in the loop and not among them is dropped, not made an array (None: all kept)
+        self._keep = keep
 
     def run(self, regs: list, ops, nthreads: int, ops_key=None) -> int | None:
         """``ops``: the loop ops, or a function making them (called only when no layout of
@@ -810,9 +831,10 @@ class NativeLoop:
         old = regs[:]
         extras, buffers = lay.extras, lay.buffers
         made: dict = {}
+        keep = self._keep[rc] if rc >= 0 and self._keep is not None else None
         for r in lay.written:
             s = final[r]
-            if s < 0:
+            if s < 0 or (keep is not None and r not in keep):
                 regs[r] = None
             elif s < nreg:  # (a head's value: of a register written, or of one kept)
                 regs[r] = old[s]

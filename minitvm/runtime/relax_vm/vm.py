@@ -222,7 +222,6 @@ class VirtualMachine:
             # False, set before a function's first call, keeps every step in Python
             self.native_loops = True
             self._straight: dict = {}
-            self._leaves: dict = {}  # (those calling no Relax function: ``_leaf``)
             self._native = {}
             for f in exe.functions.values():
                 nf = native_function(f, self._linked[id(f)], self._consts)
@@ -326,10 +325,13 @@ class VirtualMachine:
     def _leaf(self, func: VMFunction):
         """The generated function of ``func`` when it calls no Relax function (else None): a
         generated caller calls it directly, one Python frame deep."""
-        fast = self._leaves.get(id(func), MISS)
+        code = self._linked[id(func)]
+        if any(ins[0] == CALL and isinstance(ins[3], VMFunction) for ins in code):
+            return None
+        fast = self._straight.get(id(func), MISS)
         if fast is MISS:
-            fast = self._leaves[id(func)] = straight_line_function(
-                func, self._linked[id(func)], self._move_value, self.native_loops)
+            fast = self._straight[id(func)] = straight_line_function(
+                func, code, self._move_value, self.native_loops)
         return fast
 
     def _run(self, func: VMFunction, args: list):

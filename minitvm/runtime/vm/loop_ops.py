@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region
+from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region, read_after
 from . import bytecode as B
 
 __all__ = ["native_loop_entry"]
@@ -81,7 +81,8 @@ def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Ca
         else:
             return None
         pc += 1
-    loop = NativeLoop()
+    loop = NativeLoop(read_after(exits, lambda pc: _successors(code, pc),
+                                 lambda pc: _reads(code[pc], kill)))
 
     sites = [t[7] for t in template if type(t[0]) is not str]
     last: list = [None, None]  # the bindings the ops were made for last, those ops
@@ -146,3 +147,36 @@ def _bound_call(ins: tuple):
     news = [(r, tuple(s), d) for r, (s, d) in zip(out_regs, b.outs, strict=True)]
     return ("call", int(b.address), kvars, args, news)
 
+
+
+def _successors(code: list, pc: int) -> list[int]:
+    """The pcs prepared ``code`` may go to after ``pc``."""
+    ins = code[pc]
+    if ins[0] == B.GOTO:
+        return [pc + ins[1]]
+    if ins[0] == B.IF:
+        return [pc + ins[3], pc + ins[4]]
+    if ins[0] in (B.RET, B.FATAL) or pc + 1 >= len(code):
+        return []
+    return [pc + 1]
+
+
+def _reads(ins: tuple, kill: int) -> list[int]:
+    """The registers prepared instruction ``ins`` may read (over-approximated: a kernel's
+    outputs too; ``kill``: the register-drop opcode, which reads none)."""
+    op = ins[0]
+    if op == kill or op in (B.LOAD_CONST, B.LOAD_CONSTI, B.ALLOC_STORAGE, B.GOTO, B.FATAL):
+        return []
+    if op == B.INVOKE_PACKED:
+        return [*ins[2], *ins[3]]
+    if op in (B.MOVE, B.GET_TAG, B.SHAPE_OF, B.RET, B.ALLOC_TENSOR, B.GET_FIELD):
+        return [ins[1]]
+    if op in (B.INVOKE, B.ALLOC_ADT, B.ALLOC_CLOSURE):
+        return list(ins[2])
+    if op == B.INVOKE_CLOSURE:
+        return [ins[1], *ins[2]]
+    if op in (B.ALLOC_TENSOR_REG, B.RESHAPE_TENSOR):
+        return [ins[1], ins[2], ins[3]]
+    if op in (B.IF, B.UPDATE_ROW):
+        return [ins[1], ins[2], ins[3]] if op == B.UPDATE_ROW else [ins[1], ins[2]]
+    return [x for x in ins[1:] if type(x) is int]  # (anything else: every int operand)
