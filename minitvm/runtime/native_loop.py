@@ -727,7 +727,7 @@ class NativeLoop:
     tested in one generated expression, no key built): then a run is the guard, the live
     arrays gathered, an arena allocated and one native call, which fills in the addresses."""
 
-    __slots__ = ("why", "steps", "_layouts", "_ops", "_last", "_keep")
+    __slots__ = ("why", "steps", "_layouts", "_ops", "_last", "_keep", "_hot")
 
     def __init__(self, keep: list | None = None):
         self.why = ""
@@ -738,6 +738,9 @@ class NativeLoop:
         # per exit id, the registers read after leaving there (``read_after``): a register
         # written in the loop and not among them is dropped, not made an array (None: all kept)
         self._keep = keep
+        # (the ops key, guard and layout of the last run: a run with an equal key tries them
+        # before any hashing)
+        self._hot: tuple | None = None
 
     def run(self, regs: list, ops, nthreads: int, ops_key=None) -> int | None:
         """``ops``: the loop ops, or a function making them (called only when no layout of
@@ -746,6 +749,10 @@ class NativeLoop:
         hashable ones by value (objects without a value equality by identity, kept alive by
         the cache), others field by field (``_key_of``)."""
         self.why, self.steps = "", 0
+        hot = self._hot
+        if hot is not None and ops_key is not None and hot[0] == ops_key and hot[1](regs):
+            return self._run(regs, hot[2], nthreads)  # (the key and look of the last run)
+        raw_key = None  # (a hashable key, compared by value in the hot path)
         held: list = []
         if ops_key is None:
             ops = ops() if callable(ops) else ops
@@ -753,11 +760,12 @@ class NativeLoop:
         else:
             try:
                 hash(ops_key)
-                ops_key = ("h", ops_key)
+                raw_key, ops_key = ops_key, ("h", ops_key)
             except TypeError:
                 ops_key = _key_of(ops_key, held)
         last = self._last.get(ops_key)
         if last is not None and last.guard is not None and last.guard(regs):
+            self._hot = (raw_key, last.guard, last) if raw_key is not None else None
             return self._run(regs, last, nthreads)
         if not LAYOUT_OK:
             self.why = "this interpreter's object layout is not the one the native run reads"
@@ -794,6 +802,7 @@ class NativeLoop:
                 self._layouts.clear()
                 self._ops.clear()
                 self._last.clear()
+                self._hot = None
                 self._ops[ops_key] = info
             if type(layout) is str:
                 self._layouts[key] = (layout, held)
@@ -801,6 +810,8 @@ class NativeLoop:
             layout = self._layouts[key] = _layout(sym, steps[0], regs, live, written, watched,
                                                   held)
         self._last[ops_key] = layout
+        self._hot = None if raw_key is None or layout.guard is None else \
+            (raw_key, layout.guard, layout)
         return self._run(regs, layout, nthreads)
 
     def _run(self, regs: list, lay: _Layout, nthreads: int) -> int:

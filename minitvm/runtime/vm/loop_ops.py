@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from operator import itemgetter
 
 import numpy as np
 
@@ -87,11 +88,12 @@ def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Ca
     sites = [t[7] for t in template if type(t[0]) is not str]
     last: list = [None, None]  # the bindings the ops were made for last, those ops
 
+    first = itemgetter(0)
+
     def enter(R: list) -> int:
-        bound = tuple(site[0] for site in sites)
+        bound = tuple(map(first, sites))
         ops = last[1]
-        if ops is None or len(bound) != len(last[0]) or \
-                any(a is not b for a, b in zip(bound, last[0], strict=True)):
+        if ops is None or bound != last[0]:  # (bindings: equal only as the same objects)
             ops = []
             for t in template:
                 if type(t[0]) is str:
