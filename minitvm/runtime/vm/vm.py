@@ -315,6 +315,11 @@ class VirtualMachine:
         self.native_loops = True
         self._straight = [straight_line_function(self, k, _KILL)
                           for k in range(len(exe.functions))]
+        # then the functions whose calls all go to those (each call one Python frame)
+        leaves = list(self._straight)
+        self._straight = [f if f is not None else
+                          straight_line_function(self, k, _KILL, leaves, VMClosure)
+                          for k, f in enumerate(leaves)]
         self.module = self
 
     # ------------------------------------------------------------------ API
