@@ -162,3 +162,52 @@ def test_native_loop_of_a_100k_op_chain():
     loop = native_loop.NativeLoop()
     assert loop.run(regs, ops, 1) == 0, loop.why
     assert regs[n + 2] is None and regs[2] is not None
+
+
+def test_native_loop_drops_registers_not_read_after_its_exit():
+    """``keep``: per exit, the registers read after it; a written one not among them is
+    dropped at the hand-back (the row buffer here), the others handed back as before."""
+    compiled = jit.compile_ir(_ADD1, "add1", opt=2)
+    regs = [np.array(0, np.int64), 4, None, np.zeros(4, np.int64)]
+    loop = native_loop.NativeLoop(keep=[frozenset({0, 1})])
+    assert loop.run(regs, _counting_loop(compiled.address), 1) == 0, loop.why
+    assert int(regs[0]) == 4 and regs[1] == 4 and regs[3] is None
+
+
+def test_native_loop_reruns_a_kept_layout_and_checks_the_registers_look():
+    """A second run of the same ops at the same look reuses the layout (no symbolic run); a run
+    whose registers look otherwise (a longer buffer) gets its own, with its own bits."""
+    compiled = jit.compile_ir(_ADD1, "add1", opt=2)
+    ops = _counting_loop(compiled.address)
+    loop = native_loop.NativeLoop()
+    for n in (3, 3, 5, 3):
+        regs = [np.array(0, np.int64), n, None, np.full(n, -1, np.int64)]
+        assert loop.run(regs, ops, 1, ops_key=("counting",)) == 0, loop.why
+        np.testing.assert_array_equal(regs[3], np.arange(n))
+        assert loop.steps == n
+    assert len(loop._layouts) == 2
+
+
+def test_native_loop_keeps_a_refusal(monkeypatch):
+    """A look of the registers refused once is refused again without the symbolic run."""
+    ops = [("exit", 0, 1, True, 0), ("back",)]
+    regs = [np.zeros((), "float32"), np.zeros(2, "float32")]
+    loop = native_loop.NativeLoop()
+    assert loop.run(regs, ops, 1, ops_key=("x",)) is None and "integer scalar" in loop.why
+    monkeypatch.setattr(native_loop._Symbolic, "step", None)  # (a symbolic run would fail)
+    assert loop.run(regs, ops, 1, ops_key=("x",)) is None and "integer scalar" in loop.why
+
+
+def test_main_calling_the_loop_is_generated_with_the_dispatch_loops_bits():
+    """main, which invokes the loop's closure, runs as generated Python too (one Python call
+    for the invocation), with the dispatch loop's results."""
+    exe = relay.vm.compile(recurrent("lstm"), target="llvm")
+    plain = vm_module.VirtualMachine(exe, tvm.cpu())
+    plain.straight_line = False
+    fast = vm_module.VirtualMachine(exe, tvm.cpu())
+    main = fast._straight[exe.global_map["main"]]
+    assert main is not None and "frames.append(" in main.source
+    for n, batch in [(0, 2), (1, 3), (5, 3), (5, 3)]:
+        xv = np.random.default_rng(n).standard_normal((n, batch, 3)).astype("float32")
+        for g, w in zip(fast.run(xv), plain.run(xv), strict=True):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
