@@ -31,7 +31,14 @@ the symbolic state repeats after a few steps (so the checks hold at every later 
 lays the ops out as int64 words and runs them in ``mtvm_native_loop`` (LLVM, JIT-compiled once
 per process, the GIL released) until an exit is taken: the values, kernels and order of the
 VM's own loop, with the same bits. A row index out of range hands the step back to the VM
-(its own error); a loop the checks refuse stays with the VM.
+(its own error); a loop the checks refuse stays with the VM (the refusal kept for that look of
+the registers).
+
+A hand-over costs less than one step in Python, so a VM hands a loop over from its first head
+(``PYTHON_STEPS``): a run whose key and registers' look are the last run's (one generated guard)
+gathers the live arrays into a tuple, allocates the arena and makes one native call, which
+fills in the slots (the arrays' data pointers read from the tuple) and the registers; back in
+Python only the registers read after the exit (``read_after``) get arrays.
 """
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ about as much time as the kernels of a small model take. A function that calls n
 function is compiled once into a Python function that makes the same calls, in the same order,
 on the same values (the builtins keep their checks and messages), without the decoding. With
 branches (an ``if``, a self tail call's jump back: the loops of ``relax.vm.tail_call_loops``) the
-code is a ``while`` over its basic blocks, the block to run next in ``pc``. Functions with Relax
-calls, and very long ones (compiling them would cost more than it saves), stay interpreted.
+code is a ``while`` over its basic blocks, the block to run next in ``pc``. A function whose
+Relax calls all go to such generated functions calling none (a model's main calling its loop)
+is generated too, each call one Python call; functions with other Relax calls, and very long
+ones (compiling them would cost more than it saves), stay interpreted.
 
 In a loop, the shapes made from the shape heap (``make_shape``) are the same at every step when
 nothing in the loop writes the heap: each distinct one is made once, on entering the loop

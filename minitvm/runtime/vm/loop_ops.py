@@ -4,9 +4,11 @@
 A loop qualifies when its head is the target of one jump back, no jump from outside lands
 inside it, each branch inside leaves it (or falls through), and its instructions are kernel
 calls (static ones, dynamic ones through their call site's binding), fresh tensors, moves,
-constants, register drops and ``UpdateRow``. The dynamic kernels' bindings are made by the
-VM's first step; the ops are built from them at the head of the second, and the native loop
-checks them against the registers there (or refuses: the VM loop goes on).
+constants, register drops and ``UpdateRow``. The dynamic kernels' bindings are made by a
+step in Python (this run's first, or an earlier run's); the ops are built from them at a head
+where they are bound, and the native loop checks them against the registers there (or
+refuses: the VM loop goes on, its next step binding the kernels anew). Registers read on no
+path after the exit taken (``native_loop.read_after``) are dropped there.
 """
 
 from __future__ import annotations

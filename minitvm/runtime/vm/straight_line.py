@@ -18,9 +18,14 @@ scalar condition, its next index) reuses the array it made two steps before when
 refers to it any more (its reference count), instead of allocating one a step.
 
 A loop whose instructions are only these kernel calls, tensors, moves and row writes
-(``loop_ops``) runs natively once it has run ``native_loop.PYTHON_STEPS`` steps here (the first
-binds the dynamic kernels; a short loop never pays the native loop's checks and call): one call to ``runtime.native_loop`` to the loop's exit, the values then back
-in the registers (``vm.native_loops = False`` keeps every step here).
+(``loop_ops``) runs natively once it has run ``native_loop.PYTHON_STEPS`` steps here and its
+dynamic kernels are bound at these shapes (by this run's first step, or an earlier run's): one
+call to ``runtime.native_loop`` to the loop's exit, the values then back in the registers
+(``vm.native_loops = False`` keeps every step here).
+
+A function whose calls (``Invoke``, ``InvokeClosure`` of a closure it made itself) all go to
+such generated functions that call none (a model's main invoking its loop) is generated too,
+each call one Python call with the dispatch loop's checks, dropped registers and frame.
 """
 
 from __future__ import annotations
