@@ -31,27 +31,38 @@ the symbolic state repeats after a few steps (so the checks hold at every later 
 lays the ops out as int64 words and runs them in ``mtvm_native_loop`` (LLVM, JIT-compiled once
 per process, the GIL released) until an exit is taken: the values, kernels and order of the
 VM's own loop, with the same bits. A row index out of range hands the step back to the VM
-(its own error); a loop the checks refuse stays with the VM.
+(its own error); a loop the checks refuse stays with the VM (the refusal kept for that look of
+the registers).
+
+A hand-over costs less than one step in Python, so a VM hands a loop over from its first head
+(``PYTHON_STEPS``): a run whose key and registers' look are the last run's (one generated guard)
+gathers the live arrays into a tuple, allocates the arena and makes one native call, which
+fills in the slots (the arrays' data pointers read from the tuple) and the registers; back in
+Python only the registers read after the exit (``read_after``) get arrays.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import threading
+from operator import itemgetter
 
 import numpy as np
 
+from .native_loop_ir import loop_runner_address
 from .native_plan import data_address
+from .py_layout import LAYOUT_OK
 
 __all__ = ["DECLINED", "PYTHON_STEPS", "TRIES", "TRY_LATER", "NativeLoop", "head_try_lines",
-           "loop_region", "loop_runner_address"]
+           "loop_region", "loop_runner_address", "read_after"]
 
 #: the steps a VM runs in Python before it hands a loop to the native loop (at the next loop
-#: head, which may be the exit's: a loop shorter than this, 1 to 4 steps as a streaming or
-#: decoding model's, pays nothing for it, no check, layout lookup or call; a longer one pays
-#: these steps' Python time, some 30 us each). Both VMs' generated code reads it when made.
-PYTHON_STEPS = 5
+#: head). None: a hand-over costs about 10 us (a guard of the registers' look, the live
+#: arrays gathered, an arena, one native call, the registers written back), less than one step
+#: in Python (20-45 us: its kernels' checks, the row write's), so even a one-step loop gains;
+#: a zero-step one pays the hand-over. A Relay loop's first step still runs in Python when its
+#: dynamic kernels are not bound yet at these shapes (the native loop is tried at the next
+#: head). Both VMs' generated code reads it when made.
+PYTHON_STEPS = 0
 #: a VM's loop entry's answers besides an exit pc: try again at a later head (a dynamic kernel
 #: not bound yet, a refusal that may pass with another run's shapes) / the VM redoes this step
 TRY_LATER, DECLINED = -1, -2
@@ -66,256 +77,6 @@ _BACK, _FRESH, _MOVE, _SET, _CALL, _ROW, _EXIT = range(7)
 _SCALAR_CODES = {np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
                  np.dtype(np.int64): 4, np.dtype(np.uint8): 5, np.dtype(np.bool_): 5,
                  np.dtype(np.uint16): 6, np.dtype(np.uint32): 7, np.dtype(np.uint64): 8}
-
-_LOOP_IR = """
-declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-
-define internal i64 @scalar(ptr %objs, ptr %regs, i64 %kind, i64 %val, i64 %code) {
-entry:
-  %isimm = icmp eq i64 %kind, 0
-  br i1 %isimm, label %imm, label %mem
-imm:
-  ret i64 %val
-mem:
-  %sp = getelementptr i64, ptr %regs, i64 %val
-  %slot = load i64, ptr %sp
-  %pp = getelementptr ptr, ptr %objs, i64 %slot
-  %p = load ptr, ptr %pp
-  switch i64 %code, label %c8 [ i64 1, label %c1
-                                i64 2, label %c2
-                                i64 3, label %c3
-                                i64 4, label %c4
-                                i64 5, label %c5
-                                i64 6, label %c6
-                                i64 7, label %c7 ]
-c1:
-  %v1 = load i8, ptr %p
-  %e1 = sext i8 %v1 to i64
-  ret i64 %e1
-c2:
-  %v2 = load i16, ptr %p
-  %e2 = sext i16 %v2 to i64
-  ret i64 %e2
-c3:
-  %v3 = load i32, ptr %p
-  %e3 = sext i32 %v3 to i64
-  ret i64 %e3
-c4:
-  %v4 = load i64, ptr %p
-  ret i64 %v4
-c5:
-  %v5 = load i8, ptr %p
-  %e5 = zext i8 %v5 to i64
-  ret i64 %e5
-c6:
-  %v6 = load i16, ptr %p
-  %e6 = zext i16 %v6 to i64
-  ret i64 %e6
-c7:
-  %v7 = load i32, ptr %p
-  %e7 = zext i32 %v7 to i64
-  ret i64 %e7
-c8:
-  %v8 = load i64, ptr %p
-  ret i64 %v8
-}
-
-define internal i64 @word(ptr %prog, i64 %ip, i64 %k) {
-entry:
-  %i = add i64 %ip, %k
-  %p = getelementptr i64, ptr %prog, i64 %i
-  %w = load i64, ptr %p
-  ret i64 %w
-}
-
-define internal ptr @obj(ptr %objs, i64 %slot) {
-entry:
-  %pp = getelementptr ptr, ptr %objs, i64 %slot
-  %p = load ptr, ptr %pp
-  ret ptr %p
-}
-
-define internal ptr @regobj(ptr %objs, ptr %regs, i64 %r) {
-entry:
-  %sp = getelementptr i64, ptr %regs, i64 %r
-  %slot = load i64, ptr %sp
-  %p = call ptr @obj(ptr %objs, i64 %slot)
-  ret ptr %p
-}
-
-define internal void @setreg(ptr %regs, i64 %r, i64 %v) {
-entry:
-  %sp = getelementptr i64, ptr %regs, i64 %r
-  store i64 %v, ptr %sp
-  ret void
-}
-
-define i64 @mtvm_native_loop(ptr %prog, ptr %objs, ptr %regs, ptr %snap, i64 %nreg,
-                             ptr %iters, ptr %table, i32 %nth) {
-entry:
-  %ipp = alloca i64
-  store i64 0, ptr %ipp
-  %nb = mul i64 %nreg, 8
-  call void @llvm.memcpy.p0.p0.i64(ptr %snap, ptr %regs, i64 %nb, i1 false)
-  br label %dispatch
-dispatch:
-  %ip = load i64, ptr %ipp
-  %op = call i64 @word(ptr %prog, i64 %ip, i64 0)
-  switch i64 %op, label %bad [ i64 0, label %back
-                               i64 1, label %fresh
-                               i64 2, label %move
-                               i64 3, label %set
-                               i64 4, label %callk
-                               i64 5, label %row
-                               i64 6, label %exit ]
-back:
-  %t0 = load i64, ptr %iters
-  %t1 = add i64 %t0, 1
-  store i64 %t1, ptr %iters
-  call void @llvm.memcpy.p0.p0.i64(ptr %snap, ptr %regs, i64 %nb, i1 false)
-  store i64 0, ptr %ipp
-  br label %dispatch
-fresh:
-  %fd = call i64 @word(ptr %prog, i64 %ip, i64 1)
-  %fa = call i64 @word(ptr %prog, i64 %ip, i64 2)
-  %fb = call i64 @word(ptr %prog, i64 %ip, i64 3)
-  %ft = load i64, ptr %iters
-  %fpar = and i64 %ft, 1
-  %fodd = icmp ne i64 %fpar, 0
-  %fs = select i1 %fodd, i64 %fb, i64 %fa
-  call void @setreg(ptr %regs, i64 %fd, i64 %fs)
-  %fip = add i64 %ip, 4
-  store i64 %fip, ptr %ipp
-  br label %dispatch
-move:
-  %md = call i64 @word(ptr %prog, i64 %ip, i64 1)
-  %ms = call i64 @word(ptr %prog, i64 %ip, i64 2)
-  %msp = getelementptr i64, ptr %regs, i64 %ms
-  %mv = load i64, ptr %msp
-  call void @setreg(ptr %regs, i64 %md, i64 %mv)
-  %mip = add i64 %ip, 3
-  store i64 %mip, ptr %ipp
-  br label %dispatch
-set:
-  %sd = call i64 @word(ptr %prog, i64 %ip, i64 1)
-  %sv = call i64 @word(ptr %prog, i64 %ip, i64 2)
-  call void @setreg(ptr %regs, i64 %sd, i64 %sv)
-  %sip = add i64 %ip, 3
-  store i64 %sip, ptr %ipp
-  br label %dispatch
-callk:
-  %kfn = call i64 @word(ptr %prog, i64 %ip, i64 1)
-  %kkv = call i64 @word(ptr %prog, i64 %ip, i64 2)
-  %kn = call i64 @word(ptr %prog, i64 %ip, i64 3)
-  %kany = icmp sgt i64 %kn, 0
-  br i1 %kany, label %gather, label %invoke
-gather:
-  %gi = phi i64 [ 0, %callk ], [ %gnext, %gdone ]
-  %gk = add i64 %gi, 4
-  %ge = call i64 @word(ptr %prog, i64 %ip, i64 %gk)
-  %greg = icmp sge i64 %ge, 0
-  br i1 %greg, label %greg1, label %gfix
-greg1:
-  %grp = call ptr @regobj(ptr %objs, ptr %regs, i64 %ge)
-  br label %gdone
-gfix:
-  %gneg = sub i64 -1, %ge
-  %gfp = call ptr @obj(ptr %objs, i64 %gneg)
-  br label %gdone
-gdone:
-  %gp = phi ptr [ %grp, %greg1 ], [ %gfp, %gfix ]
-  %gslot = getelementptr ptr, ptr %table, i64 %gi
-  store ptr %gp, ptr %gslot
-  %gnext = add i64 %gi, 1
-  %gmore = icmp slt i64 %gnext, %kn
-  br i1 %gmore, label %gather, label %invoke
-invoke:
-  %kf = inttoptr i64 %kfn to ptr
-  %kv = inttoptr i64 %kkv to ptr
-  call void %kf(ptr %table, ptr %kv, i32 %nth)
-  %k4 = add i64 %ip, 4
-  %kip = add i64 %k4, %kn
-  store i64 %kip, ptr %ipp
-  br label %dispatch
-row:
-  %rd = call i64 @word(ptr %prog, i64 %ip, i64 1)
-  %rdata = call i64 @word(ptr %prog, i64 %ip, i64 2)
-  %rrow = call i64 @word(ptr %prog, i64 %ip, i64 3)
-  %rik = call i64 @word(ptr %prog, i64 %ip, i64 4)
-  %riv = call i64 @word(ptr %prog, i64 %ip, i64 5)
-  %ric = call i64 @word(ptr %prog, i64 %ip, i64 6)
-  %rown = call i64 @word(ptr %prog, i64 %ip, i64 7)
-  %rn = call i64 @word(ptr %prog, i64 %ip, i64 8)
-  %rb = call i64 @word(ptr %prog, i64 %ip, i64 9)
-  %rk = call i64 @scalar(ptr %objs, ptr %regs, i64 %rik, i64 %riv, i64 %ric)
-  %rin = icmp ult i64 %rk, %rn
-  br i1 %rin, label %rowok, label %bail
-rowok:
-  %rdsp = getelementptr i64, ptr %regs, i64 %rdata
-  %rds = load i64, ptr %rdsp
-  %rownp = call ptr @obj(ptr %objs, i64 %rown)
-  %rmine = icmp eq i64 %rds, %rown
-  br i1 %rmine, label %rowwrite, label %rowcopy
-rowcopy:
-  %rsrc = call ptr @obj(ptr %objs, i64 %rds)
-  %rall = mul i64 %rn, %rb
-  call void @llvm.memcpy.p0.p0.i64(ptr %rownp, ptr %rsrc, i64 %rall, i1 false)
-  br label %rowwrite
-rowwrite:
-  %roff = mul i64 %rk, %rb
-  %rdst = getelementptr i8, ptr %rownp, i64 %roff
-  %rsp = call ptr @regobj(ptr %objs, ptr %regs, i64 %rrow)
-  call void @llvm.memcpy.p0.p0.i64(ptr %rdst, ptr %rsp, i64 %rb, i1 false)
-  call void @setreg(ptr %regs, i64 %rd, i64 %rown)
-  %rip = add i64 %ip, 10
-  store i64 %rip, ptr %ipp
-  br label %dispatch
-exit:
-  %xak = call i64 @word(ptr %prog, i64 %ip, i64 1)
-  %xav = call i64 @word(ptr %prog, i64 %ip, i64 2)
-  %xac = call i64 @word(ptr %prog, i64 %ip, i64 3)
-  %xbk = call i64 @word(ptr %prog, i64 %ip, i64 4)
-  %xbv = call i64 @word(ptr %prog, i64 %ip, i64 5)
-  %xbc = call i64 @word(ptr %prog, i64 %ip, i64 6)
-  %xwe = call i64 @word(ptr %prog, i64 %ip, i64 7)
-  %xid = call i64 @word(ptr %prog, i64 %ip, i64 8)
-  %xa = call i64 @scalar(ptr %objs, ptr %regs, i64 %xak, i64 %xav, i64 %xac)
-  %xb = call i64 @scalar(ptr %objs, ptr %regs, i64 %xbk, i64 %xbv, i64 %xbc)
-  %xeq = icmp eq i64 %xa, %xb
-  %xwant = icmp ne i64 %xwe, 0
-  %xgo = icmp eq i1 %xeq, %xwant
-  br i1 %xgo, label %leave, label %stay
-leave:
-  ret i64 %xid
-stay:
-  %xip = add i64 %ip, 9
-  store i64 %xip, ptr %ipp
-  br label %dispatch
-bail:
-  ret i64 -1
-bad:
-  ret i64 -2
-}
-"""
-
-_RUNNER = None
-_RUNNER_LOCK = threading.Lock()
-_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
-
-
-def loop_runner_address():
-    """The ctypes function of ``mtvm_native_loop`` (GIL released): JIT-compiled once per
-    process."""
-    global _RUNNER
-    with _RUNNER_LOCK:
-        if _RUNNER is None:
-            from . import jit
-
-            compiled = jit.compile_ir(_LOOP_IR, "mtvm_native_loop", opt=2)
-            _RUNNER = (compiled, ctypes.CFUNCTYPE(ctypes.c_int64, *_ARGS)(compiled.address))
-        return _RUNNER[1]
-
 
 def loop_region(code: list, targets: dict, goto, if_) -> tuple[int, int] | None:
     """``(head, back)`` of the one loop in VM ``code`` that may run natively, else None:
@@ -350,6 +111,24 @@ def head_try_lines(pc: int, ind: str, call: str, load: list[str] = (),
             *store, "if x >= 0:", "    pc = x"]
     return [f"        if pc == {pc} and native_on:", f"{ind}if native_wait:",
             f"{ind}    native_wait -= 1", f"{ind}else:", *(f"{ind}    {b}" for b in body)]
+
+
+def read_after(starts: list[int], successors, reads) -> list[frozenset]:
+    """Per pc in ``starts`` (a loop's exits), the registers an instruction reachable from it
+    may read (``successors(pc)``, ``reads(pc)``: a VM's): those a native run must hand back
+    when it leaves there; the others it may drop (nothing reads them). A worklist per exit."""
+    out = []
+    for start in starts:
+        seen, work, regs = {start}, [start], set()
+        while work:
+            pc = work.pop()
+            regs.update(reads(pc))
+            for t in successors(pc):
+                if t not in seen:
+                    seen.add(t)
+                    work.append(t)
+        out.append(frozenset(regs))
+    return out
 
 
 class _Refused(Exception):
@@ -629,16 +408,25 @@ class NativeLoop:
     the head of the step where a row index was out of range (the VM reruns it); None, ``regs``
     untouched, when the symbolic checks refuse the loop (``why`` says why). A layout is kept
     per ops and look of the registers (shapes, dtypes, the values of ints and shapes, the
-    identity of the weights the ops test), so a later run at the same shapes only runs: a
-    dict lookup, the registers' addresses and the native call."""
+    identity of the weights the ops test), so a later run at the same shapes only runs. The
+    layout an ops key used last is tried first through its guard (the look of the registers
+    tested in one generated expression, no key built): then a run is the guard, the live
+    arrays gathered, an arena allocated and one native call, which fills in the addresses."""
 
-    __slots__ = ("why", "steps", "_layouts", "_ops")
+    __slots__ = ("why", "steps", "_layouts", "_ops", "_last", "_keep", "_hot")
 
-    def __init__(self):
+    def __init__(self, keep: list | None = None):
         self.why = ""
         self.steps = 0  # the steps the last run made natively
         self._layouts: dict = {}
         self._ops: dict = {}  # ops key -> (registers read first, written, weights tested)
+        self._last: dict = {}  # ops key -> the layout it ran last
+        # per exit id, the registers read after leaving there (``read_after``): a register
+        # written in the loop and not among them is dropped, not made an array (None: all kept)
+        self._keep = keep
+        # (the ops key, guard and layout of the last run: a run with an equal key tries them
+        # before any hashing)
+        self._hot: tuple | None = None
 
     def run(self, regs: list, ops, nthreads: int, ops_key=None) -> int | None:
         """``ops``: the loop ops, or a function making them (called only when no layout of
@@ -647,6 +435,10 @@ class NativeLoop:
         hashable ones by value (objects without a value equality by identity, kept alive by
         the cache), others field by field (``_key_of``)."""
         self.why, self.steps = "", 0
+        hot = self._hot
+        if hot is not None and ops_key is not None and hot[0] == ops_key and hot[1](regs):
+            return self._run(regs, hot[2], nthreads)  # (the key and look of the last run)
+        raw_key = None  # (a hashable key, compared by value in the hot path)
         held: list = []
         if ops_key is None:
             ops = ops() if callable(ops) else ops
@@ -654,9 +446,16 @@ class NativeLoop:
         else:
             try:
                 hash(ops_key)
-                ops_key = ("h", ops_key)
+                raw_key, ops_key = ops_key, ("h", ops_key)
             except TypeError:
                 ops_key = _key_of(ops_key, held)
+        last = self._last.get(ops_key)
+        if last is not None and last.guard is not None and last.guard(regs):
+            self._hot = (raw_key, last.guard, last) if raw_key is not None else None
+            return self._run(regs, last, nthreads)
+        if not LAYOUT_OK:
+            self.why = "this interpreter's object layout is not the one the native run reads"
+            return None
         info = self._ops.get(ops_key)
         if info is None:
             ops = ops() if callable(ops) else ops
@@ -666,6 +465,9 @@ class NativeLoop:
         live, written, watched = info
         key = (ops_key, tuple([_head_key(regs[r], watched) for r in live]))
         layout = self._layouts.get(key)
+        if type(layout) is tuple:  # (refused at this look before: refused again, no checks)
+            self.why = layout[0]
+            return None
         if layout is None:
             ops = ops() if callable(ops) else ops
             sym = _Symbolic(regs)
@@ -681,72 +483,134 @@ class NativeLoop:
                 if normals[-1] != normals[-3]:
                     raise _Refused("the symbolic state does not repeat")
             except _Refused as e:
-                self.why = str(e)
-                return None
+                layout = self.why = str(e)
             if len(self._layouts) >= 8:
                 self._layouts.clear()
                 self._ops.clear()
+                self._last.clear()
+                self._hot = None
                 self._ops[ops_key] = info
-            layout = self._layouts[key] = (held, live, written,
-                                           *_layout(sym, steps[0], len(regs)))
+            if type(layout) is str:
+                self._layouts[key] = (layout, held)
+                return None
+            layout = self._layouts[key] = _layout(sym, steps[0], regs, live, written, watched,
+                                                  held)
+        self._last[ops_key] = layout
+        self._hot = None if raw_key is None or layout.guard is None else \
+            (raw_key, layout.guard, layout)
         return self._run(regs, layout, nthreads)
 
-    def _run(self, regs: list, layout: tuple, nthreads: int) -> int:
+    def _run(self, regs: list, lay: _Layout, nthreads: int) -> int:
         """Run a laid-out step on ``regs``, this run's buffers in one fresh arena (64-byte
         boundaries; an array made only for a buffer a register holds at the end); ``regs``
-        from the result. Only the registers the step reads at the head need an address, only
-        those it writes a new value (the others' slots are their own: their head's values)."""
-        _, live, written, prog, widest, extras, buffers, offsets, arena_bytes, ptrs0, \
-            scratch0 = layout
-        nreg = len(regs)
-        base = nreg + len(extras)
-        arena = np.empty(arena_bytes + ALIGN, np.uint8)
-        at = data_address(arena)
-        addr = at + (-at) % ALIGN
-        ptrs = ptrs0.copy()  # (the constants' addresses laid out once)
-        for r in live:
-            a = regs[r]
-            if type(a) is np.ndarray:
-                ptrs[r] = data_address(a)
-        np.add(offsets, addr, out=ptrs[base:])
-        # registers' slots (each its own), their snapshot at the step's head, the step count, a
-        # call's table
-        scratch = scratch0.copy()
-        at = data_address(scratch)
-        rc = (_RUNNER[1] if _RUNNER else loop_runner_address())(
-            data_address(prog), data_address(ptrs), at, at + 8 * nreg, nreg, at + 16 * nreg,
-            at + 16 * nreg + 8, nthreads)
+        from the result. Only the registers the step reads at the head need an address (the
+        native entry reads them), only those it writes a new value (the others' slots are
+        their own: their head's values). The slots' and scratch words' arrays are the
+        layout's, taken from its pool for the run (a run in another thread takes others)."""
+        try:
+            ptrs, scratch, at_ptrs, at_scratch = lay.pool.pop()
+        except IndexError:
+            ptrs, scratch = lay.ptrs0.copy(), np.zeros(lay.scratch_words, np.int64)
+            at_ptrs, at_scratch = data_address(ptrs), data_address(scratch)
+        arena = np.empty(lay.arena_bytes + ALIGN, np.uint8)
+        try:
+            rc = loop_runner_address()(
+                lay.at_prog, lay.at_head, at_ptrs, at_scratch, lay.take(regs), arena, nthreads)
+            words = scratch.tolist()
+        finally:
+            lay.pool.append((ptrs, scratch, at_ptrs, at_scratch))
         if rc < -1:
             raise RuntimeError("native loop: bad op word (a bug in the layout)")
-        self.steps = int(scratch[2 * nreg])
-        final = (scratch[nreg:2 * nreg] if rc == -1 else scratch[:nreg]).tolist()
-        head = {r: regs[r] for r in written}
+        nreg, base = lay.nreg, lay.base
+        self.steps = words[2 * nreg]
+        final = words[nreg:2 * nreg] if rc == -1 else words
+        start = words[lay.start_at]
+        old = regs[:]
+        extras, buffers = lay.extras, lay.buffers
         made: dict = {}
-        start = addr - data_address(arena)
-        for r in written:
+        keep = self._keep[rc] if rc >= 0 and self._keep is not None else None
+        for r in lay.written:
             s = final[r]
-            if s < 0:
+            if s < 0 or (keep is not None and r not in keep):
                 regs[r] = None
             elif s < nreg:  # (a head's value: of a register written, or of one kept)
-                regs[r] = head[s] if s in head else regs[s]
+                regs[r] = old[s]
             elif s < base:
                 regs[r] = extras[s - nreg]
             else:
                 a = made.get(s)
                 if a is None:
-                    shape, dtype = buffers[s - base]
-                    a = made[s] = np.ndarray(shape, dtype, arena, start + int(offsets[s - base]))
+                    shape, dtype, offset = buffers[s - base]
+                    a = made[s] = np.ndarray(shape, dtype, arena, start + offset)
                 regs[r] = a
-        return int(rc)
+        return rc
 
 
-def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
-    """``(program words, widest call, extra objects, buffers, their arena offsets, arena
-    bytes, the slots' addresses, the scratch words)`` of a checked step: the slots are the
-    registers' (``nreg``), the extra objects' (constants, weights, vars), then each fresh
-    site's two buffers and each row site's one, ``(shape, dtype)`` in ``buffers``; the
-    addresses with the extra objects' filled in, the scratch with each register's own slot
-    (a run copies both, then fills in its registers' and buffers' addresses)."""
+#: the most live registers a layout's guard tests in one generated expression (more: the key)
+GUARD_MAX = 64
+
+
+class _Layout:
+    """A checked step laid out: its words and header (``mtvm_native_loop_go``'s), the extra
+    objects, the buffers (``(shape, dtype, arena offset)``), the guard of the registers' look
+    it was made for, and a pool of slot / scratch arrays for runs."""
+
+    __slots__ = ("held", "written", "nreg", "base", "prog", "head", "at_prog", "at_head",
+                 "extras", "buffers", "arena_bytes", "ptrs0", "scratch_words", "start_at",
+                 "take", "guard", "pool")
+
+
+def _gather(regs: list[int]):
+    """``f(registers) -> tuple`` of the values in ``regs`` (in C: ``itemgetter``)."""
+    if len(regs) >= 2:
+        return itemgetter(*regs)
+    if regs:
+        r = regs[0]
+        return lambda values: (values[r],)
+    return lambda values: ()
+
+
+def _guard(regs: list, live: list[int], watched: set, held: list):
+    """``f(registers) -> bool``: whether the registers ``live`` look as they do now, as
+    ``_head_key`` sees them (arrays by shape, dtype, contiguity and, for ``watched`` ones,
+    identity; ints, shapes and the like by value; other objects by identity), in one generated
+    expression; None for more than ``GUARD_MAX`` live registers (the key is built then)."""
+    if len(live) > GUARD_MAX:
+        return None
+    env: dict = {"ND": np.ndarray}
+    conds = []
+    for k, r in enumerate(live):
+        v = regs[r]
+        x = f"R[{r}]"
+        if type(v) is np.ndarray:
+            env[f"s{k}"], env[f"d{k}"] = v.shape, v.dtype
+            c = f"type({x}) is ND and {x}.shape == s{k} and {x}.dtype == d{k} and " \
+                f"{x}.flags.c_contiguous == {v.flags.c_contiguous}"
+            if id(v) in watched:
+                env[f"w{k}"] = v
+                held.append(v)
+                c += f" and {x} is w{k}"
+        elif v is None:
+            c = f"{x} is None"
+        elif type(v) in _HASHED or (isinstance(v, tuple) and all(type(d) is int for d in v)):
+            env[f"t{k}"], env[f"v{k}"] = type(v), v
+            c = f"type({x}) is t{k} and {x} == v{k}"
+        else:
+            env[f"o{k}"] = v
+            held.append(v)
+            c = f"{x} is o{k}"
+        conds.append(f"({c})")
+    return eval(f"lambda R: {' and '.join(conds) or 'True'}", env)  # noqa: S307
+
+
+def _layout(sym: _Symbolic, words: list, regs: list, live: list[int], written: list[int],
+            watched: set, held: list) -> _Layout:
+    """The layout of a checked step (``words``, one step's) for registers looking as ``regs``
+    do: the slots are the registers' (``nreg``), the extra objects' (constants, weights,
+    vars), then each fresh site's two buffers and each row site's one, in one arena at
+    64-byte boundaries. The header tells the native entry the registers, the live arrays
+    (their slots filled from a tuple of them), the table's width and the buffers' offsets."""
+    nreg = len(regs)
     extras = sym.objs[nreg:]
     buffers, pairs, owns = [], {}, {}
     base = len(sym.objs)
@@ -785,9 +649,26 @@ def _layout(sym: _Symbolic, words: list, nreg: int) -> tuple:
     for shape, dtype in buffers:
         offsets.append(top)
         top += -(-max(math.prod(shape) * dtype.itemsize, 1) // ALIGN) * ALIGN
-    ptrs = np.zeros(len(sym.objs) + len(buffers), np.uint64)  # (registers', buffers': per run)
-    ptrs[nreg:len(sym.objs)] = [data_address(a) if type(a) is np.ndarray else 0 for a in extras]
-    scratch = np.zeros(2 * nreg + 1 + max(widest, 1), np.int64)
-    scratch[:nreg] = np.arange(nreg)
-    return (np.array(flat, np.int64), widest, extras, buffers, np.array(offsets, np.uint64), top,
-            ptrs, scratch)
+    arrays = [r for r in live if type(regs[r]) is np.ndarray]  # (their slots: per run)
+    wmax = max(widest, 1)
+    lay = _Layout()
+    lay.held, lay.written, lay.nreg, lay.base = held, written, nreg, base
+    lay.prog = np.array(flat, np.int64)
+    lay.head = np.array([nreg, len(arrays), wmax, len(buffers), base, *arrays, *offsets],
+                        np.int64)
+    lay.at_prog, lay.at_head = data_address(lay.prog), data_address(lay.head)
+    lay.extras = extras
+    lay.buffers = [(tuple(shape), dtype, off)
+                   for (shape, dtype), off in zip(buffers, offsets, strict=True)]
+    lay.arena_bytes = top
+    lay.ptrs0 = np.zeros(len(sym.objs) + len(buffers), np.uint64)
+    lay.ptrs0[nreg:len(sym.objs)] = [data_address(a) if type(a) is np.ndarray else 0
+                                     for a in extras]
+    # the registers' slots, their snapshot at a step's head, the step count, a call's table,
+    # the arena's first aligned byte
+    lay.start_at = 2 * nreg + 1 + wmax
+    lay.scratch_words = lay.start_at + 1
+    lay.take = _gather(arrays)
+    lay.guard = _guard(regs, live, watched, held)
+    lay.pool = []
+    return lay

@@ -1,7 +1,7 @@
-"""Relay VM loops run natively once ``native_loop.PYTHON_STEPS`` steps ran in Python
-(``vm.loop_ops``, ``runtime.native_loop``): the same bits as the generated Python's steps at
-every length (0, 1, more) and batch, rows read while written again, no native call for a loop
-that short, the VM's own error for a row index out of range, and the symbolic checks refusing
+"""Relay VM loops run natively once ``native_loop.PYTHON_STEPS`` steps ran in Python (and the
+step binding the kernels, where they are not bound at these shapes yet) (``vm.loop_ops``,
+``runtime.native_loop``): the same bits as the generated Python's steps at every length (0, 1,
+more) and batch, rows read while written again, no native call for a loop that short, the VM's own error for a row index out of range, and the symbolic checks refusing
 what the native loop would not do as the VM does."""
 
 import numpy as np
@@ -34,16 +34,21 @@ def _loop(vm) -> native_loop.NativeLoop:
 @pytest.mark.parametrize("variant", [{}, {"fixed_index": True}, {"return_row": True}])
 @pytest.mark.parametrize("wait", [1, None])
 def test_native_loop_same_bits(kind, variant, wait, monkeypatch):
-    """``wait``: the steps run in Python first (1: the fewest, the step binding the kernels;
-    None: ``PYTHON_STEPS``, the VM's own). The native loop makes every step after them, none
-    of a loop no longer than them (it is not called)."""
+    """``wait``: the steps run in Python first (1: the step binding the kernels; None:
+    ``PYTHON_STEPS``, the VM's own). The native loop makes every step after them (after the
+    first, which binds the kernels, where they are not bound at this input's shape yet: they
+    read the whole input), none of a loop no longer than them (it is not called; or, kernels
+    bound at another shape, it refuses)."""
     if wait is None:
         wait = native_loop.PYTHON_STEPS
     monkeypatch.setattr(native_loop, "PYTHON_STEPS", wait)
     python, native = _vms(recurrent(kind, **variant))
     loop = _loop(native)
-    lengths = [(0, 2), (1, 3), (2, 1), (7, 2), (9, 4), (wait, 2), (wait + 1, 3), (wait + 6, 2)]
+    lengths = [(0, 2), (1, 3), (2, 1), (7, 2), (9, 4), (wait, 2), (wait + 1, 3), (wait + 6, 2),
+               (wait + 6, 2), (1, 2), (wait, 2)]
+    bound = None  # the input shape the dynamic kernels were bound at (by an earlier run's step)
     for n, batch in lengths:
+        first = wait if bound == (n, batch) else max(wait, 1)  # (the first native step)
         xv = np.random.default_rng(n).standard_normal((n, batch, 3)).astype("float32")
         want = [w.numpy() for w in python.run(xv)]
         loop.steps = -1  # (a run of the native loop sets it)
@@ -52,13 +57,19 @@ def test_native_loop_same_bits(kind, variant, wait, monkeypatch):
             assert g.shape == w.shape and g.dtype == w.dtype
             np.testing.assert_array_equal(g, w)
         # (the loop head after the Python steps calls the native loop: the exit's too)
-        assert loop.why == "" and loop.steps == (n - wait if n >= wait else -1), n
+        if n >= first:
+            assert loop.why == "" and loop.steps == n - first, n
+        elif bound is None:  # (no kernel bound: not called)
+            assert loop.why == "" and loop.steps == -1, n
+        else:  # (tried at the first head on the kernels bound at another shape: refused)
+            assert "shape" in loop.why and loop.steps == 0, n
+        bound = (n, batch) if n else bound
 
 
 def test_native_loop_row_index_out_of_range_raises_the_vms_error():
     python, native = _vms(recurrent("gru", shift=1))
     # (the last step's row is out of range: a native step)
-    xv = np.ones((native_loop.PYTHON_STEPS + 4, 2, 3), "float32")
+    xv = np.ones((max(native_loop.PYTHON_STEPS, 1) + 4, 2, 3), "float32")
     with pytest.raises(Exception) as want:
         python.run(xv)
     with pytest.raises(type(want.value), match=str(want.value)[:40].replace("(", r"\(")
@@ -151,3 +162,52 @@ def test_native_loop_of_a_100k_op_chain():
     loop = native_loop.NativeLoop()
     assert loop.run(regs, ops, 1) == 0, loop.why
     assert regs[n + 2] is None and regs[2] is not None
+
+
+def test_native_loop_drops_registers_not_read_after_its_exit():
+    """``keep``: per exit, the registers read after it; a written one not among them is
+    dropped at the hand-back (the row buffer here), the others handed back as before."""
+    compiled = jit.compile_ir(_ADD1, "add1", opt=2)
+    regs = [np.array(0, np.int64), 4, None, np.zeros(4, np.int64)]
+    loop = native_loop.NativeLoop(keep=[frozenset({0, 1})])
+    assert loop.run(regs, _counting_loop(compiled.address), 1) == 0, loop.why
+    assert int(regs[0]) == 4 and regs[1] == 4 and regs[3] is None
+
+
+def test_native_loop_reruns_a_kept_layout_and_checks_the_registers_look():
+    """A second run of the same ops at the same look reuses the layout (no symbolic run); a run
+    whose registers look otherwise (a longer buffer) gets its own, with its own bits."""
+    compiled = jit.compile_ir(_ADD1, "add1", opt=2)
+    ops = _counting_loop(compiled.address)
+    loop = native_loop.NativeLoop()
+    for n in (3, 3, 5, 3):
+        regs = [np.array(0, np.int64), n, None, np.full(n, -1, np.int64)]
+        assert loop.run(regs, ops, 1, ops_key=("counting",)) == 0, loop.why
+        np.testing.assert_array_equal(regs[3], np.arange(n))
+        assert loop.steps == n
+    assert len(loop._layouts) == 2
+
+
+def test_native_loop_keeps_a_refusal(monkeypatch):
+    """A look of the registers refused once is refused again without the symbolic run."""
+    ops = [("exit", 0, 1, True, 0), ("back",)]
+    regs = [np.zeros((), "float32"), np.zeros(2, "float32")]
+    loop = native_loop.NativeLoop()
+    assert loop.run(regs, ops, 1, ops_key=("x",)) is None and "integer scalar" in loop.why
+    monkeypatch.setattr(native_loop._Symbolic, "step", None)  # (a symbolic run would fail)
+    assert loop.run(regs, ops, 1, ops_key=("x",)) is None and "integer scalar" in loop.why
+
+
+def test_main_calling_the_loop_is_generated_with_the_dispatch_loops_bits():
+    """main, which invokes the loop's closure, runs as generated Python too (one Python call
+    for the invocation), with the dispatch loop's results."""
+    exe = relay.vm.compile(recurrent("lstm"), target="llvm")
+    plain = vm_module.VirtualMachine(exe, tvm.cpu())
+    plain.straight_line = False
+    fast = vm_module.VirtualMachine(exe, tvm.cpu())
+    main = fast._straight[exe.global_map["main"]]
+    assert main is not None and "frames.append(" in main.source
+    for n, batch in [(0, 2), (1, 3), (5, 3), (5, 3)]:
+        xv = np.random.default_rng(n).standard_normal((n, batch, 3)).astype("float32")
+        for g, w in zip(fast.run(xv), plain.run(xv), strict=True):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())

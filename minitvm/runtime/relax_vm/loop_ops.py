@@ -17,9 +17,9 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import threadpool
-from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region
+from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region, read_after
 from .builtins import make_tuple, tuple_getitem, update_row
-from .executable import ARG_REG, CALL, GOTO, IF, KILL, MOVE
+from .executable import ARG_REG, CALL, GOTO, IF, KILL, MOVE, RET
 from .kernel import NativeKernel
 from .row_outputs import reads
 
@@ -167,7 +167,15 @@ def native_loop_entry(code: list, targets: dict, tensors: dict, hoisted: dict,
             continue
         if fields.keys() & set(reads(ins)):
             return None
-    loop = NativeLoop()
+    def successors(pc: int) -> list[int]:
+        op = code[pc][0]
+        if op == RET:
+            return []
+        nxt = [pc + 1] if op != GOTO and pc + 1 < len(code) else []
+        return nxt + [targets[pc]] if op in (GOTO, IF) else nxt
+
+    # (a tuple's hidden field registers are the loop's own: read after it as the tuple)
+    loop = NativeLoop(read_after(exits, successors, lambda pc: reads(code[pc])))
 
     def enter(R: list, shapes: tuple) -> int:
         def ops() -> list:  # (made only when no layout of these shapes is kept)

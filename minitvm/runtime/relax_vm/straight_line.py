@@ -9,8 +9,10 @@ about as much time as the kernels of a small model take. A function that calls n
 function is compiled once into a Python function that makes the same calls, in the same order,
 on the same values (the builtins keep their checks and messages), without the decoding. With
 branches (an ``if``, a self tail call's jump back: the loops of ``relax.vm.tail_call_loops``) the
-code is a ``while`` over its basic blocks, the block to run next in ``pc``. Functions with Relax
-calls, and very long ones (compiling them would cost more than it saves), stay interpreted.
+code is a ``while`` over its basic blocks, the block to run next in ``pc``. A function whose
+Relax calls all go to such generated functions calling none (a model's main calling its loop)
+is generated too, each call one Python call; functions with other Relax calls, and very long
+ones (compiling them would cost more than it saves), stay interpreted.
 
 In a loop, the shapes made from the shape heap (``make_shape``) are the same at every step when
 nothing in the loop writes the heap: each distinct one is made once, on entering the loop
@@ -121,16 +123,29 @@ def loop_invariant_shapes(code: list, targets: dict[int, int]) -> tuple[int, set
 
 
 def straight_line_function(func: VMFunction, code: list, move_value: Callable,
-                           native_loops: bool = True) -> Callable | None:
+                           native_loops: bool = True, callee: Callable | None = None,
+                           dead: dict | None = None) -> Callable | None:
     """``func``'s linked ``code`` as a Python function of its argument list, or None when it
-    calls a Relax function, has no return, jumps out of its code or is too long.
-    ``move_value(kind, value)`` resolves a MOVE's constant, function or VM operand;
-    ``native_loops``: its loop runs natively (``loop_ops``) where it qualifies."""
+    calls a Relax function (other than through ``callee``), has no return, jumps out of its
+    code or is too long. ``move_value(kind, value)`` resolves a MOVE's constant, function or VM
+    operand; ``native_loops``: its loop runs natively (``loop_ops``) where it qualifies.
+    ``callee(function)``: the generated function of a Relax function this one calls, one that
+    calls none itself (None: the call stays with the interpreter); ``dead``: ``{pc of such a
+    call: the registers dropped before it}``, as the interpreter drops them."""
     if len(code) > MAX_INSTRUCTIONS:
         return None
     targets = _targets(code)
     if targets is None:
         return None
+    # the Relax functions called (each through its own generated function: no frames)
+    called: dict = {}
+    for pc, ins in enumerate(code):
+        if ins[0] == CALL and isinstance(ins[3], VMFunction):
+            fn = callee(ins[3]) if callee is not None and ins[3] is not func else None
+            if fn is None or len(ins[7] if ins[7] is not None else ins[5]) != \
+                    len(ins[3].params):
+                return None  # (the interpreter's frames, or its error)
+            called[pc] = fn
     env: dict = {"ND": np.ndarray, "truth": _truth_of(func.name)}
     names: dict = {}  # id(value) -> its name in env
 
@@ -143,7 +158,8 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
             env[key] = v
         return key
 
-    head, hoist = loop_invariant_shapes(code, targets)
+    # (a Relax call may hold or write any value passed: no shapes hoisted, no row views)
+    head, hoist = loop_invariant_shapes(code, targets) if not called else (-1, set())
     hoisted: dict = {}  # (site function, heap register) -> the local holding its shape
     for pc in sorted(hoist):
         hoisted.setdefault((id(code[pc][3]), code[pc][7][0]), (f"h{len(hoisted)}", code[pc]))
@@ -170,7 +186,7 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
                 fused.update((pc, got[0] + 1))
     # the row tensors a kernel may write into their stacked result's row (row_outputs)
     rows, detach = row_outputs(code, {pc for pc, (st, _) in tensors.items() if len(st[5]) == 5},
-                               leaders)
+                               leaders) if not called else ({}, {})
     row_writes = {u for _, _, _, u in rows.values()}
     # the loop run natively from its head once native_loop.PYTHON_STEPS steps ran here
     # (loop_ops, runtime.native_loop)
@@ -197,8 +213,6 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
         op = ins[0]
         if op == CALL:
             _, dst, _kind, target, _name, tmpl, slots, regs_only = ins
-            if isinstance(target, VMFunction):
-                return None  # a Relax call: the interpreter's frames
             if pc in hoist:
                 lines.append(f"{ind}r{dst} = {hoisted[(id(target), regs_only[0])][0]}")
                 continue
@@ -214,6 +228,11 @@ def straight_line_function(func: VMFunction, code: list, move_value: Callable,
                 args = [name_of(v) for v in tmpl]
                 for k, r in slots:
                     args[k] = f"r{r}"
+            if pc in called:  # (its registers dead after it dropped, as the interpreter does)
+                lines.append(f"{ind}a = [{', '.join(args)}]")
+                lines += [f"{ind}r{r} = None" for r in (dead or {}).get(pc, ())]
+                lines += [f"{ind}r{dst} = {name_of(called[pc])}(a)", f"{ind}a = None"]
+                continue
             if more:
                 offset, _, dtype = tensors[pc][1]
                 if len(args) == 5:  # (vm, size, device, dtype, site)

@@ -322,6 +322,18 @@ class VirtualMachine:
         return self._consts[v] if kind == ARG_CONST else v if kind == ARG_IMM else \
             self._table[v][1] if kind == ARG_FUNC else self
 
+    def _leaf(self, func: VMFunction):
+        """The generated function of ``func`` when it calls no Relax function (else None): a
+        generated caller calls it directly, one Python frame deep."""
+        code = self._linked[id(func)]
+        if any(ins[0] == CALL and isinstance(ins[3], VMFunction) for ins in code):
+            return None
+        fast = self._straight.get(id(func), MISS)
+        if fast is MISS:
+            fast = self._straight[id(func)] = straight_line_function(
+                func, code, self._move_value, self.native_loops)
+        return fast
+
     def _run(self, func: VMFunction, args: list):
         if len(args) != len(func.params):
             raise TypeError(f"{func.name}() takes {len(func.params)} arguments, got "
@@ -333,7 +345,7 @@ class VirtualMachine:
             if fast is MISS:
                 fast = self._straight[id(func)] = straight_line_function(
                     func, linked[id(func)], self._move_value,
-                    self.native_loops)
+                    self.native_loops, self._leaf, dead_at[id(func)])
             if fast is not None:
                 return fast(args)
         regs = [None] * func.num_regs
@@ -364,7 +376,7 @@ class VirtualMachine:
                     if fast is MISS:
                         fast = straight[id(target)] = straight_line_function(
                             target, linked[id(target)], self._move_value,
-                            self.native_loops)
+                            self.native_loops, self._leaf, dead_at[id(target)])
                     if fast is not None:  # (calls no Relax function: no deeper than this)
                         regs[dst] = fast(argv)
                         pc += 1

@@ -4,19 +4,22 @@
 A loop qualifies when its head is the target of one jump back, no jump from outside lands
 inside it, each branch inside leaves it (or falls through), and its instructions are kernel
 calls (static ones, dynamic ones through their call site's binding), fresh tensors, moves,
-constants, register drops and ``UpdateRow``. The dynamic kernels' bindings are made by the
-VM's first step; the ops are built from them at the head of the second, and the native loop
-checks them against the registers there (or refuses: the VM loop goes on).
+constants, register drops and ``UpdateRow``. The dynamic kernels' bindings are made by a
+step in Python (this run's first, or an earlier run's); the ops are built from them at a head
+where they are bound, and the native loop checks them against the registers there (or
+refuses: the VM loop goes on, its next step binding the kernels anew). Registers read on no
+path after the exit taken (``native_loop.read_after``) are dropped there.
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from operator import itemgetter
 
 import numpy as np
 
-from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region
+from ..native_loop import DECLINED, TRY_LATER, NativeLoop, loop_region, read_after
 from . import bytecode as B
 
 __all__ = ["native_loop_entry"]
@@ -81,16 +84,18 @@ def native_loop_entry(vm, code: list, targets: dict, kill: int) -> tuple[int, Ca
         else:
             return None
         pc += 1
-    loop = NativeLoop()
+    loop = NativeLoop(read_after(exits, lambda pc: _successors(code, pc),
+                                 lambda pc: _reads(code[pc], kill)))
 
     sites = [t[7] for t in template if type(t[0]) is not str]
     last: list = [None, None]  # the bindings the ops were made for last, those ops
 
+    first = itemgetter(0)
+
     def enter(R: list) -> int:
-        bound = tuple(site[0] for site in sites)
+        bound = tuple(map(first, sites))
         ops = last[1]
-        if ops is None or len(bound) != len(last[0]) or \
-                any(a is not b for a, b in zip(bound, last[0], strict=True)):
+        if ops is None or bound != last[0]:  # (bindings: equal only as the same objects)
             ops = []
             for t in template:
                 if type(t[0]) is str:
@@ -146,3 +151,36 @@ def _bound_call(ins: tuple):
     news = [(r, tuple(s), d) for r, (s, d) in zip(out_regs, b.outs, strict=True)]
     return ("call", int(b.address), kvars, args, news)
 
+
+
+def _successors(code: list, pc: int) -> list[int]:
+    """The pcs prepared ``code`` may go to after ``pc``."""
+    ins = code[pc]
+    if ins[0] == B.GOTO:
+        return [pc + ins[1]]
+    if ins[0] == B.IF:
+        return [pc + ins[3], pc + ins[4]]
+    if ins[0] in (B.RET, B.FATAL) or pc + 1 >= len(code):
+        return []
+    return [pc + 1]
+
+
+def _reads(ins: tuple, kill: int) -> list[int]:
+    """The registers prepared instruction ``ins`` may read (over-approximated: a kernel's
+    outputs too; ``kill``: the register-drop opcode, which reads none)."""
+    op = ins[0]
+    if op == kill or op in (B.LOAD_CONST, B.LOAD_CONSTI, B.ALLOC_STORAGE, B.GOTO, B.FATAL):
+        return []
+    if op == B.INVOKE_PACKED:
+        return [*ins[2], *ins[3]]
+    if op in (B.MOVE, B.GET_TAG, B.SHAPE_OF, B.RET, B.ALLOC_TENSOR, B.GET_FIELD):
+        return [ins[1]]
+    if op in (B.INVOKE, B.ALLOC_ADT, B.ALLOC_CLOSURE):
+        return list(ins[2])
+    if op == B.INVOKE_CLOSURE:
+        return [ins[1], *ins[2]]
+    if op in (B.ALLOC_TENSOR_REG, B.RESHAPE_TENSOR):
+        return [ins[1], ins[2], ins[3]]
+    if op in (B.IF, B.UPDATE_ROW):
+        return [ins[1], ins[2], ins[3]] if op == B.UPDATE_ROW else [ins[1], ins[2]]
+    return [x for x in ins[1:] if type(x) is int]  # (anything else: every int operand)

@@ -18,9 +18,14 @@ scalar condition, its next index) reuses the array it made two steps before when
 refers to it any more (its reference count), instead of allocating one a step.
 
 A loop whose instructions are only these kernel calls, tensors, moves and row writes
-(``loop_ops``) runs natively once it has run ``native_loop.PYTHON_STEPS`` steps here (the first
-binds the dynamic kernels; a short loop never pays the native loop's checks and call): one call to ``runtime.native_loop`` to the loop's exit, the values then back
-in the registers (``vm.native_loops = False`` keeps every step here).
+(``loop_ops``) runs natively once it has run ``native_loop.PYTHON_STEPS`` steps here and its
+dynamic kernels are bound at these shapes (by this run's first step, or an earlier run's): one
+call to ``runtime.native_loop`` to the loop's exit, the values then back in the registers
+(``vm.native_loops = False`` keeps every step here).
+
+A function whose calls (``Invoke``, ``InvokeClosure`` of a closure it made itself) all go to
+such generated functions that call none (a model's main invoking its loop) is generated too,
+each call one Python call with the dispatch loop's checks, dropped registers and frame.
 """
 
 from __future__ import annotations
@@ -74,24 +79,33 @@ def _targets(code: list) -> dict[int, tuple[int, ...]] | None:
     return out
 
 
-def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
+def straight_line_function(vm, func_index: int, kill: int, callees: list | None = None,
+                           closure: type | None = None) -> Callable | None:
     """``run(values, frames, args)``: function ``func_index`` of ``vm`` (its prepared code)
     run on its argument list ``values`` (``frames``: its callers' frames, ``args``: the
     outermost call's arguments, as ``_update_row`` reads them), or None when it does not loop,
     calls a VM function, has an instruction not handled here or is too long. ``kill``: the
-    prepared code's register-drop pseudo-opcode."""
+    prepared code's register-drop pseudo-opcode. ``callees``: per function, its generated
+    function when it calls none (``closure``: the VM's closure type); a function whose calls
+    (``Invoke``, ``InvokeClosure`` of a closure it made) all go to those is generated too, loop
+    or not (a model's main calling its loop): each call one Python frame, no dispatch."""
     code, nreg, nparams, _ = vm._code[func_index]
     if len(code) > MAX_INSTRUCTIONS or not code:
         return None
-    if any(ins[0] not in _SUPPORTED and ins[0] != kill for ins in code):
+    leaf_calls = callees is not None and closure is not None
+    called = _leaf_calls(code, callees, nparams) if leaf_calls else {}
+    if called is None or any(ins[0] not in _SUPPORTED and ins[0] != kill and pc not in called
+                             and not (leaf_calls and ins[0] == B.ALLOC_CLOSURE)
+                             for pc, ins in enumerate(code)):
         return None
     targets = _targets(code)
-    if targets is None or not any(t <= pc for pc, ts in targets.items() for t in ts):
+    if targets is None or not (called or any(t <= pc for pc, ts in targets.items()
+                                             for t in ts)):
         return None  # (no loop: the dispatch loop, or the native entry, runs it)
     if code[-1][0] not in (B.GOTO, B.RET):
         return None  # (code running off its end: the dispatch loop reports it)
     env: dict = {"ND": np.ndarray, "empty": np.empty, "refs": sys.getrefcount, "ADT": ADT,
-                 "C": vm.exe.constants, "vm": vm,
+                 "C": vm.exe.constants, "vm": vm, "Closure": closure,
                  "packed": vm._invoke_packed, "dynamic": vm._invoke_dynamic}
     names: dict = {}
 
@@ -228,6 +242,28 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
             lines.append(f"{ind}R[{ins[3]}] = R[{ins[1]}].fields[{int(ins[2])}]")
         elif op == B.RET:
             lines.append(f"{ind}return R[{ins[1]}]")
+        elif op == B.ALLOC_CLOSURE:
+            lines.append(f"{ind}R[{ins[3]}] = Closure({ins[1]!r}, [{regs(ins[2])}])")
+        elif pc in called:  # (the dispatch loop's Invoke / InvokeClosure of a leaf)
+            target, fn = called[pc]
+            _, cnreg, cparams, cname = vm._code[target]
+            if op == B.INVOKE:
+                lines.append(f"{ind}v = [{regs(ins[2])}]")
+            else:
+                lines += [f"{ind}v = R[{ins[1]}]",
+                          f"{ind}if type(v) is not Closure:",
+                          f"{ind}    raise RuntimeError('Relay VM: invoke_closure on a ' + "
+                          "type(v).__name__ + ', not a closure')",
+                          f"{ind}v = v.captured + [{regs(ins[2])}]"]
+            wrong = name_of(f"Relay VM: {cname} takes {cparams} arguments, got ")
+            lines += [f"{ind}if len(v) != {cparams}:",
+                      f"{ind}    raise RuntimeError({wrong} + str(len(v)))"]
+            lines += [f"{ind}R[{r}] = None" for r in ins[4]]  # (read on no path after it)
+            lines += [f"{ind}frames.append((None, {pc + 1}, R, {ins[3]}))",
+                      f"{ind}v = {name_of(fn)}(v, frames, args)",
+                      f"{ind}frames.pop()",
+                      f"{ind}R[{ins[3]}] = v",
+                      f"{ind}v = None"]
         else:  # (the register drops)
             lines += [f"{ind}R[{r}] = None" for r in ins[1]]
     src = "\n".join(["def run(values, frames, args):", f"    R = [None] * {nreg}",
@@ -240,3 +276,41 @@ def straight_line_function(vm, func_index: int, kill: int) -> Callable | None:
     run = env["run"]
     run.source = src
     return run
+
+
+def _leaf_calls(code: list, callees: list, nparams: int) -> dict | None:
+    """``{pc: (function index, its generated function)}`` of prepared ``code``'s calls when
+    each goes to a function with a generated function in ``callees`` (an ``InvokeClosure`` on
+    a register, not a parameter's, only an ``AllocClosure`` of that function writes); None
+    when one does not."""
+    writers: dict[int, list] = {}
+    for ins in code:
+        op = ins[0]
+        if op in (B.ALLOC_CLOSURE, B.INVOKE, B.INVOKE_CLOSURE, B.GET_FIELD, B.ALLOC_ADT,
+                  B.INVOKE_PACKED, B.RESHAPE_TENSOR):
+            dsts = ins[3] if op == B.INVOKE_PACKED else (ins[3],)
+        elif op in (B.MOVE, B.GET_TAG, B.SHAPE_OF, B.LOAD_CONST, B.LOAD_CONSTI):
+            dsts = (ins[2],)
+        elif op in (B.ALLOC_STORAGE, B.UPDATE_ROW):
+            dsts = (ins[4],)
+        elif op in (B.ALLOC_TENSOR, B.ALLOC_TENSOR_REG):
+            dsts = (ins[5],)
+        else:
+            dsts = ()
+        for d in dsts:
+            writers.setdefault(d, []).append(ins)
+    called = {}
+    for pc, ins in enumerate(code):
+        if ins[0] == B.INVOKE:
+            target = ins[1]
+        elif ins[0] == B.INVOKE_CLOSURE:
+            made = writers.get(ins[1], [])
+            if ins[1] < nparams or len(made) != 1 or made[0][0] != B.ALLOC_CLOSURE:
+                return None
+            target = made[0][1]
+        else:
+            continue
+        if not 0 <= target < len(callees) or callees[target] is None:
+            return None
+        called[pc] = (target, callees[target])
+    return called

@@ -102,6 +102,24 @@ def _shape_str(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
+_DTYPES: dict = {}  # a record's dtype name -> its numpy dtype (False: compared by name)
+
+
+def _dtype_named(name: str):
+    """The numpy dtype whose name is ``name`` (an array's dtype equals it exactly when its name
+    is ``name``: a comparison without making the name), else False."""
+    dt = _DTYPES.get(name)
+    if dt is None:
+        try:
+            dt = np.dtype(name)
+            if str(dt) != name:
+                dt = False
+        except TypeError:
+            dt = False
+        _DTYPES[name] = dt
+    return dt
+
+
 def _check_tensor(arg, rec, where: str) -> np.ndarray:
     _, dims, dtype = rec
     if isinstance(arg, NDArray):
@@ -112,7 +130,9 @@ def _check_tensor(arg, rec, where: str) -> np.ndarray:
         arr = np.asarray(arg, dtype=dtype)
     else:
         raise ValueError(f"{where}: expected {_type_text(rec)}, got a {type(arg).__name__}")
-    if arr.ndim != len(dims) or str(arr.dtype) != dtype or \
+    dt = _dtype_named(dtype)
+    if arr.ndim != len(dims) or (arr.dtype != dt if dt is not False else
+                                 str(arr.dtype) != dtype) or \
             any(d >= 0 and d != s for d, s in zip(dims, arr.shape)):
         raise ValueError(f"{where}: expected {_type_text(rec)}, got shape "
                          f"{_shape_str(arr.shape)} {arr.dtype}")
@@ -315,6 +335,11 @@ class VirtualMachine:
         self.native_loops = True
         self._straight = [straight_line_function(self, k, _KILL)
                           for k in range(len(exe.functions))]
+        # then the functions whose calls all go to those (each call one Python frame)
+        leaves = list(self._straight)
+        self._straight = [f if f is not None else
+                          straight_line_function(self, k, _KILL, leaves, VMClosure)
+                          for k, f in enumerate(leaves)]
         self.module = self
 
     # ------------------------------------------------------------------ API

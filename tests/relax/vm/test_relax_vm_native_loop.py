@@ -115,3 +115,17 @@ def test_relax_native_loop_row_out_of_range_is_the_vms_error():
         native["main"](x)
     (loop,) = _loops(native)
     assert loop.steps == 3  # (the native loop's steps before it handed that one back)
+
+
+def test_relax_main_calling_the_loop_is_generated_with_the_interpreters_bits():
+    """main, which calls the loop function, runs as generated Python too (the call one Python
+    call of the loop's generated function), with the interpreter's results."""
+    exe = relax.build(_recurrent(), "llvm")
+    plain = relax.VirtualMachine(exe, tvm.cpu())
+    plain.straight_line = False
+    fast = relax.VirtualMachine(exe, tvm.cpu())
+    for n, batch in [(0, 2), (1, 3), (6, 3), (6, 3)]:
+        x = np.random.default_rng(n).standard_normal((n, batch, 3)).astype("float32")
+        for g, w in zip(fast["main"](x), plain["main"](x), strict=True):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    assert callable(fast._straight[id(exe.functions["main"])])
