@@ -450,9 +450,11 @@ def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) ->
     ``b - 128``, its zero point 128 less.) Where the host has them: an 8-bit A with no zero
     point or a scalar one (``a_zp_scalar``; known or not: the correction is ``a_zp * column
     sums``), a constant 2-D 8-bit weight with no zero point or a known one, scalar or one per
-    column (its share is ``b_zp * row sums of A``: what weight_type=QUInt8 writes). Elsewhere
+    column (its share is ``b_zp * row sums of A``: what weight_type=QUInt8 writes); on an AVX2
+    host without VNNI too, where ``gemm_vnni`` widens the bytes to int16 pairs
+    (``conv_vnni.row_words``: ``vpmaddwd``, faster than the float32 product there). Elsewhere
     the exact float32 products stay."""
-    from ..schedule.conv_vnni import available
+    from ..schedule.conv_vnni import BYTE_PAIRS, available, row_words
 
     if a_dtype not in ("uint8", "int8") or b_dtype not in ("uint8", "int8") or b is None or \
             np.ndim(b) != 2:
@@ -461,7 +463,7 @@ def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) ->
         return False
     if b_zp is UNKNOWN or (b_zp is not None and np.size(b_zp) not in (1, np.shape(b)[1])):
         return False
-    return available()
+    return available() or row_words("uint8") is BYTE_PAIRS
 
 
 class MatmulVnniPlan:
