@@ -105,6 +105,13 @@ def row_words(dtype: str) -> Words | None:
     return WORDS.get(dtype)
 
 
+def products_available() -> bool:
+    """Does ``gemm_vnni`` run uint8 x int8 matrix products on this host (VNNI's bytes, or
+    AVX2's int16 pairs: ``row_words``)? What the importers ask before they keep such a
+    product in integers (``onnx_quant.vnni_matmul``)."""
+    return available() or row_words("uint8") is BYTE_PAIRS
+
+
 def _words_available(words: Words) -> bool:
     return available() if words is BYTES else pairs_available()
 
