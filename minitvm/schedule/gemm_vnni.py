@@ -46,6 +46,7 @@ from .conv_vnni import GROUP, LANES, packed_words, word_bytes
 # rows of a tile per vectors of its width: 24 (6 x 4) or 16 accumulators of the 32 zmm, the
 # rest for the weight vectors and the broadcast row words
 ROWS = {1: 8, 2: 6, 4: 5}
+PACK_LANES = 8  # (words of uint8 rows a vector as ``_pack_byte_pairs`` copies them)
 AVX2_ROWS = 6  # (rows of an AVX2 tile: see the module docstring)
 PARALLEL_MIN_MACS = 1 << 21  # (as conv_lanes': below it one thread's column tiles)
 
@@ -277,6 +278,8 @@ def _pack_rows(ctx, g, a, av) -> S.Stmt:
     2c+1``, or uint8 ones zero-extended for ``BYTE_PAIRS``; zero past K)."""
     kind = g["words"]
     r, c = ctx.fresh("qr"), ctx.fresh("qc")
+    if kind is conv_vnni.BYTE_PAIRS and g["k4"] % PACK_LANES == 0 and g["k"] % 2 == 0:
+        return _pack_byte_pairs(ctx, g, a, av, r, c)
     word = None
     for j in range(kind.per_word):
         kk = c * kind.per_word + j
@@ -286,6 +289,21 @@ def _pack_rows(ctx, g, a, av) -> S.Stmt:
         word = b if word is None else E.Call("int32", "tir.bitwise_or", [word, b])
     store = S.BufferStore(av, word, [r * g["k4"] + c])
     return S.For(r, 0, g["m"] * g["batch"], S.ForKind.SERIAL, S.For(c, 0, g["k4"], S.ForKind.SERIAL, store))
+
+
+def _pack_byte_pairs(ctx, g, a, av, r, c) -> S.Stmt:
+    """``_pack_rows`` of ``BYTE_PAIRS`` rows of an even K, ``PACK_LANES`` words a vector (the
+    rows' producer, fused, computed in vectors too)."""
+    cv = ctx.fresh("qv")
+    cc = c * PACK_LANES + cv
+    word = None
+    for j in range(2):
+        b = g["words"].part(a[tuple(_flat(a, r, cc * 2 + j))], j)
+        word = b if word is None else E.Call("int32", "tir.bitwise_or", [word, b])
+    store = S.BufferStore(av, word, [r * g["k4"] + cc])
+    inner = S.For(cv, 0, PACK_LANES, S.ForKind.VECTORIZED, store)
+    return S.For(r, 0, g["m"] * g["batch"], S.ForKind.SERIAL,
+                 S.For(c, 0, g["k4"] // PACK_LANES, S.ForKind.SERIAL, inner))
 
 
 def _tiles(ctx, g, av, wv, out, epilogue, row0=None, wbase=None) -> S.Stmt:

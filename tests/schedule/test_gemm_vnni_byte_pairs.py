@@ -87,6 +87,10 @@ def test_byte_pairs_dense_is_exact(avx2, a_shape, n):
     prim = _kernel(lib).prim_func
     shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
     assert (-(-n // 16), -(-a_shape[-1] // 2), 16, 4) in shapes  # (int16 pairs as int8)
+    packs = [st for st in walk_stmts(prim.body) if isinstance(st, S.For) and
+             st.kind == S.ForKind.VECTORIZED and isinstance(st.body, S.BufferStore) and
+             st.body.buffer.name == "a_vnni"]  # (the rows copied in vectors of words)
+    assert bool(packs) == (a_shape[-1] % (2 * gemm_vnni.PACK_LANES) == 0)
     lib = _build(a_shape, w, const_weight=False)  # (the kernel packs the weight)
     np.testing.assert_array_equal(run_graph(lib, {"x": x, "w": w}), _want(x, w))
     assert {"vg_acc", "w_vnni"} <= _names(lib)
