@@ -450,9 +450,11 @@ def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) ->
     ``b - 128``, its zero point 128 less.) Where the host has them: an 8-bit A with no zero
     point or a scalar one (``a_zp_scalar``; known or not: the correction is ``a_zp * column
     sums``), a constant 2-D 8-bit weight with no zero point or a known one, scalar or one per
-    column (its share is ``b_zp * row sums of A``: what weight_type=QUInt8 writes). Elsewhere
+    column (its share is ``b_zp * row sums of A``: what weight_type=QUInt8 writes); on an AVX2
+    host without VNNI too, where ``gemm_vnni`` widens the bytes to int16 pairs
+    (``conv_vnni.row_words``: ``vpmaddwd``, faster than the float32 product there). Elsewhere
     the exact float32 products stay."""
-    from ..schedule.conv_vnni import available
+    from ..schedule.conv_vnni import products_available
 
     if a_dtype not in ("uint8", "int8") or b_dtype not in ("uint8", "int8") or b is None or \
             np.ndim(b) != 2:
@@ -461,7 +463,7 @@ def vnni_matmul(a_dtype: str, a_zp, a_zp_scalar: bool, b_dtype: str, b, b_zp) ->
         return False
     if b_zp is UNKNOWN or (b_zp is not None and np.size(b_zp) not in (1, np.shape(b)[1])):
         return False
-    return available()
+    return products_available()
 
 
 class MatmulVnniPlan:
@@ -648,11 +650,15 @@ def dynamic_quantized_lstm_weights(q, scale, zp, what: str,
     """DynamicQuantizeLSTM's ``W`` or ``R`` (as for ``dequantized_lstm_weight``) as one
     ``DynamicQuantWeight`` per direction, when the host runs the int32 product on VNNI
     (``vnni_matmul``: the rows are uint8 with a run-time scalar zero point); else None (the
-    caller runs the float LSTM over ``dequantized_lstm_weight``)."""
+    caller runs the float LSTM over ``dequantized_lstm_weight``). Only on VNNI: the AVX2
+    int16-pair products (``conv_vnni.products_available``) were not measured on the LSTM, and
+    the float LSTM is the reference there (ORT's own saturates without VNNI)."""
+    from ..schedule.conv_vnni import available
+
     q, s, _ = _lstm_weight_parts(q, scale, zp, what, fail)
     dirs = q.shape[0]
     z = None if zp is None else np.asarray(zp).reshape(dirs, -1)  # (its own 8-bit dtype)
-    if not all(vnni_matmul("uint8", UNKNOWN, True, str(q.dtype), q[d],
+    if not available() or not all(vnni_matmul("uint8", UNKNOWN, True, str(q.dtype), q[d],
                            None if z is None else z[d]) for d in range(dirs)):
         return None
     return [DynamicQuantWeight(q[d], s[d], None if z is None or not z[d].any() else z[d],

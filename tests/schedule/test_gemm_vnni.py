@@ -151,8 +151,11 @@ def test_machine_code_multiplies_with_vpdpbusd():
 
 
 def test_without_vnni_other_schedules_stay_exact(monkeypatch):
-    """A host without VNNI (``conv_vnni.available`` False): the generic schedules, as exact."""
+    """A host without VNNI (``conv_vnni.available`` False) nor int16 pairs (an AVX2 host runs
+    the bytes as int16 pairs: ``test_gemm_vnni_byte_pairs``): the generic schedules, as
+    exact."""
     monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)
     rng = np.random.default_rng(2)
     w = rng.integers(-128, 128, (21, 13)).astype("int8")
     x = rng.integers(0, 256, (7, 13)).astype("uint8")

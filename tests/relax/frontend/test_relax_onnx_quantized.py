@@ -294,6 +294,7 @@ def test_matmul_integer(monkeypatch, k, b_const, n_matmuls, a_dtype):
     """Per-column weight zero points; float32 pieces where exact (one for K=1200 over known
     weights, the zero point near a's lowest value; two for K=3000), else one int32 product."""
     monkeypatch.setattr(conv_vnni, "available", lambda: False)  # (else VNNI: test_*vnni_matmul)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)  # (and AVX2's pairs)
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)

@@ -63,14 +63,14 @@ def test_int_matmul_equals_onnxruntime(op, a_shape, n, a_dtype, a_zp):
     rng = np.random.default_rng(n + a_shape[-1])
     model, feeds = int_matmul_model(op, a_shape, n, a_dtype, a_zp, rng)
     mod, _ = _run(model, feeds, exact=not op.startswith("qdq"))
-    assert _int32_matmuls(mod) == int(conv_vnni.available())
+    assert _int32_matmuls(mod) == int(conv_vnni.products_available())
 
 
 def test_dynamic_quantize_matmul():
     """quantize_dynamic's form: the zero point known only at run time."""
     model, feeds = dynamic_matmul_model(np.random.default_rng(4))
     mod = from_onnx(model, shape_dict={"x": feeds["x"].shape})
-    assert _int32_matmuls(mod) == int(conv_vnni.available())
+    assert _int32_matmuls(mod) == int(conv_vnni.products_available())
     with tvm.transform.PassContext(opt_level=3):
         ex = relax.build(mod, "llvm")
     got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(feeds["x"])).numpy()
@@ -84,7 +84,7 @@ def test_weight_zero_point_matmul(op, w_dtype, w_zp):
     within float rounding)."""
     model, feeds = weight_zp_matmul_model(op, w_dtype, w_zp)
     mod = from_onnx(model, shape_dict={k: v.shape for k, v in feeds.items()})
-    assert _int32_matmuls(mod) == int(conv_vnni.available())
+    assert _int32_matmuls(mod) == int(conv_vnni.products_available())
     with tvm.transform.PassContext(opt_level=3):
         ex = relax.build(mod, "llvm")
     got = relax.VirtualMachine(ex, tvm.cpu())["main"](
@@ -115,8 +115,10 @@ def test_weight_packed_once_at_build():
 
 @pytest.mark.parametrize("op", ["QLinearMatMul", "qdq_MatMul"])
 def test_without_vnni_float_products_stay(monkeypatch, op):
-    """A host without VNNI: no int32 matmul, and the results still equal ORT's."""
+    """A host without VNNI nor int16 pairs: no int32 matmul, and the results still equal
+    ORT's."""
     monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)  # (AVX2's int16 pairs)
     model, feeds = int_matmul_model(op, (2, 5, 40), 48, "uint8", 7, np.random.default_rng(3))
     mod, _ = _run(model, feeds, exact=op != "qdq_MatMul")
     assert _int32_matmuls(mod) == 0

@@ -151,8 +151,11 @@ def test_qat_mobile_block_sums_integers(zp):
     assert found[:2] == [depthwise, ("nn.conv2d", "float32", "float32", 4)]
     if vnni_available():
         assert found[2:] == [("nn.conv2d", "uint8", "int32", 1), ("matmul", "uint8", "int32", None)]
-    else:
-        assert [f[2] for f in found[2:]] == ["float32", "float32"]
+    else:  # (the conv in float32; the matmul on AVX2's int16 pairs: products_available)
+        from minitvm.schedule.conv_vnni import products_available
+
+        assert [f[2] for f in found[2:]] == \
+            ["float32", "int32" if products_available() else "float32"]
     out = _run(mod, x.numpy())
     np.testing.assert_allclose(out, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
 
@@ -271,12 +274,13 @@ class WideLinear(torch.nn.Module):
 
 @pytest.mark.parametrize("k, pieces", [(24, 1), (1100, 2)])
 def test_qat_linear_without_vnni_sums_integers_in_float32(monkeypatch, k, pieces):
-    """Without VNNI (switched off here) a QAT linear is the float32 matmul of the integers
-    (one, or one per range of K cast to int32 and added), scaled after; eager's values up to
-    float rounding."""
+    """Without VNNI nor AVX2's int16 pairs (switched off here) a QAT linear is the float32
+    matmul of the integers (one, or one per range of K cast to int32 and added), scaled
+    after; eager's values up to float rounding."""
     from minitvm.schedule import conv_vnni
 
     monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)
     torch.manual_seed(14)
     model = WideLinear(k).eval()
     x = torch.randn(2, k) * 2

@@ -256,6 +256,7 @@ def _acc_dtypes(mod, op_name):
 def test_matmul_integer(monkeypatch, k, b_const, accs, a_dtype):
     """Per-column weight zero points; float32 products where they are exact, else int32."""
     monkeypatch.setattr(conv_vnni, "available", lambda: False)  # (else VNNI: test_*vnni_matmul)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)  # (and AVX2's pairs)
     rng = np.random.default_rng(k)
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = rng.integers(lo, hi, (2, 5, k)).astype(a_dtype)

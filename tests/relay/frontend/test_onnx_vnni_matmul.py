@@ -58,7 +58,7 @@ def test_int_matmul_equals_onnxruntime(op, a_shape, n, a_dtype, a_zp):
     rng = np.random.default_rng(n + a_shape[-1])
     model, feeds = int_matmul_model(op, a_shape, n, a_dtype, a_zp, rng)
     n_int = _check(model, feeds, exact=not op.startswith("qdq"))
-    assert n_int == int(conv_vnni.available())
+    assert n_int == int(conv_vnni.products_available())
 
 
 def test_dynamic_quantize_matmul():
@@ -66,15 +66,18 @@ def test_dynamic_quantize_matmul():
     then, in the product's epilogue)."""
     model, feeds = dynamic_matmul_model(np.random.default_rng(4))
     mod, params = relay.frontend.from_onnx(model, shape={"x": feeds["x"].shape})
-    assert _int32_denses(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    assert _int32_denses(relay.transform.InferType()(mod)) == \
+        int(conv_vnni.products_available())
     got = build_and_run(mod, params, feeds)[0]
     np.testing.assert_allclose(got, ort_run(model, feeds)[0], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("op", ["MatMulInteger", "QGemm", "qdq_Gemm"])
 def test_without_vnni_float_products_stay(monkeypatch, op):
-    """A host without VNNI: no int32 dense, and the results still equal ORT's."""
+    """A host without VNNI nor int16 pairs: no int32 dense, and the results still equal
+    ORT's."""
     monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)  # (AVX2's int16 pairs)
     model, feeds = int_matmul_model(op, (7, 13), 21, "uint8", 200, np.random.default_rng(2))
     assert _check(model, feeds, exact=op != "qdq_Gemm") == 0
 
@@ -86,7 +89,8 @@ def test_weight_zero_point_matmul(op, w_dtype, w_zp):
     QLinearMatMul's requantization, and quantize_dynamic's float rescale, as ORT's)."""
     model, feeds = weight_zp_matmul_model(op, w_dtype, w_zp)
     mod, params = relay.frontend.from_onnx(model, shape={k: v.shape for k, v in feeds.items()})
-    assert _int32_denses(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    assert _int32_denses(relay.transform.InferType()(mod)) == \
+        int(conv_vnni.products_available())
     got = build_and_run(mod, params, feeds)[0]
     want = ort_run(model, feeds)[0]
     if op == "dynamic":
@@ -99,7 +103,7 @@ def test_vnni_matmul_choice():
     """Only 8-bit rows with no zero point or a scalar one (known or not) and constant 2-D int8
     weights without nonzero zero points."""
     w = np.ones((40, 32), "int8")
-    ok = conv_vnni.available()
+    ok = conv_vnni.products_available()
     assert onnx_quant.vnni_matmul("uint8", np.uint8(3), True, "int8", w, None) == ok
     assert onnx_quant.vnni_matmul("int8", onnx_quant.UNKNOWN, True, "int8", w,
                                   np.zeros(32, "int8")) == ok

@@ -153,7 +153,9 @@ def test_qat_linear_runs_the_integer_dense(bits):
     post_order_visit(mod["main"], lambda e: dense.append(
         (e.args[0].checked_type.dtype, e.checked_type.dtype))
         if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.dense" else None)
-    integer = vnni_available() and bits[1] <= 255
+    from minitvm.schedule.conv_vnni import products_available
+
+    integer = products_available() and bits[1] <= 255  # (VNNI, or AVX2's int16 pairs)
     assert dense == [("uint8", "int32") if integer else ("float32", "float32")]
     _check_close(_run(mod, x.numpy()), ref)
 
@@ -355,12 +357,13 @@ class WideLinear(torch.nn.Module):
 
 @pytest.mark.parametrize("net, pieces", [("narrow", 1), ("wide", 2)])
 def test_qat_linear_without_vnni_sums_integers_in_float32(monkeypatch, net, pieces):
-    """Without VNNI (switched off here) a QAT linear is the float32 dense of the integers
-    q - z against q_w - z_w (exact: one dense, or one per range of K cast to int32 and
-    added), scaled after; eager's values up to float rounding."""
+    """Without VNNI nor AVX2's int16 pairs (switched off here) a QAT linear is the float32
+    dense of the integers q - z against q_w - z_w (exact: one dense, or one per range of K
+    cast to int32 and added), scaled after; eager's values up to float rounding."""
     from minitvm.schedule import conv_vnni
 
     monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)
     torch.manual_seed(13)
     model, shape = (QatLinear(), (2, 3, 32)) if net == "narrow" else (WideLinear(), (2, 1100))
     x = torch.randn(*shape) * 2
