@@ -148,15 +148,16 @@ FLAT_VECTORS = True
 
 
 # A window along its loads' contiguous last axis (each tap reads its lanes at the row's stride,
-# a scalar load and insert per lane) of at least this many taps is a loop over the taps around
-# the vector of outputs, accumulating in a register, not every tap written out: from 16 such
-# taps on, LLVM's LoopLoadElimination (its loop access analysis, mostly in ScalarEvolution) took
-# seconds over the hundreds of loads. The stage lowering of a softmax over rows of 37 with a
-# symbolic row count (tests/schedule/test_softmax_rows_relax.py): LLVM 4.4 -> 0.16 CPU s, run
-# (2, 4096, 37) 5.6-6.3 -> 4.2-4.3 ms; a max over rows of 24: 0.08 -> 0.02 s, 22.6-24.4 ->
-# 21.7-22.0 us (Zen 3, one thread, A/B in alternating processes). Windows of whole vectors
-# across their lanes (a sum over NCHW channels) stay written out: a vector load per tap, cheap
-# for LLVM, and a loop over them ran slower.
+# a scalar load and insert per lane) of at least this many taps, across a run-time count of
+# outputs, is a loop over the taps around the vector of outputs, accumulating in a register,
+# not every tap written out: such kernels take LLVM's loop passes (codegen.build
+# .ir_pipeline_level), and from 16 taps on its LoopLoadElimination (the loop access analysis,
+# mostly in ScalarEvolution) took seconds over the hundreds of loads. The stage lowering of a
+# softmax over rows of 37 with a symbolic row count (tests/schedule/test_softmax_rows_relax.py):
+# LLVM 4.4 -> 0.16 CPU s, run (2, 4096, 37) 4.4-5.1 -> 3.1-3.9 ms (Zen 3, one thread, A/B in
+# alternating processes). Static kernels (the minimal pipeline, no loop analysis) keep the
+# taps written out, and so do windows of whole vectors across their lanes (a sum over NCHW
+# channels: a vector load per tap, cheap for LLVM; a loop over them ran slower).
 TAP_LOOP_MIN = 16
 
 
@@ -274,7 +275,7 @@ def reduce_nest(ctx, t, buf, body):
             points = [p + [_i(mn + k)] for p in points for k in range(ext)]
 
         def store(outer):
-            if contiguous and rtotal >= TAP_LOOP_MIN:
+            if contiguous and rtotal >= TAP_LOOP_MIN and _const_int(vshape[-1]) is None:
                 return _tap_loop(ctx, vshape[-1], lanes, t.dtype, rtotal, ident, combine,
                                  lambda j, r: src_at(outer + [j] + [_i(0)] * units,
                                                      _window_point(r, rmin, rext)),
