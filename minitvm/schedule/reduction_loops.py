@@ -147,6 +147,78 @@ def _trailing_units(shape) -> int:
 FLAT_VECTORS = True
 
 
+# A window along its loads' contiguous last axis (each tap reads its lanes at the row's stride,
+# a scalar load and insert per lane) of at least this many taps, across a run-time count of
+# outputs, is a loop over the taps around the vector of outputs, accumulating in a register,
+# not every tap written out: such kernels take LLVM's loop passes (codegen.build
+# .ir_pipeline_level), and from 16 taps on its LoopLoadElimination (the loop access analysis,
+# mostly in ScalarEvolution) took seconds over the hundreds of loads. The stage lowering of a
+# softmax over rows of 37 with a symbolic row count (tests/schedule/test_softmax_rows_relax.py):
+# LLVM 4.4 -> 0.16 CPU s, run (2, 4096, 37) 4.4-5.1 -> 3.1-3.9 ms (Zen 3, one thread, A/B in
+# alternating processes). Static kernels (the minimal pipeline, no loop analysis) keep the
+# taps written out, and so do windows of whole vectors across their lanes (a sum over NCHW
+# channels: a vector load per tap, cheap for LLVM; a loop over them ran slower).
+TAP_LOOP_MIN = 16
+
+
+def _window_point(r, rmin, rext) -> list:
+    """The reduction indices of tap ``r`` (a loop variable over the flattened window)."""
+    point = []
+    stride = 1
+    for mn, ext in zip(reversed(rmin), reversed(rext), strict=True):
+        k = r if stride == 1 else E.FloorDiv(r, _i(stride))
+        if stride * ext != _prod(rext):
+            k = E.FloorMod(k, _i(ext))
+        point.append(k + _i(mn) if mn else k)
+        stride *= ext
+    return point[::-1]
+
+
+def _tap_loop(ctx, extent, lanes: int, dtype: str, taps: int, ident, combine, src, store):
+    """``store(j, combine(...combine(ident, src(j, 0))..., src(j, taps - 1)))`` for ``j`` in
+    ``[0, extent)``: vectors of ``lanes`` outputs, then a scalar tail, each with a loop over the
+    taps that accumulates in a local buffer of its width (a register once LLVM's SROA ran)."""
+    accs = [decl_buffer((lanes,), dtype, "wacc"), decl_buffer((1,), dtype, "wacc_t")]
+
+    def one(j, width, lane, vectorized):
+        acc = accs[0] if vectorized else accs[1]
+
+        def each(fn):
+            if not vectorized:
+                return fn(j, lane)
+            vi = ctx.fresh("wi", j.dtype)
+            return S.For(vi, E.IntImm(j.dtype, 0), E.IntImm(j.dtype, width),
+                         S.ForKind.VECTORIZED, fn(j + vi, vi))
+
+        r = ctx.fresh("tap")
+        return S.SeqStmt([
+            each(lambda jj, ln: S.BufferStore(acc, ident, [ln])),
+            S.For(r, _i(0), _i(taps), S.ForKind.SERIAL, each(
+                lambda jj, ln: S.BufferStore(acc, combine(E.BufferLoad(acc, [ln]), src(jj, r)),
+                                             [ln]))),
+            each(lambda jj, ln: store(jj, E.BufferLoad(acc, [ln])))])
+
+    dt = extent.dtype if _const_int(extent) is None else "int32"
+    zero = E.IntImm(dt, 0)
+    if _const_int(extent) is None:
+        nvec = E.FloorDiv(extent, E.IntImm(dt, lanes))
+        done = nvec * E.IntImm(dt, lanes)
+    else:
+        nvec = _const_int(extent) // lanes
+        done = nvec * lanes
+        nvec, done = E.IntImm(dt, nvec), E.IntImm(dt, done)
+    vo, tl = ctx.fresh("vo", dt), ctx.fresh("t", dt)
+    body = S.SeqStmt([
+        S.For(vo, zero, nvec, S.ForKind.SERIAL,
+              one(vo * E.IntImm(dt, lanes), lanes, None, True)),
+        S.For(tl, done, extent - done if _const_int(extent) is None else
+              E.IntImm(dt, _const_int(extent) - _const_int(done)), S.ForKind.SERIAL,
+              one(tl, 1, _i(0), False))])
+    for acc in reversed(accs):
+        body = S.Allocate(acc.data, dtype, list(acc.shape), True, S.DeclBuffer(acc, body))
+    return body
+
+
 def reduce_nest(ctx, t, buf, body):
     """The loop nest of a reduction stage (see the module docstring for the strategies).
 
@@ -203,6 +275,13 @@ def reduce_nest(ctx, t, buf, body):
             points = [p + [_i(mn + k)] for p in points for k in range(ext)]
 
         def store(outer):
+            if contiguous and rtotal >= TAP_LOOP_MIN and _const_int(vshape[-1]) is None:
+                return _tap_loop(ctx, vshape[-1], lanes, t.dtype, rtotal, ident, combine,
+                                 lambda j, r: src_at(outer + [j] + [_i(0)] * units,
+                                                     _window_point(r, rmin, rext)),
+                                 lambda j, v: S.BufferStore(buf, v, outer + [j] +
+                                                            [_i(0)] * units))
+
             def at(j):
                 idx = outer + [j] + [_i(0)] * units
                 stmts = [S.BufferStore(buf, ident, idx)]

@@ -350,7 +350,12 @@ class _Pairs:
 
     @staticmethod
     def before(a, b):
-        return E.Or(E.LT(a[0], b[0]), E.And(E.EQ(a[0], b[0]), E.LT(a[1], b[1])))
+        """Key first, then position: ``ka < kb or (ka <= kb and pa < pb)``, the same order as
+        ``ka == kb`` in the second test; with ``==`` LLVM's InstCombine, simplifying the arms of
+        every select under an equality, took 0.93 of 1.39 CPU s on an argsort of rows of 1000
+        float64 (0.23 with ``<=``; argsort builds 1.2-1.8 -> 0.45-1.0 s, run no slower: Zen 3,
+        A/B in alternating processes)."""
+        return E.Or(E.LT(a[0], b[0]), E.And(E.LE(a[0], b[0]), E.LT(a[1], b[1])))
 
     @staticmethod
     def position(a):

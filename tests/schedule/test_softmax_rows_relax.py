@@ -87,10 +87,11 @@ def test_softmax_blocks_become_one_row_loop_with_one_exp():
     finally:
         softmax_rows.ROW_SOFTMAX.update(monkey)
     # the stage lowering computes exp in the sum and again in the divide; the sum's short window
-    # (37, under lower.SMALL_REDUCE, its kept unit dim last) is unrolled across the rows, one exp
-    # per tap; the divide's rows of 37 are 2 x 16 lanes, a quarter vector of 4 and one scalar
-    # (lower._split_row), one exp in each
-    assert _exp_calls(staged) == 2 * 37 + 3
+    # (37, under lower.SMALL_REDUCE, its kept unit dim last) is vectorized across the rows, its
+    # 37 taps a loop (reduction_loops.TAP_LOOP_MIN) with one exp in the vector body and one in
+    # the scalar tail; the divide's rows of 37 are 2 x 16 lanes, a quarter vector of 4 and one
+    # scalar (lower._split_row), one exp in each
+    assert _exp_calls(staged) == 2 + 3
 
 
 @pytest.mark.parametrize("rows", [True, False])

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import transform as _transform
-from ...ir.structural import structural_equal, structural_hash
+from ...ir.snapshot import snapshot
+from ...ir.structural import structural_equal
 from ...ir.type import TensorType
 from .generator import GeneratedProgram
 
@@ -213,7 +214,7 @@ def check_pass(prog: GeneratedProgram, name: str, inputs: list | None = None,
     def finding(kind, detail):
         return Finding(kind, name, prog.seed, detail, text)
 
-    before = structural_hash(mod)
+    before = snapshot(mod)
     make = pass_factory or (lambda: make_pass(name))
     try:
         with _transform.PassContext(opt_level=3):
@@ -224,7 +225,7 @@ def check_pass(prog: GeneratedProgram, name: str, inputs: list | None = None,
             return []  # refused, clearly, a program outside its documented domain
         return [finding("exception", f"{type(err).__name__}: {str(err)[:500]}")]
     found = []
-    if structural_hash(mod) != before or _untyped(_text(mod)) != _untyped(text):
+    if before.changed() is not None or _untyped(_text(mod)) != _untyped(text):
         found.append(finding("mutated", "the pass modified its input module"))
     problems = check_well_formed(out)
     if problems:
