@@ -10,6 +10,7 @@ import numpy as np
 from ....frontend_common.onnx_resize import FUSED_TAPS, axis_taps, resize2d_params, resize_plan
 from ....frontend_common.onnx_slice import onnx_slice
 from ....ir.prim_expr import PrimExpr
+from .... import tir
 from ....tir import Var
 from ... import op as _op
 from ...expr import const
@@ -106,15 +107,34 @@ def _split(ctx: Context, ins, attrs):
         sizes = [int(s) for s in ctx.ints(ins[1], "Split's split")]
     else:
         n = int(attrs.get("num_outputs", len(ctx.node.output)))
+        if "num_outputs" not in attrs:  # (an even split; num_outputs lets the last be smaller)
+            ctx.require(_eq(tir.floormod(dim, n) if isinstance(dim, PrimExpr) else dim % n,
+                            0), f"the size {{}} of axis {axis} does not split evenly "
+                        f"into {n} outputs", [dim])
         if not isinstance(dim, int):
             return _tuple_fields(ctx, ctx.emit(_op.split(x, n, axis)), n)
         chunk = -(-dim // n)
         sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+    # as ONNX Runtime: one size per output, none negative, adding up to the axis
+    ctx.require(len(sizes) == len(ctx.node.output) and min(sizes) >= 0,
+                f"the split sizes {sizes} must be {len(ctx.node.output)} values >= 0")
+    total = sum(sizes)
+    ctx.require(_eq(dim, total), f"the split sizes {sizes} add up to {total}, not to {{}}, the "
+                f"size of axis {axis}", [dim])
+    if not isinstance(dim, int):  # (checked: the parts keep their static sizes)
+        shape = ctx.shape(x)
+        shape[axis] = total
+        x = ctx.bb.match_cast(x, TensorStructInfo(shape, ctx.dtype(x)))
     cuts, acc = [], 0
     for s in sizes[:-1]:
         acc += s
         cuts.append(acc)
     return _tuple_fields(ctx, ctx.emit(_op.split(x, cuts, axis)), len(sizes))
+
+
+def _eq(a, b):
+    """``a == b`` of two sizes, a ``tir`` condition where one is symbolic."""
+    return tir.EQ(a, b) if isinstance(a, PrimExpr) or isinstance(b, PrimExpr) else a == b
 
 
 def _tuple_fields(ctx: Context, tup, n: int) -> list:
