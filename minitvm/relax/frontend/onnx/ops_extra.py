@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import tir
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_finite import quantizes_finite, reciprocal_scale
@@ -122,6 +123,9 @@ def _topk(ctx: Context, ins, attrs):
         k = int(np.asarray(ctx.value(ins[1], "TopK's k")).reshape(-1)[0])
     axis = int(attrs.get("axis", -1))
     largest = bool(attrs.get("largest", 1))
+    dim = ctx.shape(x)[axis]
+    ctx.require(k >= 0 and (k <= dim if isinstance(dim, int) else tir.LE(k, dim)),
+                f"K={k} is outside [0, {{}}], the size of axis {axis}", [dim])
     out = ctx.emit(_op.topk(x, k, axis, "both", largest, "int64"))
     return [ctx.emit(TupleGetItem(out, 0)), ctx.emit(TupleGetItem(out, 1))]
 

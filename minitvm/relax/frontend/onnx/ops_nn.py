@@ -8,6 +8,7 @@ import numpy as np
 
 from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
 from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
+from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
@@ -404,19 +405,49 @@ def _pad(ctx: Context, ins, attrs):
             full[a], full[ndim + a] = pads[i], pads[len(axes) + i]
         pads = full
     mode = attrs.get("mode", "constant")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise ctx.fail(f"mode {mode!r} is not supported")
+    _require_pads_fit(ctx, ctx.shape(x), [int(p) for p in pads], mode)
     if mode == "wrap":
         return _pad_wrap(ctx, x, pads, ndim)
-    if mode not in ("constant", "edge", "reflect"):
-        raise ctx.fail(f"mode {mode!r} is not supported")
     flat = []
     for i in range(ndim):
         flat += [int(pads[i]), int(pads[ndim + i])]
+    if mode == "constant" and any(flat) and min(flat) < 0:
+        # pad, then crop: a crop reaching past the input into the padding keeps it (as ONNX
+        # Runtime); the other modes crop first and pad from what is left
+        grow = [max(p, 0) for p in flat]
+        if any(grow):
+            x = ctx.emit(_op.nn.pad(x, grow, value, mode))
+        crop, _ = crop_negative_pads(x, flat)
+        return ctx.emit(crop)
     crop, flat = crop_negative_pads(x, flat)  # negative pads crop first, as ONNX Runtime does
     if crop is not None:
         x = ctx.emit(crop)
         if not any(flat):
             return x
     return ctx.emit(_op.nn.pad(x, flat, value, mode))
+
+
+def _require_pads_fit(ctx: Context, shape: list, pads: list, mode: str) -> None:
+    """Check ``pads`` (ONNX's begins, then ends) against ``shape`` as ONNX Runtime does,
+    at import or at run time for symbolic dims: no output size below 0; in the other modes no
+    axis padded or cropped with nothing of it left, and for reflect no pad at or past the
+    (cropped) size."""
+    nd = len(shape)
+    sym = [d for d in shape if isinstance(d, PrimExpr)]
+    where = "[" + ", ".join("{}" if isinstance(d, PrimExpr) else str(d) for d in shape) + "]"
+    message = f"{mode} pads {pads} (begin, end per axis) do not fit the input of shape {where}"
+    for a, n in enumerate(shape):
+        b, e = pads[a], pads[nd + a]
+        conds = [n + b + e >= 0]
+        if mode != "constant" and (b or e):
+            kept = n + min(b, 0) + min(e, 0)
+            conds.append(kept > 0)
+            if mode == "reflect":
+                conds += [kept > b, kept > e]
+        for c in conds:
+            ctx.require(c, message, sym)
 
 
 @register("Dropout")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import tir
 from ....frontend_common.onnx_resize import FUSED_TAPS, axis_taps, resize2d_params, resize_plan
 from ....frontend_common.onnx_slice import onnx_slice
 from ....ir.prim_expr import PrimExpr
-from .... import tir
 from ....tir import Var
 from ... import op as _op
 from ...expr import const
@@ -135,6 +135,17 @@ def _split(ctx: Context, ins, attrs):
 def _eq(a, b):
     """``a == b`` of two sizes, a ``tir`` condition where one is symbolic."""
     return tir.EQ(a, b) if isinstance(a, PrimExpr) or isinstance(b, PrimExpr) else a == b
+
+
+def _require_sizes(ctx: Context, dims: list, message: str) -> None:
+    """Check (at import, or at run time for symbolic ones) that ``dims`` are all >= 0;
+    ``message``'s ``{}`` shows them."""
+    shown = "[" + ", ".join(str(d) for d in dims) + "]"
+    for d in dims:
+        ctx.require(d >= 0 if isinstance(d, PrimExpr) else int(d) >= 0,
+                    message.format(shown.replace("{", "{{").replace("}", "}}"))
+                    + (" ({} here)" if isinstance(d, PrimExpr) else ""),
+                    [d] if isinstance(d, PrimExpr) else [])
 
 
 def _tuple_fields(ctx: Context, tup, n: int) -> list:
@@ -305,6 +316,7 @@ def _broadcast_dims(ctx: Context, a: list, b: list) -> list:
 @register("Expand")
 def _expand(ctx: Context, ins, attrs):
     shape = ctx.ints(ins[1], "Expand's shape")
+    _require_sizes(ctx, shape, "the shape {} has a negative size")
     out = _broadcast_dims(ctx, ctx.shape(ins[0]), shape)
     k = ctx.known(ins[0])
     if k is not None and k.dtype != object and all(isinstance(d, int) for d in out):
@@ -326,6 +338,7 @@ def _where(ctx: Context, ins, attrs):
 @register("ConstantOfShape")
 def _constant_of_shape(ctx: Context, ins, attrs):
     shape = ctx.ints(ins[0], "ConstantOfShape's shape")
+    _require_sizes(ctx, shape, "the shape {} has a negative size")
     value = np.asarray(attrs.get("value", np.zeros(1, "float32"))).reshape(-1)
     if all(isinstance(d, int) for d in shape):
         return np.full(shape, value[0], dtype=value.dtype)
@@ -336,6 +349,9 @@ def _constant_of_shape(ctx: Context, ins, attrs):
 @register("Range")
 def _range(ctx: Context, ins, attrs):
     start, limit, delta = (ctx.value(v, "Range's inputs").reshape(()) for v in ins)
+    d = delta.item()
+    ctx.require(tir.NE(d, 0) if isinstance(d, PrimExpr) else d != 0,
+                "delta {} must not be zero", [d])
     if all(v.dtype != object for v in (start, limit, delta)):
         return np.arange(start, limit, delta, dtype=start.dtype)
     dtype = ctx.dtype(ins[0])
@@ -379,6 +395,7 @@ def _eye_like(ctx: Context, ins, attrs):
 def _tile(ctx: Context, ins, attrs):
     # a repeat may be symbolic (``x.repeat(batch, 1, 1)`` under a dynamic batch)
     reps = ctx.ints(ins[1], "Tile's repeats")
+    _require_sizes(ctx, reps, "the repeats {} have a negative value")
     k = ctx.known(ins[0])
     if k is not None and k.dtype != object and all(isinstance(r, int) for r in reps):
         return np.tile(k, reps)
