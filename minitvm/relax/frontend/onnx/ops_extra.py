@@ -30,7 +30,8 @@ from .qdq_vnni import remember_activation
 
 
 def _scalar(ctx: Context, x, value: float):
-    return const(np.array(value, dtype=ctx.dtype(x)))
+    """``value`` as a constant of ``x``'s dtype (a double stays double)."""
+    return const(np.array(value, dtype=ctx.dtype(x)), ctx.dtype(x))
 
 
 def _wrap_negative(ctx: Context, idx, bound):

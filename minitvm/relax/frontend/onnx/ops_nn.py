@@ -168,7 +168,7 @@ def _transposed(ctx: Context, v):
     """The transpose of a 2-D value (folded when it is a constant)."""
     k = ctx.known(v)
     if k is not None and k.dtype != object:
-        return const(np.ascontiguousarray(k.T))
+        return const(np.ascontiguousarray(k.T), str(k.dtype))
     return _op.permute_dims(ctx.expr(v), [1, 0])
 
 
@@ -181,11 +181,11 @@ def _gemm(ctx: Context, ins, attrs):
     vnni = None if attrs.get("transA", 0) else qdq_matmul(ctx, bool(attrs.get("transB", 0)))
     y = _op.matmul(a, b) if vnni is None else vnni  # (VNNI: a QDQ model's 8-bit operands)
     if alpha != 1.0:
-        y = _op.multiply(y, const(np.array(alpha, dtype)))
+        y = _op.multiply(y, const(np.array(alpha, dtype), dtype))
     if len(ins) > 2 and ins[2] is not None:
         c = ctx.expr(ins[2])
         if beta != 1.0:
-            c = _op.multiply(c, const(np.array(beta, dtype)))
+            c = _op.multiply(c, const(np.array(beta, dtype), dtype))
         y = _op.add(ctx.emit(y), c)
     return ctx.emit(y)
 
@@ -217,12 +217,12 @@ def _batch_norm_training(ctx: Context, x, gamma, beta, mean, var, eps, momentum)
     bshape = ctx.shape_expr([1, -1] + [1] * (nd - 2))
     cur_mean = ctx.emit(_op.mean(x, axes))
     cur_var = ctx.emit(_op.variance(x, axes))
-    inv = ctx.emit(_op.rsqrt(ctx.emit(_op.add(cur_var, const(np.array(eps, dt))))))
+    inv = ctx.emit(_op.rsqrt(ctx.emit(_op.add(cur_var, const(np.array(eps, dt), dt)))))
     centered = ctx.emit(_op.subtract(x, ctx.emit(_op.reshape(cur_mean, bshape))))
     factor = ctx.emit(_op.reshape(ctx.emit(_op.multiply(inv, gamma)), bshape))
     y = ctx.emit(_op.add(ctx.emit(_op.multiply(centered, factor)),
                          ctx.emit(_op.reshape(beta, bshape))))
-    keep, new = const(np.array(momentum, dt)), const(np.array(1.0 - momentum, dt))
+    keep, new = const(np.array(momentum, dt), dt), const(np.array(1.0 - momentum, dt), dt)
 
     def update(old, cur):
         return ctx.emit(_op.add(ctx.emit(_op.multiply(old, keep)),
@@ -249,8 +249,8 @@ def _layer_norm(ctx: Context, ins, attrs):
     mean = ctx.emit(_op.mean(x, axes, True))
     cent = ctx.emit(_op.subtract(x, mean))
     var = _op.mean(_op.multiply(cent, cent), axes, True)
-    inv = ctx.emit(_op.divide(const(np.array(1.0, ctx.dtype(x))),
-                              _op.sqrt(_op.add(var, const(np.array(eps, ctx.dtype(x)))))))
+    inv = ctx.emit(_op.divide(const(np.array(1.0, ctx.dtype(x)), ctx.dtype(x)),
+                              _op.sqrt(_op.add(var, const(np.array(eps, ctx.dtype(x)), ctx.dtype(x))))))
     y = ctx.emit(_op.add(_op.multiply(_op.multiply(cent, inv), gamma), beta))
     return [y, mean, inv]
 
@@ -267,7 +267,7 @@ def _rms_norm(ctx: Context, ins, attrs):
     if list(ctx.shape(scale)) == [shape[a] for a in axes]:
         return ctx.emit(_op.nn.rms_norm(x, scale, axes, eps))
     ms = _op.mean(_op.multiply(x, x), axes, True)
-    inv = _op.rsqrt(_op.add(ms, const(np.array(eps, ctx.dtype(x)))))
+    inv = _op.rsqrt(_op.add(ms, const(np.array(eps, ctx.dtype(x)), ctx.dtype(x))))
     return ctx.emit(_op.multiply(_op.multiply(x, ctx.emit(inv)), scale))
 
 
