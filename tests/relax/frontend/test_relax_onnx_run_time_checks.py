@@ -79,7 +79,7 @@ def test_split_sizes_must_add_up_to_a_run_time_axis():
     both.both_raise({"x": _x(5), "s": np.array([2, 2])}, r"Split node 'sp': the split sizes "
                     r"\[2, 2\] add up to 4, not to 5, the size of axis 0")
     both.both_raise({"x": _x(5), "s": np.array([6, -1])},
-                    r"Split node 'sp': the split sizes \[6, -1\] must be 2 values >= 0",
+                    r"Split node 'sp': the split sizes \[6, -1\] must be values >= 0",
                     ONNXImportError)
 
 
@@ -96,6 +96,22 @@ def test_constant_split_of_a_run_time_axis_is_checked_first_and_keeps_static_par
         both.both_raise({"x": _x(rows)}, rf"the split sizes \[1, 2\] add up to 3, not to {rows}")
 
 
+def test_split_sizes_from_shape_arithmetic():
+    """sizes [batch - 2, 2]: they add up to the batch (folded at import), the first is
+    negative at batch 1."""
+    nodes = [node("Shape", ["x"], ["sh"]), node("Slice", ["sh", "z", "o"], ["n"]),
+             node("Sub", ["n", "two"], ["n2"]), node("Concat", ["n2", "two"], ["s"], axis=0),
+             node("Split", ["x", "s"], ["a", "b"], axis=0)]
+    model = _model(nodes, [("x", F, ["N", 3])], [("a", F, None), ("b", F, None)],
+                   {"z": np.array([0]), "o": np.array([1]), "two": np.array([2])})
+    assert from_onnx(model).script().count("R.assert_op") == 1
+    both = _Both(model)
+    for rows in (5, 2):
+        both.same({"x": _x(rows)})
+    both.both_raise({"x": _x(1)}, r"Split: the split sizes \[\(N - .*\), 2\] must be values "
+                    r">= 0 \(-1 here\)")
+
+
 def test_even_split_of_a_run_time_axis_without_num_outputs():
     outs = [(o, F, None) for o in "abc"]
     even = _Both(_model([node("Split", ["x"], ["a", "b", "c"], axis=0)], [("x", F, ["N", 2])],
@@ -110,7 +126,8 @@ def test_even_split_of_a_run_time_axis_without_num_outputs():
 def test_top_k_must_not_pass_a_run_time_axis():
     both = _Both(_model([node("TopK", ["x", "k"], ["v", "i"], axis=0)],
                         [("x", F, ["N", 3]), ("k", I64, [1])], [("v", F, None), ("i", I64, None)]))
-    both.same({"x": _x(5)[::-1].copy(), "k": np.array([5])})
+    for k in (0, 5):  # (K = 0: empty outputs)
+        both.same({"x": _x(5)[::-1].copy(), "k": np.array([k])})
     both.both_raise({"x": _x(5), "k": np.array([6])}, r"TopK: K=6 is outside \[0, 5\]")
     const_k = _Both(_model([node("TopK", ["x", "k"], ["v", "i"], axis=0)], [("x", F, ["N", 3])],
                            [("v", F, None), ("i", I64, None)], {"k": np.array([3])}))

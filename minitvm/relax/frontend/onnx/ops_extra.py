@@ -127,6 +127,11 @@ def _topk(ctx: Context, ins, attrs):
     dim = ctx.shape(x)[axis]
     ctx.require(k >= 0 and (k <= dim if isinstance(dim, int) else tir.LE(k, dim)),
                 f"K={k} is outside [0, {{}}], the size of axis {axis}", [dim])
+    if k == 0:  # (empty outputs, as onnxruntime gives them)
+        shape = ctx.shape(x)
+        shape[axis] = 0
+        return [ctx.emit(_op.zeros(ctx.shape_expr(shape), ctx.dtype(x))),
+                ctx.emit(_op.zeros(ctx.shape_expr(shape), "int64"))]
     out = ctx.emit(_op.topk(x, k, axis, "both", largest, "int64"))
     return [ctx.emit(TupleGetItem(out, 0)), ctx.emit(TupleGetItem(out, 1))]
 

@@ -463,7 +463,7 @@ def _dropout(ctx: Context, ins, attrs):
     if plan is not None:
         keep, scale = plan
         y = ctx.emit(_op.multiply(ctx.expr(ins[0]),
-                                  const((keep * scale).astype(ctx.dtype(ins[0])))))
+                                  const((keep * scale).astype(ctx.dtype(ins[0])), ctx.dtype(ins[0]))))
         return [y, keep]
     if not ctx.output_used(1):
         return [ins[0]]

@@ -104,7 +104,7 @@ def _split(ctx: Context, ins, attrs):
     if "split" in attrs:
         sizes = [int(s) for s in attrs["split"]]
     elif len(ins) > 1 and ins[1] is not None:
-        sizes = [int(s) for s in ctx.ints(ins[1], "Split's split")]
+        sizes = ctx.ints(ins[1], "Split's split")  # (symbolic: from a dynamic batch)
     else:
         n = int(attrs.get("num_outputs", len(ctx.node.output)))
         if "num_outputs" not in attrs:  # (an even split; num_outputs lets the last be smaller)
@@ -116,12 +116,18 @@ def _split(ctx: Context, ins, attrs):
         chunk = -(-dim // n)
         sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
     # as ONNX Runtime: one size per output, none negative, adding up to the axis
-    ctx.require(len(sizes) == len(ctx.node.output) and min(sizes) >= 0,
-                f"the split sizes {sizes} must be {len(ctx.node.output)} values >= 0")
-    total = sum(sizes)
-    ctx.require(_eq(dim, total), f"the split sizes {sizes} add up to {total}, not to {{}}, the "
-                f"size of axis {axis}", [dim])
-    if not isinstance(dim, int):  # (checked: the parts keep their static sizes)
+    shown = str(sizes).replace("{", "{{").replace("}", "}}")
+    ctx.require(len(sizes) == len(ctx.node.output),
+                f"the split sizes {shown} must be {len(ctx.node.output)} values")
+    for s in sizes:
+        ctx.require(s >= 0 if isinstance(s, PrimExpr) else int(s) >= 0,
+                    f"the split sizes {shown} must be values >= 0" +
+                    (" ({} here)" if isinstance(s, PrimExpr) else ""),
+                    [s] if isinstance(s, PrimExpr) else [])
+    total = ctx.simplify(sum(sizes))
+    ctx.require(_eq(dim, total), f"the split sizes {shown} add up to {{}}, not to {{}}, the "
+                f"size of axis {axis}", [total, dim])
+    if not isinstance(dim, int) and isinstance(total, int):  # (the parts stay static)
         shape = ctx.shape(x)
         shape[axis] = total
         x = ctx.bb.match_cast(x, TensorStructInfo(shape, ctx.dtype(x)))
@@ -529,7 +535,7 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi, shape=None):
         for idx, w in taps:
             term = _op.take(x, const(idx), a)
             if w is not None:
-                term = _op.multiply(term, const(w.reshape(bshape).astype(dt)))
+                term = _op.multiply(term, const(w.reshape(bshape).astype(dt), dt))
             acc = term if acc is None else _op.add(acc, term)
         x = ctx.emit(acc)
         mask |= outside.reshape(bshape)
