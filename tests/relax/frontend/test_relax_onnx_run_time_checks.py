@@ -210,3 +210,14 @@ def test_float64_gemm_and_prelu_keep_double_weights():
     nodes = [node("Gemm", ["x", "w", "b"], ["g"], alpha=0.3, beta=0.7, transB=1),
              node("PRelu", ["g", "b"], ["y"])]
     _Both(_model(nodes, [("x", D, [2, 3])], [("y", D, None)], {"w": w, "b": b})).same({"x": x})
+
+
+def test_a_top_k_computed_from_the_batch_is_refused_naming_the_node():
+    """K = batch - 2 (a symbolic K): refused at import rather than a TypeError."""
+    nodes = [node("Shape", ["x"], ["sh"]), node("Slice", ["sh", "z", "o"], ["n"]),
+             node("Sub", ["n", "two"], ["k"]), node("TopK", ["x", "k"], ["v", "i"], axis=0)]
+    model = _model(nodes, [("x", F, ["N", 3])], [("v", F, None), ("i", I64, None)],
+                   {"z": np.array([0]), "o": np.array([1]), "two": np.array([2])})
+    with pytest.raises(ONNXImportError, match=r"TopK: TopK's K \[\(N - .*\)\] is computed "
+                                              r"from a symbolic dim"):
+        from_onnx(model)

@@ -270,6 +270,15 @@ class Context(NodeContext):
         return [_as_int(e) if not isinstance(e, np.integer) else int(e)
                 for e in self.value(v, what).reshape(-1)]
 
+    def static_ints(self, v, what: str) -> list[int]:
+        """``ints``, refused (naming the node) where one is computed from a symbolic dim:
+        the op needs it known at import."""
+        vals = self.ints(v, what)
+        if any(isinstance(e, PrimExpr) for e in vals):
+            raise self.fail(f"{what} {vals} is computed from a symbolic dim; this importer "
+                            "needs it known at import (give the input a static shape)")
+        return [int(e) for e in vals]
+
     def simplify(self, e):
         if isinstance(e, PrimExpr):
             return _as_int(self.analyzer.simplify(e))

@@ -121,7 +121,7 @@ def _topk(ctx: Context, ins, attrs):
     if ctx.opset < 10:
         k = int(attrs["k"])
     else:
-        k = int(np.asarray(ctx.value(ins[1], "TopK's k")).reshape(-1)[0])
+        k = ctx.static_ints(ins[1], "TopK's K")[0]
     axis = int(attrs.get("axis", -1))
     largest = bool(attrs.get("largest", 1))
     dim = ctx.shape(x)[axis]
@@ -139,7 +139,7 @@ def _topk(ctx: Context, ins, attrs):
 @register("OneHot")
 def _one_hot(ctx: Context, ins, attrs):
     idx = ctx.expr(ins[0])
-    depth = int(np.asarray(ctx.value(ins[1], "OneHot's depth")).reshape(-1)[0])
+    depth = ctx.static_ints(ins[1], "OneHot's depth")[0]
     vals = np.asarray(ctx.value(ins[2], "OneHot's values")).reshape(-1)
     if ctx.dtype(idx).startswith("float"):
         idx = ctx.emit(_op.astype(idx, "int64"))

@@ -394,7 +394,7 @@ def _pad(ctx: Context, ins, attrs):
     if ctx.opset < 11:
         pads, value = list(attrs["pads"]), float(attrs.get("value", 0.0))
     else:
-        pads = ctx.ints(ins[1], "Pad's pads")
+        pads = ctx.static_ints(ins[1], "Pad's pads")
         value = 0.0
         if len(ins) > 2 and ins[2] is not None:
             value = float(ctx.value(ins[2], "Pad's constant_value").reshape(-1)[0])
