@@ -12,8 +12,10 @@ import numpy as np
 from ....frontend_common.onnx_model import ConverterTable, NodeContext
 from ....frontend_common.onnx_model import onnx_dtype as _onnx_dtype
 from ....ir.prim_expr import IntImm, PrimExpr
+from ....tir.analysis.verify_well_formed import undefined_vars
+from ....tir.expr import Var as TirVar
 from ... import op as _op
-from ...expr import Call, Constant, Expr, ShapeExpr, const
+from ...expr import Call, Constant, Expr, PrimValue, ShapeExpr, StringImm, const
 from ...struct_info import ShapeStructInfo, TensorStructInfo
 
 __all__ = ["CONVERTERS", "register", "Context", "ONNXImportError", "OpNotImplemented",
@@ -111,6 +113,11 @@ class Context(NodeContext):
         # ONNX tensor name -> how many node inputs and graph outputs read it (the importer
         # fills it for the main graph; a name missing counts as unknown, i.e. not 1)
         self.uses: dict = {}
+        # run-time checks of sizes (``require``): ``R.assert_op`` calls the importer puts
+        # ahead of main's dataflow block; they read only ``size_vars``, main's parameters' dims
+        self.checks: list = []
+        self.size_vars: set = set()
+        self.main_bb = bb
 
     # -- emitting ----------------------------------------------------------------------------
     def emit(self, e: Expr) -> Expr:
@@ -140,6 +147,31 @@ class Context(NodeContext):
         if dtype is not None and dtype != "int64":
             t = self.emit(_op.astype(t, dtype))
         return t
+
+    def require(self, ok, message: str, shown: list | tuple = ()) -> None:
+        """Check that ``ok`` holds (a bool, or a ``tir`` condition over symbolic dims) as
+        ONNX Runtime does, rather than clip or repeat into a silent answer: decided at import
+        where it can be (False: an import error), else an ``R.assert_op`` at run time whose
+        message (``{}``s filled by ``shown``) names the node and the values."""
+        if isinstance(ok, PrimExpr):
+            ok = self.analyzer.simplify(ok)
+            if isinstance(ok, IntImm):
+                ok = bool(ok.value)
+            elif self.analyzer.can_prove(ok):
+                return
+        if not isinstance(ok, PrimExpr):
+            if bool(ok):
+                return
+            raise self.fail(message.format(*(self.simplify(v) for v in shown)))
+        free = [v for v in undefined_vars(ok) if isinstance(v, TirVar)]
+        if self.bb is not self.main_bb or any(v not in self.size_vars for v in free):
+            raise self.fail(message.format(*shown) + ": this importer checks such sizes "
+                            "only over the dims of the main graph's inputs")
+        where = self.where().replace("{", "{{").replace("}", "}}")
+        vals = [PrimValue(v if isinstance(v, PrimExpr) else IntImm("int64", int(v)))
+                for v in shown]
+        self.checks.append(self.bb.normalize(_op.assert_op(
+            PrimValue(ok), vals, format=StringImm(f"{where}: {message}"))))
 
     # -- static information ------------------------------------------------------------------
     def sinfo(self, v) -> TensorStructInfo:
@@ -237,6 +269,15 @@ class Context(NodeContext):
         """A 1-D known integer value as a list (symbolic dims kept as ``tir`` expressions)."""
         return [_as_int(e) if not isinstance(e, np.integer) else int(e)
                 for e in self.value(v, what).reshape(-1)]
+
+    def static_ints(self, v, what: str) -> list[int]:
+        """``ints``, refused (naming the node) where one is computed from a symbolic dim:
+        the op needs it known at import."""
+        vals = self.ints(v, what)
+        if any(isinstance(e, PrimExpr) for e in vals):
+            raise self.fail(f"{what} {vals} is computed from a symbolic dim; this importer "
+                            "needs it known at import (give the input a static shape)")
+        return [int(e) for e in vals]
 
     def simplify(self, e):
         if isinstance(e, PrimExpr):

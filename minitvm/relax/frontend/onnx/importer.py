@@ -15,7 +15,7 @@ from ....ir.prim_expr import PrimExpr
 from ....runtime.ndarray import NDArray
 from ....tir import Var as TirVar
 from ...block_builder import BlockBuilder
-from ...expr import Tuple, Var
+from ...expr import BindingBlock, Function, SeqExpr, Tuple, Var, VarBinding
 from ...struct_info import TensorStructInfo
 from .context import (
     CONVERTERS,
@@ -128,6 +128,8 @@ class ONNXGraphImporter(_om.GraphImporterBase):
         ctx.graph_inputs = input_names
         ctx.param_values = initial
         ctx.uses = _om.tensor_reads(graph)
+        ctx.size_vars = {d for v in inputs for d in v.struct_info.shape.values
+                         if isinstance(d, TirVar)}
         ctx.finite = finite_tensors(graph)
         ctx.subgraph = lambda g, bindings: self.convert_subgraph(ctx, g, bindings)
         ctx.scope = lambda: self.values  # the ONNX names visible now (run-time If / Loop)
@@ -141,7 +143,10 @@ class ONNXGraphImporter(_om.GraphImporterBase):
                 out = outs[0] if len(outs) == 1 else Tuple(outs)
                 gv = bb.emit_output(out)
             bb.emit_func_output(gv)
-        return bb.get()
+        mod = bb.get()
+        if ctx.checks:
+            _check_first(mod, ctx.checks)
+        return mod
 
     def _container_input(self, vi, name: str, kind: str, code, inputs: list):
         """A graph input of sequence or optional type: its value at import, one parameter
@@ -182,3 +187,15 @@ class ONNXGraphImporter(_om.GraphImporterBase):
         empty optional an empty tuple, a present one its value."""
         items, as_tuple = _seq.output_parts(value)
         return Tuple([ctx.expr(v) for v in items]) if as_tuple else ctx.expr(items[0])
+
+
+def _check_first(mod: IRModule, checks: list) -> None:
+    """Put the run-time size checks (``R.assert_op`` calls over the inputs' dims) in a
+    binding block ahead of ``main``'s dataflow block, so a size ONNX Runtime rejects fails
+    before any kernel runs; ``main`` becomes impure."""
+    gv = mod.get_global_var("main")
+    func = mod[gv]
+    block = BindingBlock([VarBinding(Var(f"check{i}", c.struct_info), c)
+                          for i, c in enumerate(checks)])
+    body = SeqExpr([block, *func.body.blocks], func.body.body)
+    mod[gv] = Function(func.params, body, func.ret_struct_info, False, func.attrs)

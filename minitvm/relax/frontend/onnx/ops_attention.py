@@ -23,7 +23,7 @@ from .context import Context, onnx_dtype, register
 
 
 def _c(value, dtype: str):
-    return const(np.array(value, dtype))
+    return const(np.array(value, dtype), dtype)
 
 
 def _heads_first(ctx: Context, x, heads: int):

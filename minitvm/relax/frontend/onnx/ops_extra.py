@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import tir
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_finite import quantizes_finite, reciprocal_scale
@@ -29,7 +30,8 @@ from .qdq_vnni import remember_activation
 
 
 def _scalar(ctx: Context, x, value: float):
-    return const(np.array(value, dtype=ctx.dtype(x)))
+    """``value`` as a constant of ``x``'s dtype (a double stays double)."""
+    return const(np.array(value, dtype=ctx.dtype(x)), ctx.dtype(x))
 
 
 def _wrap_negative(ctx: Context, idx, bound):
@@ -119,9 +121,17 @@ def _topk(ctx: Context, ins, attrs):
     if ctx.opset < 10:
         k = int(attrs["k"])
     else:
-        k = int(np.asarray(ctx.value(ins[1], "TopK's k")).reshape(-1)[0])
+        k = ctx.static_ints(ins[1], "TopK's K")[0]
     axis = int(attrs.get("axis", -1))
     largest = bool(attrs.get("largest", 1))
+    dim = ctx.shape(x)[axis]
+    ctx.require(k >= 0 and (k <= dim if isinstance(dim, int) else tir.LE(k, dim)),
+                f"K={k} is outside [0, {{}}], the size of axis {axis}", [dim])
+    if k == 0:  # (empty outputs, as onnxruntime gives them)
+        shape = ctx.shape(x)
+        shape[axis] = 0
+        return [ctx.emit(_op.zeros(ctx.shape_expr(shape), ctx.dtype(x))),
+                ctx.emit(_op.zeros(ctx.shape_expr(shape), "int64"))]
     out = ctx.emit(_op.topk(x, k, axis, "both", largest, "int64"))
     return [ctx.emit(TupleGetItem(out, 0)), ctx.emit(TupleGetItem(out, 1))]
 
@@ -129,7 +139,7 @@ def _topk(ctx: Context, ins, attrs):
 @register("OneHot")
 def _one_hot(ctx: Context, ins, attrs):
     idx = ctx.expr(ins[0])
-    depth = int(np.asarray(ctx.value(ins[1], "OneHot's depth")).reshape(-1)[0])
+    depth = ctx.static_ints(ins[1], "OneHot's depth")[0]
     vals = np.asarray(ctx.value(ins[2], "OneHot's values")).reshape(-1)
     if ctx.dtype(idx).startswith("float"):
         idx = ctx.emit(_op.astype(idx, "int64"))

@@ -175,7 +175,8 @@ for _name, _rop in _UNARY.items():
 
 
 def _scalar(ctx: Context, x, value: float):
-    return const(np.array(value, dtype=ctx.dtype(x)))
+    """``value`` as a constant of ``x``'s dtype (a double stays double)."""
+    return const(np.array(value, dtype=ctx.dtype(x)), ctx.dtype(x))
 
 
 @register("IsInf")

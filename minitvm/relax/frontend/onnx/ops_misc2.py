@@ -66,7 +66,7 @@ def _lp_pool(ctx: Context, ins, attrs):
     y = ctx.emit(_AVG_POOLS[n](y, kernel, strides, [0] * (2 * n), dil, True, False))
     if list(ctx.shape(y)[2:]) != outs:
         y = ctx.emit(_op.strided_slice(y, list(range(2, n + 2)), [0] * n, outs))
-    y = ctx.emit(_op.multiply(y, const(counts.astype(ctx.dtype(x)))))
+    y = ctx.emit(_op.multiply(y, const(counts.astype(ctx.dtype(x)), ctx.dtype(x))))
     return _root(ctx, y, p)
 
 
@@ -111,7 +111,7 @@ def _det(ctx: Context, ins, attrs):
     flat = ctx.emit(_op.reshape(x, ctx.shape_expr([*batch, n * n])))
     picked = ctx.emit(_op.take(flat, const(index), axis=len(batch)))
     terms = ctx.emit(_op.prod(picked, -1))
-    signed = ctx.emit(_op.multiply(terms, const(signs.astype(ctx.dtype(x)))))
+    signed = ctx.emit(_op.multiply(terms, const(signs.astype(ctx.dtype(x)), ctx.dtype(x))))
     return ctx.emit(_op.sum(signed, -1))
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
 from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
+from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
@@ -167,7 +168,7 @@ def _transposed(ctx: Context, v):
     """The transpose of a 2-D value (folded when it is a constant)."""
     k = ctx.known(v)
     if k is not None and k.dtype != object:
-        return const(np.ascontiguousarray(k.T))
+        return const(np.ascontiguousarray(k.T), str(k.dtype))
     return _op.permute_dims(ctx.expr(v), [1, 0])
 
 
@@ -180,11 +181,11 @@ def _gemm(ctx: Context, ins, attrs):
     vnni = None if attrs.get("transA", 0) else qdq_matmul(ctx, bool(attrs.get("transB", 0)))
     y = _op.matmul(a, b) if vnni is None else vnni  # (VNNI: a QDQ model's 8-bit operands)
     if alpha != 1.0:
-        y = _op.multiply(y, const(np.array(alpha, dtype)))
+        y = _op.multiply(y, const(np.array(alpha, dtype), dtype))
     if len(ins) > 2 and ins[2] is not None:
         c = ctx.expr(ins[2])
         if beta != 1.0:
-            c = _op.multiply(c, const(np.array(beta, dtype)))
+            c = _op.multiply(c, const(np.array(beta, dtype), dtype))
         y = _op.add(ctx.emit(y), c)
     return ctx.emit(y)
 
@@ -216,12 +217,12 @@ def _batch_norm_training(ctx: Context, x, gamma, beta, mean, var, eps, momentum)
     bshape = ctx.shape_expr([1, -1] + [1] * (nd - 2))
     cur_mean = ctx.emit(_op.mean(x, axes))
     cur_var = ctx.emit(_op.variance(x, axes))
-    inv = ctx.emit(_op.rsqrt(ctx.emit(_op.add(cur_var, const(np.array(eps, dt))))))
+    inv = ctx.emit(_op.rsqrt(ctx.emit(_op.add(cur_var, const(np.array(eps, dt), dt)))))
     centered = ctx.emit(_op.subtract(x, ctx.emit(_op.reshape(cur_mean, bshape))))
     factor = ctx.emit(_op.reshape(ctx.emit(_op.multiply(inv, gamma)), bshape))
     y = ctx.emit(_op.add(ctx.emit(_op.multiply(centered, factor)),
                          ctx.emit(_op.reshape(beta, bshape))))
-    keep, new = const(np.array(momentum, dt)), const(np.array(1.0 - momentum, dt))
+    keep, new = const(np.array(momentum, dt), dt), const(np.array(1.0 - momentum, dt), dt)
 
     def update(old, cur):
         return ctx.emit(_op.add(ctx.emit(_op.multiply(old, keep)),
@@ -248,8 +249,8 @@ def _layer_norm(ctx: Context, ins, attrs):
     mean = ctx.emit(_op.mean(x, axes, True))
     cent = ctx.emit(_op.subtract(x, mean))
     var = _op.mean(_op.multiply(cent, cent), axes, True)
-    inv = ctx.emit(_op.divide(const(np.array(1.0, ctx.dtype(x))),
-                              _op.sqrt(_op.add(var, const(np.array(eps, ctx.dtype(x)))))))
+    inv = ctx.emit(_op.divide(const(np.array(1.0, ctx.dtype(x)), ctx.dtype(x)),
+                              _op.sqrt(_op.add(var, const(np.array(eps, ctx.dtype(x)), ctx.dtype(x))))))
     y = ctx.emit(_op.add(_op.multiply(_op.multiply(cent, inv), gamma), beta))
     return [y, mean, inv]
 
@@ -266,7 +267,7 @@ def _rms_norm(ctx: Context, ins, attrs):
     if list(ctx.shape(scale)) == [shape[a] for a in axes]:
         return ctx.emit(_op.nn.rms_norm(x, scale, axes, eps))
     ms = _op.mean(_op.multiply(x, x), axes, True)
-    inv = _op.rsqrt(_op.add(ms, const(np.array(eps, ctx.dtype(x)))))
+    inv = _op.rsqrt(_op.add(ms, const(np.array(eps, ctx.dtype(x)), ctx.dtype(x))))
     return ctx.emit(_op.multiply(_op.multiply(x, ctx.emit(inv)), scale))
 
 
@@ -393,7 +394,7 @@ def _pad(ctx: Context, ins, attrs):
     if ctx.opset < 11:
         pads, value = list(attrs["pads"]), float(attrs.get("value", 0.0))
     else:
-        pads = ctx.ints(ins[1], "Pad's pads")
+        pads = ctx.static_ints(ins[1], "Pad's pads")
         value = 0.0
         if len(ins) > 2 and ins[2] is not None:
             value = float(ctx.value(ins[2], "Pad's constant_value").reshape(-1)[0])
@@ -404,19 +405,49 @@ def _pad(ctx: Context, ins, attrs):
             full[a], full[ndim + a] = pads[i], pads[len(axes) + i]
         pads = full
     mode = attrs.get("mode", "constant")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise ctx.fail(f"mode {mode!r} is not supported")
+    _require_pads_fit(ctx, ctx.shape(x), [int(p) for p in pads], mode)
     if mode == "wrap":
         return _pad_wrap(ctx, x, pads, ndim)
-    if mode not in ("constant", "edge", "reflect"):
-        raise ctx.fail(f"mode {mode!r} is not supported")
     flat = []
     for i in range(ndim):
         flat += [int(pads[i]), int(pads[ndim + i])]
+    if mode == "constant" and any(flat) and min(flat) < 0:
+        # pad, then crop: a crop reaching past the input into the padding keeps it (as ONNX
+        # Runtime); the other modes crop first and pad from what is left
+        grow = [max(p, 0) for p in flat]
+        if any(grow):
+            x = ctx.emit(_op.nn.pad(x, grow, value, mode))
+        crop, _ = crop_negative_pads(x, flat)
+        return ctx.emit(crop)
     crop, flat = crop_negative_pads(x, flat)  # negative pads crop first, as ONNX Runtime does
     if crop is not None:
         x = ctx.emit(crop)
         if not any(flat):
             return x
     return ctx.emit(_op.nn.pad(x, flat, value, mode))
+
+
+def _require_pads_fit(ctx: Context, shape: list, pads: list, mode: str) -> None:
+    """Check ``pads`` (ONNX's begins, then ends) against ``shape`` as ONNX Runtime does,
+    at import or at run time for symbolic dims: no output size below 0; in the other modes no
+    axis padded or cropped with nothing of it left, and for reflect no pad at or past the
+    (cropped) size."""
+    nd = len(shape)
+    sym = [d for d in shape if isinstance(d, PrimExpr)]
+    where = "[" + ", ".join("{}" if isinstance(d, PrimExpr) else str(d) for d in shape) + "]"
+    message = f"{mode} pads {pads} (begin, end per axis) do not fit the input of shape {where}"
+    for a, n in enumerate(shape):
+        b, e = pads[a], pads[nd + a]
+        conds = [n + b + e >= 0]
+        if mode != "constant" and (b or e):
+            kept = n + min(b, 0) + min(e, 0)
+            conds.append(kept > 0)
+            if mode == "reflect":
+                conds += [kept > b, kept > e]
+        for c in conds:
+            ctx.require(c, message, sym)
 
 
 @register("Dropout")
@@ -432,7 +463,7 @@ def _dropout(ctx: Context, ins, attrs):
     if plan is not None:
         keep, scale = plan
         y = ctx.emit(_op.multiply(ctx.expr(ins[0]),
-                                  const((keep * scale).astype(ctx.dtype(ins[0])))))
+                                  const((keep * scale).astype(ctx.dtype(ins[0])), ctx.dtype(ins[0]))))
         return [y, keep]
     if not ctx.output_used(1):
         return [ins[0]]

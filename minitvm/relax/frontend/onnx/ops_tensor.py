@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import tir
 from ....frontend_common.onnx_resize import FUSED_TAPS, axis_taps, resize2d_params, resize_plan
 from ....frontend_common.onnx_slice import onnx_slice
 from ....ir.prim_expr import PrimExpr
@@ -103,18 +104,54 @@ def _split(ctx: Context, ins, attrs):
     if "split" in attrs:
         sizes = [int(s) for s in attrs["split"]]
     elif len(ins) > 1 and ins[1] is not None:
-        sizes = [int(s) for s in ctx.ints(ins[1], "Split's split")]
+        sizes = ctx.ints(ins[1], "Split's split")  # (symbolic: from a dynamic batch)
     else:
         n = int(attrs.get("num_outputs", len(ctx.node.output)))
+        if "num_outputs" not in attrs:  # (an even split; num_outputs lets the last be smaller)
+            ctx.require(_eq(tir.floormod(dim, n) if isinstance(dim, PrimExpr) else dim % n,
+                            0), f"the size {{}} of axis {axis} does not split evenly "
+                        f"into {n} outputs", [dim])
         if not isinstance(dim, int):
             return _tuple_fields(ctx, ctx.emit(_op.split(x, n, axis)), n)
         chunk = -(-dim // n)
         sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+    # as ONNX Runtime: one size per output, none negative, adding up to the axis
+    shown = str(sizes).replace("{", "{{").replace("}", "}}")
+    ctx.require(len(sizes) == len(ctx.node.output),
+                f"the split sizes {shown} must be {len(ctx.node.output)} values")
+    for s in sizes:
+        ctx.require(s >= 0 if isinstance(s, PrimExpr) else int(s) >= 0,
+                    f"the split sizes {shown} must be values >= 0" +
+                    (" ({} here)" if isinstance(s, PrimExpr) else ""),
+                    [s] if isinstance(s, PrimExpr) else [])
+    total = ctx.simplify(sum(sizes))
+    ctx.require(_eq(dim, total), f"the split sizes {shown} add up to {{}}, not to {{}}, the "
+                f"size of axis {axis}", [total, dim])
+    if not isinstance(dim, int) and isinstance(total, int):  # (the parts stay static)
+        shape = ctx.shape(x)
+        shape[axis] = total
+        x = ctx.bb.match_cast(x, TensorStructInfo(shape, ctx.dtype(x)))
     cuts, acc = [], 0
     for s in sizes[:-1]:
         acc += s
         cuts.append(acc)
     return _tuple_fields(ctx, ctx.emit(_op.split(x, cuts, axis)), len(sizes))
+
+
+def _eq(a, b):
+    """``a == b`` of two sizes, a ``tir`` condition where one is symbolic."""
+    return tir.EQ(a, b) if isinstance(a, PrimExpr) or isinstance(b, PrimExpr) else a == b
+
+
+def _require_sizes(ctx: Context, dims: list, message: str) -> None:
+    """Check (at import, or at run time for symbolic ones) that ``dims`` are all >= 0;
+    ``message``'s ``{}`` shows them."""
+    shown = "[" + ", ".join(str(d) for d in dims) + "]"
+    for d in dims:
+        ctx.require(d >= 0 if isinstance(d, PrimExpr) else int(d) >= 0,
+                    message.format(shown.replace("{", "{{").replace("}", "}}"))
+                    + (" ({} here)" if isinstance(d, PrimExpr) else ""),
+                    [d] if isinstance(d, PrimExpr) else [])
 
 
 def _tuple_fields(ctx: Context, tup, n: int) -> list:
@@ -285,6 +322,7 @@ def _broadcast_dims(ctx: Context, a: list, b: list) -> list:
 @register("Expand")
 def _expand(ctx: Context, ins, attrs):
     shape = ctx.ints(ins[1], "Expand's shape")
+    _require_sizes(ctx, shape, "the shape {} has a negative size")
     out = _broadcast_dims(ctx, ctx.shape(ins[0]), shape)
     k = ctx.known(ins[0])
     if k is not None and k.dtype != object and all(isinstance(d, int) for d in out):
@@ -306,6 +344,7 @@ def _where(ctx: Context, ins, attrs):
 @register("ConstantOfShape")
 def _constant_of_shape(ctx: Context, ins, attrs):
     shape = ctx.ints(ins[0], "ConstantOfShape's shape")
+    _require_sizes(ctx, shape, "the shape {} has a negative size")
     value = np.asarray(attrs.get("value", np.zeros(1, "float32"))).reshape(-1)
     if all(isinstance(d, int) for d in shape):
         return np.full(shape, value[0], dtype=value.dtype)
@@ -316,6 +355,9 @@ def _constant_of_shape(ctx: Context, ins, attrs):
 @register("Range")
 def _range(ctx: Context, ins, attrs):
     start, limit, delta = (ctx.value(v, "Range's inputs").reshape(()) for v in ins)
+    d = delta.item()
+    ctx.require(tir.NE(d, 0) if isinstance(d, PrimExpr) else d != 0,
+                "delta {} must not be zero", [d])
     if all(v.dtype != object for v in (start, limit, delta)):
         return np.arange(start, limit, delta, dtype=start.dtype)
     dtype = ctx.dtype(ins[0])
@@ -359,6 +401,7 @@ def _eye_like(ctx: Context, ins, attrs):
 def _tile(ctx: Context, ins, attrs):
     # a repeat may be symbolic (``x.repeat(batch, 1, 1)`` under a dynamic batch)
     reps = ctx.ints(ins[1], "Tile's repeats")
+    _require_sizes(ctx, reps, "the repeats {} have a negative value")
     k = ctx.known(ins[0])
     if k is not None and k.dtype != object and all(isinstance(r, int) for r in reps):
         return np.tile(k, reps)
@@ -492,7 +535,7 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi, shape=None):
         for idx, w in taps:
             term = _op.take(x, const(idx), a)
             if w is not None:
-                term = _op.multiply(term, const(w.reshape(bshape).astype(dt)))
+                term = _op.multiply(term, const(w.reshape(bshape).astype(dt), dt))
             acc = term if acc is None else _op.add(acc, term)
         x = ctx.emit(acc)
         mask |= outside.reshape(bshape)
