@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["TorchProgram", "generate_torch_program", "build_module"]
+__all__ = ["TorchProgram", "generate_torch_program", "build_module", "program_from_source"]
 
 _FLOATS = ("float32", "float16")
 _INTS = ("int64", "int32")
@@ -63,6 +63,20 @@ def build_module(prog: TorchProgram):
     for k, v in prog.weights.items():
         m.register_buffer(k, v.clone())
     return m.eval()
+
+
+def program_from_source(source: str, feeds: dict, weights: dict | None = None,
+                        seed: int = -1) -> TorchProgram:
+    """A program written by hand (a regression case): ``source`` defines ``forward``; the
+    eager outputs on ``feeds`` (numpy arrays, in argument order) are filled in."""
+    import torch
+
+    prog = TorchProgram(seed, source, dict(weights or {}),
+                        {k: np.asarray(v) for k, v in feeds.items()})
+    with torch.no_grad():
+        outs = build_module(prog)(*[torch.from_numpy(v.copy()) for v in prog.feeds.values()])
+    prog.expected = [o.numpy().copy() for o in (outs if isinstance(outs, tuple) else (outs,))]
+    return prog
 
 
 class _Val:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import _is_expr, _scalar_like, register
+from .aten import DType, _is_expr, _scalar_like, register
 
 
 @register("hardtanh", "hardtanh_", "clamp", "clamp_", "clip")
@@ -60,14 +60,28 @@ def _gelu(ctx, args):
     return _op.multiply(_op.multiply(half, x), _op.add(one, erf))
 
 
+def _softmax_input(ctx, args):
+    """softmax's input in the dtype it is computed in: ``softmax(x, dim, dtype)`` casts first;
+    ``_softmax(x, dim, half_to_float=True)`` computes a float16 input in float32."""
+    x = args[0]
+    extra = args[2] if len(args) > 2 else None
+    if isinstance(extra, DType):
+        to = str(extra)
+    elif extra is True and ctx.dtype(x) == "float16":
+        to = "float32"
+    else:
+        return x
+    return x if to == ctx.dtype(x) else _op.cast(x, to)
+
+
 @register("softmax", "_softmax")
 def _softmax(ctx, args):
-    return _nn.softmax(args[0], axis=args[1])
+    return _nn.softmax(_softmax_input(ctx, args), axis=args[1])
 
 
 @register("log_softmax", "_log_softmax")
 def _log_softmax(ctx, args):
-    return _nn.log_softmax(args[0], axis=args[1])
+    return _nn.log_softmax(_softmax_input(ctx, args), axis=args[1])
 
 
 @register("relu6", "relu6_")
