@@ -16,7 +16,7 @@ import numpy as np
 from ....frontend_common import torch_math
 from ....frontend_common.torch_promote import tensors_dtype, true_divide_dtype, with_number_dtype
 from ... import op as _op
-from ...expr import Call, Expr, const
+from ...expr import Expr, const
 from .context import AtenContext, register
 
 
@@ -28,8 +28,8 @@ def _promote(ctx: AtenContext, x, y):
     if dx == dy:
         return x, y
     target = tensors_dtype(dx, dy, ctx.ndim(x) == 0, ctx.ndim(y) == 0)
-    return (x if dx == target else _op.astype(x, target)), (y if dy == target else
-                                                             _op.astype(y, target))
+    return (x if dx == target else ctx.emit(_op.astype(x, target))), \
+        (y if dy == target else ctx.emit(_op.astype(y, target)))
 
 
 def _operands(ctx: AtenContext, a, b):
@@ -50,7 +50,7 @@ def _binary(rop, pyop):
         a, b = args[0], args[1]
         if not isinstance(a, Expr) and not isinstance(b, Expr):
             return ctx.simplify(pyop(a, b))  # size arithmetic
-        x, y = (ctx.emit(v) if isinstance(v, Call) else v for v in _operands(ctx, a, b))
+        x, y = _operands(ctx, a, b)
         if rop is _op.divide and true_divide_dtype(ctx.dtype(x)) != ctx.dtype(x):
             x, y = (ctx.emit(_op.astype(v, true_divide_dtype(ctx.dtype(x)))) for v in (x, y))
         if len(args) > 2 and args[2] not in (None, 1):  # alpha of add / sub
@@ -105,7 +105,7 @@ def _div_mode(ctx: AtenContext, args):
     a, b, mode = args[0], args[1], args[2]
     if mode is None:
         return _binary(_op.divide, None)(ctx, [a, b])
-    x, y = (ctx.emit(v) if isinstance(v, Call) else v for v in _operands(ctx, a, b))
+    x, y = _operands(ctx, a, b)
     if ctx.dtype(x).startswith("float"):
         q = ctx.emit(_op.divide(x, y))
         return ctx.emit(_op.floor(q) if mode == "floor" else _op.trunc(q))

@@ -14,6 +14,7 @@ import numpy as np
 from ....frontend_common.torch_arrays import tensor_to_numpy
 from ....ir.module import IRModule
 from ... import expr as _expr
+from ... import op as _op
 from ...analysis import free_vars
 from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
@@ -175,13 +176,20 @@ def _mutates(name: str) -> bool:
         name.startswith("__i") and name.endswith("__"))
 
 
+# ops whose result shares its input's storage with the same elements in another shape or order
+# (a write into one is a write into the other; ``reshape`` / ``flatten`` may copy, so are not)
+_SHAPE_VIEWS = frozenset({"view", "unsqueeze", "squeeze", "unflatten", "permute", "transpose",
+                          "t", "alias"})
+
+
 def _write_back(ctx, node, env, views) -> None:
     """In-place semantics the graph leaves implicit. An op that writes into its first
     argument rebinds that value to its result (the graph may read the argument later, as
     ``return kc`` after ``kc.index_copy_(...)`` does). A ``slice`` or ``select`` is a view of its
-    source: a write into it (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos]
-    = v`` to full-range slices and ``index_put_``) writes the source too, up the chain of views:
-    the source rebinds to itself with the view's positions replaced."""
+    source, and so are the shape views (``view``, ``permute``, ``transpose``, ``unsqueeze``, ...):
+    a write into one (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos] = v``
+    to full-range slices and ``index_put_``; ``x.permute(1, 0).relu_()``) writes the source too,
+    up the chain of views, and every other view of that storage read later sees the write."""
     kind = node.kind()
     if not kind.startswith("aten::"):
         return
@@ -190,7 +198,12 @@ def _write_back(ctx, node, env, views) -> None:
     if name in ("slice", "select") and len(ins) in (3, 5):
         spec = _view_spec(ctx, name, [env.get(v) for v in ins])
         if spec is not None:
-            views[node.output()] = (ins[0], spec)
+            views[node.output()] = (ins[0], ("index", spec))
+        return
+    if name in _SHAPE_VIEWS and node.outputsSize() == 1 and \
+            isinstance(env.get(ins[0]), _expr.Expr) and \
+            isinstance(env.get(node.output()), _expr.Expr):
+        views[node.output()] = (ins[0], ("shape", name, [env.get(v) for v in ins[1:]]))
         return
     if not _mutates(name) or not ins or node.outputsSize() != 1:
         return
@@ -199,11 +212,55 @@ def _write_back(ctx, node, env, views) -> None:
         return
     target = ins[0]
     env[target] = out
+    views[node.output()] = (target, ("shape", "alias", []))  # (an in-place op returns self)
+    written = {target, node.output()}
     while target in views:
         source, spec = views[target]
-        out = written_into(ctx, env[source], out, *spec)
+        out = _into_source(ctx, env[source], out, spec)
         env[source] = out
         target = source
+        written.add(target)
+    for view, (source, spec) in views.items():  # (in creation order: sources first)
+        if view not in written and _root(views, view) is target:
+            env[view] = _from_source(ctx, env[source], spec)
+
+
+def _root(views, value):
+    while value in views:
+        value = views[value][0]
+    return value
+
+
+def _into_source(ctx, source, view, spec):
+    """``source`` after a write of ``view`` into the view ``spec`` of it."""
+    if spec[0] == "index":
+        return written_into(ctx, source, view, *spec[1])
+    _, name, args = spec
+    rank = len(ctx.shape(source))
+    if name == "alias":
+        return view
+    if name == "permute":
+        dims = [int(d) % rank for d in args[0]]
+        return _op.transpose(view, [int(i) for i in np.argsort(dims)])
+    if name == "transpose" and rank or name == "t" and rank == 2:
+        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name == "transpose" else (0, 1)
+        axes = list(range(rank))
+        axes[d0], axes[d1] = axes[d1], axes[d0]
+        return _op.transpose(view, axes)
+    return _op.reshape(view, [int(d) for d in ctx.shape(source)])
+
+
+def _from_source(ctx, source, spec):
+    """The view ``spec`` of ``source`` (again, after a write into its storage)."""
+    if spec[0] == "index":
+        axis, positions, dropped = spec[1]
+        out = _op.take(source, _expr.const(np.asarray(positions, "int64"), "int64"), axis=axis)
+        return _op.squeeze(out, [axis]) if dropped else out
+    _, name, args = spec
+    if name == "alias":
+        return source
+    ctx.op_name = name
+    return ATEN[name](ctx, [source, *args])
 
 
 def _view_spec(ctx, name, args):
