@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....frontend_common.bit_shift import shift
-from ....frontend_common.torch_promote import tensors_dtype
+from ....frontend_common.torch_promote import tensors_dtype, with_number_dtype
 from ... import op as _op
 from ...expr import Constant, Expr, const
 from .context import AtenContext, register
@@ -43,6 +43,11 @@ def _bitwise(logical, bitwise):
     def convert(ctx: AtenContext, args):
         a, b = args[0], args[1]
         like = a if isinstance(a, Expr) else b
+        number = b if like is a else a
+        if not isinstance(number, Expr):  # a Python int lifts a bool tensor to int64
+            dt = with_number_dtype(ctx.dtype(like), number)
+            like = like if dt == ctx.dtype(like) else ctx.emit(_op.astype(like, dt))
+            a, b = (like, b) if isinstance(a, Expr) else (a, like)
         x, y = ctx.tensor(a, like), ctx.tensor(b, like)
         both_bool = ctx.dtype(x) == "bool" and ctx.dtype(y) == "bool"
         return ctx.emit((logical if both_bool else bitwise)(x, y))

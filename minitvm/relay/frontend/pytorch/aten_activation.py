@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ....frontend_common.torch_promote import with_number_dtype
 from ... import op as _op
 from ...op import nn as _nn
 from .aten import DType, _is_expr, _scalar_like, register
@@ -15,13 +16,20 @@ from .aten import DType, _is_expr, _scalar_like, register
 
 @register("hardtanh", "hardtanh_", "clamp", "clamp_", "clip")
 def _clamp(ctx, args):
+    """Number bounds promote as a binary op's (``bool_mask.clamp(min=-1)`` is int64, an integer
+    tensor clamped to ``0.5`` float32: ``torch_promote``)."""
     x = args[0]
     lo = args[1] if len(args) > 1 else None
     hi = args[2] if len(args) > 2 else None
+    dt = ctx.dtype(x)
+    for bound in (lo, hi):
+        dt = dt if bound is None or _is_expr(bound) else with_number_dtype(dt, bound)
+    x = x if dt == ctx.dtype(x) else _op.cast(x, dt)
     if _is_expr(lo) or _is_expr(hi):
         out = x if lo is None else _op.maximum(x, lo)
         return out if hi is None else _op.minimum(out, hi)
-    big = float(np.finfo("float32").max)
+    # (an absent bound: infinity for floats, which an infinite input keeps, as torch's)
+    big = np.inf if dt.startswith("float") else float(np.finfo("float32").max)
     return _op.clip(x, -big if lo is None else float(lo), big if hi is None else float(hi))
 
 
