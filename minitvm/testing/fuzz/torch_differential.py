@@ -11,6 +11,8 @@ unsupported operator (``OpNotImplemented``) is not a finding. Needs the optional
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .differential import Finding, compare_values, flatten
@@ -123,6 +125,7 @@ def check_torch_program(prog: TorchProgram, importers=IMPORTERS,
                 continue
             diff = compare_values(prog.expected, got, floor=_floor(prog))
             if diff:
-                kind = "shape" if " vs " in diff and "outputs" not in diff else "mismatch"
+                kind = "shape" if re.match(r"output \d+: \w+\(.*\) vs \w+\(", diff) \
+                    else "mismatch"
                 found.append(Finding(kind, where, prog.seed, diff, prog.text()))
     return found

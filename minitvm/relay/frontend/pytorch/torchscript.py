@@ -179,7 +179,7 @@ def _mutates(name: str) -> bool:
 # ops whose result shares its input's storage with the same elements in another shape or order
 # (a write into one is a write into the other; ``reshape`` / ``flatten`` may copy, so are not)
 _SHAPE_VIEWS = frozenset({"view", "unsqueeze", "squeeze", "unflatten", "permute", "transpose",
-                          "t", "alias"})
+                          "t", "mT", "alias"})
 
 
 def _write_back(ctx, node, env, views) -> None:
@@ -242,8 +242,9 @@ def _into_source(ctx, source, view, spec):
     if name == "permute":
         dims = [int(d) % rank for d in args[0]]
         return _op.transpose(view, [int(i) for i in np.argsort(dims)])
-    if name == "transpose" and rank or name == "t" and rank == 2:
-        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name == "transpose" else (0, 1)
+    if name == "transpose" and rank or name in ("t", "mT") and rank >= 2:
+        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name == "transpose" else \
+            (rank - 2, rank - 1)
         axes = list(range(rank))
         axes[d0], axes[d1] = axes[d1], axes[d0]
         return _op.transpose(view, axes)
