@@ -93,3 +93,48 @@ def test_ceil_mode_pools_drop_a_window_starting_past_the_input():
            (TS, EP_RELAX),
            x=(np.arange(2 * 2 * 7 * 4) % 7 * 0.5 - 1).astype("float32").reshape(2, 2, 7, 4),
            y=(np.arange(2 * 3 * 5) % 5 * 0.5).astype("float32").reshape(2, 3, 5))
+
+
+def test_writes_through_views_reach_every_alias():
+    """A write through a view (``select`` -> ``permute`` -> ``relu_`` -> a slice assignment;
+    ``mT`` then ``+=``): TorchScript->Relay tracked writes only through slice / select and
+    never refreshed other views (the earlier view read stale values); torch.export->Relay
+    returned the mutated input as an extra output; Relax refused the slice ``-5:`` of a 3-long
+    axis (its start not clamped to 0)."""
+    _agree("def forward(self, x, y):\n"
+           "    v1 = x[3]\n"
+           "    v2 = v1.permute(-1)\n"
+           "    v3 = torch.relu_(v2)\n"
+           "    v3[-2:4:1] = 0\n"
+           "    w = y.mT\n"
+           "    w[-5::1] += 1\n"
+           "    u = y.view(9)\n"
+           "    u[1:3] = 0\n"
+           "    return (v1, v2, y.select(-2, 0), w)\n",
+           (TS, EP_RELAY, EP_RELAX),
+           x=np.array([[-2, 3, 4, 2], [-2, -2, -1, -3], [0, -1, 1, -3], [1, -2, -3, 2]],
+                      "int32"),
+           y=np.array([[0.5, -0.5, -2.0], [-0.5, -1.0, -2.0], [0.5, -1.5, 1.0]], "float32"))
+
+
+def test_cat_and_stack_of_several_dtypes_promote():
+    """``cat([floats, bools])`` is float32, ``stack([floats, int64s])`` float32: every importer
+    refused to build (mismatched dtypes); Relax's ``atan2`` of an int64 and a float 0-d tensor
+    read an unbound promoted operand."""
+    _agree("def forward(self, f, b, i):\n"
+           "    return (torch.cat([f, b], -1), torch.stack([f, i], 0),\n"
+           "            torch.cat([i, f.half()], 1), torch.atan2(i, f[0, 0]))\n",
+           (TS, EP_RELAX), f=np.array([[0.5, 1.5], [-1.0, 2.0]], "float32"),
+           b=np.array([[True], [False]]), i=np.array([[1, -2], [3, 4]]))
+
+
+def test_clamp_and_bitwise_with_python_numbers_promote():
+    """``mask.clamp(min=-1)`` is int64, ``ints.clamp(0.5)`` float32, ``mask ^ -1`` int64: all
+    three importers kept bool / int (a wrong dtype; ``^ -1`` a wrong value). Relay's unbounded
+    clamp side was float32's max: float16 could not hold it and infinities were clipped."""
+    _agree("def forward(self, b, i, f):\n"
+           "    return (b.all() ^ -1, b ^ 2, 3 & b, torch.clamp(b, 1, 2), b.clamp(min=-1),\n"
+           "            torch.clamp(b, -0.5, 1.5), i.clamp(0.5), i.clamp(-1, 2), f.clamp(max=1),\n"
+           "            f.clamp(min=0))\n",
+           (TS, EP_RELAX), b=np.array([[True, False, False]]), i=np.array([-2, 0, 3], "int32"),
+           f=np.array([0.5, np.inf, -np.inf, 2.0], "float16"))
