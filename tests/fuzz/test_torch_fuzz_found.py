@@ -138,3 +138,15 @@ def test_clamp_and_bitwise_with_python_numbers_promote():
            "            f.clamp(min=0))\n",
            (TS, EP_RELAX), b=np.array([[True, False, False]]), i=np.array([-2, 0, 3], "int32"),
            f=np.array([0.5, np.inf, -np.inf, 2.0], "float16"))
+
+
+def test_relax_logical_functions_of_numbers_are_bool():
+    """``logical_not`` / ``logical_and`` of float or integer tensors are bool in torch: Relax
+    applied them to the numbers themselves (LLVM rejected ``xor float``, or a float mask reached
+    ``where``)."""
+    _agree("def forward(self, i, f, h):\n"
+           "    return (torch.logical_not(f), torch.logical_and(i, f[0]),\n"
+           "            torch.logical_not(i).sum(0, dtype=torch.float32),\n"
+           "            torch.logical_and(h, h), torch.logical_not(h))\n",
+           (EP_RELAX,), i=np.array([[4, 0], [-2, 3]], "int32"),
+           f=np.array([0.0, -1.5], "float32"), h=np.array([0.0, 2.0, -0.5], "float16"))

@@ -1,7 +1,7 @@
 """Core-ATen selection, logical and bit operators onto ``relax.op``: ``where``, ``~`` / ``&`` /
 ``|`` / ``^`` (logical on bool tensors, bitwise on integers), the shifts ``>>`` / ``<<``, and
-``logical_or`` / ``logical_xor`` of any dtype (a NaN-safe mask's ``|``: torch decomposes
-``heaviside`` into one; ``logical_and`` is with the arithmetic binaries in ``aten_math``)."""
+``logical_and`` / ``logical_or`` / ``logical_xor`` / ``logical_not`` of any dtype (a NaN-safe
+mask's ``|``: torch decomposes ``heaviside`` into one), always bool."""
 
 from __future__ import annotations
 
@@ -106,5 +106,12 @@ def _logical(rop):
     return convert
 
 
+register("logical_and.default")(_logical(_op.logical_and))
 register("logical_or.default")(_logical(_op.logical_or))
 register("logical_xor.default")(_logical(_op.logical_xor))
+
+
+@register("logical_not.default")
+def _logical_not(ctx: AtenContext, args):
+    """``logical_not`` of any dtype is bool (a float or integer operand is its ``!= 0``)."""
+    return ctx.emit(_op.logical_not(_truth(ctx, args[0])))

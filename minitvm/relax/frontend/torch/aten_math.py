@@ -75,7 +75,6 @@ for _names, _rop, _py in [
     (("le.Tensor", "le.Scalar"), _op.less_equal, lambda a, b: a <= b),
     (("gt.Tensor", "gt.Scalar"), _op.greater, lambda a, b: a > b),
     (("ge.Tensor", "ge.Scalar"), _op.greater_equal, lambda a, b: a >= b),
-    (("logical_and.default",), _op.logical_and, lambda a, b: a and b),
 ]:
     register(*_names)(_binary(_rop, _py))
 
@@ -124,8 +123,7 @@ _UNARY = {
     "relu": _op.nn.relu, "sigmoid": _op.sigmoid, "tanh": _op.tanh, "erf": _op.erf,
     "exp": _op.exp, "log": _op.log, "sqrt": _op.sqrt, "rsqrt": _op.rsqrt, "neg": _op.negative,
     "abs": _op.abs, "sin": _op.sin, "cos": _op.cos, "floor": _op.floor, "ceil": _op.ceil,
-    "round": _op.round, "silu": _op.nn.silu, "logical_not": _op.logical_not,
-    "reciprocal": None,
+    "round": _op.round, "silu": _op.nn.silu, "reciprocal": None,
 }
 # functions whose value is a float: an integer or bool operand is promoted first, as in torch
 _FLOAT_VALUED = {"sigmoid", "tanh", "erf", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "silu"}
