@@ -150,3 +150,11 @@ def test_relax_logical_functions_of_numbers_are_bool():
            "            torch.logical_and(h, h), torch.logical_not(h))\n",
            (EP_RELAX,), i=np.array([[4, 0], [-2, 3]], "int32"),
            f=np.array([0.0, -1.5], "float32"), h=np.array([0.0, 2.0, -0.5], "float16"))
+
+
+def test_relax_bitwise_of_two_dtypes_promotes():
+    """``int64 ^ int32 0-d`` (and ``bool & int64``): Relax refused (mismatched dtypes) where
+    torch promotes as for any binary op."""
+    _agree("def forward(self, i, s, b):\n    return (i ^ s, b & i, s | b[0])\n",
+           (EP_RELAX,), i=np.array([1, -2, 3]), s=np.array(5, "int32"),
+           b=np.array([True, False, True]))

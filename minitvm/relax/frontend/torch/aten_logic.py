@@ -49,6 +49,9 @@ def _bitwise(logical, bitwise):
             like = like if dt == ctx.dtype(like) else ctx.emit(_op.astype(like, dt))
             a, b = (like, b) if isinstance(a, Expr) else (a, like)
         x, y = ctx.tensor(a, like), ctx.tensor(b, like)
+        if ctx.dtype(x) != ctx.dtype(y):  # (two tensors: torch's promotion, a 0-d one weak)
+            dt = tensors_dtype(ctx.dtype(x), ctx.dtype(y), ctx.ndim(x) == 0, ctx.ndim(y) == 0)
+            x, y = (v if ctx.dtype(v) == dt else ctx.emit(_op.astype(v, dt)) for v in (x, y))
         both_bool = ctx.dtype(x) == "bool" and ctx.dtype(y) == "bool"
         return ctx.emit((logical if both_bool else bitwise)(x, y))
 
