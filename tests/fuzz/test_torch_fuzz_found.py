@@ -158,3 +158,12 @@ def test_relax_bitwise_of_two_dtypes_promotes():
     _agree("def forward(self, i, s, b):\n    return (i ^ s, b & i, s | b[0])\n",
            (EP_RELAX,), i=np.array([1, -2, 3]), s=np.array(5, "int32"),
            b=np.array([True, False, True]))
+
+
+def test_relay_elementwise_max_min_of_two_dtypes_promotes():
+    """``torch.max(mask, ints)`` / ``torch.min(ints, halfs)``: Relay refused (mismatched dtypes)
+    where torch promotes as for any binary op."""
+    _agree("def forward(self, b, i, f):\n"
+           "    return (torch.max(b, i), torch.min(i, f), torch.max(f, b))\n",
+           (TS,), b=np.array([[True, False, True]]), i=np.array([[-3]]),
+           f=np.array([0.5, -1.5, 2.0], "float16"))
