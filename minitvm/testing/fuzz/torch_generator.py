@@ -13,6 +13,7 @@ index or mask depends on no rounding. Needs the optional ``torch`` package.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 
@@ -181,7 +182,7 @@ class _Gen:
         if not all(isinstance(o, self.torch.Tensor) for o in outs):
             return False
         for o in outs:
-            if o.dtype not in _TORCH_DTYPES() or o.numel() == 0 or o.numel() > 4096:
+            if o.dtype not in _torch_dtypes() or o.numel() == 0 or o.numel() > 4096:
                 return False
             if o.dtype.is_floating_point:
                 lim = _LIMIT.get(str(o.dtype)[6:], _DEFAULT_LIMIT)
@@ -193,8 +194,7 @@ class _Gen:
             elif o.dtype != self.torch.bool and o.numel() and int(o.abs().max()) > 1 << 20:
                 return False
         names = [f"v{len(self.vals) + k}" for k in range(len(outs))]
-        lhs = ", ".join(names) + ("," if outputs == 1 and False else "")
-        self.lines.append(f"    {lhs} = {expr}")
+        self.lines.append(f"    {', '.join(names)} = {expr}")
         for n, o in zip(names, outs, strict=True):
             self.vals.append(_Val(n, o, exact))
         self.features.add(feature)
@@ -207,16 +207,12 @@ class _Weights:
         self.__dict__.update(w)
 
 
-_TD = None
+@functools.cache
+def _torch_dtypes() -> frozenset:
+    """The dtypes a generated value may have (torch is imported on first use: it is optional)."""
+    import torch
 
-
-def _TORCH_DTYPES():  # noqa: N802 - a constant built on first use (torch is optional)
-    global _TD
-    if _TD is None:
-        import torch
-
-        _TD = {torch.float32, torch.float16, torch.int64, torch.int32, torch.bool}
-    return _TD
+    return frozenset({torch.float32, torch.float16, torch.int64, torch.int32, torch.bool})
 
 
 def _broadcasts(a: list, b: list) -> bool:
