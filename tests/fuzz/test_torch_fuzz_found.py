@@ -131,11 +131,12 @@ def test_cat_and_stack_of_several_dtypes_promote():
 def test_clamp_and_bitwise_with_python_numbers_promote():
     """``mask.clamp(min=-1)`` is int64, ``ints.clamp(0.5)`` float32, ``mask ^ -1`` int64: all
     three importers kept bool / int (a wrong dtype; ``^ -1`` a wrong value). Relay's unbounded
-    clamp side was float32's max: float16 could not hold it and infinities were clipped."""
+    clamp side was float32's max: float16 could not hold it and infinities were clipped.
+    (``hardtanh``, converted with clamp, keeps an integer input's dtype.)"""
     _agree("def forward(self, b, i, f):\n"
            "    return (b.all() ^ -1, b ^ 2, 3 & b, torch.clamp(b, 1, 2), b.clamp(min=-1),\n"
            "            torch.clamp(b, -0.5, 1.5), i.clamp(0.5), i.clamp(-1, 2), f.clamp(max=1),\n"
-           "            f.clamp(min=0))\n",
+           "            f.clamp(min=0), F.hardtanh(i, -1.5, 2.0))\n",
            (TS, EP_RELAX), b=np.array([[True, False, False]]), i=np.array([-2, 0, 3], "int32"),
            f=np.array([0.5, np.inf, -np.inf, 2.0], "float16"))
 

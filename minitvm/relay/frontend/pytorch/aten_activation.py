@@ -16,13 +16,14 @@ from .aten import DType, _is_expr, _scalar_like, register
 
 @register("hardtanh", "hardtanh_", "clamp", "clamp_", "clip")
 def _clamp(ctx, args):
-    """Number bounds promote as a binary op's (``bool_mask.clamp(min=-1)`` is int64, an integer
-    tensor clamped to ``0.5`` float32: ``torch_promote``)."""
+    """``clamp``'s number bounds promote as a binary op's (``bool_mask.clamp(min=-1)`` is
+    int64, an integer tensor clamped to ``0.5`` float32: ``torch_promote``); ``hardtanh`` keeps
+    its input's dtype."""
     x = args[0]
     lo = args[1] if len(args) > 1 else None
     hi = args[2] if len(args) > 2 else None
     dt = ctx.dtype(x)
-    for bound in (lo, hi):
+    for bound in (lo, hi) if not ctx.op_name.startswith("hardtanh") else ():
         dt = dt if bound is None or _is_expr(bound) else with_number_dtype(dt, bound)
     x = x if dt == ctx.dtype(x) else _op.cast(x, dt)
     if _is_expr(lo) or _is_expr(hi):
