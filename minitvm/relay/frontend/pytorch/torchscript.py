@@ -155,10 +155,11 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     if fake_quantize_as_qnn:  # (a dequantized constant weight stays one for qnn.conv2d)
         ctx.fake_quantize_as_qnn = True
         ctx.fold.keep = frozenset({"qnn.dequantize"})
-    views: dict = {}
-    for node in graph.nodes():
+    views = _Views(graph)
+    for i, node in enumerate(graph.nodes()):
         _convert(ctx, node, env, table)
         _write_back(ctx, node, env, views)
+        views.prune(i)
     outs = [env[o] for o in graph.outputs()]
     if any(isinstance(o, ComplexValue) for o in outs):
         raise ImportError_("a complex graph output is not supported (Relay has no complex "
@@ -182,6 +183,40 @@ _SHAPE_VIEWS = frozenset({"view", "unsqueeze", "squeeze", "unflatten", "permute"
                           "t", "mT", "alias"})
 
 
+class _Views(dict):
+    """view value -> (its source value, how it views it), for ``_write_back``; entries no later
+    node reads (neither the view nor a view of it) are dropped after each node, so a write
+    refreshes only live views and a model of many in-place ops imports in linear time."""
+
+    def __init__(self, graph) -> None:
+        super().__init__()
+        self.last = {}  # value -> index of the last top-level node reading it (nested blocks too)
+        for i, node in enumerate(graph.nodes()):
+            stack = [node]
+            while stack:
+                n = stack.pop()
+                for v in n.inputs():
+                    self.last[v] = i
+                for b in n.blocks():
+                    stack.extend(b.nodes())
+                    for v in b.outputs():
+                        self.last[v] = i
+        for v in graph.outputs():
+            self.last[v] = float("inf")
+        self.live = {}  # entry -> the last index it or a view of it is read at
+
+    def add(self, view, source, spec) -> None:
+        self[view] = (source, spec)
+        until = self.live[view] = self.last.get(view, -1)
+        while source in self and self.live[source] < until:  # (its sources stay while it does)
+            self.live[source] = until
+            source = self[source][0]
+
+    def prune(self, index: int) -> None:
+        for view in [v for v, until in self.live.items() if until <= index]:
+            del self[view], self.live[view]
+
+
 def _write_back(ctx, node, env, views) -> None:
     """In-place semantics the graph leaves implicit. An op that writes into its first
     argument rebinds that value to its result (the graph may read the argument later, as
@@ -198,12 +233,12 @@ def _write_back(ctx, node, env, views) -> None:
     if name in ("slice", "select") and len(ins) in (3, 5):
         spec = _view_spec(ctx, name, [env.get(v) for v in ins])
         if spec is not None:
-            views[node.output()] = (ins[0], ("index", spec))
+            views.add(node.output(), ins[0], ("index", spec))
         return
     if name in _SHAPE_VIEWS and node.outputsSize() == 1 and \
             isinstance(env.get(ins[0]), _expr.Expr) and \
             isinstance(env.get(node.output()), _expr.Expr):
-        views[node.output()] = (ins[0], ("shape", name, [env.get(v) for v in ins[1:]]))
+        views.add(node.output(), ins[0], ("shape", name, [env.get(v) for v in ins[1:]]))
         return
     if not _mutates(name) or not ins or node.outputsSize() != 1:
         return
@@ -212,7 +247,8 @@ def _write_back(ctx, node, env, views) -> None:
         return
     target = ins[0]
     env[target] = out
-    views[node.output()] = (target, ("shape", "alias", []))  # (an in-place op returns self)
+    # (an in-place op returns self: the same view of the same source as its target, or an alias)
+    views.add(node.output(), *views.get(target, (target, ("shape", "alias", []))))
     written = {target, node.output()}
     while target in views:
         source, spec = views[target]
