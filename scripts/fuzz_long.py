@@ -38,7 +38,9 @@ back in four forms (``--text-programs``, ``text_round_trip``); Relax programs th
 AnnotateTIROpPattern, FuseOps and FuseTIR by hand, built, and exported / loaded back
 (``--relax-lowered-programs``, ``relax_lowered_sequences``). Random ONNX graphs through the
 Relay and Relax importers at opt_level 0 and 3 against ONNX Runtime (``--onnx-programs``,
-``onnx_differential``; needs onnx and onnxruntime).
+``onnx_differential``; needs onnx and onnxruntime). Random PyTorch programs through the three
+PyTorch importers (TorchScript -> Relay, torch.export -> Relay and -> Relax) at opt_level 0 and
+3 against eager (``--torch-programs``, ``torch_differential``; needs torch).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
@@ -321,6 +323,8 @@ MODULE_RUNS = {
                                "generate_lowered_program", "check_lowered_program"),
     "onnx_programs": ("onnx_programs", "onnx_differential", "generate_onnx_program",
                       "check_onnx_program"),
+    "torch_programs": ("torch_programs", "torch_differential", "generate_torch_program",
+                       "check_torch_program"),
 }
 
 
@@ -522,12 +526,13 @@ def _sum_present(values: list):
 GENERATED_KEYS = ("dyn_programs", "relax_size_programs", "saved_programs",
                   "relax_loop_programs", "relay_build_programs", "relax_pass_programs",
                   "cast_programs", "qnn_programs", "relax_symbolic_programs",
-                  "text_programs", "relax_lowered_programs", "onnx_programs")
+                  "text_programs", "relax_lowered_programs", "onnx_programs",
+                  "torch_programs")
 GENERATED_TAGS = {"relax_loop_programs": "relax-loops:", "relay_build_programs": "build:",
                   "relax_pass_programs": "relax-passes:", "cast_programs": "casts:",
                   "qnn_programs": "qnn:", "relax_symbolic_programs": "relax-nm:",
                   "text_programs": "text:", "relax_lowered_programs": "relax-lowered:",
-                  "onnx_programs": "onnx:"}
+                  "onnx_programs": "onnx:", "torch_programs": "torch:"}
 #: The parser and damaged-file fuzzers' sections.
 FUZZER_KEYS = ("parser", "library", "relax_parser", "relax_library")
 
@@ -555,7 +560,8 @@ SECTION_MERGERS = {
 #: The tags that name the other runs' findings in ``program_findings`` (a Relay program's
 #: finding has none).
 RUN_TAGS = ("relax:", "dyn:", "relax-sizes:", "saved:", "relax-loops:", "build:",
-            "relax-passes:", "casts:", "qnn:", "relax-nm:", "text:", "relax-lowered:", "onnx:")
+            "relax-passes:", "casts:", "qnn:", "relax-nm:", "text:", "relax-lowered:", "onnx:",
+            "torch:")
 
 
 def _seeds_done(stats: dict, command: str) -> list[int]:
@@ -661,6 +667,12 @@ def _parser() -> argparse.ArgumentParser:
                          "movement, MatMul / Gemm / Conv / pools, float16 / int8 / uint8 / "
                          "bool) through the Relay and Relax importers at opt_level 0 and 3 vs "
                          "ONNX Runtime (needs onnx and onnxruntime)")
+    ap.add_argument("--torch-programs", type=int, default=0,
+                    help="random PyTorch programs (elementwise with type promotion, "
+                         "reductions, indexing, views and joins, matmuls / convolutions / "
+                         "pools, normalizations, sorts, in-place writes) through TorchScript "
+                         "-> Relay, torch.export -> Relay and -> Relax at opt_level 0 and 3 vs "
+                         "eager (needs torch)")
     ap.add_argument("--out", default="fuzz_long_report.json")
     ap.add_argument("--merge", nargs="+", metavar="REPORT",
                     help="merge the JSON reports of shards into --out and exit")

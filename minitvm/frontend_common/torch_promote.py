@@ -34,6 +34,16 @@ def tensors_dtype(da: str, db: str, a_0d: bool = False, b_0d: bool = False) -> s
     return str(np.promote_types(da, db))
 
 
+def tensors_result_dtype(dtypes) -> str:
+    """The dtype ``torch.cat`` / ``torch.stack`` give tensors of ``dtypes`` (all with
+    dimensions): the highest category, then the widest (``cat([floats, bools])`` is float)."""
+    dtypes = list(dtypes)
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = tensors_dtype(out, d)
+    return out
+
+
 def with_number_dtype(dtype: str, value) -> str:
     """The result dtype of a ``dtype`` tensor and the Python number ``value``."""
     if isinstance(value, bool | np.bool_):

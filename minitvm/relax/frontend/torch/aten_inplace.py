@@ -66,9 +66,9 @@ def _slice_scatter(ctx: AtenContext, args):
     if isinstance(end, int) and isinstance(n, int):
         end = min(end, n)
     if isinstance(start, int) and isinstance(n, int) and start < 0:
-        start += n
+        start = max(start + n, 0)  # (a start before the first element is the first: x[-5:])
     if isinstance(end, int) and isinstance(n, int) and end < 0:
-        end += n
+        end = max(end + n, 0)
     if ctx.dtype(src) != ctx.dtype(x):
         src = ctx.emit(_op.astype(src, ctx.dtype(x)))
     return ctx.emit(_op.slice_scatter(x, src, start, end, step, dim))

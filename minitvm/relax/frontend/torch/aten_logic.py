@@ -1,14 +1,14 @@
 """Core-ATen selection, logical and bit operators onto ``relax.op``: ``where``, ``~`` / ``&`` /
 ``|`` / ``^`` (logical on bool tensors, bitwise on integers), the shifts ``>>`` / ``<<``, and
-``logical_or`` / ``logical_xor`` of any dtype (a NaN-safe mask's ``|``: torch decomposes
-``heaviside`` into one; ``logical_and`` is with the arithmetic binaries in ``aten_math``)."""
+``logical_and`` / ``logical_or`` / ``logical_xor`` / ``logical_not`` of any dtype (a NaN-safe
+mask's ``|``: torch decomposes ``heaviside`` into one), always bool."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ....frontend_common.bit_shift import shift
-from ....frontend_common.torch_promote import tensors_dtype
+from ....frontend_common.torch_promote import tensors_dtype, with_number_dtype
 from ... import op as _op
 from ...expr import Constant, Expr, const
 from .context import AtenContext, register
@@ -43,7 +43,15 @@ def _bitwise(logical, bitwise):
     def convert(ctx: AtenContext, args):
         a, b = args[0], args[1]
         like = a if isinstance(a, Expr) else b
+        number = b if like is a else a
+        if not isinstance(number, Expr):  # a Python int lifts a bool tensor to int64
+            dt = with_number_dtype(ctx.dtype(like), number)
+            like = like if dt == ctx.dtype(like) else ctx.emit(_op.astype(like, dt))
+            a, b = (like, b) if isinstance(a, Expr) else (a, like)
         x, y = ctx.tensor(a, like), ctx.tensor(b, like)
+        if ctx.dtype(x) != ctx.dtype(y):  # (two tensors: torch's promotion, a 0-d one weak)
+            dt = tensors_dtype(ctx.dtype(x), ctx.dtype(y), ctx.ndim(x) == 0, ctx.ndim(y) == 0)
+            x, y = (v if ctx.dtype(v) == dt else ctx.emit(_op.astype(v, dt)) for v in (x, y))
         both_bool = ctx.dtype(x) == "bool" and ctx.dtype(y) == "bool"
         return ctx.emit((logical if both_bool else bitwise)(x, y))
 
@@ -101,5 +109,12 @@ def _logical(rop):
     return convert
 
 
+register("logical_and.default")(_logical(_op.logical_and))
 register("logical_or.default")(_logical(_op.logical_or))
 register("logical_xor.default")(_logical(_op.logical_xor))
+
+
+@register("logical_not.default")
+def _logical_not(ctx: AtenContext, args):
+    """``logical_not`` of any dtype is bool (a float or integer operand is its ``!= 0``)."""
+    return ctx.emit(_op.logical_not(_truth(ctx, args[0])))

@@ -28,8 +28,8 @@ def _promote(ctx: AtenContext, x, y):
     if dx == dy:
         return x, y
     target = tensors_dtype(dx, dy, ctx.ndim(x) == 0, ctx.ndim(y) == 0)
-    return (x if dx == target else _op.astype(x, target)), (y if dy == target else
-                                                             _op.astype(y, target))
+    return (x if dx == target else ctx.emit(_op.astype(x, target))), \
+        (y if dy == target else ctx.emit(_op.astype(y, target)))
 
 
 def _operands(ctx: AtenContext, a, b):
@@ -54,7 +54,9 @@ def _binary(rop, pyop):
         if rop is _op.divide and true_divide_dtype(ctx.dtype(x)) != ctx.dtype(x):
             x, y = (ctx.emit(_op.astype(v, true_divide_dtype(ctx.dtype(x)))) for v in (x, y))
         if len(args) > 2 and args[2] not in (None, 1):  # alpha of add / sub
-            y = _op.multiply(y, ctx.tensor(args[2], y))
+            y = ctx.emit(_op.multiply(y, ctx.tensor(args[2], y)))
+        if rop is _op.add and ctx.dtype(x) == "bool":  # torch adds bools as ``or``
+            return ctx.emit(_op.logical_or(x, y))
         return ctx.emit(rop(x, y))
 
     return convert
@@ -73,7 +75,6 @@ for _names, _rop, _py in [
     (("le.Tensor", "le.Scalar"), _op.less_equal, lambda a, b: a <= b),
     (("gt.Tensor", "gt.Scalar"), _op.greater, lambda a, b: a > b),
     (("ge.Tensor", "ge.Scalar"), _op.greater_equal, lambda a, b: a >= b),
-    (("logical_and.default",), _op.logical_and, lambda a, b: a and b),
 ]:
     register(*_names)(_binary(_rop, _py))
 
@@ -96,35 +97,55 @@ def _rsub(ctx: AtenContext, args):
 
 @register("div.Tensor_mode")
 def _div_mode(ctx: AtenContext, args):
-    x, y, mode = args[0], args[1], args[2]
-    like = x if isinstance(x, Expr) else y
-    q = _op.divide(ctx.tensor(x, like), ctx.tensor(y, like))
-    if mode == "floor":
-        q = _op.floor(q)
-    elif mode == "trunc":
-        q = _op.trunc(q)
-    return ctx.emit(q)
+    """``div(x, y, rounding_mode)``, operands promoted as for any binary op (``mask // 2`` is
+    int64, ``ints // floats`` float); integers divide exactly: ``floor_divide`` rounds toward
+    -inf, and a truncating quotient is the floored one plus 1 where the remainder is nonzero and
+    the signs differ."""
+    a, b, mode = args[0], args[1], args[2]
+    if mode is None:
+        return _binary(_op.divide, None)(ctx, [a, b])
+    x, y = _operands(ctx, a, b)
+    if ctx.dtype(x).startswith("float"):
+        q = ctx.emit(_op.divide(x, y))
+        return ctx.emit(_op.floor(q) if mode == "floor" else _op.trunc(q))
+    q = ctx.emit(_op.floor_divide(x, y))
+    if mode == "trunc":
+        zero = ctx.tensor(0, x)
+        inexact = ctx.emit(_op.not_equal(ctx.emit(_op.subtract(x, ctx.emit(
+            _op.multiply(q, y)))), zero))
+        signs = ctx.emit(_op.not_equal(ctx.emit(_op.less(x, zero)), ctx.emit(_op.less(y, zero))))
+        fix = ctx.emit(_op.astype(ctx.emit(_op.logical_and(inexact, signs)), ctx.dtype(x)))
+        q = ctx.emit(_op.add(q, fix))
+    return q
 
 
 _UNARY = {
     "relu": _op.nn.relu, "sigmoid": _op.sigmoid, "tanh": _op.tanh, "erf": _op.erf,
     "exp": _op.exp, "log": _op.log, "sqrt": _op.sqrt, "rsqrt": _op.rsqrt, "neg": _op.negative,
     "abs": _op.abs, "sin": _op.sin, "cos": _op.cos, "floor": _op.floor, "ceil": _op.ceil,
-    "round": _op.round, "silu": _op.nn.silu, "logical_not": _op.logical_not,
-    "reciprocal": None,
+    "round": _op.round, "silu": _op.nn.silu, "reciprocal": None,
 }
+# functions whose value is a float: an integer or bool operand is promoted first, as in torch
+_FLOAT_VALUED = {"sigmoid", "tanh", "erf", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "silu"}
 
 
-def _unary(rop):
+def _float_operand(ctx: AtenContext, x):
+    """``x`` as a float tensor (integers and bools promoted to float32, as torch's float
+    functions and true division do)."""
+    dt = true_divide_dtype(ctx.dtype(x))
+    return x if dt == ctx.dtype(x) else ctx.emit(_op.astype(x, dt))
+
+
+def _unary(rop, float_valued: bool = False):
     def convert(ctx: AtenContext, args):
-        return ctx.emit(rop(args[0]))
+        return ctx.emit(rop(_float_operand(ctx, args[0]) if float_valued else args[0]))
 
     return convert
 
 
 for _name, _rop in _UNARY.items():
     if _rop is not None:
-        register(f"{_name}.default")(_unary(_rop))
+        register(f"{_name}.default")(_unary(_rop, _name in _FLOAT_VALUED))
 
 
 @register("sign.default")
@@ -138,7 +159,9 @@ def _sign(ctx: AtenContext, args):
 
 @register("reciprocal.default")
 def _reciprocal(ctx: AtenContext, args):
-    return ctx.emit(_op.divide(ctx.tensor(1.0, args[0]), args[0]))
+    """``1 / x``; an integer or bool tensor gives float32, as torch's."""
+    x = _float_operand(ctx, args[0])
+    return ctx.emit(_op.divide(ctx.tensor(1.0, x), x))
 
 
 @register("expm1.default")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.torch_promote import with_number_dtype
 from ... import op as _op
 from ...expr import TupleGetItem, Var, const
 from .aten_conv_groups import conv_symbolic_groups
@@ -27,7 +28,14 @@ def _leaky_relu(ctx: AtenContext, args):
 
 @register("hardtanh.default", "clamp.default")
 def _clamp(ctx: AtenContext, args):
+    """Number bounds promote as a binary op's (``bool_mask.clamp(min=-1)`` is int64, an integer
+    tensor clamped to ``0.5`` float32: ``torch_promote``)."""
     x, lo, hi = args[0], args[1], args[2]
+    if "clamp" in ctx.node.target.__name__:
+        dt = ctx.dtype(x)
+        for bound in (lo, hi):
+            dt = dt if bound is None else with_number_dtype(dt, bound)
+        x = x if dt == ctx.dtype(x) else ctx.emit(_op.astype(x, dt))
     lo = -np.inf if lo is None else float(lo)
     hi = np.inf if hi is None else float(hi)
     return ctx.emit(_op.clip(x, lo, hi))

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import operator
 
+from ....frontend_common.torch_pool import ceil_mode_sizes
 from ... import op as _op
 from ..pool_indices import maxpool_indices
 from .context import AtenContext, register
+
+
+def _torch_ceil(ctx: AtenContext, x, y, kernel, stride, pads, dil, ceil):
+    """``y`` without a ceil-mode last window that torch drops (``torch_pool``)."""
+    n = len(kernel)
+    sizes = ceil_mode_sizes(ctx.shape(x)[-n:], kernel, stride, pads, dil) if ceil else None
+    if sizes is None:
+        return y
+    rank = len(ctx.shape(x))
+    return ctx.emit(_op.strided_slice(y, list(range(rank - n, rank)), [0] * n, sizes))
 
 
 def _per_axis(v, n: int) -> list[int]:
@@ -28,7 +39,8 @@ def _max_pool(ctx: AtenContext, args):
     stride = [int(s) for s in stride] or kernel
     pads, dil = _per_axis(padding, n), _per_axis(dilation, n)
     fn = {2: _op.nn.max_pool2d, 3: _op.nn.max_pool3d}[n]
-    y = ctx.emit(fn(x, kernel, stride, pads * 2, dil, bool(ceil)))
+    y = _torch_ceil(ctx, x, ctx.emit(fn(x, kernel, stride, pads * 2, dil, bool(ceil))), kernel,
+                    stride, pads, dil, ceil)
     if "indices" not in ctx.node.target.__name__:
         return y
     if not any(u.target is operator.getitem and u.args[1] == 1 for u in ctx.node.users):
@@ -51,8 +63,9 @@ def _avg_pool(ctx: AtenContext, args):
     n = len(kernel)
     stride = [int(s) for s in stride] or kernel
     fn = {2: _op.nn.avg_pool2d, 3: _op.nn.avg_pool3d}[n]
-    return ctx.emit(fn(x, kernel, stride, _per_axis(padding, n) * 2, [1] * n, bool(ceil),
-                       bool(include)))
+    pads = _per_axis(padding, n)
+    y = ctx.emit(fn(x, kernel, stride, pads * 2, [1] * n, bool(ceil), bool(include)))
+    return _torch_ceil(ctx, x, y, kernel, stride, pads, [1] * n, ceil)
 
 
 @register("_adaptive_avg_pool2d.default", "adaptive_avg_pool2d.default")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.torch_promote import tensors_result_dtype
 from ....frontend_common.torch_rot90 import rot90_plan
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
@@ -97,8 +98,11 @@ def _squeeze(ctx: AtenContext, args):
 
 @register("cat.default")
 def _cat(ctx: AtenContext, args):
+    """Tensors of several dtypes are cast to the one torch joins them in (``torch_promote``)."""
     tensors, dim = args
-    return ctx.emit(_op.concat(list(tensors), int(dim)))
+    dt = tensors_result_dtype([ctx.dtype(t) for t in tensors])
+    tensors = [t if ctx.dtype(t) == dt else ctx.emit(_op.astype(t, dt)) for t in tensors]
+    return ctx.emit(_op.concat(tensors, int(dim)))
 
 
 @register("slice.Tensor")

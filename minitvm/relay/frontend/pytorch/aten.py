@@ -124,6 +124,8 @@ def _binary(relay_fn, py_fn):
         a, b = _pair(ctx, a, b)
         if alpha not in (1, None):
             b = _op.multiply(b, _scalar_like(ctx, alpha, b))
+        if relay_fn is _op.add and ctx.dtype(a) == "bool":  # torch adds bools as ``or``
+            return _op.logical_or(a, b)
         return relay_fn(a, b)
 
     return convert

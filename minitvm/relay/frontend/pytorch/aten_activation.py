@@ -8,20 +8,29 @@ import math
 
 import numpy as np
 
+from ....frontend_common.torch_promote import with_number_dtype
 from ... import op as _op
 from ...op import nn as _nn
-from .aten import _is_expr, _scalar_like, register
+from .aten import DType, _is_expr, _scalar_like, register
 
 
 @register("hardtanh", "hardtanh_", "clamp", "clamp_", "clip")
 def _clamp(ctx, args):
+    """``clamp``'s number bounds promote as a binary op's (``bool_mask.clamp(min=-1)`` is
+    int64, an integer tensor clamped to ``0.5`` float32: ``torch_promote``); ``hardtanh`` keeps
+    its input's dtype."""
     x = args[0]
     lo = args[1] if len(args) > 1 else None
     hi = args[2] if len(args) > 2 else None
+    dt = ctx.dtype(x)
+    for bound in (lo, hi) if not ctx.op_name.startswith("hardtanh") else ():
+        dt = dt if bound is None or _is_expr(bound) else with_number_dtype(dt, bound)
+    x = x if dt == ctx.dtype(x) else _op.cast(x, dt)
     if _is_expr(lo) or _is_expr(hi):
         out = x if lo is None else _op.maximum(x, lo)
         return out if hi is None else _op.minimum(out, hi)
-    big = float(np.finfo("float32").max)
+    # (an absent bound: infinity for floats, which an infinite input keeps, as torch's)
+    big = np.inf if dt.startswith("float") else float(np.finfo("float32").max)
     return _op.clip(x, -big if lo is None else float(lo), big if hi is None else float(hi))
 
 
@@ -60,14 +69,28 @@ def _gelu(ctx, args):
     return _op.multiply(_op.multiply(half, x), _op.add(one, erf))
 
 
+def _softmax_input(ctx, args):
+    """softmax's input in the dtype it is computed in: ``softmax(x, dim, dtype)`` casts first;
+    ``_softmax(x, dim, half_to_float=True)`` computes a float16 input in float32."""
+    x = args[0]
+    extra = args[2] if len(args) > 2 else None
+    if isinstance(extra, DType):
+        to = str(extra)
+    elif extra is True and ctx.dtype(x) == "float16":
+        to = "float32"
+    else:
+        return x
+    return x if to == ctx.dtype(x) else _op.cast(x, to)
+
+
 @register("softmax", "_softmax")
 def _softmax(ctx, args):
-    return _nn.softmax(args[0], axis=args[1])
+    return _nn.softmax(_softmax_input(ctx, args), axis=args[1])
 
 
 @register("log_softmax", "_log_softmax")
 def _log_softmax(ctx, args):
-    return _nn.log_softmax(args[0], axis=args[1])
+    return _nn.log_softmax(_softmax_input(ctx, args), axis=args[1])
 
 
 @register("relu6", "relu6_")

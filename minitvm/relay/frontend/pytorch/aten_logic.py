@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 
 from ....frontend_common.bit_shift import shift
+from ....frontend_common.torch_promote import with_number_dtype
 from ... import expr as _expr
 from ... import op as _op
 from .aten import _is_expr, _pair, _scalar_like, register
@@ -31,6 +32,11 @@ def _bitwise(kind):
         a, b = args[0], args[1]
         if not _is_expr(a) and not _is_expr(b):
             return py(a, b)
+        if not _is_expr(a) or not _is_expr(b):  # a Python int lifts a bool tensor to int64
+            t, n = (a, b) if _is_expr(a) else (b, a)
+            dt = with_number_dtype(ctx.dtype(t), n)
+            t = t if dt == ctx.dtype(t) else _op.cast(t, dt)
+            a, b = (t, n) if _is_expr(a) else (n, t)
         dts = {ctx.dtype(v) for v in (a, b) if _is_expr(v)}
         if any(d.startswith("float") for d in dts):
             raise ctx.fail(f"{kind} is defined on bool and integer tensors, got {sorted(dts)}")

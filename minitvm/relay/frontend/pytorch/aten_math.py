@@ -272,10 +272,8 @@ def _rsub(ctx, args):
 
 
 _UNARY = {
-    "relu": _nn.relu, "relu_": _nn.relu, "sigmoid": _op.sigmoid, "sigmoid_": _op.sigmoid,
-    "tanh": _op.tanh, "tanh_": _op.tanh, "exp": _op.exp, "log": _op.log, "sqrt": _op.sqrt,
-    "rsqrt": _op.rsqrt, "neg": _op.negative, "abs": _op.abs, "erf": _op.erf, "sin": _op.sin,
-    "cos": _op.cos, "floor": _op.floor, "ceil": _op.ceil, "round": _op.round,
+    "relu": _nn.relu, "relu_": _nn.relu, "neg": _op.negative, "abs": _op.abs,
+    "floor": _op.floor, "ceil": _op.ceil,
 }
 
 
@@ -283,11 +281,27 @@ for _n, _f in _UNARY.items():
     register(_n)(lambda ctx, args, _f=_f: _f(args[0]))
 
 
+@register("round", "round_")
+def _round(ctx, args):
+    """Half to even; ``round(x, decimals=d)`` rounds ``x * 10**d`` and divides back (for
+    ``d < 0``: ``x / 10**-d``, rounded, times ``10**-d``), as torch's kernel."""
+    x = args[0]
+    d = int(args[1]) if len(args) > 1 and args[1] is not None else 0
+    if d == 0 or not ctx.dtype(x).startswith("float"):
+        return _op.round(x)
+    scale = _scalar_like(ctx, 10.0 ** abs(d), x)
+    if d > 0:
+        return _op.divide(_op.round(_op.multiply(x, scale)), scale)
+    return _op.multiply(_op.round(_op.divide(x, scale)), scale)
+
+
 @register("reciprocal")
 def _reciprocal(ctx, args):
+    """``1 / x``; an integer or bool tensor gives float32, as torch's."""
     if not _is_expr(args[0]):
         return 1.0 / args[0]
-    return _op.divide(_scalar_like(ctx, 1.0, args[0]), args[0])
+    x = _float_operand(ctx, args[0])[0]
+    return _op.divide(_scalar_like(ctx, 1.0, x), x)
 
 
 @register("isnan")
@@ -315,7 +329,9 @@ def _nan_to_num(ctx, args):
     return _op.where(_op.isnan(x), _scalar_like(ctx, nan, x), out)
 
 
-_FLOAT_UNARY = {"tan": _op.tan, "asin": _op.asin, "acos": _op.acos, "atan": _op.atan,
+_FLOAT_UNARY = {"sigmoid": _op.sigmoid, "tanh": _op.tanh, "exp": _op.exp, "log": _op.log,
+                "sqrt": _op.sqrt, "rsqrt": _op.rsqrt, "erf": _op.erf, "sin": _op.sin,
+                "cos": _op.cos, "tan": _op.tan, "asin": _op.asin, "acos": _op.acos, "atan": _op.atan,
                 "sinh": _op.sinh, "cosh": _op.cosh, "asinh": _op.asinh, "acosh": _op.acosh,
                 "atanh": _op.atanh, "log2": _op.log2, "log10": _op.log10}
 _ALIASES = {"asin": ("arcsin",), "acos": ("arccos",), "atan": ("arctan",),

@@ -3,9 +3,22 @@ adaptive ones (the 3-D pools are in ``aten_extra``)."""
 
 from __future__ import annotations
 
+from ....frontend_common.torch_pool import ceil_mode_sizes
+from ... import op as _op
 from ...op import nn as _nn
 from ..pool_indices import maxpool_indices
 from .aten import register
+
+
+def _torch_ceil(ctx, x, out, kernel, stride, padding, dilation, ceil):
+    """``out`` without a ceil-mode last window that torch drops (``torch_pool``)."""
+    n = len(kernel)
+    sizes = ceil_mode_sizes(ctx.shape(x)[-n:], kernel, stride, padding[:n], dilation) \
+        if ceil else None
+    if sizes is None:
+        return out
+    rank = len(ctx.shape(x))
+    return _op.strided_slice(out, [0] * n, sizes, axes=list(range(rank - n, rank)))
 
 
 def _pool_args(ctx, args):
@@ -28,6 +41,7 @@ def _max_pool2d(ctx, args):
     dilation = dilation * 2 if len(dilation) == 1 else dilation
     ceil = bool(args[5]) if len(args) > 5 else False
     out = _nn.max_pool2d(x, kernel, stride, dilation, padding, ceil_mode=ceil)
+    out = _torch_ceil(ctx, x, out, kernel, stride, padding, dilation, ceil)
     if ctx.op_name == "max_pool2d":
         return out
     return out, _pool_indices(ctx, x, out, kernel, stride, padding, dilation)
@@ -54,8 +68,9 @@ def _avg_pool2d(ctx, args):
     include = bool(args[5]) if len(args) > 5 else True
     if len(args) > 6 and args[6] is not None:
         raise ctx.fail("avg_pool2d with divisor_override is not supported")
-    return _nn.avg_pool2d(x, kernel, stride, (1, 1), padding, ceil_mode=ceil,
-                          count_include_pad=include)
+    out = _nn.avg_pool2d(x, kernel, stride, (1, 1), padding, ceil_mode=ceil,
+                         count_include_pad=include)
+    return _torch_ceil(ctx, x, out, kernel, stride, padding, [1, 1], ceil)
 
 
 @register("adaptive_avg_pool2d", "_adaptive_avg_pool2d")
@@ -85,6 +100,7 @@ def _max_pool1d(ctx, args):
     dil = _one(args[4] if len(args) > 4 else None, 1)
     ceil = bool(args[5]) if len(args) > 5 else False
     out = _nn.max_pool1d(x, k, stride, dil, pad, ceil_mode=ceil)
+    out = _torch_ceil(ctx, x, out, k, stride, pad, dil, ceil)
     if ctx.op_name == "max_pool1d":
         return out
     return out, _pool_indices(ctx, x, out, k, stride, pad, dil)
@@ -97,7 +113,8 @@ def _avg_pool1d(ctx, args):
     pad = _one(args[3] if len(args) > 3 else None, 0)
     ceil = bool(args[4]) if len(args) > 4 else False
     include = bool(args[5]) if len(args) > 5 else True
-    return _nn.avg_pool1d(x, k, stride, (1,), pad, ceil_mode=ceil, count_include_pad=include)
+    out = _nn.avg_pool1d(x, k, stride, (1,), pad, ceil_mode=ceil, count_include_pad=include)
+    return _torch_ceil(ctx, x, out, k, stride, pad, [1], ceil)
 
 
 @register("adaptive_avg_pool1d")

@@ -9,9 +9,10 @@ import math
 
 import numpy as np
 
+from ....frontend_common.torch_promote import true_divide_dtype
 from ... import expr as _expr
 from ... import op as _op
-from .aten import DType, _is_expr, _norm_dim, _scalar_like, register, torch_dtype
+from .aten import DType, _is_expr, _norm_dim, _pair, _scalar_like, register, torch_dtype
 
 
 def _dims(arg, nd):
@@ -95,8 +96,8 @@ def _max_min(ctx, args):
     is_max = ctx.op_name == "max"
     if len(args) == 1:
         return (_op.max if is_max else _op.min)(x)
-    if _is_expr(args[1]):
-        return (_op.maximum if is_max else _op.minimum)(x, args[1])
+    if _is_expr(args[1]):  # (two tensors: promoted as any binary op's)
+        return (_op.maximum if is_max else _op.minimum)(*_pair(ctx, x, args[1]))
     dim = _norm_dim(args[1], len(ctx.shape(x)))
     keep = bool(args[2]) if len(args) > 2 else False
     vals = (_op.max if is_max else _op.min)(x, [dim], keepdims=keep)
@@ -178,6 +179,8 @@ def _norm(ctx, args):
 @register("logsumexp")
 def _logsumexp(ctx, args):
     x = args[0]
+    if not ctx.dtype(x).startswith("float"):  # (an integer or bool tensor gives float32)
+        x = _op.cast(x, true_divide_dtype(ctx.dtype(x)))
     dims = _dims(args[1] if len(args) > 1 else None, len(ctx.shape(x)))
     keep = bool(args[2]) if len(args) > 2 and args[2] is not None else False
     mx = _op.max(x, dims, keepdims=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.torch_promote import tensors_result_dtype
 from ....frontend_common.torch_rot90 import rot90_plan
 from ... import expr as _expr
 from ... import op as _op
@@ -105,9 +106,16 @@ def _expand(ctx, args):
     return x if tuple(target) == s else _op.broadcast_to(x, target)
 
 
+def _promoted(ctx, tensors) -> list:
+    """``tensors`` cast to the dtype torch joins them in (``torch_promote``)."""
+    tensors = list(tensors)
+    dt = tensors_result_dtype([ctx.dtype(t) for t in tensors])
+    return [t if ctx.dtype(t) == dt else _op.cast(t, dt) for t in tensors]
+
+
 @register("cat", "concat")
 def _cat(ctx, args):
-    tensors = [t for t in args[0]]
+    tensors = _promoted(ctx, args[0])
     dim = args[1] if len(args) > 1 else 0
     nd = len(ctx.shape(tensors[0]))
     return _op.concatenate(tensors, _norm_dim(dim, nd))
@@ -116,7 +124,7 @@ def _cat(ctx, args):
 @register("stack")
 def _stack(ctx, args):
     dim = args[1] if len(args) > 1 else 0
-    return _op.stack(list(args[0]), dim)
+    return _op.stack(_promoted(ctx, args[0]), dim)
 
 
 @register("slice")

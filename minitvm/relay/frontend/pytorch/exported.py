@@ -33,6 +33,7 @@ def from_exported_program(ep, input_shapes: dict | None = None):
     ep = ep.run_decompositions({})  # functional ATen ops (no in-place variants)
     gm = ep.graph_module
     _drop_size_assertions(gm)
+    _keep_user_outputs(gm, ep.graph_signature.output_specs)
     specs = ep.graph_signature.input_specs
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     input_shapes = dict(input_shapes or {})
@@ -52,6 +53,18 @@ def from_exported_program(ep, input_shapes: dict | None = None):
             infos.append(None)
             constants[i] = state[spec.target]
     return from_fx(gm, infos, constants)
+
+
+def _keep_user_outputs(gm, output_specs) -> None:
+    """Drop the graph outputs that are not the program's own (the new values of inputs and
+    buffers it mutates in place, which torch.export returns first) from the decomposed graph."""
+    keep = [i for i, spec in enumerate(output_specs) if spec.kind.name == "USER_OUTPUT"]
+    if len(keep) == len(output_specs):
+        return
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    values = out.args[0]
+    out.args = (type(values)(values[i] for i in keep),)
+    gm.graph.eliminate_dead_code()
 
 
 def _drop_size_assertions(gm) -> None:

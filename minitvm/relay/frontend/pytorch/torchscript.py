@@ -14,6 +14,7 @@ import numpy as np
 from ....frontend_common.torch_arrays import tensor_to_numpy
 from ....ir.module import IRModule
 from ... import expr as _expr
+from ... import op as _op
 from ...analysis import free_vars
 from ...transform.infer_type import InferType
 from ..common import ImportError_, unsupported_error
@@ -154,10 +155,11 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     if fake_quantize_as_qnn:  # (a dequantized constant weight stays one for qnn.conv2d)
         ctx.fake_quantize_as_qnn = True
         ctx.fold.keep = frozenset({"qnn.dequantize"})
-    views: dict = {}
-    for node in graph.nodes():
+    views = _Views(graph)
+    for i, node in enumerate(graph.nodes()):
         _convert(ctx, node, env, table)
         _write_back(ctx, node, env, views)
+        views.prune(i)
     outs = [env[o] for o in graph.outputs()]
     if any(isinstance(o, ComplexValue) for o in outs):
         raise ImportError_("a complex graph output is not supported (Relay has no complex "
@@ -175,13 +177,54 @@ def _mutates(name: str) -> bool:
         name.startswith("__i") and name.endswith("__"))
 
 
+# ops whose result shares its input's storage with the same elements in another shape or order
+# (a write into one is a write into the other; ``reshape`` / ``flatten`` may copy, so are not)
+_SHAPE_VIEWS = frozenset({"view", "unsqueeze", "squeeze", "unflatten", "permute", "transpose",
+                          "t", "mT", "alias"})
+
+
+class _Views(dict):
+    """view value -> (its source value, how it views it), for ``_write_back``; entries no later
+    node reads (neither the view nor a view of it) are dropped after each node, so a write
+    refreshes only live views and a model of many in-place ops imports in linear time."""
+
+    def __init__(self, graph) -> None:
+        super().__init__()
+        self.last = {}  # value -> index of the last top-level node reading it (nested blocks too)
+        for i, node in enumerate(graph.nodes()):
+            stack = [node]
+            while stack:
+                n = stack.pop()
+                for v in n.inputs():
+                    self.last[v] = i
+                for b in n.blocks():
+                    stack.extend(b.nodes())
+                    for v in b.outputs():
+                        self.last[v] = i
+        for v in graph.outputs():
+            self.last[v] = float("inf")
+        self.live = {}  # entry -> the last index it or a view of it is read at
+
+    def add(self, view, source, spec) -> None:
+        self[view] = (source, spec)
+        until = self.live[view] = self.last.get(view, -1)
+        while source in self and self.live[source] < until:  # (its sources stay while it does)
+            self.live[source] = until
+            source = self[source][0]
+
+    def prune(self, index: int) -> None:
+        for view in [v for v, until in self.live.items() if until <= index]:
+            del self[view], self.live[view]
+
+
 def _write_back(ctx, node, env, views) -> None:
     """In-place semantics the graph leaves implicit. An op that writes into its first
     argument rebinds that value to its result (the graph may read the argument later, as
     ``return kc`` after ``kc.index_copy_(...)`` does). A ``slice`` or ``select`` is a view of its
-    source: a write into it (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos]
-    = v`` to full-range slices and ``index_put_``) writes the source too, up the chain of views:
-    the source rebinds to itself with the view's positions replaced."""
+    source, and so are the shape views (``view``, ``permute``, ``transpose``, ``unsqueeze``, ...):
+    a write into one (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos] = v``
+    to full-range slices and ``index_put_``; ``x.permute(1, 0).relu_()``) writes the source too,
+    up the chain of views, and every other view of that storage read later sees the write."""
     kind = node.kind()
     if not kind.startswith("aten::"):
         return
@@ -190,7 +233,12 @@ def _write_back(ctx, node, env, views) -> None:
     if name in ("slice", "select") and len(ins) in (3, 5):
         spec = _view_spec(ctx, name, [env.get(v) for v in ins])
         if spec is not None:
-            views[node.output()] = (ins[0], spec)
+            views.add(node.output(), ins[0], ("index", spec))
+        return
+    if name in _SHAPE_VIEWS and node.outputsSize() == 1 and \
+            isinstance(env.get(ins[0]), _expr.Expr) and \
+            isinstance(env.get(node.output()), _expr.Expr):
+        views.add(node.output(), ins[0], ("shape", name, [env.get(v) for v in ins[1:]]))
         return
     if not _mutates(name) or not ins or node.outputsSize() != 1:
         return
@@ -199,11 +247,57 @@ def _write_back(ctx, node, env, views) -> None:
         return
     target = ins[0]
     env[target] = out
+    # (an in-place op returns self: the same view of the same source as its target, or an alias)
+    views.add(node.output(), *views.get(target, (target, ("shape", "alias", []))))
+    written = {target, node.output()}
     while target in views:
         source, spec = views[target]
-        out = written_into(ctx, env[source], out, *spec)
+        out = _into_source(ctx, env[source], out, spec)
         env[source] = out
         target = source
+        written.add(target)
+    for view, (source, spec) in views.items():  # (in creation order: sources first)
+        if view not in written and _root(views, view) is target:
+            env[view] = _from_source(ctx, env[source], spec)
+
+
+def _root(views, value):
+    while value in views:
+        value = views[value][0]
+    return value
+
+
+def _into_source(ctx, source, view, spec):
+    """``source`` after a write of ``view`` into the view ``spec`` of it."""
+    if spec[0] == "index":
+        return written_into(ctx, source, view, *spec[1])
+    _, name, args = spec
+    rank = len(ctx.shape(source))
+    if name == "alias":
+        return view
+    if name == "permute":
+        dims = [int(d) % rank for d in args[0]]
+        return _op.transpose(view, [int(i) for i in np.argsort(dims)])
+    if name == "transpose" and rank or name in ("t", "mT") and rank >= 2:
+        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name == "transpose" else \
+            (rank - 2, rank - 1)
+        axes = list(range(rank))
+        axes[d0], axes[d1] = axes[d1], axes[d0]
+        return _op.transpose(view, axes)
+    return _op.reshape(view, [int(d) for d in ctx.shape(source)])
+
+
+def _from_source(ctx, source, spec):
+    """The view ``spec`` of ``source`` (again, after a write into its storage)."""
+    if spec[0] == "index":
+        axis, positions, dropped = spec[1]
+        out = _op.take(source, _expr.const(np.asarray(positions, "int64"), "int64"), axis=axis)
+        return _op.squeeze(out, [axis]) if dropped else out
+    _, name, args = spec
+    if name == "alias":
+        return source
+    ctx.op_name = name
+    return ATEN[name](ctx, [source, *args])
 
 
 def _view_spec(ctx, name, args):
