@@ -31,6 +31,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentysixth  # (..._twentysixth)
     python benchmarks/bench_new_user_models.py --group twentyseventh  # (..._twentyseventh)
     python benchmarks/bench_new_user_models.py --group twentyeighth  # (..._twentyeighth)
+    python benchmarks/bench_new_user_models.py --group twentyninth  # (..._twentyninth)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -73,6 +74,7 @@ from new_user_models_twentyeighth import twentyeighth_models  # noqa: E402
 from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
+from new_user_models_twentyninth import twentyninth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
 from new_user_models_twentyseventh import twentyseventh_models  # noqa: E402
 from new_user_models_twentysixth import twentysixth_models  # noqa: E402
@@ -1688,7 +1690,7 @@ def fourth_models():
 # models whose ops torch exports only at a newer ONNX opset (affine_grid: AffineGrid, opset 20;
 # nn.Fold: Col2Im, opset 18)
 ONNX_OPSET = {"stn": 20, "fuseformer_mini": 18, "egnn_mini": 18, "dprnn_sep": 18,
-              "deepfill_ctxattn": 18}
+              "deepfill_ctxattn": 18, "voxelmorph_3d": 20}
 
 
 def make_inputs(spec):
@@ -1942,7 +1944,7 @@ def main() -> int:
                                         "twentieth", "twentyfirst", "twentysecond",
                                         "twentythird", "twentyfourth", "twentyfifth",
                                         "twentysixth", "twentyseventh", "twentyeighth",
-                                        "all"),
+                                        "twentyninth", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2054,7 +2056,12 @@ def main() -> int:
                     "attention, R-GCN bases with DistMult, an MPNN edge network with Set2Set, "
                     "AFM + NFM by triu_indices, iTransformer with RevIN, CREPE pitch decoding, "
                     "a deep-ensemble expected improvement by special.ndtr, a DARTS supernet, a "
-                    "VAE with amortized planar flows); all")
+                    "VAE with amortized planar flows); twentyninth: the 12 of the twenty-ninth "
+                    "(VoxelMorph with a volumetric grid_sample, a product-key memory LM, a tree "
+                    "ensemble by traversal, a particle filter by searchsorted, InceptionNeXt, "
+                    "MobileViTv2 separable attention, Graph WaveNet, Mega's EMA, expert-choice "
+                    "MoE, Charformer GBST, a complex-free LRU, a product-quantization search); "
+                    "all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2077,11 +2084,12 @@ def main() -> int:
     twentythird, twentyfourth = twentythird_models(), twentyfourth_models()
     twentyfifth, twentysixth = twentyfifth_models(), twentysixth_models()
     twentyseventh, twentyeighth = twentyseventh_models(), twentyeighth_models()
+    twentyninth = twentyninth_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
              **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth,
-             **twentysixth, **twentyseventh, **twentyeighth}
+             **twentysixth, **twentyseventh, **twentyeighth, **twentyninth}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2092,7 +2100,7 @@ def main() -> int:
              "twentythird": twentythird, "twentyfourth": twentyfourth,
              "twentyfifth": twentyfifth, "twentysixth": twentysixth,
              "twentyseventh": twentyseventh, "twentyeighth": twentyeighth,
-             "all": table}[args.group]
+             "twentyninth": twentyninth, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

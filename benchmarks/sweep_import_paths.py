@@ -75,6 +75,7 @@ from new_user_models_twentyeighth import twentyeighth_models  # noqa: E402
 from new_user_models_twentyfifth import twentyfifth_models  # noqa: E402
 from new_user_models_twentyfirst import twentyfirst_models  # noqa: E402
 from new_user_models_twentyfourth import twentyfourth_models  # noqa: E402
+from new_user_models_twentyninth import twentyninth_models  # noqa: E402
 from new_user_models_twentysecond import twentysecond_models  # noqa: E402
 from new_user_models_twentyseventh import twentyseventh_models  # noqa: E402
 from new_user_models_twentysixth import twentysixth_models  # noqa: E402
@@ -109,7 +110,8 @@ def groups() -> dict:
               "twentyfirst": twentyfirst_models(), "twentysecond": twentysecond_models(),
               "twentythird": twentythird_models(), "twentyfourth": twentyfourth_models(),
               "twentyfifth": twentyfifth_models(), "twentysixth": twentysixth_models(),
-              "twentyseventh": twentyseventh_models(), "twentyeighth": twentyeighth_models()}
+              "twentyseventh": twentyseventh_models(), "twentyeighth": twentyeighth_models(),
+              "twentyninth": twentyninth_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -498,7 +500,8 @@ def main() -> int:
                              "fourteenth", "fifteenth", "sixteenth", "seventeenth",
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
                              "twentysecond", "twentythird", "twentyfourth", "twentyfifth",
-                             "twentysixth", "twentyseventh", "twentyeighth", "all"))
+                             "twentysixth", "twentyseventh", "twentyeighth", "twentyninth",
+                             "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS + DYN_RELAY_PATHS}, or all")

@@ -123,6 +123,10 @@ def grid_sample_kernel(ctx, x, grid, method: str, padding: str, align: bool):
                        f"must be known, got {xs} and {gs}")
     out = [xs[0], xs[1], *gs[1:-1]]
     dt = ctx.dtype(x)
+    # the image materialized (R.stop_fusion): the kernel reads it at 4 or 8 taps a sample, so a
+    # fused producer would run once per tap, and chained samplings (VoxelMorph's scaling and
+    # squaring, v + grid_sample(v, id + v)) would nest 8^k copies of the first into one kernel
+    x = ctx.emit(_op.stop_fusion(x))
 
     def kernel(data, g):
         return grid_sample(data, g, method, padding, align, out, dt, channels_last_grid=True)

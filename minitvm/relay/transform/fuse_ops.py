@@ -63,6 +63,14 @@ def _replicating_take(call, data_type, out_type) -> bool:
     return n_in is not None and n_out is not None and n_out > 2 * n_in
 
 
+# ops reading their data argument at positions computed from another argument, several taps an
+# output element (grid_sample: 4 corners in 2-D, 8 in 3-D, per channel): fused into them, the
+# data's producer would run once per tap, and a chain of them (VoxelMorph's scaling and squaring,
+# v + grid_sample(v, id + v) four times over) would nest 8^k copies of the first producer into
+# one kernel. Their data edge is opaque: the producer runs once; the grid still fuses (the 2-D
+# importers materialize the data rows the same way, by stop_fusion)
+_TAPPED_DATA_OPS = frozenset({"image.grid_sample"})
+
 # elementwise ops computed by a polynomial or series (tens of instructions an element, far above
 # a load): recomputing them once per copy of a broadcast costs more than writing their smaller
 # result once. sqrt / rsqrt are single instructions, as cheap as the divide they feed (a norm's
@@ -196,10 +204,13 @@ class _GraphBuilder(ScopedVisitor):
             self._edge(op, None, OPAQUE)
         rtype = call._checked_type
         take = isinstance(op, Op) and op.name == "take"  # (_replicating_take's first test)
+        tapped = isinstance(op, Op) and op.name in _TAPPED_DATA_OPS
         broadcast = pattern == BROADCAST
         for i, a in enumerate(call.args):
             edge = pattern
-            if broadcast or take:
+            if i == 0 and tapped:
+                edge = OPAQUE
+            elif broadcast or take:
                 at = a._checked_type
                 if (broadcast and isinstance(at, TensorType)
                         and isinstance(rtype, TensorType) and at.shape == rtype.shape):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ....ir.prim_expr import IntImm, PrimExpr
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from .context import AtenContext, register
@@ -26,8 +27,16 @@ def _sort(ctx: AtenContext, args):
 
 @register("topk.default")
 def _topk(ctx: AtenContext, args):
-    x, k, dim, largest = args[0], int(args[1]), args[2], args[3]
-    tup = ctx.emit(_op.topk(x, k, int(dim) % ctx.ndim(x), "both", bool(largest), "int64"))
+    """``torch.topk``; a ``k`` known only at run time (a symbolic expression of the batch: an
+    expert-choice router's capacity ``b * t * f // e``) is the first ``k`` of a sort, since
+    ``relax.topk`` takes ``k`` as an integer attribute."""
+    x, k, dim, largest = args[0], args[1], args[2], args[3]
+    axis = int(dim) % ctx.ndim(x)
+    if isinstance(k, PrimExpr) and not isinstance(k, IntImm):
+        desc = bool(largest)
+        head = [ctx.emit(_op.sort(x, axis, desc)), ctx.emit(_op.argsort(x, axis, desc, "int64"))]
+        return tuple(ctx.emit(_op.strided_slice(t, [axis], [0], [k])) for t in head)
+    tup = ctx.emit(_op.topk(x, int(k), axis, "both", bool(largest), "int64"))
     return (ctx.emit(TupleGetItem(tup, 0)), ctx.emit(TupleGetItem(tup, 1)))
 
 
