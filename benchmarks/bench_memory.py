@@ -2,12 +2,12 @@
 what a deployed model costs in resident memory, and the peak while building.
 
     python benchmarks/bench_memory.py [--models resnet50,mobilenetv2,bert] [--runs 10]
-        [--attribute]
+        [--attribute] [--tree OTHER_CHECKOUT]
 
 Each (runtime, model) runs in a fresh subprocess (the models of ``bench_whole_models``, one
 thread). minitvm: ``relay.build`` at opt_level 3 with an empty on-disk kernel cache ("cold") and
 again in a second process over the filled cache ("warm"); for each, the peak RSS up to the end of
-the build (``ru_maxrss``, the model's import included), the RSS once the module is ready to run
+the build (VmHWM reset just before ``relay.build``: the build's own peak), the RSS once the module is ready to run
 (graph executor created, the Relay module, params and import-time objects dropped, after
 ``gc.collect``) and after ``--runs`` runs. ONNX Runtime: the RSS after creating the
 InferenceSession (the ONNX bytes and model dropped) and after the runs. A "base" row is the RSS
@@ -30,7 +30,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+# ``--tree DIR``: measure the minitvm of another checkout (an A/B of a change)
+TREE = sys.argv[sys.argv.index("--tree") + 1] if "--tree" in sys.argv[:-1] else None
+sys.path.insert(0, TREE or os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 MB = 1 << 20
@@ -43,8 +45,26 @@ def rss() -> float:
         return int(f.read().split()[1]) * PAGE / MB
 
 
+def reset_peak() -> bool:
+    """Restart the kernel's peak-RSS count (VmHWM) from the current RSS (Linux 4.0+)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def peak() -> float:
-    """Peak resident set size of this process so far, MB (ru_maxrss is in KB on Linux)."""
+    """Peak resident set size since ``reset_peak`` (VmHWM), MB; else ``ru_maxrss``, the peak
+    since the process started."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -64,21 +84,27 @@ def child(runtime: str, name: str, runs: int, attribute: bool) -> dict:
     """Measure one (runtime, model) in this process; a dict of MB figures."""
     from bench_whole_models import load
 
+    if TREE:  # (bench_whole_models puts this checkout first on the path)
+        sys.path.insert(0, TREE)
+
     if attribute:
         import tracemalloc
 
         tracemalloc.start(1)
     m = load(name)
+    import minitvm
+
+    assert TREE is None or minitvm.__file__.startswith(TREE), minitvm.__file__
     x = np.random.default_rng(0).standard_normal(m["shape"]).astype("float32")
     out: dict = {"loaded": rss()}
     if runtime == "ort":
         import onnxruntime as ort
-
         from bench_whole_models import ort_runner
 
         blob, inp = m["onnx"], m["input"]
         del m
         base = settle()
+        reset_peak()
         run = ort_runner(blob, inp, x, 1)
         del blob
         out.update(base=base, ready=settle(), peak_build=peak())
@@ -94,6 +120,7 @@ def child(runtime: str, name: str, runs: int, attribute: bool) -> dict:
         mod, params = m["mod"], m["params"]
         del m
         base = settle()
+        reset_peak()
         t0 = time.perf_counter()
         with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(mod, target="llvm", params=params)
@@ -125,12 +152,13 @@ def child(runtime: str, name: str, runs: int, attribute: bool) -> dict:
 
 
 def spawn(runtime: str, name: str, runs: int, cache: str, attribute: bool = False) -> dict:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = TREE or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, MINITVM_CACHE_DIR=cache, PYTHONPATH=path, OMP_NUM_THREADS="1")
     for var in ("MINITVM_DISABLE_DISK_CACHE", "MINITVM_DISABLE_BUILD_CACHE"):
         env.pop(var, None)
-    cmd = [sys.executable, __file__, "--child", runtime, name, "--runs", str(runs)] + \
+    cmd = [sys.executable, __file__, "--child", runtime, name, "--runs", str(runs),
+           "--tree", root] + \
         (["--attribute"] if attribute else [])
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -145,6 +173,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--attribute", action="store_true",
                     help="print the largest live allocations after a warm minitvm build")
+    ap.add_argument("--tree", default=None, help="the checkout whose minitvm is measured")
     ap.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -181,7 +210,7 @@ def main(argv=None) -> int:
         ratio = (warm["after_runs"] - warm["base"]) / max(ort["after_runs"] - ort["base"], 1e-9)
         print(f"{'':22s} {'ratio':13s} model after runs, minitvm warm / onnxruntime: "
               f"{ratio:.2f}; RSS after runs {warm['after_runs'] / ort['after_runs']:.2f}")
-    print("peak: ru_maxrss up to the end of the build (ORT: session created); ready: after "
+    print("peak: VmHWM from just before the build to its end (ORT: session created); ready: after "
           "gc with the executor ready; runs: after the runs")
     return 0
 

@@ -57,6 +57,14 @@ def _shareable(value: np.ndarray) -> np.ndarray:
     return view
 
 
+def _aligned_param(value) -> NDArray:
+    """``value`` as an NDArray whose data starts at an ``ALIGN`` boundary (copied if not)."""
+    arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
+    if arr.flags.c_contiguous and arr.ctypes.data % ALIGN == 0:
+        return value if isinstance(value, NDArray) else NDArray(arr)
+    return NDArray(_aligned_copy(arr))
+
+
 def _param_storage(plan: dict, params: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
     """storage id -> the parameter array (as bytes) its kernels read in place: the storages a
     parameter entry fills alone (itself and reshape views of it; not a graph output, which
@@ -506,15 +514,15 @@ class GraphModule:
             if isinstance(k, str) and k not in self._input_index:
                 continue  # as in TVM: a parameter the graph folded into a constant is skipped
             key, _ = self._input_entry(k, "load_params")
-            checked[key] = _aligned_copy(self._checked(key, v))
+            checked[key] = _shareable(_aligned_copy(self._checked(key, v)))
         with self._states_lock:
             self._params.update(checked)
             states = list(self._states)
         for st in states:
             for key, v in checked.items():
                 e = self._input_index[key]
-                if self._plan["entries"][e][0] in st.shared:
-                    self._bind(st, e, v)
+                if self._plan["entries"][e][0] in st.shared or e in st.family:
+                    self._bind(st, e, v)  # (an input turned parameter: read in place too)
                 else:
                     np.copyto(st.views[e], v)
                 st.unset.discard(key)
@@ -608,7 +616,8 @@ class GraphExecutorFactoryModule(Module):
                  ir_mod=None, build_seconds: float = 0.0):
         self.graph_json = graph_json
         self.lib = lib
-        self.params = {k: v if isinstance(v, NDArray) else NDArray(v) for k, v in params.items()}
+        # (each at an ALIGN boundary: the executors made from this factory read it in place)
+        self.params = {k: _aligned_param(v) for k, v in params.items()}
         self.libmod_name = libmod_name
         self.ir_mod = ir_mod
         self.build_seconds = build_seconds
