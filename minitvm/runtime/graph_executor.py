@@ -164,8 +164,9 @@ class GraphModule:
         self = object.__new__(cls)
         checked = factory.checked_graph() if isinstance(factory, GraphExecutorFactoryModule) \
             else None
-        self._setup(factory.get_graph_json(), factory.get_lib(), factory.get_params(), dev,
-                    checked=checked)
+        params = factory.aligned_params() if isinstance(factory, GraphExecutorFactoryModule) \
+            else factory.get_params()
+        self._setup(factory.get_graph_json(), factory.get_lib(), params, dev, checked=checked)
         return self
 
     # ------------------------------------------------------------------ setup
@@ -616,8 +617,7 @@ class GraphExecutorFactoryModule(Module):
                  ir_mod=None, build_seconds: float = 0.0):
         self.graph_json = graph_json
         self.lib = lib
-        # (each at an ALIGN boundary: the executors made from this factory read it in place)
-        self.params = {k: _aligned_param(v) for k, v in params.items()}
+        self.params = {k: v if isinstance(v, NDArray) else NDArray(v) for k, v in params.items()}
         self.libmod_name = libmod_name
         self.ir_mod = ir_mod
         self.build_seconds = build_seconds
@@ -638,6 +638,14 @@ class GraphExecutorFactoryModule(Module):
     def _set_checked(self, g: dict, plan: dict) -> None:
         """Record what ``load_module`` already parsed and checked."""
         self._checked = (self.graph_json, self.lib, g, plan)
+
+    def aligned_params(self) -> dict:
+        """``params``, each moved to an ``ALIGN`` boundary (copied once, replacing the value
+        here) where it is not: what the executors made from this factory read in place. Done
+        when the first executor is made, not in the build, whose peak would hold both."""
+        for k, v in self.params.items():
+            self.params[k] = _aligned_param(v)
+        return self.params
 
     def get_graph_json(self) -> str:
         return self.graph_json
