@@ -8,8 +8,8 @@ Each (runtime, model) runs in a fresh subprocess (the models of ``bench_whole_mo
 thread). minitvm: ``relay.build`` at opt_level 3 with an empty on-disk kernel cache ("cold") and
 again in a second process over the filled cache ("warm"); for each, the peak RSS up to the end of
 the build (VmHWM reset just before ``relay.build``: the build's own peak), the RSS once the module is ready to run
-(graph executor created, the Relay module, params and import-time objects dropped, after
-``gc.collect``) and after ``--runs`` runs. ONNX Runtime: the RSS after creating the
+(graph executor created, the Relay module, params and import-time objects dropped, the build
+cache's writer thread joined — it holds the factory until written —, after ``gc.collect``) and after ``--runs`` runs. ONNX Runtime: the RSS after creating the
 InferenceSession (the ONNX bytes and model dropped) and after the runs. A "base" row is the RSS
 of the same process with the model's inputs loaded and freed, before building: the columns
 "model" subtract it (what the built model itself keeps). ``--attribute`` prints, for minitvm
@@ -127,6 +127,11 @@ def child(runtime: str, name: str, runs: int, attribute: bool) -> dict:
         out["build_s"] = time.perf_counter() - t0
         out["peak_build"] = peak()
         del mod, params
+        import threading
+
+        for t in threading.enumerate():  # the build cache's writer holds the factory until done
+            if t.name == "minitvm-build-cache-write":
+                t.join()
         g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
         del lib
 
