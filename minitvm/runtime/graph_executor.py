@@ -9,8 +9,11 @@ view of the output storage.
 
 Threads: each thread that uses a GraphModule gets its own storage (allocated on its first call),
 so ``set_input``/``run``/``get_output`` sequences in different threads never see each other's
-values. Parameters (from the factory or ``load_params``) are shared by every thread; inputs set
-in one thread are not visible in another.
+values. Parameters (from the factory or ``load_params``) are shared by every thread and read in
+place: one aligned, read-only copy of each (the factory's own, once aligned), no per-thread storage
+(ResNet-50 kept 100 MB of weights twice, BERT-base 420 MB: ``benchmarks/bench_memory.py``);
+``set_input`` of a parameter gives the calling thread a copy of its own. Inputs set in one thread
+are not visible in another.
 """
 
 from __future__ import annotations
@@ -38,6 +41,55 @@ def _aligned(nbytes: int) -> np.ndarray:
     raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
     off = (-raw.ctypes.data) % ALIGN
     return raw[off:off + nbytes]
+
+
+def _aligned_copy(value: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``value`` at an ``ALIGN``-byte boundary."""
+    out = _aligned(value.nbytes).view(value.dtype).reshape(value.shape)
+    np.copyto(out, value)
+    return out
+
+
+def _shareable(value: np.ndarray) -> np.ndarray:
+    """``value`` itself when kernels can read it in place (C-contiguous, ``ALIGN``-aligned),
+    else an aligned copy; read-only either way (every thread's kernels read it)."""
+    if not (value.flags.c_contiguous and value.ctypes.data % ALIGN == 0):
+        value = _aligned_copy(value)
+    view = value.view()
+    view.flags.writeable = False
+    return view
+
+
+def _aligned_param(value) -> NDArray:
+    """``value`` as an NDArray whose data starts at an ``ALIGN`` boundary (copied if not)."""
+    arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
+    if arr.flags.c_contiguous and arr.ctypes.data % ALIGN == 0:
+        return value if isinstance(value, NDArray) else NDArray(arr)
+    return NDArray(_aligned_copy(arr))
+
+
+def _param_storage(plan: dict, params: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """storage id -> the parameter array (as bytes) its kernels read in place: the storages a
+    parameter entry fills alone (itself and reshape views of it; not a graph output, which
+    ``get_output`` hands out)."""
+    entries, offsets = plan["entries"], plan["offsets"]
+    users: dict[int, list[int]] = {}
+    for a, (sid, _, _) in enumerate(entries):
+        users.setdefault(sid, []).append(a)
+    outs = {entries[o][0] for o in plan["outputs"]}
+    shared = {}
+    for e, value in params.items():
+        sid = entries[e][0]
+        if sid in outs or any(offsets[a] != 0 for a in users[sid]):
+            continue
+        if value.nbytes > plan["sizes"][sid] or not value.flags.c_contiguous:
+            continue
+        if any(np.dtype(entries[a][1]).itemsize * int(np.prod(entries[a][2], dtype=np.int64))
+               > value.nbytes for a in users[sid]):
+            continue
+        raw = value.reshape(-1).view(np.uint8)
+        shared[sid] = raw
+    return shared
 
 
 def _shape_str(shape) -> str:
@@ -73,7 +125,7 @@ class _State:
     """One thread's storage: buffers, workspace, views, prepared calls and pointer table."""
 
     __slots__ = ("storage", "workspace", "views", "spans", "table", "entry", "keep", "unset",
-                 "family", "slots", "planned", "outputs", "_steps", "_plan_steps",
+                 "family", "slots", "planned", "outputs", "_steps", "_plan_steps", "shared",
                  "__weakref__")
 
     @property
@@ -115,8 +167,9 @@ class GraphModule:
         self = object.__new__(cls)
         checked = factory.checked_graph() if isinstance(factory, GraphExecutorFactoryModule) \
             else None
-        self._setup(factory.get_graph_json(), factory.get_lib(), factory.get_params(), dev,
-                    checked=checked)
+        params = factory.aligned_params() if isinstance(factory, GraphExecutorFactoryModule) \
+            else factory.get_params()
+        self._setup(factory.get_graph_json(), factory.get_lib(), params, dev, checked=checked)
         return self
 
     # ------------------------------------------------------------------ setup
@@ -138,7 +191,7 @@ class GraphModule:
         self._params: dict[str, np.ndarray] = {}
         for name, value in params.items():
             if name in self._input_index:
-                self._params[name] = self._checked(name, value)
+                self._params[name] = _shareable(self._checked(name, value))
         self._param_names = set(self._params)
         self.input_names = [n for n in self._input_index if n not in self._param_names]
         self._native_steps = [(k.symbol, len(ins) + len(k.consts) + len(outs) +
@@ -181,7 +234,13 @@ class GraphModule:
     def _new_state(self) -> _State:
         plan = self._plan
         st = _State()
-        st.storage = [_aligned(n) for n in plan["sizes"]]
+        with self._states_lock:
+            params = dict(self._params)
+        # parameters are read in place (every thread's kernels read the one copy): no storage
+        # of their own here, their entries (and reshape views) view the parameter's array
+        shared = _param_storage(plan, {self._input_index[n]: v for n, v in params.items()})
+        st.storage = [shared[sid] if sid in shared else _aligned(n)
+                      for sid, n in enumerate(plan["sizes"])]
         st.workspace = _aligned(max(plan["ws_bytes"], 64))
         st.views = []
         base = [a.ctypes.data for a in st.storage]
@@ -189,22 +248,26 @@ class GraphModule:
         for (sid, dt, shape), off in zip(plan["entries"], plan["offsets"], strict=True):
             st.views.append(np.ndarray(shape, dt, st.storage[sid], off))
             ptr_of.append(base[sid] + off)
-        with self._states_lock:
-            params = dict(self._params)
+        st.shared = set(shared)
         for name, value in params.items():
-            np.copyto(st.views[self._input_index[name]], value)
+            e = self._input_index[name]
+            if plan["entries"][e][0] not in shared:
+                np.copyto(st.views[e], value)
         st.unset = {n for n in self.input_names if n not in params}
         st.outputs = {}  # output index -> the NDArray get_output last returned
         # set_input_zero_copy rebinds an input and the reshape views of it (the entries in
         # its storage: the memory plan gives an input storage of its own): their views, and
         # the pointer table slots kernels read them through
         inputs = {self._input_index[n] for n in self.input_names}
+        # (and the parameters read in place: a set_input / load_params of one rebinds them)
+        inputs |= {self._input_index[n] for n in params
+                   if plan["entries"][self._input_index[n]][0] in shared}
         sid_of = {plan["entries"][e][0]: e for e in inputs}
         st.family = {e: [] for e in inputs}
         for a, (sid, _, _) in enumerate(plan["entries"]):
             if sid in sid_of:
                 st.family[sid_of[sid]].append(a)
-        st.planned = {e: st.views[e] for e in inputs}
+        st.planned = {e: st.views[e] for e in inputs if plan["entries"][e][0] not in shared}
         st.slots = {a: [] for fam in st.family.values() for a in fam}
         ws_ptr = st.workspace.ctypes.data
         const_ptrs: dict[str, list[int]] = {}
@@ -281,6 +344,9 @@ class GraphModule:
         key, e = self._input_entry(key, "set_input")
         src = self._checked(key, value)
         st = self._state()
+        if self._plan["entries"][e][0] in st.shared:  # (a parameter: this thread's own copy)
+            self._bind(st, e, _aligned_copy(src))
+            return
         self._unbind(st, e)
         np.copyto(st.views[e], src)
         st.unset.discard(key)
@@ -452,13 +518,17 @@ class GraphModule:
             if isinstance(k, str) and k not in self._input_index:
                 continue  # as in TVM: a parameter the graph folded into a constant is skipped
             key, _ = self._input_entry(k, "load_params")
-            checked[key] = np.array(self._checked(key, v), copy=True)
+            checked[key] = _shareable(_aligned_copy(self._checked(key, v)))
         with self._states_lock:
             self._params.update(checked)
             states = list(self._states)
         for st in states:
             for key, v in checked.items():
-                np.copyto(st.views[self._input_index[key]], v)
+                e = self._input_index[key]
+                if self._plan["entries"][e][0] in st.shared or e in st.family:
+                    self._bind(st, e, v)  # (an input turned parameter: read in place too)
+                else:
+                    np.copyto(st.views[e], v)
                 st.unset.discard(key)
 
     def share_params(self, other, params) -> None:
@@ -501,8 +571,8 @@ class GraphModule:
     @property
     def memory_bytes(self) -> int:
         """Bytes of planned storage (inputs, parameters, intermediates, outputs, workspace)."""
-        st = self._state()
-        return sum(s.nbytes for s in st.storage) + st.workspace.nbytes
+        st = self._state()  # (parameters: the one copy every thread reads, counted here)
+        return sum(self._plan["sizes"]) + st.workspace.nbytes
 
 
 class GraphExecutorModule(Module):
@@ -571,6 +641,14 @@ class GraphExecutorFactoryModule(Module):
     def _set_checked(self, g: dict, plan: dict) -> None:
         """Record what ``load_module`` already parsed and checked."""
         self._checked = (self.graph_json, self.lib, g, plan)
+
+    def aligned_params(self) -> dict:
+        """``params``, each moved to an ``ALIGN`` boundary (copied once, replacing the value
+        here) where it is not: what the executors made from this factory read in place. Done
+        when the first executor is made, not in the build, whose peak would hold both."""
+        for k, v in self.params.items():
+            self.params[k] = _aligned_param(v)
+        return self.params
 
     def get_graph_json(self) -> str:
         return self.graph_json
