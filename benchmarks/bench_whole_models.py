@@ -3,7 +3,7 @@ and PyTorch eager in one process: untuned and tuned, at 1 and 2 threads, with co
 
     python benchmarks/bench_whole_models.py [--models resnet50,mobilenetv2,bert]
         [--records FILE.jsonl] [--defaults] [--threads 1,2] [--rounds 5] [--runs 3]
-        [--no-compile] [--avx2 [CPU]]
+        [--no-compile] [--avx2 [CPU]] [--dialects relay,relax]
 
 Models (fp32): ResNet-50 (``relay.testing.resnet``, 224x224), MobileNetV2
 (torchvision's layout, ``bench_mobilenet.mobilenet_v2``, exported to ONNX and imported) and
@@ -29,8 +29,14 @@ and limits the peers to AVX2 where they can be: PyTorch (``ATEN_CPU_CAPABILITY=a
 under it (``ONEDNN_MAX_CPU_ISA=AVX2``) and MKL (``MKL_ENABLE_INSTRUCTIONS=AVX2``), set before
 torch loads; ONNX Runtime has no such switch (its MLAS kernels pick the host's widest ISA), so
 its column stays AVX-512, for context.
-Compile time: ``relay.build`` at opt_level 3 in a fresh process with an empty on-disk cache
-("cold") and again in a second fresh process over the filled cache ("warm").
+``--dialects relay,relax`` adds "relax": the same torch module (MobileNetV2's, or the
+prepared graph as ``bench_models.torch_module``) through ``torch.export`` and
+``relax.frontend.torch.from_exported_program`` (weights bound as constants), ``relax.build``
+with the default pipeline and ``relax.VirtualMachine``, timed in the same rounds, with a
+relax/relay ratio; ``--dialects relax`` leaves the Relay contenders out.
+Compile time: ``relay.build`` at opt_level 3 (``relax.build``) in a fresh process with an
+empty on-disk cache ("cold") and again in a second fresh process over the filled cache
+("warm").
 """
 
 from __future__ import annotations
