@@ -233,83 +233,108 @@ def to_onnx(main, order):
     return model.SerializeToString()
 
 
-def torch_runner(main, order, threads: int):
-    """The prepared graph in PyTorch eager mode."""
+def _pads(p):
+    p = list(p)
+    return p * 4 if len(p) == 1 else p * 2 if len(p) == 2 else p
+
+
+def _torch_op(e, v):
+    """One prepared Relay call in PyTorch (``v``: its arguments' tensors)."""
     import torch
     import torch.nn.functional as F
 
+    op, a = e.op.name, e.attrs
+    if op == "add":
+        return v[0] + v[1]
+    if op == "subtract":
+        return v[0] - v[1]
+    if op == "multiply":
+        return v[0] * v[1]
+    if op == "divide":
+        return v[0] / v[1]
+    if op == "nn.relu":
+        return torch.relu(v[0])
+    if op == "erf":
+        return torch.erf(v[0])
+    if op == "rsqrt":
+        return torch.rsqrt(v[0])
+    if op == "sqrt":
+        return torch.sqrt(v[0])
+    if op == "nn.dense":
+        return F.linear(v[0], v[1])
+    if op == "nn.bias_add":
+        nd = v[0].dim()
+        axis = a.axis % nd
+        return v[0] + v[1].reshape([-1] + [1] * (nd - axis - 1))
+    if op == "nn.softmax":
+        return torch.softmax(v[0], int(a.axis))
+    if op == "nn.batch_flatten":
+        return torch.flatten(v[0], 1)
+    if op in ("reshape", "squeeze", "expand_dims"):
+        return v[0].reshape([int(d) for d in e.checked_type.shape])
+    if op == "transpose":
+        return v[0].permute(*[int(x) for x in a.axes])
+    if op == "nn.batch_matmul":
+        x = v[0].transpose(1, 2) if a.transpose_a else v[0]
+        y = v[1].transpose(1, 2) if a.transpose_b else v[1]
+        return torch.bmm(x, y)
+    if op == "nn.conv2d":
+        p = _pads(a.padding)
+        x = F.pad(v[0], (p[1], p[3], p[0], p[2])) if (p[0], p[1]) != (p[2], p[3]) else v[0]
+        pad = 0 if (p[0], p[1]) != (p[2], p[3]) else (p[0], p[1])
+        return F.conv2d(x, v[1], None, tuple(a.strides), pad, tuple(a.dilation),
+                        int(a.groups))
+    if op == "nn.max_pool2d":
+        p = _pads(a.padding)
+        return F.max_pool2d(v[0], tuple(a.pool_size), tuple(a.strides), (p[0], p[1]),
+                            ceil_mode=bool(a.ceil_mode))
+    if op == "nn.global_avg_pool2d":
+        return F.adaptive_avg_pool2d(v[0], 1)
+    if op in ("mean", "variance"):
+        axes = [int(x) for x in (a.axis if isinstance(a.axis, (list, tuple)) else [a.axis])]
+        if op == "mean":
+            return v[0].mean(axes, keepdim=bool(a.keepdims))
+        return ((v[0] - v[1]) ** 2).mean(axes, keepdim=bool(a.keepdims))
+    raise ValueError(f"no PyTorch translation for {op}")
+
+
+def torch_module(main, order):
+    """The prepared graph as a ``torch.nn.Module`` (constants as frozen parameters): what
+    PyTorch eager runs op by op, and what ``torch.export`` hands to the Relax importer."""
+    import torch
+
+    class Graph(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.slots = {}
+            for e in order:
+                if isinstance(e, Constant) and id(e) not in self.slots:
+                    name = f"c{len(self.slots)}"
+                    self.slots[id(e)] = name
+                    self.register_parameter(name, torch.nn.Parameter(
+                        torch.from_numpy(e.data.numpy().copy()), requires_grad=False))
+
+        def forward(self, x):
+            env = {k: getattr(self, n) for k, n in self.slots.items()}
+            env[id(main.params[0])] = x
+            for e in order:
+                if id(e) not in env:
+                    env[id(e)] = _torch_op(e, [env[id(a)] for a in e.args])
+            return env[id(main.body)]
+
+    return Graph().eval()
+
+
+def torch_runner(main, order, threads: int):
+    """The prepared graph in PyTorch eager mode."""
+    import torch
+
     torch.set_num_threads(threads)
-    consts = {id(e): torch.from_numpy(e.data.numpy().copy()) for e in order
-              if isinstance(e, Constant)}
-
-    def pads(p):
-        p = list(p)
-        return p * 4 if len(p) == 1 else p * 2 if len(p) == 2 else p
-
-    def call(e, v):
-        op, a = e.op.name, e.attrs
-        if op == "add":
-            return v[0] + v[1]
-        if op == "subtract":
-            return v[0] - v[1]
-        if op == "multiply":
-            return v[0] * v[1]
-        if op == "divide":
-            return v[0] / v[1]
-        if op == "nn.relu":
-            return torch.relu(v[0])
-        if op == "erf":
-            return torch.erf(v[0])
-        if op == "rsqrt":
-            return torch.rsqrt(v[0])
-        if op == "sqrt":
-            return torch.sqrt(v[0])
-        if op == "nn.dense":
-            return F.linear(v[0], v[1])
-        if op == "nn.bias_add":
-            nd = v[0].dim()
-            axis = a.axis % nd
-            return v[0] + v[1].reshape([-1] + [1] * (nd - axis - 1))
-        if op == "nn.softmax":
-            return torch.softmax(v[0], int(a.axis))
-        if op == "nn.batch_flatten":
-            return torch.flatten(v[0], 1)
-        if op in ("reshape", "squeeze", "expand_dims"):
-            return v[0].reshape([int(d) for d in e.checked_type.shape])
-        if op == "transpose":
-            return v[0].permute(*[int(x) for x in a.axes])
-        if op == "nn.batch_matmul":
-            x = v[0].transpose(1, 2) if a.transpose_a else v[0]
-            y = v[1].transpose(1, 2) if a.transpose_b else v[1]
-            return torch.bmm(x, y)
-        if op == "nn.conv2d":
-            p = pads(a.padding)
-            x = F.pad(v[0], (p[1], p[3], p[0], p[2])) if (p[0], p[1]) != (p[2], p[3]) else v[0]
-            pad = 0 if (p[0], p[1]) != (p[2], p[3]) else (p[0], p[1])
-            return F.conv2d(x, v[1], None, tuple(a.strides), pad, tuple(a.dilation),
-                            int(a.groups))
-        if op == "nn.max_pool2d":
-            p = pads(a.padding)
-            return F.max_pool2d(v[0], tuple(a.pool_size), tuple(a.strides), (p[0], p[1]),
-                                ceil_mode=bool(a.ceil_mode))
-        if op == "nn.global_avg_pool2d":
-            return F.adaptive_avg_pool2d(v[0], 1)
-        if op in ("mean", "variance"):
-            axes = [int(x) for x in (a.axis if isinstance(a.axis, (list, tuple)) else [a.axis])]
-            if op == "mean":
-                return v[0].mean(axes, keepdim=bool(a.keepdims))
-            return ((v[0] - v[1]) ** 2).mean(axes, keepdim=bool(a.keepdims))
-        raise ValueError(f"no PyTorch translation for {op}")
+    model = torch_module(main, order)
 
     def run(x):
-        env = dict(consts)
-        env[id(main.params[0])] = x
         with torch.no_grad():
-            for e in order:
-                if id(e) in env:
-                    continue
-                env[id(e)] = call(e, [env[id(a)] for a in e.args])
-        return env[id(main.body)]
+            return model(x)
 
     return run
 

@@ -3,7 +3,7 @@ and PyTorch eager in one process: untuned and tuned, at 1 and 2 threads, with co
 
     python benchmarks/bench_whole_models.py [--models resnet50,mobilenetv2,bert]
         [--records FILE.jsonl] [--defaults] [--threads 1,2] [--rounds 5] [--runs 3]
-        [--no-compile] [--avx2 [CPU]]
+        [--no-compile] [--avx2 [CPU]] [--dialects relay,relax]
 
 Models (fp32): ResNet-50 (``relay.testing.resnet``, 224x224), MobileNetV2
 (torchvision's layout, ``bench_mobilenet.mobilenet_v2``, exported to ONNX and imported) and
@@ -29,8 +29,14 @@ and limits the peers to AVX2 where they can be: PyTorch (``ATEN_CPU_CAPABILITY=a
 under it (``ONEDNN_MAX_CPU_ISA=AVX2``) and MKL (``MKL_ENABLE_INSTRUCTIONS=AVX2``), set before
 torch loads; ONNX Runtime has no such switch (its MLAS kernels pick the host's widest ISA), so
 its column stays AVX-512, for context.
-Compile time: ``relay.build`` at opt_level 3 in a fresh process with an empty on-disk cache
-("cold") and again in a second fresh process over the filled cache ("warm").
+``--dialects relay,relax`` adds "relax": the same torch module (MobileNetV2's, or the
+prepared graph as ``bench_models.torch_module``) through ``torch.export`` and
+``relax.frontend.torch.from_exported_program`` (weights bound as constants), ``relax.build``
+with the default pipeline and ``relax.VirtualMachine``, timed in the same rounds, with a
+relax/relay ratio; ``--dialects relax`` leaves the Relay contenders out.
+Compile time: ``relay.build`` at opt_level 3 (``relax.build``) in a fresh process with an
+empty on-disk cache ("cold") and again in a second fresh process over the filled cache
+("warm").
 """
 
 from __future__ import annotations
@@ -86,7 +92,7 @@ def load(name: str) -> dict:
             return run
 
         return dict(mod=mod, params=params, input="data", shape=shape, onnx=blob,
-                    torch=torch_eager)
+                    torch=torch_eager, module=model)
     if name == "resnet50":
         mod, params = testing.resnet.get_workload(num_layers=50)
     elif name == "bert":
@@ -99,7 +105,7 @@ def load(name: str) -> dict:
         mod, params = mlp_784_128_10(int(name[3:]))
     else:
         raise SystemExit(f"unknown model {name!r}; choose from {list(MODELS)}")
-    from bench_models import prepare, to_onnx, torch_runner
+    from bench_models import prepare, to_onnx, torch_module, torch_runner
 
     main, order = prepare(mod, params)
     p = mod["main"].params[0]
@@ -112,7 +118,7 @@ def load(name: str) -> dict:
 
     return dict(mod=mod, params=params, input=p.name_hint,
                 shape=tuple(int(d) for d in p.type_annotation.shape),
-                onnx=to_onnx(main, order), torch=torch_graph)
+                onnx=to_onnx(main, order), torch=torch_graph, module=torch_module(main, order))
 
 
 def build(m: dict, records: str | None = None, builtin: bool = True, target: str = "llvm"):
@@ -126,6 +132,43 @@ def build(m: dict, records: str | None = None, builtin: bool = True, target: str
             opt_level=3, config={"schedule.use_builtin_knobs": builtin}):
         lib = relay.build(m["mod"], target=target, params=m["params"])
     return lib, time.perf_counter() - t0
+
+
+def relax_module(m: dict):
+    """The model's torch module through ``torch.export`` and the Relax importer (weights bound
+    as constants, as ``relay.build``'s ``params`` are)."""
+    import torch
+
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    example = torch.zeros(m["shape"], dtype=torch.float32)
+    with torch.no_grad():
+        return from_exported_program(torch.export.export(m["module"], (example,)))
+
+
+def build_relax(mod):
+    """relax.build with the default pipeline; (executable, seconds)."""
+    from minitvm import relax
+
+    t0 = time.perf_counter()
+    ex = relax.build(mod, target="llvm")
+    return ex, time.perf_counter() - t0
+
+
+def relax_runner(ex, x):
+    import minitvm as tvm
+    from minitvm import relax
+
+    vm = relax.VirtualMachine(ex, tvm.cpu(0))
+    fn, arg = vm["main"], tvm.nd.array(x)  # one array, read in place by every call
+
+    def run():
+        out = fn(arg)
+        while isinstance(out, (list, tuple)) or type(out).__name__ == "Array":
+            out = out[0]
+        return out.numpy()
+
+    return run
 
 
 def minitvm_runner(lib, name: str, x):
@@ -163,15 +206,17 @@ def interleaved(runners: dict, clock, rounds: int, runs: int) -> dict[str, float
     return {k: float(np.median(v)) * 1e3 for k, v in times.items()}
 
 
-def compile_child(name: str, records: str | None) -> None:
-    """Build ``name`` once in this process; print relay.build's wall seconds as JSON."""
+def compile_child(name: str, records: str | None, dialect: str = "relay") -> None:
+    """Build ``name`` once in this process; print relay.build's (or relax.build's) wall seconds
+    as JSON."""
     m = load(name)
-    _, secs = build(m, records)
+    secs = build_relax(relax_module(m))[1] if dialect == "relax" else build(m, records)[1]
     print(json.dumps({"wall": secs}))
 
 
-def compile_times(name: str, records: str | None) -> tuple[float, float]:
-    """(cold, warm) relay.build seconds, each in a fresh process, over one cache directory."""
+def compile_times(name: str, records: str | None, dialect: str = "relay") -> tuple[float, float]:
+    """(cold, warm) relay.build (relax.build) seconds, each in a fresh process, over one cache
+    directory."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     out = []
@@ -179,7 +224,7 @@ def compile_times(name: str, records: str | None) -> tuple[float, float]:
         env = dict(os.environ, MINITVM_CACHE_DIR=d, PYTHONPATH=path)
         for var in ("MINITVM_DISABLE_DISK_CACHE", "MINITVM_DISABLE_BUILD_CACHE"):
             env.pop(var, None)
-        cmd = [sys.executable, __file__, "--compile-child", name] + \
+        cmd = [sys.executable, __file__, "--compile-child", name, "--dialects", dialect] + \
             (["--records", records] if records else [])
         for _ in range(2):
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -195,7 +240,7 @@ def bench(name: str, args) -> list[dict]:
 
     m = load(name)
     x = np.random.default_rng(0).standard_normal(m["shape"]).astype("float32")
-    libs = {"untuned": build(m)[0]}
+    libs = {"untuned": build(m)[0]} if "relay" in args.dialects else {}
     if args.defaults:
         libs["defaults"] = build(m, builtin=False)[0]
     if args.records:
@@ -203,24 +248,29 @@ def bench(name: str, args) -> list[dict]:
     if args.avx2:
         libs["avx2"] = build(m, target=f"llvm -mcpu={args.avx2}")[0]
     ref = m["torch"](1)(x)
+    ex = build_relax(relax_module(m))[0] if "relax" in args.dialects else None
     mt = {k: minitvm_runner(lib, m["input"], x) for k, lib in libs.items()}
+    if ex is not None:
+        mt["relax"] = relax_runner(ex, x)
     scale = max(1e-6, float(np.max(np.abs(ref))))
     errs = {k: float(np.max(np.abs(fn() - ref))) / scale for k, fn in mt.items()}
     errs["ORT"] = float(np.max(np.abs(ort_runner(m["onnx"], m["input"], x, 1)() - ref))) / scale
-    cold = warm = None
+    comp = {}
     if not args.no_compile:
-        cold, warm = compile_times(name, None)
+        comp = {d: compile_times(name, None, d) for d in args.dialects}
     rows = []
     for threads in args.threads:
         threadpool.set_num_threads(threads)  # before the graph modules: they keep the count
         runners = {k: minitvm_runner(lib, m["input"], x) for k, lib in libs.items()}
+        if ex is not None:
+            runners["relax"] = relax_runner(ex, x)
         runners["ORT"] = ort_runner(m["onnx"], m["input"], x, threads)
         if not args.no_torch:
             runners["torch"] = (lambda tr: lambda: tr(x))(m["torch"](threads))
         clock = time.thread_time if threads == 1 else time.perf_counter
         ms = interleaved(runners, clock, args.rounds, args.runs)
         rows.append(dict(model=MODELS[name], threads=threads, ms=ms, err=max(errs.values()),
-                         cold=cold, warm=warm))
+                         comp=comp))
     return rows
 
 
@@ -240,13 +290,20 @@ def main(argv=None) -> int:
     ap.add_argument("--avx2", nargs="?", const="haswell", default=None, metavar="CPU",
                     help="also build for -mcpu=CPU (default haswell: AVX2 code) and limit torch "
                          "/ oneDNN / MKL to AVX2 (ONNX Runtime cannot be)")
+    ap.add_argument("--dialects", default="relay",
+                    help="relay (relay.build + graph executor; its contenders untuned / defaults "
+                         "/ tuned / avx2) and / or relax (torch.export -> from_exported_program -> "
+                         "relax.build -> relax.VirtualMachine), e.g. relay,relax")
     ap.add_argument("--compile-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.avx2:  # before torch loads (it reads them once)
         os.environ.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2",
                           MKL_ENABLE_INSTRUCTIONS="AVX2")
+    args.dialects = [d.strip() for d in args.dialects.split(",")]
+    if not set(args.dialects) <= {"relay", "relax"} or not args.dialects:
+        raise SystemExit(f"--dialects: relay and / or relax, got {args.dialects}")
     if args.compile_child:
-        compile_child(args.compile_child, args.records)
+        compile_child(args.compile_child, args.records, args.dialects[0])
         return 0
     if args.records and not os.path.exists(args.records):
         raise SystemExit(f"no records file {args.records!r}")
@@ -256,7 +313,7 @@ def main(argv=None) -> int:
     jit.init()  # before torch loads libgomp: its idle threads then spin as briefly as ours
     t_start = time.time()
     rows = [r for name in args.models.split(",") for r in bench(name.strip(), args)]
-    mine = [k for k in ("untuned", "defaults", "tuned", "avx2") if k in rows[0]["ms"]]
+    mine = [k for k in ("untuned", "defaults", "tuned", "avx2", "relax") if k in rows[0]["ms"]]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; ms, median of {args.rounds} interleaved "
           f"rounds of median-of-{args.runs}, each after a pause and 20 ms of warm-up; 1 thread: thread CPU "
@@ -270,23 +327,28 @@ def main(argv=None) -> int:
     peers = ["ORT"] + (["torch"] if not args.no_torch else [])
     head = "".join(f"{k:>9s}" for k in mine + peers)
     ratios = "".join(f"{k[:7] + '/ORT':>12s}" for k in mine) + \
-        (f"{'untuned/pt':>11s}" if not args.no_torch else "") + \
-        (f"{'avx2/pt':>9s}{'avx2/512':>9s}" if args.avx2 else "")
-    print(f"{'model':20s}{'thr':>4s}{head}{ratios}{'cold s':>8s}{'warm s':>8s}  max rel err")
+        (f"{'untuned/pt':>11s}" if not args.no_torch and "untuned" in mine else "") + \
+        (f"{'avx2/pt':>9s}{'avx2/512':>9s}" if args.avx2 else "") + \
+        (f"{'relax/relay':>12s}" if len(args.dialects) == 2 else "")
+    comp_head = "".join(f"{d[:5] + ' cold':>11s}{d[:5] + ' warm':>11s}" for d in args.dialects)
+    print(f"{'model':20s}{'thr':>4s}{head}{ratios}{comp_head}  max rel err")
     for r in rows:
         ms = r["ms"]
         cells = "".join(f"{ms[k]:9.3f}" for k in mine + peers)
         rat = "".join(f"{ms[k] / ms['ORT']:11.2f}x" for k in mine)
-        if not args.no_torch:
+        if not args.no_torch and "untuned" in ms:
             rat += f"{ms['untuned'] / ms['torch']:10.2f}x"
         if args.avx2:
             rat += (f"{ms['avx2'] / ms['torch']:8.2f}x" if not args.no_torch else f"{'':9s}") + \
                 f"{ms['avx2'] / ms['untuned']:8.2f}x"
-        comp = f"{r['cold']:8.2f}{r['warm']:8.2f}" if r["cold"] is not None else f"{'':16s}"
+        if len(args.dialects) == 2:
+            rat += f"{ms['relax'] / ms['untuned']:11.2f}x"
+        comp = "".join(f"{r['comp'][d][0]:11.2f}{r['comp'][d][1]:11.2f}" if r["comp"] else
+                       f"{'':22s}" for d in args.dialects)
         print(f"{r['model']:20s}{r['threads']:4d}{cells}{rat}{comp}  {r['err']:.1e}")
     print("ratios are latency ratios: below 1 means minitvm is faster; compile: relay.build "
-          "opt_level 3 (untuned) in a fresh process, empty on-disk cache (cold) then filled "
-          f"(warm); total {time.time() - t_start:.0f} s")
+          "opt_level 3 (untuned) / relax.build (default pipeline) in a fresh process, empty "
+          f"on-disk cache (cold) then filled (warm); total {time.time() - t_start:.0f} s")
     return 0
 
 

@@ -18,7 +18,10 @@ __all__ = ["zero_pipeline", "default_build_pipeline", "lowering_pipeline", "get_
 # SinkUnitSqueeze (minitvm's): a Conv1d's squeeze (it runs as a conv2d) below its elementwise
 # epilogue, which then fuses into the conv. SplitConvPool (minitvm's, as Relay's): a stem conv's
 # large map read only by a pool, in channel parts whose maps stay in L2 for their pools.
-_ZERO = ("FoldConstant", "SinkUnitSqueeze", "SplitConvPool", "LegalizeOps",
+# FoldConvScale (minitvm's, as Relay's FoldScaleAxis / SimplifyInference): a conv's constant
+# per-channel scale or inference batch norm goes into its weights (a torch.export'ed ResNet's
+# or MobileNetV2's kernels then add a bias only, as Relay's do).
+_ZERO = ("FoldConstant", "FoldConvScale", "SinkUnitSqueeze", "SplitConvPool", "LegalizeOps",
          "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
 # RemoveStopFusion: the fusion barriers FuseOps consumes, where a pipeline has no FuseOps
 _LOWERING = ("RemoveStopFusion", "FoldTransposeIntoConsumer", "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite",
@@ -42,7 +45,7 @@ def _passes(names) -> list:
 
 
 def zero_pipeline(**kwargs) -> _transform.Pass:
-    """FoldConstant, SinkUnitSqueeze, SplitConvPool, LegalizeOps, AnnotateTIROpPattern,
+    """FoldConstant, FoldConvScale, SinkUnitSqueeze, SplitConvPool, LegalizeOps, AnnotateTIROpPattern,
     FoldConstant, FuseOps, FuseTIR (those present)."""
     return _transform.Sequential(_passes(_ZERO), opt_level=0, name="relax.zero_pipeline")
 

@@ -47,6 +47,7 @@ from .legalize_ops import LegalizeOps  # noqa: F401
 from .annotate_tir_op_pattern import AnnotateTIROpPattern  # noqa: F401
 from .fold_transpose_into_consumer import FoldTransposeIntoConsumer  # noqa: F401
 from .sink_unit_squeeze import SinkUnitSqueeze  # noqa: F401
+from .fold_conv_scale import FoldConvScale  # noqa: F401
 from .split_conv_pool import SplitConvPool  # noqa: F401
 from .to_mixed_precision import ToMixedPrecision  # noqa: F401
 from .decompose_ops import DecomposeOpsForInference  # noqa: F401

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime.ndarray import aligned
 from ...runtime.relax_vm.executable import ARG_CONST, ARG_FUNC, CALL, MOVE
 
 __all__ = ["constant_params", "apply_packs", "compact_constants", "kernels_as_values"]
@@ -80,8 +81,10 @@ def apply_packs(name: str, transforms: dict, sites: dict, constants: list) -> No
             if idx not in done:
                 done[idx] = len(constants)
                 packed = fn(constants[idx])  # (float32, or int8 for an int8 conv weight)
-                constants.append(np.ascontiguousarray(
-                    packed, dtype=np.int8 if packed.dtype == np.int8 else np.float32))
+                # written once, 64-byte aligned (the executable keeps an aligned array as
+                # it is: a packed view was copied twice, to be contiguous, then aligned)
+                constants.append(aligned(np.asarray(
+                    packed, dtype=np.int8 if packed.dtype == np.int8 else np.float32)))
             args[k][1] = done[idx]
 
 
