@@ -85,15 +85,15 @@ def _map_type(t, leaf, enter=None):
     replacement of a node without children (or None to recurse into a node that has some);
     ``enter(node, ctx)`` gives the context for a node's children (default: unchanged)."""
     done: dict = {}
-    stack = [(t, None, False)]
+    contexts: list = []
+    stack = [(t, None, None)]
     while stack:
-        node, ctx, expanded = stack.pop()
+        node, ctx, inner = stack.pop()
         key = (id(node), id(ctx))
         if key in done:
             continue
-        if expanded:
-            inner = enter(node, ctx) if enter else ctx
-            done[key] = _rebuild(node, [done[(id(c), id(inner))] for c in _children(node)])
+        if inner is not None:  # children done, under the context ``enter`` gave them
+            done[key] = _rebuild(node, [done[(id(c), id(inner[0]))] for c in _children(node)])
             continue
         r = leaf(node, ctx)
         if r is not None:
@@ -103,9 +103,10 @@ def _map_type(t, leaf, enter=None):
         if not kids:
             done[key] = node
             continue
-        inner = enter(node, ctx) if enter else ctx
-        stack.append((node, ctx, True))
-        stack.extend((c, inner, False) for c in kids)
+        inner = enter(node, ctx) if enter else ctx  # once: a new dict has a new id
+        contexts.append(inner)  # alive until the end, so no later context reuses its id
+        stack.append((node, ctx, (inner,)))
+        stack.extend((c, inner, None) for c in kids)
     return done[(id(t), id(None))]
 
 
