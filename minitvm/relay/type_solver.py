@@ -274,7 +274,11 @@ class TypeSolver:
         tt = type(t)
         if tt is TensorType or tt is TypeVar or tt is PrimType:
             return t
-        if tt is not IncompleteType and not self.sub:
+        if tt is IncompleteType:
+            r = self.find(t)
+            if not _children(r):  # unknown still, or bound to a type without parts
+                return r
+        elif not self.sub:
             return t
         done: dict = {} if memo is None else memo
         hit = done.get(id(t))
