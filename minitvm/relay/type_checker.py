@@ -394,24 +394,32 @@ class TypeChecker:
 
     def _post_call(self, call: Call):
         types = self.types
-        ftype = self.solver.find(types[call.op])
-        what = describe_expr(call.op)
-        if type(ftype) is FuncType:
+        solver = self.solver
+        ftype = solver.find(types[call.op])
+        if type(ftype) is FuncType:  # (the callee is described only for an error)
             if ftype.type_params:
                 msg = None
                 try:
-                    ftype = self.solver.instantiate(ftype, call.type_args)
+                    ftype = solver.instantiate(ftype, call.type_args)
                 except UnifyError as e:
-                    msg = f"call of {what}: {e.detail}"
+                    msg = f"call of {describe_expr(call.op)}: {e.detail}"
                 if msg is not None:
                     self.error(call, msg)
             if len(ftype.arg_types) != len(call.args):
-                self.error(call, f"{what} expects {len(ftype.arg_types)} argument(s) but is "
-                                 f"given {len(call.args)}")
+                self.error(call, f"{describe_expr(call.op)} expects {len(ftype.arg_types)} "
+                                 f"argument(s) but is given {len(call.args)}")
             for i, (p, a) in enumerate(zip(ftype.arg_types, call.args)):
-                self.unify(p, types[a], call, f"argument {i} of {what}")
+                msg = None
+                try:
+                    solver.unify(p, types[a])
+                except UnifyError as e:
+                    msg = f"argument {i} of {describe_expr(call.op)}: {e}"
+                if msg is not None:
+                    self.error(call, msg)
             types[call] = ftype.ret_type
-        elif type(ftype) is IncompleteType:
+            return
+        what = describe_expr(call.op)
+        if type(ftype) is IncompleteType:
             ret = IncompleteType()
             self.unify(ftype, FuncType([types[a] for a in call.args], ret), call,
                        f"calling {what}")

@@ -85,15 +85,15 @@ def _map_type(t, leaf, enter=None):
     replacement of a node without children (or None to recurse into a node that has some);
     ``enter(node, ctx)`` gives the context for a node's children (default: unchanged)."""
     done: dict = {}
-    stack = [(t, None, False)]
+    contexts: list = []
+    stack = [(t, None, None)]
     while stack:
-        node, ctx, expanded = stack.pop()
+        node, ctx, inner = stack.pop()
         key = (id(node), id(ctx))
         if key in done:
             continue
-        if expanded:
-            inner = enter(node, ctx) if enter else ctx
-            done[key] = _rebuild(node, [done[(id(c), id(inner))] for c in _children(node)])
+        if inner is not None:  # children done, under the context ``enter`` gave them
+            done[key] = _rebuild(node, [done[(id(c), id(inner[0]))] for c in _children(node)])
             continue
         r = leaf(node, ctx)
         if r is not None:
@@ -103,9 +103,10 @@ def _map_type(t, leaf, enter=None):
         if not kids:
             done[key] = node
             continue
-        inner = enter(node, ctx) if enter else ctx
-        stack.append((node, ctx, True))
-        stack.extend((c, inner, False) for c in kids)
+        inner = enter(node, ctx) if enter else ctx  # once: a new dict has a new id
+        contexts.append(inner)  # alive until the end, so no later context reuses its id
+        stack.append((node, ctx, (inner,)))
+        stack.extend((c, inner, None) for c in kids)
     return done[(id(t), id(None))]
 
 
@@ -183,6 +184,32 @@ def substitute(t, mapping: dict):
     return out
 
 
+_SAME, _PARAM, _CALL, _SUBST = "same", "param", "call", "subst"
+
+
+def _instantiation_plan(ft: FuncType) -> list:
+    """How ``instantiate`` builds each of ``ft``'s argument types and its return type from the
+    fresh type arguments: ``(_SAME, t, None)`` keeps a part without parameters, ``(_PARAM, i,
+    None)`` is parameter ``i``, ``(_CALL, adt, [(i, None) | (None, t)])`` an ADT applied to
+    parameters and fixed types, ``(_SUBST, t, None)`` a general substitution."""
+    index = {p: i for i, p in enumerate(ft.type_params)}
+    plan = []
+    for part in (*ft.arg_types, ft.ret_type):
+        if type(part) is TypeVar and part in index:
+            plan.append((_PARAM, index[part], None))
+        elif not _any_node(part, lambda n: type(n) is TypeVar and n in index):
+            plan.append((_SAME, part, None))
+        elif type(part) is TypeCall and all(
+                (type(x) is TypeVar and x in index)
+                or not _any_node(x, lambda n: type(n) is TypeVar and n in index)
+                for x in part.args):
+            plan.append((_CALL, part.func, [(index[x], None) if type(x) is TypeVar
+                                            and x in index else (None, x) for x in part.args]))
+        else:
+            plan.append((_SUBST, part, None))
+    return plan
+
+
 def _unify_dim(a, b):
     if a is b:
         return a
@@ -210,11 +237,12 @@ def _unify_dim(a, b):
 class TypeSolver:
     """A union-find substitution over IncompleteTypes with structural unification."""
 
-    __slots__ = ("sub", "_keep")
+    __slots__ = ("sub", "_keep", "_plans")
 
     def __init__(self):
         self.sub: dict = {}  # id(IncompleteType) -> Type; bound incompletes are kept alive
         self._keep: list = []
+        self._plans: dict = {}  # id(polymorphic FuncType) -> (it, its instantiation plan)
 
     def find(self, t):
         """Follow bindings of an IncompleteType to its current representative."""
@@ -246,7 +274,11 @@ class TypeSolver:
         tt = type(t)
         if tt is TensorType or tt is TypeVar or tt is PrimType:
             return t
-        if tt is not IncompleteType and not self.sub:
+        if tt is IncompleteType:
+            r = self.find(t)
+            if not _children(r):  # unknown still, or bound to a type without parts
+                return r
+        elif not self.sub:
             return t
         done: dict = {} if memo is None else memo
         hit = done.get(id(t))
@@ -286,9 +318,23 @@ class TypeSolver:
             raise UnifyError(ft, ft, f"expected {len(ft.type_params)} type arguments, "
                                      f"got {len(type_args)}")
         fresh = list(type_args) if type_args else [IncompleteType() for _ in ft.type_params]
-        mapping = dict(zip(ft.type_params, fresh))
-        return FuncType([substitute(a, mapping) for a in ft.arg_types],
-                        substitute(ft.ret_type, mapping))
+        entry = self._plans.get(id(ft))
+        if entry is None:
+            entry = self._plans[id(ft)] = (ft, _instantiation_plan(ft))  # keeps id(ft) alive
+        mapping = None
+        parts = []
+        for kind, a, b in entry[1]:
+            if kind is _SAME:
+                parts.append(a)
+            elif kind is _PARAM:
+                parts.append(fresh[a])
+            elif kind is _CALL:  # an ADT applied to parameters and fixed types
+                parts.append(TypeCall(a, [fresh[x] if y is None else y for x, y in b]))
+            else:
+                if mapping is None:
+                    mapping = dict(zip(ft.type_params, fresh))
+                parts.append(substitute(a, mapping))
+        return FuncType(parts[:-1], parts[-1])
 
     def _occurs(self, inc, t) -> bool:
         stack, seen = [t], set()
@@ -306,7 +352,49 @@ class TypeSolver:
         """Make ``a`` and ``b`` equal, binding IncompleteTypes; returns the unified type."""
         if a is b:
             return a
-        return _drive(self._unify(a, b))
+        # the common cases, as ``_unify`` answers them but without its generator machinery:
+        # an unknown meets a type without parts (it cannot occur in one), or two tensor types
+        fa, fb = self.find(a), self.find(b)
+        if fa is fb:
+            return fa
+        ta, tb = type(fa), type(fb)
+        if ta is IncompleteType and not _children(fb):
+            self._bind(fa, fb)
+            return fb
+        if tb is IncompleteType and ta is not IncompleteType and not _children(fa):
+            self._bind(fb, fa)
+            return fa
+        if ta is TensorType and tb is TensorType:
+            return self._unify_tensor(fa, fb)
+        if ta is TypeCall and tb is TypeCall:
+            out = self._unify_flat_call(fa, fb)
+            if out is not None:
+                return out
+        return _drive(self._unify(fa, fb))
+
+    def _unify_flat_call(self, a: TypeCall, b: TypeCall):
+        """``unify`` of two calls of one ADT whose argument pairs are all trivial (equal, or
+        an unknown against a type without parts); None at the first other pair, after binding
+        the pairs before it as ``_unify`` would (so it can go on from there)."""
+        if a.func is not b.func or len(a.args) != len(b.args):
+            return None
+        find = self.find
+        out = []
+        for x, y in zip(a.args, b.args):
+            x, y = find(x), find(y)
+            if x is y:
+                out.append(x)
+            elif type(x) is IncompleteType and not _children(y):
+                self._bind(x, y)
+                out.append(y)
+            elif type(y) is IncompleteType and not _children(x):
+                self._bind(y, x)
+                out.append(x)
+            elif type(x) is TensorType and type(y) is TensorType and x == y:
+                out.append(x)
+            else:
+                return None
+        return TypeCall(a.func, out)
 
     def _unify(self, a, b):
         if a is b:
