@@ -560,8 +560,9 @@ class _Layout:
                  "take", "guard", "pool")
 
 
-def _gather(regs: list[int]):
-    """``f(registers) -> tuple`` of the values in ``regs`` (in C: ``itemgetter``)."""
+def gather(regs):
+    """``f(registers) -> tuple`` of the values in ``regs``, in order (``itemgetter``'s loop in C
+    where it returns a tuple: two registers or more); the Relay VM's call sites use it too."""
     if len(regs) >= 2:
         return itemgetter(*regs)
     if regs:
@@ -668,7 +669,7 @@ def _layout(sym: _Symbolic, words: list, regs: list, live: list[int], written: l
     # the arena's first aligned byte
     lay.start_at = 2 * nreg + 1 + wmax
     lay.scratch_words = lay.start_at + 1
-    lay.take = _gather(arrays)
+    lay.take = gather(arrays)
     lay.guard = _guard(regs, live, watched, held)
     lay.pool = []
     return lay

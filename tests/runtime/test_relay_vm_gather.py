@@ -1,5 +1,5 @@
 """The Relay VM's dispatch loop gathers a kernel call's registers into its argument tuple with
-one C call (``vm._gather``); prepared calls without constants carry one, and a loop's results
+one C call (``native_loop.gather``); prepared calls without constants carry one, and a loop's results
 are the same as the native entry's and the interpreter's before."""
 
 import numpy as np
@@ -7,7 +7,8 @@ import numpy as np
 import minitvm as tvm
 from minitvm import relay
 from minitvm.runtime import vm as runtime_vm
-from minitvm.runtime.vm.vm import B, _gather
+from minitvm.runtime.native_loop import gather as _gather
+from minitvm.runtime.vm.vm import B
 
 
 def test_gather_returns_a_tuple_of_any_length():

@@ -13,7 +13,7 @@ import ctypes
 import math
 import sys
 from itertools import repeat
-from operator import is_, itemgetter
+from operator import is_
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from .. import threadpool
 from ..container import ADT
 from ..gc_pause import paused
 from ..module import ProfileResult, time_calls
+from ..native_loop import gather as gather_registers
 from ..ndarray import NDArray, contiguous, cpu
 from ..py_layout import LAYOUT_OK
 from ..row_site import row_site
@@ -248,17 +249,6 @@ def _held_refs(x) -> int:
 _PROBE = [np.empty(0)]
 _CALL_REFS = _refcount_passed_down(_PROBE[0]) - 1
 del _PROBE
-
-
-def _gather(regs: tuple):
-    """``f(registers) -> tuple`` of the values in ``regs``, in order (``itemgetter``'s loop in C
-    where it returns a tuple: two registers or more)."""
-    if len(regs) >= 2:
-        return itemgetter(*regs)
-    if regs:
-        r = regs[0]
-        return lambda values: (values[r],)
-    return lambda values: ()
 
 
 def _holds(value, data: np.ndarray) -> bool:
@@ -561,8 +551,8 @@ class VirtualMachine:
                     # the registers a call reads, gathered into its argument tuple in C (no
                     # constants between: the static entry's inputs and outputs, a binding's
                     # inputs)
-                    gather = (_gather(ins_regs + out_regs) if fast is not None else
-                              _gather(ins_regs) if site is not None else None) \
+                    gather = (gather_registers(ins_regs + out_regs) if fast is not None else
+                              gather_registers(ins_regs) if site is not None else None) \
                         if not k.consts else None
                     code.append((op, idx, ins_regs, out_regs, bool(dyn), fast, tuple(k.consts),
                                  site, gather))
