@@ -166,13 +166,17 @@ class _Progress:
             sys.stderr.write("\r" + " " * 62 + "\r")
 
 
-def build_model(mod, params, opt_level: int, target: str, progress: bool = False):
+def build_model(mod, params, opt_level: int, target: str, progress: bool = False,
+                vm: bool = False):
+    """(``relay.build``'s factory, passes run) for ``mod``; ``vm``: (a Relay VM executable,
+    passes run), built once for every size of its symbolic dimensions."""
     from . import relay, transform
 
     bar = _Progress(progress)
     try:
         with transform.PassContext(opt_level=opt_level, instruments=[bar.instrument()]):
-            lib = relay.build(mod, target=target, params=params)
+            build = relay.vm.compile if vm else relay.build
+            lib = build(mod, target=target, params=params)
     finally:
         bar.close()
     return lib, bar.count
@@ -196,19 +200,6 @@ def _shape_of(ty) -> list:
         return int(value) if isinstance(value, int | np.integer) else None
 
     return [size(d) for d in ty.shape]
-
-
-def build_vm(mod, params, opt_level: int, target: str, progress: bool = False):
-    """(Relay VM executable, passes run) for ``mod`` with symbolic sizes."""
-    from . import relay, transform
-
-    bar = _Progress(progress)
-    try:
-        with transform.PassContext(opt_level=opt_level, instruments=[bar.instrument()]):
-            exe = relay.vm.compile(mod, target=target, params=params)
-    finally:
-        bar.close()
-    return exe, bar.count
 
 
 def write_vm_library(exe, inputs: list, path: str) -> None:
@@ -259,7 +250,7 @@ def cmd_compile(args) -> int:
     inputs = [p for p in main.params if p.name_hint not in params]
     t = time.perf_counter()
     if args.dynamic:
-        exe, passes = build_vm(mod, params, args.opt_level, args.target, progress)
+        exe, passes = build_model(mod, params, args.opt_level, args.target, progress, vm=True)
         elapsed = time.perf_counter() - t
         specs = [(p.name_hint, _shape_of(p.checked_type), str(p.checked_type.dtype))
                  for p in inputs]
