@@ -1,7 +1,8 @@
-"""float32 exp's two scalings (codegen/llvm/vmath._exp): AVX2 hosts' magic-number round with
-2**floor(n/2) * 2**ceil(n/2) from its bits and no select after the polynomial, and the rint /
-convert / select form other hosts' scalar tails keep, each built on any host by naming the ISA:
-IR shape, accuracy of exp and of its users (sigmoid, tanh), special values, the underflow edge."""
+"""float32 exp and tanh by vector ISA (codegen/llvm/vmath), each form built on any host by naming
+the ISA. exp's two scalings: AVX2 hosts' magic-number round with 2**floor(n/2) * 2**ceil(n/2)
+from its bits and no select after the polynomial, and the rint / convert / select form other
+hosts' scalar tails keep; tanh as AVX2's rational x P(x^2) / Q(x^2) or from exp. IR shape,
+accuracy of exp and of its users (sigmoid, tanh), special values, the underflow edge."""
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from minitvm.codegen.llvm import vmath
 
 @pytest.fixture(params=["avx2", "avx512"])
 def isa(request, monkeypatch):
-    """Kernels built with ``isa``'s exp form; caches emptied around the test, the disk one off
+    """Kernels built with ``isa``'s exp and tanh forms; caches emptied around the test, the disk one off
     (their keys do not see the patch)."""
     monkeypatch.setattr(vmath, "_isa", lambda: request.param)
     monkeypatch.setenv("MINITVM_DISABLE_DISK_CACHE", "1")
@@ -77,3 +78,18 @@ def test_every_rounding_of_n(isa, lanes):
     out = _exp(x, lanes)
     want = np.exp(x.astype("float64"))
     np.testing.assert_allclose(out, want, rtol=MAX_REL, atol=2e-45)
+
+
+def test_tanh_forms_and_special_values(isa):
+    src = _kernel("tanh", 64, 8).get_source()
+    assert ("fdiv" in src) and (("shl" in src) == (isa != "avx2"))  # (AVX2: no exp inside)
+    inf, nan = np.inf, np.nan
+    x = np.float32([inf, -inf, 50.0, -9.0, 8.99, 6.78, nan, 0.0, -0.0, 1e-20, -3e-5, 0.625])
+    out = np.empty_like(x)
+    _kernel("tanh", len(x), 8)["main"](x, out)
+    assert out[0] == 1 and out[1] == -1 and out[2] == 1 and np.isnan(out[6])
+    assert out[7] == 0 and not np.signbit(out[7]) and out[8] == 0 and np.signbit(out[8])
+    np.testing.assert_allclose(out[3:6], np.tanh(x[3:6].astype("float64")), rtol=MAX_REL)
+    np.testing.assert_allclose(out[9:], np.tanh(x[9:].astype("float64")), rtol=MAX_REL)
+    if isa == "avx2":  # (P(0) = 1: tanh(x) is x where x^3 / 3 is below its last bit)
+        assert out[9] == x[9] and out[10] == x[10]
