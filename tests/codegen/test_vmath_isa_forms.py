@@ -56,7 +56,7 @@ def test_special_values(isa):
     x = [0.0, -0.0, 88.72, 88.7228, 88.73, 1000, 3e38, -87.5, -100.0, -103.972, -103.973,
          -104.0, -3e38, -inf, inf, nan, 1.0, -nan]
     out = _exp(x)
-    assert out[0] == 1 and out[1] == 1 and out[16] == np.float32(np.e)
+    assert out[0] == 1 and out[1] == 1 and abs(out[16] / np.e - 1) < MAX_REL
     assert np.isfinite(out[2]) and np.isfinite(out[3]) and (out[4:7] == inf).all()
     # denormal results keep their leading bits; the last one above the edge is 2**-149
     np.testing.assert_allclose(out[7:10], np.exp(np.float32(x[7:10]).astype("float64")),
