@@ -44,7 +44,9 @@ _TANH_P = (-0.33333331010616385, 0.13333212509111553, -0.0539474549521113,
 # tanh(x) = x P(x^2) / Q(x^2) for |x| <= 9 (beyond, tanh rounds to +-1 within 6e-8): one rational
 # with no exp and no division by e^2x + 1, fitted as erf's below with P(0) = 1 held (tanh(x) is
 # x for tiny x, bit for bit): 6.2e-8 in float64, 3.3e-7 in float32 (Horner's roundings where the
-# result is next to 1, at |x| about 7), by vector ISA (``_isa``).
+# result is next to 1, at |x| about 7), by vector ISA (``_isa``). Zen 3, one thread, thread CPU
+# time, 1x12x128x128 float32, A/B in alternating processes, us: tanh 168 -> 77 (ORT 80-94).
+# AVX-512 keeps the exp form: not measured there.
 _TANH_RATIONAL = {"avx512": False, "avx2": True}
 _TANH_CLAMP = 9.0
 _TANH_RP = (1.0, 0.1292253398149653, 0.0029241681028312396, 9.29571839229888e-06,
