@@ -1,7 +1,7 @@
-"""Elementwise transcendental ops (relu, exp, sigmoid, SiLU, tanh, erf, GELU) built by minitvm, side
-by side with ONNX Runtime's nodes, one thread, interleaved rounds.
+"""Elementwise transcendental ops (relu, exp, sigmoid, SiLU, tanh, erf, GELU) and the last axis'
+softmax built by minitvm, side by side with ONNX Runtime's nodes, one thread, interleaved rounds.
 
-    python benchmarks/bench_vmath.py [--shape 1,96,112,112] [--rounds 7]
+    python benchmarks/bench_vmath.py [--shape 1,96,112,112] [--rounds 7] [--ops exp,softmax]
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ OPS = {  # name: (relay builder, ONNX nodes as (op, inputs, output))
         x * relay.const(0.7071067811865476))),
              [("Mul", ["x", "rsqrt2"], "s"), ("Erf", ["s"], "e"), ("Add", ["e", "one"], "a"),
               ("Mul", ["x", "a"], "xa"), ("Mul", ["xa", "half"], "y")]),
+    # BERT-base's attention probabilities at --shape 1,12,128,128
+    "softmax": (lambda x: relay.nn.softmax(x, axis=-1), [("Softmax", ["x"], "y")]),
 }
 CONSTANTS = {"rsqrt2": 0.7071067811865476, "one": 1.0, "half": 0.5}  # scalars ONNX nodes use
 
@@ -67,7 +69,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="1,96,112,112")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of: %(default)s")
     args = ap.parse_args()
+    names = args.ops.split(",")
     threadpool.set_num_threads(1)
     x = np.random.default_rng(0).standard_normal(
         [int(d) for d in args.shape.split(",")]).astype("float32") * 3
@@ -78,7 +82,8 @@ def main() -> None:
     except ImportError:
         have_ort = False
         print("onnxruntime not installed (pip install -e '.[onnx]'): minitvm only")
-    for name, (fn, nodes) in OPS.items():
+    for name in names:
+        fn, nodes = OPS[name]
         impls[name] = ours(fn, x)
         if have_ort:
             impls["ort " + name] = onnxruntime_session(nodes, x)
@@ -86,7 +91,7 @@ def main() -> None:
     med = {k: statistics.median(v) * 1e6 for k, v in t.items()}
     print(f"shape {args.shape}, one thread, us (thread CPU time), median of {args.rounds} rounds")
     print(f"{'op':10s} {'minitvm':>9s} {'ORT':>9s} {'ratio':>7s}")
-    for name in OPS:
+    for name in names:
         o = med.get("ort " + name)
         ratio = f"{med[name] / o:6.2f}x" if o else ""
         print(f"{name:10s} {med[name]:9.1f} {o or float('nan'):9.1f} {ratio:>7s}")

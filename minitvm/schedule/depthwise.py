@@ -496,8 +496,12 @@ PAIR_FILL = True
 # 240 at 28x28 5x5 176 -> 154, 672 at 14x14 5x5 133 -> 124. At stride 2 the phases share
 # fewer loads and the rows' live values spill: 4 rows for a 3x3 (96 at 112x112 252 -> 230), 1
 # for larger filters (144 at 56x56 5x5 with 2 rows 187 -> 204). Grouped convs keep 1 row.
+# On AVX2 (16 ymm registers) a strided 3x3's 4-row block spills: 2 rows. Zen 3, one thread,
+# conv + bias + ReLU alone, interleaved, two runs (us, 4 rows -> 2; ORT's): 96 at 112x112
+# 249 -> 230 and 274 -> 265 (445-608), 144 at 56x56 111 -> 109 and 99 -> 95 (194-208), 192 at
+# 28x28 35 -> 39 and 35 -> 33 (87-102), 576 at 14x14 32 -> 31 and 32 -> 30 (71-82).
 ROW_BLOCK = 6
-ROW_BLOCK_STRIDED = 4
+ROW_BLOCK_STRIDED = {"avx512": 4, "avx2": 2}
 # Narrow-row planes of at most NARROW_BLOCK_MAX rows whose filter accumulates (``_accumulates``)
 # take one block of all their rows, at row 0, so it skips its taps on padding rows (a 7x7 plane
 # with a 7x7 filter: 37 of 49 filter rows). Zen 4, one thread (us, 6 + 1 rows -> 7): 512 at 7x7
@@ -516,7 +520,7 @@ def _row_block(g) -> int:
         if g["oh"] <= NARROW_BLOCK_MAX and _narrow_lanes(g) is not None and _accumulates(g):
             return g["oh"]
         return ROW_BLOCK
-    return ROW_BLOCK_STRIDED if g["kh"] <= 3 else 1
+    return ROW_BLOCK_STRIDED[vector_isa()] if g["kh"] <= 3 else 1
 
 
 # Filters of at least ACCUMULATE_MIN_TAPS taps (5x5, 7x7) take ``_block_accumulate``: the block's

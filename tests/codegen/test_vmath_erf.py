@@ -22,7 +22,7 @@ def isa(request, monkeypatch):
     """Kernels built with ``isa``'s erf form (the code generator keeps the host's features).
     The caches key on the source function and the host, not on the patch: emptied around the
     test, the on-disk one off."""
-    monkeypatch.setattr(vmath, "_erf_isa", lambda: request.param)
+    monkeypatch.setattr(vmath, "_isa", lambda: request.param)
     monkeypatch.setenv("MINITVM_DISABLE_DISK_CACHE", "1")
     kernel_cache.clear_cache()
     clear_code_cache()

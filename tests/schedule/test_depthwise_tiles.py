@@ -237,8 +237,10 @@ def test_repeated_tiles(tiles, run):
 def test_row_vectors_roll_once_their_copies_pass_the_statement_budget(monkeypatch):
     """A row block whose body is large (4 rows of a 3x3 at stride 2: ~30 statements) loops
     over a row's 7 vectors rather than unrolling them (``UNROLL_MAX_STMTS``); the padding
-    copies' one-store bodies stay unrolled. The same numbers either way, bit for bit."""
+    copies' one-store bodies stay unrolled. The same numbers either way, bit for bit. (AVX2
+    takes 2-row blocks now, whose bodies unroll: the block pinned to 4 rows here.)"""
     monkeypatch.setattr(depthwise, "vector_isa", lambda: "avx2")
+    monkeypatch.setattr(depthwise, "ROW_BLOCK_STRIDED", {"avx512": 4, "avx2": 4})
     shape = (1, 2, 24, 112)
 
     def row_loops(prim):
