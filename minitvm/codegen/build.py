@@ -28,7 +28,7 @@ from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "35"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "36"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -67,6 +67,8 @@ CODEGEN_VERSION = "35"  # 3: float16 libm in float32; 4: loaded integer values w
 #     uint8 x int8 products as int16 pairs (conv_vnni.BYTE_PAIRS: vpmaddwd)
 # 35: windows of 16+ taps along a contiguous axis loop over their taps (reduction_loops
 #     .TAP_LOOP_MIN); 64-bit selection items compare ka < kb or (ka <= kb and pa < pb)
+# 36: conv_vnni on AVX2 without VNNI runs uint8 x int8 convs as int16 pairs (BYTE_PAIRS), its
+#     AVX2 pixel tiles 4 channels x 1 vector (AVX2_PIXEL_TILE: 8 x 3 spilled)
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000

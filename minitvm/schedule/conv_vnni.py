@@ -126,7 +126,7 @@ def geometry(t) -> dict | None:
         return None
     a = t.op.attrs
     x, w = a["operands"]
-    words = WORDS.get(x.dtype)
+    words = row_words(x.dtype)
     if words is None or w.dtype not in words.weights or t.dtype != "int32" or \
             a["groups"] != 1:
         return None
@@ -194,8 +194,8 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
     if g is None:
         raise ValueError(f"conv_vnni.packed_weight: stage {t.name!r} is not a conv2d this "
                          "schedule takes")
-    return packed_shape(g), PackWeight(g["o"], g["c"], g["kh"], g["kw"], g["words"].data,
-                                       g["wdtype"])
+    return packed_shape(g), PackWeight(g["o"], g["c"], g["kh"], g["kw"],
+                                       kind_name(g["words"]), g["wdtype"])
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
@@ -656,6 +656,16 @@ PIXEL_STORE_ROWS = True
 PIXEL_MAX_IDLE = 0.25
 
 
+# An AVX2 pixel tile (16 ymm): ``PIXEL_ROWS`` x ``PIXEL_VECTORS`` took 48 ymm accumulators
+# (16-lane int32 vectors are two ymm each) and spilled them: rows x vectors here.
+AVX2_PIXEL_TILE = (4, 1)
+
+
+def pixel_tile() -> tuple[int, int]:
+    """(output channels, 16-pixel vectors) of a pixel-lanes tile on the host's vector ISA."""
+    return (PIXEL_ROWS, PIXEL_VECTORS) if vector_isa() == "avx512" else AVX2_PIXEL_TILE
+
+
 def pixel_lanes(g) -> bool:
     """Does geometry ``g`` run with pixels in the lanes (``PIXEL_LANES``): a 1x1 filter at
     stride 1 without padding, at least a vector of pixels, few of them idle in the last vector
@@ -732,7 +742,8 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     from .conv_pointwise import pixel_value
 
     npx = g["oh"] * g["ow"]
-    block = PIXEL_VECTORS * LANES
+    rows, vectors = pixel_tile()
+    block = vectors * LANES
     full, rest = npx // block, npx % block
     gp = dict(oh=g["oh"], ow=g["ow"], p=npx)
     of = ctx.flat_view(out)
@@ -742,8 +753,6 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
         return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value), [pos])
 
     def channels(p0, count):
-        rows = PIXEL_ROWS
-
         def per(o0, nrows):
             return _pixel_tile(ctx, g, xq, wv, put, o0, nrows, p0, count,
                                (nv * g["o"] + o0) * npx + p0,
