@@ -106,25 +106,3 @@ def test_qnn_add_of_int8_inputs_in_int32():
                            None, "UPWARD", "int32", saturate=False, compute="int64")
     want = np.clip(ra.astype("int64") + rb + 2, -128, 127).astype("int8")
     np.testing.assert_array_equal(got, want)
-
-
-def test_qnn_concatenate_of_int8_inputs_in_int32():
-    """qnn.concatenate requantizes each 8-bit input of another scale in int32 halves."""
-    a = relay.var("a", shape=(1, 256), dtype="int8")
-    b = relay.var("b", shape=(1, 256), dtype="int8")
-    c = lambda v, d="float32": relay.const(np.asarray(v, d))  # noqa: E731
-    y = relay.qnn.op.concatenate([a, b], [c(0.031), c(0.017)], [c(3, "int32"), c(-5, "int32")],
-                                 c(0.043), c(2, "int32"), axis=0)
-    mod = tvm.IRModule.from_expr(relay.Function([a, b], y))
-    assert "int64" not in _canonical_dtypes(mod)
-    v = np.arange(-128, 128, dtype="int8")[None]
-    with tvm.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target="llvm")
-    from minitvm.contrib import graph_executor
-
-    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    m.run(a=v, b=v)
-    want = [requantize_values(v, np.float32(s), np.int32(z), np.float32(0.043), np.int32(2),
-                              None, "UPWARD", "int8", compute="int64")
-            for s, z in ((0.031, 3), (0.017, -5))]
-    np.testing.assert_array_equal(m.get_output(0).numpy(), np.concatenate(want))

@@ -361,8 +361,7 @@ def _concatenate(attrs, args, types):
     def requant(i):
         if compute == "int64":
             v = _requant_fixed(item(data, i), item(scales, i), item(zps, i), os_, ozp,
-                               "UPWARD", -1, len(types[0].fields[i].shape),
-                               _data_bound(types[0].fields[i].dtype, item(zps, i)))
+                               "UPWARD", -1, len(types[0].fields[i].shape))
             if v is not None:
                 return v
         return _requant_f64(item(data, i), None, item(scales, i), item(zps, i), os_, ozp,
