@@ -81,10 +81,9 @@ def _along(values: np.ndarray, axis: int, ndim: int, dtype: str):
 
 
 def _requant_fixed(data, in_scale, in_zp, out_scale, out_zp, rounding: str, axis: int,
-                   ndim: int, bound: int | None = None):
+                   ndim: int):
     """TVM's int64 fixed-point requantization of constant scales, unsaturated int32; None
-    where a scale is not a constant (the float64 form computes those). ``bound``: the largest
-    ``|data - in_zp|`` where known (8-bit data), for the int32 form (``_fixed_int32``)."""
+    where a scale is not a constant (the float64 form computes those)."""
     ins, outs = _const_values(in_scale), _const_values(out_scale)
     if ins is None or outs is None or outs.size != 1:
         return None
@@ -96,9 +95,6 @@ def _requant_fixed(data, in_scale, in_zp, out_scale, out_zp, rounding: str, axis
         m, shift = fixed_point_multiplier_shift(ins.astype("float64") /
                                                 np.float64(outs.reshape(-1)[0]))
         lshift, total = np.maximum(shift, 0), 31 + np.maximum(-shift, 0)
-        narrow = _fixed_int32(x, m, lshift, total, rounding, axis, ndim, bound)
-        if narrow is not None:
-            return narrow if _zero(out_zp) else _t.add(narrow, _t.cast(out_zp, "int32"))
         x = _t.cast(x, "int64")
         if lshift.any():
             x = _t.left_shift(x, _along(lshift, axis, ndim, "int64"))
@@ -117,61 +113,12 @@ def _requant_fixed(data, in_scale, in_zp, out_scale, out_zp, rounding: str, axis
     return x
 
 
-# The int64 product of TVM's rule in int32 halves (``_fixed_int32``), where the data's range
-# allows: its vectors of int64 multiplies are three ``vpmuludq`` and shifts a 4 lanes on AVX2
-# (no 64-bit ``vpmullq``), where the halves are two ``vpmulld`` a 8 lanes.
-INT32_HALVES = True
-_HALF = 16  # (bits of the multiplier's low half)
-
-
-def _fixed_int32(x, m, lshift, total, rounding: str, axis: int, ndim: int, bound):
-    """TVM's ``((x << lshift) * m + offset) >> total`` (int64, ``offset`` half or, rounding
-    "TONEAREST" below zero, half - 1) computed in int32, bit for bit, when ``|x| <= bound``
-    keeps every partial sum in int32; else None. With ``m = mh * 2**16 + ml`` and the offset
-    split alike (``oh * 2**16 + ol``, half's low part 0), the product plus offset is ``H *
-    2**16 + L`` for ``H = (x << lshift) * mh + oh`` and ``L = (x << lshift) * ml + ol``, whose
-    floor division by ``2**total`` is ``(H + (L >> 16)) >> (total - 16)`` (``L``'s low 16 bits
-    cannot carry past the shift)."""
-    if not INT32_HALVES or bound is None or not (m > 0).all():
-        return None
-    b = int(bound) << int(lshift.max())
-    mh, ml = m.astype("int64") >> _HALF, m.astype("int64") & ((1 << _HALF) - 1)
-    oh = np.left_shift(np.int64(1), total - 1 - _HALF)
-    if b * int(mh.max()) + int(oh.max()) + b + 1 >= 2**31 or \
-            b * (1 << _HALF) + (1 << _HALF) >= 2**31 or int(total.min()) <= _HALF:
-        return None
-    if lshift.any():
-        x = _t.left_shift(x, _along(lshift, axis, ndim, "int32"))
-    hi = _t.multiply(x, _along(mh, axis, ndim, "int32"))
-    lo = _t.multiply(x, _along(ml, axis, ndim, "int32"))
-    if rounding == "TONEAREST":  # (below zero: half - 1, its low half 2**16 - 1)
-        neg = _t.less(x, const(np.int32(0), "int32"))
-        hi = _t.add(hi, _t.where(neg, _along(oh - 1, axis, ndim, "int32"),
-                                 _along(oh, axis, ndim, "int32")))
-        lo = _t.add(lo, _t.where(neg, const(np.int32((1 << _HALF) - 1), "int32"),
-                                 const(np.int32(0), "int32")))
-    else:
-        hi = _t.add(hi, _along(oh, axis, ndim, "int32"))
-    carry = _t.right_shift(lo, const(np.int32(_HALF), "int32"))
-    return _t.right_shift(_t.add(hi, carry), _along(total - _HALF, axis, ndim, "int32"))
-
-
-def _data_bound(dtype_in: str, in_zp) -> int | None:
-    """The largest ``|data - in_zp|`` of 8-bit data and a constant zero point, else None."""
-    if dtype_in not in ("int8", "uint8") or not isinstance(in_zp, Constant):
-        return None
-    lo, hi = dtype_range(dtype_in)
-    z = in_zp.data.numpy().astype("int64")
-    return int(max(np.abs(lo - z).max(), np.abs(hi - z).max()))
-
-
 def _requant(data, dtype_in, in_scale, in_zp, out_scale, out_zp, rounding, compute, axis,
              ndim, per_axis_types):
     """One requantization, unsaturated, and whether it is int32: TVM's fixed point for the
     ``int64`` compute dtype (constant scales), else ``_requant_f64``'s float form."""
     if compute == "int64":
-        fixed = _requant_fixed(data, in_scale, in_zp, out_scale, out_zp, rounding, axis, ndim,
-                               _data_bound(dtype_in, in_zp))
+        fixed = _requant_fixed(data, in_scale, in_zp, out_scale, out_zp, rounding, axis, ndim)
         if fixed is not None:
             return fixed, True
     ts, tz = per_axis_types
