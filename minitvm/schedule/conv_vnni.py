@@ -668,6 +668,8 @@ PIXEL_MAX_IDLE = 0.25
 # (267), 64 -> 384 at 14x14 107 / 105 / 95 / 96 (139), 384 -> 64 at 14x14 94 / 88 / 92 / 89
 # (167): within the noise of each other, all near Zen 3's one ``vpmaddwd`` a cycle (16
 # multiply-adds, as its two 8-lane FMAs: the pairs' gain is the bytes read, not the products).
+# AVX-512's 8 x 3, spilled, in another run (4x1 / 8x3): 500 / 601, 227 / 233, 214 / 208,
+# 101 / 93, 103 / 93: 4 x 1 keeps the 32 -> 192 conv of the largest plane from its spills.
 AVX2_PIXEL_TILE = (4, 1)
 
 
