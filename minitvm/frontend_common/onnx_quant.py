@@ -281,8 +281,9 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     zero points, one or one per output channel --, one group, a multiple of
     ``VNNI_CHANNEL_STEP`` output channels, at least ``VNNI_MIN_CHANNELS`` input channels and
     (a filter of two or more taps) ``VNNI_MIN_REDUCTION`` input channels x taps. Elsewhere, or
-    otherwise, the float32 convs stay."""
-    from ..schedule.conv_vnni import available
+    otherwise, the float32 convs stay. On an AVX2 host without VNNI too, where ``conv_vnni``
+    widens the bytes to int16 pairs (``conv_vnni.row_words``: ``vpmaddwd``)."""
+    from ..schedule.conv_vnni import products_available
 
     w_dtypes = ("int8", "uint8") if weight_zero_points else ("int8",)
     if x_dtype not in ("uint8", "int8") or w_dtype not in w_dtypes or w is None or \
@@ -297,7 +298,7 @@ def vnni_conv(x_dtype: str, x_zp, w_dtype: str, w, w_zp, groups: int, channels: 
     if w_zp is not None and np.any(np.asarray(w_zp)):
         if not weight_zero_points or np.size(w_zp) not in (1, np.shape(w)[0]):
             return False
-    return available()
+    return products_available()
 
 
 def int8_conv_weight(w, w_dtype: str, w_zp) -> tuple[np.ndarray, np.ndarray]:

@@ -14,8 +14,11 @@ in the bytes of one int32, which the tile broadcasts to every lane. Channels pas
 count not a multiple of 4) are zero bytes in both; the conv's own padding is zero bytes (an
 input with a nonzero zero point comes padded with it, by ``nn.pad``, from the importer).
 
-Only where the host has AVX-512 VNNI (``available``); elsewhere the importers keep their
-float32 convs. A weight not known at build time is packed by the kernel (``_pack_weight``).
+Where the host has AVX-512 VNNI (``available``); on an AVX2 host without VNNI uint8 data runs
+as int16 pairs (``BYTE_PAIRS``, ``row_words``: the bytes zero-extended as the input is packed,
+the weight sign-extended as it is packed, ``vpmaddwd``), in AVX2-sized pixel tiles
+(``AVX2_PIXEL_TILE``); elsewhere the importers keep their float32 convs. A weight not known at
+build time is packed by the kernel (``_pack_weight``).
 
 The same kernels take int16 data with an int16 or int8 weight (a 16x8 model's int16
 activations): their words hold 2 int16 values, not 4 bytes (``Words``: ``PAIRS``), multiplied
@@ -126,7 +129,7 @@ def geometry(t) -> dict | None:
         return None
     a = t.op.attrs
     x, w = a["operands"]
-    words = WORDS.get(x.dtype)
+    words = row_words(x.dtype)
     if words is None or w.dtype not in words.weights or t.dtype != "int32" or \
             a["groups"] != 1:
         return None
@@ -146,7 +149,8 @@ def geometry(t) -> dict | None:
 
 
 def supported(t, options=None) -> bool:
-    """Does this schedule take stage ``t`` (the host has VNNI, generated convs allowed)?"""
+    """Does this schedule take stage ``t`` (the host runs its words: VNNI's bytes, or int16
+    pairs; generated convs allowed)?"""
     g = geometry(t) if options is None or options.generated_conv else None
     return g is not None and _words_available(g["words"])
 
@@ -194,8 +198,8 @@ def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
     if g is None:
         raise ValueError(f"conv_vnni.packed_weight: stage {t.name!r} is not a conv2d this "
                          "schedule takes")
-    return packed_shape(g), PackWeight(g["o"], g["c"], g["kh"], g["kw"], g["words"].data,
-                                       g["wdtype"])
+    return packed_shape(g), PackWeight(g["o"], g["c"], g["kh"], g["kw"],
+                                       kind_name(g["words"]), g["wdtype"])
 
 
 def emit(ctx, t, out, bodies) -> S.Stmt:
@@ -656,6 +660,24 @@ PIXEL_STORE_ROWS = True
 PIXEL_MAX_IDLE = 0.25
 
 
+# An AVX2 pixel tile (16 ymm): ``PIXEL_ROWS`` x ``PIXEL_VECTORS`` took 48 ymm accumulators
+# (16-lane int32 vectors are two ymm each) and spilled them: rows x vectors here. Zen 3, one
+# thread, uint8 x int8 as int16 pairs + requantize to uint8, us, tiles 4x1 / 6x1 / 2x2 / 3x2
+# (the float32 conv of the same uint8 input): 32 -> 192 at 56x56 475 / 476 / 473 / 480 (665),
+# 48 -> 288 at 28x28 227 / 233 / 239 / 233 (327), 288 -> 48 at 28x28 214 / 202 / 201 / 204
+# (267), 64 -> 384 at 14x14 107 / 105 / 95 / 96 (139), 384 -> 64 at 14x14 94 / 88 / 92 / 89
+# (167): within the noise of each other, all near Zen 3's one ``vpmaddwd`` a cycle (16
+# multiply-adds, as its two 8-lane FMAs: the pairs' gain is the bytes read, not the products).
+# AVX-512's 8 x 3, spilled, in another run (4x1 / 8x3): 500 / 601, 227 / 233, 214 / 208,
+# 101 / 93, 103 / 93: 4 x 1 keeps the 32 -> 192 conv of the largest plane from its spills.
+AVX2_PIXEL_TILE = (4, 1)
+
+
+def pixel_tile() -> tuple[int, int]:
+    """(output channels, 16-pixel vectors) of a pixel-lanes tile on the host's vector ISA."""
+    return (PIXEL_ROWS, PIXEL_VECTORS) if vector_isa() == "avx512" else AVX2_PIXEL_TILE
+
+
 def pixel_lanes(g) -> bool:
     """Does geometry ``g`` run with pixels in the lanes (``PIXEL_LANES``): a 1x1 filter at
     stride 1 without padding, at least a vector of pixels, few of them idle in the last vector
@@ -732,7 +754,8 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
     from .conv_pointwise import pixel_value
 
     npx = g["oh"] * g["ow"]
-    block = PIXEL_VECTORS * LANES
+    rows, vectors = pixel_tile()
+    block = vectors * LANES
     full, rest = npx // block, npx % block
     gp = dict(oh=g["oh"], ow=g["ow"], p=npx)
     of = ctx.flat_view(out)
@@ -742,8 +765,6 @@ def _pixel_tiles(ctx, g, xq, wv, out, nv, epi) -> S.Stmt:
         return S.BufferStore(of, pixel_value(ctx, gp, out, epi, nv, o, p, value), [pos])
 
     def channels(p0, count):
-        rows = PIXEL_ROWS
-
         def per(o0, nrows):
             return _pixel_tile(ctx, g, xq, wv, put, o0, nrows, p0, count,
                                (nv * g["o"] + o0) * npx + p0,

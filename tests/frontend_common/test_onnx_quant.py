@@ -289,7 +289,7 @@ def test_vnni_conv_takes_weight_zero_points_when_asked():
     the window sums (``weight_zero_points``); zero points one or one per output channel."""
     from minitvm.schedule import conv_vnni
 
-    ok = conv_vnni.available()
+    ok = conv_vnni.products_available()
     w = np.ones((32, 16, 3, 3), "uint8")
     assert not vnni_conv("uint8", None, "uint8", w, np.uint8(3), 1, 32)
     assert vnni_conv("uint8", None, "uint8", w, np.uint8(3), 1, 32,

@@ -79,10 +79,11 @@ def test_float_widening_of_a_uint8_input_is_not_raised():
 
 @pytest.mark.parametrize("vnni", [True, False])
 def test_int_conv_numerics(monkeypatch, vnni):
-    if vnni and not conv_vnni.available():
+    if vnni and not conv_vnni.products_available():
         pytest.skip("the host has no AVX-512 VNNI")
     if not vnni:
         monkeypatch.setattr(conv_vnni, "available", lambda: False)
+        monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)  # (and AVX2's pairs)
     rng = np.random.default_rng(4)
     w = rng.integers(-128, 128, (32, 20, 3, 3)).astype("int8")
     x = rng.integers(0, 256, (1, 20, 7, 7)).astype("uint8")

@@ -102,7 +102,7 @@ def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
     ORT."""
     model, feeds = qdq_conv(w_zp, per_channel, groups)
     convs = [line for line in from_onnx(model).script().splitlines() if "R.nn.conv2d" in line]
-    vnni = conv_vnni.available()
+    vnni = conv_vnni.products_available()
     if weight == "zp" and vnni:  # (the int32 conv, then its window sums' one-channel conv)
         assert len(convs) == 2 and all('out_dtype="int32"' in c for c in convs)
     else:
@@ -226,7 +226,7 @@ def test_int_conv1d(op):
     mod = from_onnx(model)
     convs = [line for line in mod.script().splitlines() if "R.nn.conv2d" in line]
     assert len(convs) == 1
-    assert ('out_dtype="int32"' in convs[0]) == conv_vnni.available()
+    assert ('out_dtype="int32"' in convs[0]) == conv_vnni.products_available()
     out = _run(_build(mod), feeds)[0]
     want = _ort(model, feeds)[0]
     assert out.shape == want.shape and out.dtype == want.dtype
@@ -354,10 +354,10 @@ def test_conv_integer_int8_weight(w_zp):
                     _inits(w=w, x_zp=np.array(7, "uint8"), **zp), pads=[1, 1, 1, 1])
     mod = from_onnx(model)
     convs = [line for line in mod.script().splitlines() if "R.nn.conv2d" in line]
-    if w_zp and conv_vnni.available():
+    if w_zp and conv_vnni.products_available():
         assert len(convs) == 2 and all('out_dtype="int32"' in c for c in convs)
     else:
-        want = "void" if w_zp else "int32" if conv_vnni.available() else "float32"
+        want = "void" if w_zp else "int32" if conv_vnni.products_available() else "float32"
         assert len(convs) == 1 and f'out_dtype="{want}"' in convs[0]
     out = _run(_build(mod), {"x": x})[0]
     ws = torch.tensor(w.astype(np.float64) - (w_zp or 0))

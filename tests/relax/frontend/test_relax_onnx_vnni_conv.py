@@ -55,7 +55,7 @@ def _build_run(mod, feeds):
 def test_int_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     proto, x = int_conv_case(op, c, o, hw, k, s, d, zp)
     mod = from_onnx(proto, shape_dict={"x": x.shape})
-    assert _int32_convs(mod) == int(conv_vnni.available() and (k > 1 or c >= 32))
+    assert _int32_convs(mod) == int(conv_vnni.products_available() and (k > 1 or c >= 32))
     _, got = _build_run(mod, {"x": x})
     np.testing.assert_array_equal(got, ort_run(proto, {"x": x})[0])
 
@@ -67,7 +67,7 @@ def test_int8_input_runs_shifted(zp):
     proto = int_conv_model("QLinearConv", 16, 32, 7, 3, 1, 1, zp, rng, "int8")
     x = rng.integers(-128, 128, (1, 16, 7, 7)).astype("int8")
     mod = from_onnx(proto, shape_dict={"x": x.shape})
-    assert _int32_convs(mod) == int(conv_vnni.available())
+    assert _int32_convs(mod) == int(conv_vnni.products_available())
     np.testing.assert_array_equal(_build_run(mod, {"x": x})[1], ort_run(proto, {"x": x})[0])
 
 
@@ -79,7 +79,8 @@ def test_qdq_conv(w_zp, per_channel, groups, weight):
     model, feeds = qdq_conv(w_zp, per_channel, groups)
     mod = from_onnx(model)
     # (a weight zero point: the conv and its window sums' one-channel conv)
-    assert _int32_convs(mod) == ({"int8": 1, "zp": 2}.get(weight, 0) if conv_vnni.available()
+    assert _int32_convs(mod) == ({"int8": 1, "zp": 2}.get(weight, 0)
+                                 if conv_vnni.products_available()
                                  else 0)
     _, out = _build_run(mod, feeds)
     ref = ort_run(model, feeds)[0]
@@ -94,7 +95,7 @@ def test_qdq_conv1d(w_zp, per_channel):
     row, within one step of ORT's output."""
     model, feeds = qdq_conv(w_zp, per_channel, 1, cin=32, rank=1)
     mod = from_onnx(model)
-    assert _int32_convs(mod) == int(conv_vnni.available())
+    assert _int32_convs(mod) == int(conv_vnni.products_available())
     _, out = _build_run(mod, feeds)
     ref = ort_run(model, feeds)[0]
     assert out.dtype == ref.dtype and out.shape == ref.shape
@@ -104,17 +105,19 @@ def test_qdq_conv1d(w_zp, per_channel):
 
 def test_weight_packed_once_at_build():
     """The VM holds the conv's weight in conv_vnni's packed layout ([O/16, C/4, KH, KW, 16,
-    4] int8, made at build time) and not the [O, C, KH, KW] one; the kernel reads it as it is
-    (no per-call packing loop)."""
-    if not conv_vnni.available():
-        pytest.skip("the host has no AVX-512 VNNI")
+    4] int8, made at build time; AVX2's int16 pairs: [O/16, C/2, KH, KW, 16, 2] int16 seen as
+    int8) and not the [O, C, KH, KW] one; the kernel reads it as it is (no per-call packing
+    loop)."""
+    if not conv_vnni.products_available():
+        pytest.skip("the host has neither AVX-512 VNNI nor AVX2")
     rng = np.random.default_rng(5)
     proto = int_conv_model("QLinearConv", 18, 32, 8, 3, 1, 1, 7, rng)
     w = next(onnx.numpy_helper.to_array(i) for i in proto.graph.initializer if i.name == "w")
     ex, _ = _build_run(from_onnx(proto, shape_dict={"x": (1, 18, 8, 8)}),
                        {"x": rng.integers(0, 256, (1, 18, 8, 8)).astype("uint8")})
     consts = [c for c in ex.constants if isinstance(c, np.ndarray) and c.dtype == np.int8]
-    packed = conv_vnni.PackWeight(32, 18, 3, 3)(w)
+    kind = conv_vnni.kind_name(conv_vnni.row_words("uint8"))  # (the host's words)
+    packed = conv_vnni.PackWeight(32, 18, 3, 3, kind)(w)
     assert any(c.shape == packed.shape and np.array_equal(c, packed) for c in consts)
     assert not any(c.shape == w.shape for c in consts)
     convs = [rec for rec, _ in ex.kernels.values() if "w_vnni" in str(rec.prim_func) or
@@ -126,6 +129,7 @@ def test_weight_packed_once_at_build():
 def test_without_vnni_float_convs_stay(monkeypatch, op):
     """A host without VNNI: no int32 conv, and the results still equal ORT's."""
     monkeypatch.setattr(conv_vnni, "available", lambda: False)
+    monkeypatch.setattr(conv_vnni, "pairs_available", lambda: False)  # (and AVX2's pairs)
     rng = np.random.default_rng(11)
     if op == "qdq":
         model, feeds = qdq_conv(None, True, 1)
@@ -163,7 +167,7 @@ def test_qlinear_conv1d_requantizes_before_the_squeeze():
     assert len(squeezes) == 1
     assert _op_name(bound[squeezes[0].args[0]]) == "relax.astype"
     assert str(squeezes[0].args[0].struct_info.dtype) == "uint8"
-    if conv_vnni.available():
+    if conv_vnni.products_available():
         (conv,) = [k for k, v in bound.items() if _op_name(v) == "relax.nn.conv2d"]
         accs = [bound[v.args[0]] for v in bound.values() if _op_name(v) == "relax.astype" and
                 v.args[0] in bound and

@@ -16,7 +16,7 @@ from torch_qat_nets import default_qconfig_qat_net  # noqa: E402
 import minitvm as tvm  # noqa: E402
 from minitvm import relax  # noqa: E402
 from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
-from minitvm.schedule.conv_vnni import available as vnni_available  # noqa: E402
+from minitvm.schedule.conv_vnni import products_available  # noqa: E402
 
 F = torch.nn.functional
 SHAPE = (1, 16, 8, 8)
@@ -65,7 +65,7 @@ def test_qat_conv_runs_the_integer_conv(act, weight_zp, integer):
     mod = from_exported_program(torch.export.export(model, (x,)))
     # (without VNNI: the float32 conv of the integers; a 10-bit range: the float conv)
     assert _conv_dtypes(mod) == ["void" if not integer else
-                                 "int32" if vnni_available() else "float32"]
+                                 "int32" if products_available() else "float32"]
     out = _run(mod, x.numpy())
     np.testing.assert_allclose(out, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
 
@@ -149,11 +149,9 @@ def test_qat_mobile_block_sums_integers(zp):
     found = _products(mod)
     depthwise = ("nn.conv2d", "uint8" if zp == 0 else "float32", "float32", 16)
     assert found[:2] == [depthwise, ("nn.conv2d", "float32", "float32", 4)]
-    if vnni_available():
+    if products_available():
         assert found[2:] == [("nn.conv2d", "uint8", "int32", 1), ("matmul", "uint8", "int32", None)]
     else:  # (the conv in float32; the matmul on AVX2's int16 pairs: products_available)
-        from minitvm.schedule.conv_vnni import products_available
-
         assert [f[2] for f in found[2:]] == \
             ["float32", "int32" if products_available() else "float32"]
     out = _run(mod, x.numpy())
@@ -202,7 +200,7 @@ def test_torch_ao_default_qconfig_exports_and_runs_integer_convs():
     mod = from_exported_program(torch.export.export(model, (x,)))
     found = _products(mod)
     assert found[1] == ("nn.conv2d", "uint8", "float32", 16)
-    assert found[2][2] == ("int32" if vnni_available() else "float32")
+    assert found[2][2] == ("int32" if products_available() else "float32")
     np.testing.assert_allclose(_run(mod, x.numpy()), ref, rtol=0,
                                atol=2e-6 * np.abs(ref).max())
     observing = default_qconfig_qat_net(SHAPE, observe=True)

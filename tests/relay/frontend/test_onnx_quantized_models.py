@@ -285,7 +285,7 @@ def test_conv_integer(cin, groups, accs):
     """Padding counts as the input's zero point; a per-output-channel weight zero point (on
     VNNI hosts a wide conv is the int32 conv and its window-sum conv, else float32 pieces)."""
     if accs == "vnni":
-        accs = ["int32"] * 2 if conv_vnni.available() else ["float32"] * 2
+        accs = ["int32"] * 2 if conv_vnni.products_available() else ["float32"] * 2
     rng = np.random.default_rng(cin + groups)
     cout = 8
     x = rng.integers(0, 256, (1, cin, 9, 9)).astype("uint8")
@@ -345,10 +345,10 @@ def test_conv_integer_keeps_int8_weights(k, w_zp, groups, weight):
                     group=groups)
     mod, params = relay.frontend.from_onnx(model)
     if weight == "1x1":
-        weight = "int8" if conv_vnni.available() else "float32"
+        weight = "int8" if conv_vnni.products_available() else "float32"
     weights = [weight]
     if weight == "zp":
-        weights = ["int8", "int32"] if conv_vnni.available() else ["float32"]
+        weights = ["int8", "int32"] if conv_vnni.products_available() else ["float32"]
     assert _conv_weight_dtypes(mod) == weights
     out = build_and_run(mod, params, {"x": x})[0]
     ws = w.astype(np.float64) - (0 if zp is None else int(zp))
@@ -366,7 +366,7 @@ def test_qdq_conv_reads_int8_weights(w_zp, per_channel, groups, weight):
     model, feeds = qdq_conv(w_zp, per_channel, groups)
     mod, params = relay.frontend.from_onnx(model)
     if weight == "zp":  # (on VNNI the int8 weight and its window sums' int32 conv of ones)
-        weight = ["int8", "int32"] if conv_vnni.available() else ["float32"]
+        weight = ["int8", "int32"] if conv_vnni.products_available() else ["float32"]
     assert _conv_weight_dtypes(mod) == (weight if isinstance(weight, list) else [weight])
     out, ref = _close_to_ort(model, feeds)
     assert np.mean(out == ref) >= 0.99

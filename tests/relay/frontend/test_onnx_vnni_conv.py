@@ -45,7 +45,7 @@ def _int32_convs(mod) -> int:
 def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     proto, x = int_conv_case(op, c, o, hw, k, s, d, zp)
     mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
-    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available() and
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.products_available() and
                                                                  (k > 1 or c >= 32))
     got = build_and_run(mod, params, {"x": x})[0]
     want = ort_run(proto, {"x": x})[0]
@@ -61,7 +61,7 @@ def test_vnni_conv_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
 def test_vnni_conv_of_8s_of_channels_equals_onnxruntime(op, c, o, hw, k, s, d, zp):
     proto, x = int_conv_case(op, c, o, hw, k, s, d, zp)
     mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
-    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.products_available())
     np.testing.assert_array_equal(build_and_run(mod, params, {"x": x})[0],
                                   ort_run(proto, {"x": x})[0])
 
@@ -76,7 +76,7 @@ def test_int8_input_runs_shifted(c, o, hw, k, s, d, zp):
     x = rng.integers(-128, 128, (1, c, hw, hw)).astype("int8")
     x[0, :, 0, :] = -128
     mod, params = relay.frontend.from_onnx(proto, shape={"x": x.shape})
-    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.products_available())
     np.testing.assert_array_equal(build_and_run(mod, params, {"x": x})[0],
                                   ort_run(proto, {"x": x})[0])
 
@@ -91,7 +91,7 @@ def test_qdq_conv_on_vnni(w_zp, per_channel, groups, weight):
     mod, params = relay.frontend.from_onnx(model)
     # (a weight zero point: the conv and its window sums' one-channel conv)
     assert _int32_convs(relay.transform.InferType()(mod)) == (
-        {"int8": 1, "zp": 2}.get(weight, 0) if conv_vnni.available() else 0)
+        {"int8": 1, "zp": 2}.get(weight, 0) if conv_vnni.products_available() else 0)
     out = build_and_run(mod, params, feeds)[0]
     ref = ort_run(model, feeds)[0]
     assert out.dtype == ref.dtype and out.shape == ref.shape
@@ -105,7 +105,7 @@ def test_qdq_conv1d_on_vnni(w_zp, per_channel):
     row, within one step of ORT's output."""
     model, feeds = qdq_conv(w_zp, per_channel, 1, cin=32, rank=1)
     mod, params = relay.frontend.from_onnx(model)
-    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.available())
+    assert _int32_convs(relay.transform.InferType()(mod)) == int(conv_vnni.products_available())
     out = build_and_run(mod, params, feeds)[0]
     ref = ort_run(model, feeds)[0]
     assert out.dtype == ref.dtype and out.shape == ref.shape
@@ -118,7 +118,7 @@ def test_vnni_conv_choice():
     zero points, one group, 8s of output channels (``VNNI_CHANNEL_STEP``) and enough of a
     reduction."""
     w = np.ones((32, 16, 3, 3), "int8")
-    ok = conv_vnni.available()
+    ok = conv_vnni.products_available()
     assert onnx_quant.vnni_conv("uint8", np.uint8(3), "int8", w, None, 1, 32) == ok
     assert onnx_quant.vnni_conv("uint8", None, "int8", w, np.zeros(32, "int8"), 1, 32) == ok
     assert onnx_quant.vnni_conv("int8", np.int8(-3), "int8", w, None, 1, 32) == ok
@@ -171,7 +171,7 @@ def test_qlinear_conv1d_requantizes_in_the_conv():
     ops = _ops(convs[0])
     assert "round" in ops and "squeeze" not in ops
     assert convs[0].body.checked_type.dtype == "uint8"
-    if conv_vnni.available():
+    if conv_vnni.products_available():
         assert ops[:2] == ["nn.conv2d", "subtract"] and "add" not in ops[:3]
     np.testing.assert_array_equal(build_and_run(mod, params, feeds)[0],
                                   ort_run(model, feeds)[0])
@@ -191,7 +191,7 @@ def test_qlinear_conv1d_chain(dtype):
     rest = [set(_ops(f)) for f in funcs if f not in heavy]
     other = [ops for ops in rest if not ops <= {"squeeze", "expand_dims", "reshape", "nn.pad"}]
     assert len(other) <= 1, rest  # (the graph input's own row, shift and pad)
-    if conv_vnni.available():  # (the first conv stores the row the second reads: uint8)
+    if conv_vnni.products_available():  # (the first conv stores the row the second reads: uint8)
         assert [f.body.checked_type.dtype for f in heavy] == ["uint8", dtype]
     np.testing.assert_array_equal(build_and_run(mod, params, feeds)[0],
                                   ort_run(model, feeds)[0])

@@ -50,7 +50,7 @@ def _assert_vnni_with_window_sums(mod, case):
     """The int32 conv of uint8 data and an int8 weight, and (3x3, strided or 1-D) the window
     sums' one-channel int32 conv of ones; float32 convs elsewhere."""
     convs = _convs(mod)
-    if not conv_vnni.available():
+    if not conv_vnni.products_available():
         assert all(c[2] != "int32" for c in convs)
         return
     assert ("uint8", "int8", "int32", 32) in convs

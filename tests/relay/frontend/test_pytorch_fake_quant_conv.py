@@ -16,7 +16,7 @@ from torch_qat_nets import default_qconfig_qat_net, qat_mobile_net  # noqa: E402
 import minitvm as tvm  # noqa: E402
 from minitvm import relay  # noqa: E402
 from minitvm.relay.analysis import post_order_visit  # noqa: E402
-from minitvm.schedule.conv_vnni import available as vnni_available  # noqa: E402
+from minitvm.schedule.conv_vnni import products_available  # noqa: E402
 
 F = torch.nn.functional
 SHAPE = (1, 16, 8, 8)
@@ -75,7 +75,7 @@ def test_qat_conv_block_runs_integer_convs(act, weight_zp):
     mod, _ = relay.frontend.from_pytorch(torch.jit.trace(model, (x,)),
                                          [("x", (SHAPE, "float32"))])
     convs = _convs(mod)
-    if vnni_available():  # the int32 conv of 8-bit values (one more int32 conv: window sums)
+    if products_available():  # the int32 conv of 8-bit values (one more int32 conv: window sums)
         assert all(dt == "int32" for _, dt in convs) and ("float32", "float32") not in convs
         assert {src for src, _ in convs} >= {"uint8"}
     else:
@@ -100,7 +100,7 @@ def test_wider_than_8_bits_keeps_the_float_conv():
                                          [("x", (SHAPE, "float32"))])
     convs = _convs(mod)
     assert convs[0] == ("float32", "float32")  # (the second conv reads an 8-bit range)
-    assert len(convs) == 2 and (convs[1][1] == "int32") == vnni_available()
+    assert len(convs) == 2 and (convs[1][1] == "int32") == products_available()
     _check_close(_run(mod, x.numpy()), ref)
 
 
@@ -153,8 +153,6 @@ def test_qat_linear_runs_the_integer_dense(bits):
     post_order_visit(mod["main"], lambda e: dense.append(
         (e.args[0].checked_type.dtype, e.checked_type.dtype))
         if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.dense" else None)
-    from minitvm.schedule.conv_vnni import products_available
-
     integer = products_available() and bits[1] <= 255  # (VNNI, or AVX2's int16 pairs)
     assert dense == [("uint8", "int32") if integer else ("float32", "float32")]
     _check_close(_run(mod, x.numpy()), ref)
@@ -223,9 +221,9 @@ def test_qat_depthwise_grouped_and_conv1d_sum_integers(zp):
                                          [("x", (SHAPE, "float32"))])
     convs = _conv_calls(mod)
     depthwise = ("uint8" if zp == 0 else "float32", "float32", "float32", 16)
-    row = ("uint8", "int8", "int32", 1) if vnni_available() else None
+    row = ("uint8", "int8", "int32", 1) if products_available() else None
     assert convs[:2] == [depthwise, ("float32", "float32", "float32", 4)]
-    assert convs[2] == row or not vnni_available()
+    assert convs[2] == row or not products_available()
     assert all(_integer_weights(mod)[:2])
     _check_close(_run(mod, x.numpy()), ref)
 
@@ -272,7 +270,7 @@ def test_torch_ao_qat_mobile_block_runs_integer_convs():
     convs = _conv_calls(mod)
     # the depthwise conv sums the float32 integers q - z (the stub's zero point is not 0)
     assert convs[0] == ("float32", "float32", "float32", 16) and _integer_weights(mod)[0]
-    assert convs[1] == (("uint8", "int8", "int32", 1) if vnni_available() else
+    assert convs[1] == (("uint8", "int8", "int32", 1) if products_available() else
                         ("float32", "float32", "float32", 1))
     _check_close(_run(mod, x.numpy()), ref)
 
@@ -290,7 +288,7 @@ def test_torch_ao_default_qconfig_fused_fake_quant():
                                          [("x", (SHAPE, "float32"))])
     convs = _conv_calls(mod)
     assert convs[1] == ("uint8", "float32", "float32", 16)
-    assert convs[2][2] == ("int32" if vnni_available() else "float32")
+    assert convs[2][2] == ("int32" if products_available() else "float32")
     _check_close(_run(mod, x.numpy()), ref)
     observing = default_qconfig_qat_net(SHAPE, observe=True)
     with pytest.raises(ValueError, match="observer is enabled.*disable_observer"):
