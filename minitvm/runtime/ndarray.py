@@ -53,11 +53,20 @@ def aligned(a: np.ndarray, align: int = CONST_ALIGN) -> np.ndarray:
         return contiguous(a)
     if a.flags.c_contiguous and a.ctypes.data % align == 0:
         return a
-    raw = np.empty(a.nbytes + align, np.uint8)
-    off = (-raw.ctypes.data) % align
-    out = raw[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out = aligned_empty(a.shape, a.dtype, align)
     np.copyto(out, a)
     return out
+
+
+def aligned_empty(shape, dtype, align: int = CONST_ALIGN) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data starts on an ``align``-byte boundary:
+    what a build-time weight transform writes its result into, so ``aligned`` keeps it as it
+    is (numpy's large arrays start 16 bytes into a page: each was copied a second time)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(n + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + n].view(dtype).reshape(shape)
 
 
 def cpu(dev_id: int = 0) -> Device:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runtime.ndarray import aligned_empty
 from ..tir import expr as E
 from .common import (
     divisor_near,
@@ -515,8 +516,10 @@ class PackWeight:
             w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
             pad = np.zeros((groups, (self.o - self.real_o) // groups, *w.shape[2:]), w.dtype)
             w = np.concatenate([w, pad], axis=1).reshape(self.o, *w.shape[2:])
-        w = w.reshape(self.o // LANES, LANES, self.c, self.kh, self.kw)
-        return np.ascontiguousarray(w.transpose(0, 2, 3, 4, 1))
+        w = w.reshape(self.o // LANES, LANES, self.c, self.kh, self.kw).transpose(0, 2, 3, 4, 1)
+        out = aligned_empty(w.shape, w.dtype)  # (kept as is by ``aligned``: one copy)
+        np.copyto(out, w)
+        return out
 
 
 def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:

@@ -57,6 +57,7 @@ import math
 
 import numpy as np
 
+from ..runtime.ndarray import aligned_empty
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
@@ -468,7 +469,7 @@ class PackWeight:
         # each layout written in one copy from views of ``w`` (a build packs every weight)
         w = np.asarray(w, dtype="float32").reshape(self.o, self.c)
         if self.mode == "pixels":
-            out = np.empty(self.o * self.c, dtype="float32")
+            out = aligned_empty(self.o * self.c, "float32")
             for start, rows, count in row_tiles(self.o, self.rows):
                 for k in range(count):
                     o0 = start + k * rows

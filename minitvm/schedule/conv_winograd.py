@@ -43,6 +43,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..runtime.ndarray import aligned_empty
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
@@ -467,7 +468,7 @@ class PackWeight:
                 taps[first * self.c:(first + rows * count) * self.c] = \
                     block.transpose(0, 2, 1, 3).reshape(-1, 9)
         kron = np.kron(g, g).astype("float32")
-        out = np.empty((kron.shape[0], self.o * self.c), dtype="float32")
+        out = aligned_empty((kron.shape[0], self.o * self.c), "float32")
         np.matmul(kron, taps.T, out=out)
         return out
 

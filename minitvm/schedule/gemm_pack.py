@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runtime.ndarray import aligned_empty
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.op import if_then_else
@@ -37,7 +38,7 @@ def pack_b(b: np.ndarray, nr: int = 32, transpose_b: bool = False) -> np.ndarray
     mat = b.T if transpose_b else b  # [K, N]
     k, n = mat.shape
     full, rest = divmod(n, nr)
-    out = np.empty((full + (rest > 0), k, nr), dtype=b.dtype)
+    out = aligned_empty((full + (rest > 0), k, nr), b.dtype)  # (kept as is by ``aligned``)
     # out[j, kk, r] = mat[kk, j*nr + r]: the whole panels in one copy from a view of ``b``
     # (padding first and transposing after copied BERT-base's weights twice, 0.8 s a build)
     if transpose_b:

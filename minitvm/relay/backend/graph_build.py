@@ -85,7 +85,8 @@ def _build_or_load(mod: IRModule, params, mod_name: str, kind: str, t0: float
     """The whole-build cache's factory for ``mod``, else a fresh build (stored in it)."""
     options = lowering_options()
     cache = build_cache.enabled()
-    key = build_cache.build_key(mod, params, kind, options) if cache is not None else None
+    with paused():  # (no full collection rescanning the caller's objects while keying)
+        key = build_cache.build_key(mod, params, kind, options) if cache is not None else None
     if key is not None:
         ctx = PassContext.current()
 
@@ -93,7 +94,8 @@ def _build_or_load(mod: IRModule, params, mod_name: str, kind: str, t0: float
             with ctx, use_knobs(options.knobs):
                 return _build(mod, params, mod_name, lowering_options(), t0)
 
-        hit = build_cache.load(cache, key, mod_name, rebuild)
+        with paused():
+            hit = build_cache.load(cache, key, mod_name, rebuild)
         if hit is not None:
             hit.build_seconds = time.perf_counter() - t0
             return hit

@@ -30,6 +30,7 @@ import struct
 import tempfile
 
 from ....backend.options import lowering_options
+from ....backend.whole_build import schedule_rules_digest
 from ....runtime.vm import Executable
 from ....transform.config import config_default, register_pass_config
 from ....transform.context import PassContext
@@ -69,23 +70,6 @@ def exe_key(mod, params, target=None, ctx: PassContext | None = None) -> tuple |
     extra = json.dumps({"format": FORMAT, "exe": Executable.__module__, "rules": rules,
                         "symbolic_rules": sorted(symbolic.SYMBOLIC_RULE_TAGS)}, sort_keys=True)
     return cache, "relay.vm|" + hashlib.sha256((key + "\0" + extra).encode()).hexdigest()
-
-
-def schedule_rules_digest() -> str | None:
-    """A digest of the schedule rule table (``schedule.RULES``: each tag's rules in order, by
-    their code's names); None when a rule comes from outside minitvm (its code no digest can
-    see: a user's ``register_rule``)."""
-    from ....schedule import RULES
-
-    h = hashlib.sha256()
-    for tag in sorted(RULES):
-        for rule in RULES[tag]:
-            parts = [build_cache._attr_text(f) for f in (rule.supported, rule.emit)]
-            if None in parts:
-                return None
-            h.update(f"{tag}|{rule.name}|{rule.kind}|{rule.symbolic}|{rule.epilogue}|"
-                     f"{rule.materialize}|{'|'.join(parts)}\n".encode())
-    return h.hexdigest()
 
 
 def load(cache, key: str) -> Executable | None:
