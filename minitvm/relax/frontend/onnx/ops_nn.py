@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
+from .... import tir
 from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
 from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
-from .... import tir
 from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import TupleGetItem, const
