@@ -217,8 +217,8 @@ def _slice_at_run_time(ctx: Context, ins):
     if not all(isinstance(v, int) for v in list(axes) + list(steps)):
         raise ctx.fail("a Slice with run-time starts or ends needs constant axes and steps")
     axes = [int(a) % ndim for a in axes]
-    if any(int(s) < 0 for s in steps):
-        raise ctx.fail("a Slice with run-time starts or ends needs positive steps")
+    if any(int(s) == 0 for s in steps):
+        raise ctx.fail(f"Slice's steps {steps} hold a zero")
     dims = ctx.shape(ins[0])
     # the Slice's values first, then the defaults (0, the axis length); ``take`` puts each axis'
     # bound in place
@@ -232,7 +232,10 @@ def _slice_at_run_time(ctx: Context, ins):
         both = ctx.emit(_op.concat([given, ctx.expr(_obj(defaults), "int64")], 0))
         return ctx.emit(_op.take(both, index, 0))
 
-    begin = full(ins[1], [0] * ndim)
+    # (a start before -dim clamps to the first element, as ONNX has it for either step sign;
+    # the kernel's numpy rules would make a negative-step slice from there empty)
+    begin = ctx.emit(_op.maximum(full(ins[1], [0] * ndim),
+                                 ctx.expr(_obj([-d for d in dims]), "int64")))
     end = full(ins[2], dims)
     strides = const(np.array([int(steps[axes.index(a)]) if a in axes else 1
                               for a in range(ndim)], "int64"))
