@@ -101,3 +101,19 @@ def test_refusals_name_the_attribute(attrs, named):
     with pytest.raises(ImportError_, match=rf"Resize: Resize's sizes give output sizes known "
                                            rf"only at run time, and its {named} has no run-time"):
         _import(_model(4, attrs))
+
+
+def test_run_time_scales_with_a_fractional_output_size_raise_rather_than_differ():
+    # (onnxruntime samples a width of 5 by 0.5 at (o + 0.5) / 0.5 - 0.5; resize2d would sample
+    # its 2 outputs by the ratio 5 / 2: a silent other answer, now an error naming the node)
+    model = _model(4, {"mode": "linear", "name": "rs"}, by="scales")
+    _check(model, [((1, 2, 4, 6), np.array([2.0, 0.5], "float32")),
+                   ((3, 2, 5, 3), np.array([0.4, 1.0], "float32"))])
+    mod, params = _import(model)
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
+        vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm", params=params),
+                                       tvm.cpu())
+    x = np.zeros((1, 2, 4, 5), "float32")
+    with pytest.raises(RuntimeError, match=r"Resize node 'rs': the spatial scales \[2(\.0)?, "
+                       r"0\.5\] of the spatial sizes \[4, 5\] give output sizes with a fraction"):
+        vm.run(x, np.array([2.0, 0.5], "float32"))

@@ -100,7 +100,10 @@ def run_time_resize(ctx: Context, x, attrs, what: str, scales=None, sizes=None, 
         old = _op.cast(_op.strided_slice(_op.shape_of(x, "int64"), [2], [nd]), "float32")
         factor = _op.strided_slice(_op.cast(ctx.fold(given), "float32"), [lead], [lead + k])
         factor = _positive(ctx, factor, "the spatial scales {}")
-        size = _op.cast(_op.floor(_op.multiply(old, factor)), "int64")
+        exact = _op.multiply(old, factor)
+        size = _op.cast(_op.floor(exact), "int64")
+        size = _whole(ctx, size, exact, factor,
+                      _op.strided_slice(_op.shape_of(x, "int64"), [2], [nd]))
     lo, hi = _spatial_roi(ctx, attrs, roi, x, size, what)
     zero, one = (ctx.const(np.array([v], "float32")) for v in (0.0, 1.0))
     if k == 2:
@@ -174,6 +177,19 @@ def _resize3d(ctx: Context, x, size, params: dict, lo: list, hi: list):
     deep = _dyn.image.resize2d(_dyn.reshape(hw, rows), _op.concatenate([d2, one], 0),
                                roi=d_roi, layout="NHWC", **params)
     return _dyn.reshape(deep, _op.concatenate([n, c, d2, h2, w2], 0))
+
+
+def _whole(ctx: Context, size, exact, factor, old):
+    """``size`` (floor of ``exact``, the ``old`` sizes times ``factor``) once each is that product (to float32's
+    precision): onnxruntime samples by the scale, resize2d by the sizes' ratio, which differ
+    where the product has a fraction (a width of 5 by 0.5) -- an error rather than a silent
+    other answer."""
+    gap = _op.abs(_op.subtract(_op.cast(size, "float32"), exact))
+    ok = _op.all(_op.less_equal(gap, _op.multiply(exact, ctx.const(np.array(1e-5, "float32")))))
+    return checked(ctx, size, ok, "the spatial scales {} of the spatial sizes {} give output "
+                   "sizes with a fraction, which this run-time resize cannot sample as "
+                   "onnxruntime (by the scale): give Resize sizes instead, or the static "
+                   "spatial sizes in from_onnx's shape=", [factor, old])
 
 
 def _positive(ctx: Context, v, what: str):
