@@ -116,3 +116,28 @@ def test_wrap_pads_on_the_batch_axis():
                         inits={"p": np.array([2, -1, 3, 1])}))
     for n in (1, 3, 7):
         both.same({"x": _x(n)})
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "cubic", "axes": [2, 3]},
+    {"mode": "linear", "axes": [3, 2], "keep_aspect_ratio_policy": "not_larger"},
+    {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"}])
+def test_resize_over_axes_of_a_symbolic_batch(attrs):
+    both = _Both(_model([node("Resize", ["x", "", "", "sz"], ["y"], name="rs", **attrs)],
+                        [("x", F, ["N", 2, 4, 5])], [("y", F, None)],
+                        inits={"sz": np.array([7, 9])}))
+    for n in (1, 3):
+        x = np.random.default_rng(n).standard_normal((n, 2, 4, 5)).astype("float32")
+        want = both.sess.run(None, {"x": x})[0]
+        got = both._ours({"x": x})[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_resize_of_the_symbolic_batch_is_refused_naming_the_input():
+    model = _model([node("Resize", ["x", "", "", "sz"], ["y"], name="rs")],
+                   [("x", F, ["N", 2, 4, 5])], [("y", F, None)],
+                   inits={"sz": np.array([3, 2, 8, 10])})
+    with pytest.raises(ValueError, match=r"Resize node 'rs': this Resize resizes a symbolic "
+                       r"axis of the input 'x' \(dims \[N, 2, 4, 5\]\) by its sizes 'sz'.*shape_dict"):
+        from_onnx(model)

@@ -449,8 +449,13 @@ def _resize(ctx: Context, ins, attrs):
             out = _symbolic_kept_axes(ctx, x, dims, attrs, known(1, "Resize's roi"), sizes_v,
                                       scales_v)
         if out is None:
-            raise ctx.fail(f"this Resize resizes a symbolic axis, or is not a plain NCHW "
-                           f"resize2d; it needs static input dims there, got {dims}")
+            given = "sizes" if sizes_v is not None and sizes_v.size else "scales"
+            name = ctx.node.input[3 if given == "sizes" else 2] if ctx.opset >= 11 else ""
+            raise ctx.fail(f"this Resize resizes a symbolic axis of the input "
+                           f"{ctx.node.input[0]!r} (dims {dims}) by its {given}"
+                           f"{f' {name!r}' if name else ''}, which this importer takes only as a "
+                           "plain NCHW resize2d whose sizes are the scales times the input's; "
+                           "give those axes static sizes with from_onnx(..., shape_dict=...)")
         return out
     out, scales, roi = resize_plan(dims, attrs, known(1, "Resize's roi"), scales_v, sizes_v,
                                    ctx.fail)
@@ -489,23 +494,26 @@ def _symbolic_resize2d(ctx: Context, x, dims, attrs, sizes_v, scales_v):
 def _symbolic_kept_axes(ctx: Context, x, dims, attrs, roi_v, sizes_v, scales_v):
     """A Resize whose symbolic axes keep their size (a dynamic batch; a PSMNet cost volume's
     5-D trilinear upsampling): the static axes by taps as with static shapes, each symbolic
-    axis planned as a stand-in of size 1 that is not resized. None where a symbolic axis may
-    change size."""
-    if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize" or \
-            "axes" in attrs or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        return None
+    axis planned as a stand-in of size 1 that is not resized (one left out of ``axes`` is
+    not, whatever the mode or policy). None where a symbolic axis may change size."""
+    nd = len(dims)
+    axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
     symbolic = [a for a, d in enumerate(dims) if not isinstance(d, int)]
+    named = [a for a in symbolic if a in axes]  # (the symbolic axes the sizes / scales name)
+    if named and (attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize" or
+                  attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch"):
+        return None
     if sizes_v is not None and sizes_v.size:
         sizes = list(sizes_v.reshape(-1))
-        if len(sizes) != len(dims) or any(
-                not isinstance(sizes[a], PrimExpr) or ctx.simplify(sizes[a] - dims[a]) != 0
-                for a in symbolic):
+        if len(sizes) != len(axes) or any(
+                not isinstance(sizes[axes.index(a)], PrimExpr) or
+                ctx.simplify(sizes[axes.index(a)] - dims[a]) != 0 for a in named):
             return None
-        sizes_v = np.array([1 if a in symbolic else int(v) for a, v in enumerate(sizes)],
-                           "int64")
+        sizes_v = np.array([1 if a in named else int(v) for a, v in zip(axes, sizes,
+                                                                         strict=True)], "int64")
     elif scales_v is not None and scales_v.size:
-        if len(scales_v.reshape(-1)) != len(dims) or any(
-                float(scales_v.reshape(-1)[a]) != 1.0 for a in symbolic):
+        if len(scales_v.reshape(-1)) != len(axes) or any(
+                float(scales_v.reshape(-1)[axes.index(a)]) != 1.0 for a in named):
             return None
     stand_in = [1 if a in symbolic else d for a, d in enumerate(dims)]
     out, scales, roi = resize_plan(stand_in, attrs, roi_v, scales_v, sizes_v, ctx.fail)
