@@ -141,3 +141,18 @@ def test_resize_of_the_symbolic_batch_is_refused_naming_the_input():
     with pytest.raises(ValueError, match=r"Resize node 'rs': this Resize resizes a symbolic "
                        r"axis of the input 'x' \(dims \[N, 2, 4, 5\]\) by its sizes 'sz'.*shape_dict"):
         from_onnx(model)
+
+
+def test_slice_steps_from_the_batch():
+    # x[::N - 1, -1::-(N - 1)]: steps of either sign from the batch (it was a TypeError); a
+    # step of 0 at batch 1 raises naming the node
+    both = _Both(_model([node("Sub", ["n1", "one"], ["k"]), node("Sub", ["zero", "k"], ["m"]),
+                         node("Concat", ["k", "m"], ["st"], axis=0),
+                         node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl")],
+                        [("x", F, ["N", 6])], [("y", F, None)],
+                        inits={"one": np.array([1]), "zero": np.array([0]),
+                               "s": np.array([0, -1]), "e": np.array([2**62, -2**62]),
+                               "a": np.array([0, 1])}))
+    for n in (2, 3, 7):
+        both.same({"x": _x(n)})
+    both.both_raise({"x": _x(1)}, r"Slice node 'sl': the step 0 of axis 0 is zero")

@@ -179,6 +179,8 @@ def _slice(ctx: Context, ins, attrs):
             else None
     ndim = ctx.ndim(ins[0])
     axes = [int(a) % ndim for a in (axes if axes is not None else range(len(starts)))]
+    if steps is not None and any(isinstance(s, PrimExpr) for s in steps):
+        return _slice_by_symbolic_steps(ctx, ctx.expr(ins[0]), axes, starts, ends, steps)
     steps = [int(s) for s in (steps if steps is not None else [1] * len(starts))]
     k = ctx.known(ins[0])
     if k is not None and all(isinstance(v, int) for v in starts + ends):
@@ -200,6 +202,42 @@ def _slice(ctx: Context, ins, attrs):
         begin.append(b)
         end.append(e)
     return ctx.emit(_op.strided_slice(ctx.expr(ins[0]), axes, begin, end, steps))
+
+
+def _slice_by_symbolic_steps(ctx: Context, x, axes, starts, ends, steps):
+    """A Slice whose steps are symbolic dims (``x[:, ::batch]``): per axis a take of
+    ``begin + arange(count) * step``, ONNX's clamping written over the dims for either step
+    sign (``tir.Select``); a zero step raises at run time naming the node."""
+    dims = ctx.shape(x)
+
+    def at(v, d):  # (a negative index counts from the end)
+        if isinstance(v, PrimExpr):
+            return tir.Select(tir.LT(v, 0), v + d, v)
+        return v + d if v < 0 else v
+
+    def clamp(v, lo, hi):
+        return tir.Max(tir.Min(v, hi), lo)
+
+    for a, b, e, st in zip(axes, starts, ends, steps, strict=True):
+        d = dims[a]
+        if isinstance(st, PrimExpr):
+            ctx.require(tir.NE(st, 0), f"the step {{}} of axis {a} is zero", [st])
+            up = tir.GT(st, 0)
+            begin = ctx.simplify(tir.Select(up, clamp(at(b, d), 0, d), clamp(at(b, d), 0, d - 1)))
+            end = ctx.simplify(tir.Select(up, clamp(at(e, d), 0, d), clamp(at(e, d), -1, d - 1)))
+        else:
+            sl = onnx_slice(b, e, int(st), d) if isinstance(d, int) and not any(
+                isinstance(v, PrimExpr) for v in (b, e)) else None
+            if sl is None:  # (a constant step beside a symbolic one: the usual slice)
+                x = ctx.emit(_op.strided_slice(x, [a], [b], [e], [int(st)]))
+                continue
+            begin, end = sl.start, sl.stop if sl.stop is not None else -1
+        count = ctx.simplify(tir.Max(0 - tir.FloorDiv(begin - end, st), 0))
+        pos = _op.arange(0, count, 1, "int64")
+        idx = _op.add(_op.multiply(pos, ctx.expr(_obj([st]).reshape(()))),
+                      ctx.expr(_obj([begin]).reshape(())))
+        x = ctx.emit(_op.take(x, ctx.emit(idx), a))
+    return x
 
 
 def _slice_at_run_time(ctx: Context, ins):
