@@ -181,7 +181,7 @@ def _one_hot_symbolic(ctx: Context, idx, depth, vals: np.ndarray, axis: int):
     shape[axis] = depth
     pos = ctx.emit(_op.reshape(_op.arange(0, depth, 1, ctx.dtype(idx)), ctx.shape_expr(shape)))
     hit = ctx.emit(_op.equal(_op.expand_dims(idx, axis), pos))
-    on, off = (const(np.asarray(v, dtype=vals.dtype)) for v in (vals[1], vals[0]))
+    on, off = (ctx.expr(np.asarray(v, dtype=vals.dtype)) for v in (vals[1], vals[0]))
     return ctx.emit(_op.where(hit, on, off))
 
 
@@ -438,7 +438,7 @@ def _scaled(ctx: Context, x, scale, finite: bool, shaped):
     sv = ctx.known(scale) if finite else None
     r = None if sv is None or sv.dtype == object else reciprocal_scale(sv.astype(dt))
     if r is not None:
-        return _op.multiply(x, shaped(const(r)))
+        return _op.multiply(x, shaped(ctx.expr(r)))
     return _op.divide(x, _op.astype(shaped(ctx.expr(scale)), dt))
 
 

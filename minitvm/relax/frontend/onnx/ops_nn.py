@@ -51,7 +51,7 @@ def _row_weight(ctx: Context, v):
     """A 1-D conv's ``[O, I, K]`` weight as the ``[O, I, 1, K]`` of a one-row conv2d."""
     k = ctx.known(v)
     if k is not None and k.dtype != object:
-        return const(np.ascontiguousarray(k[:, :, None, :]))
+        return ctx.expr(np.ascontiguousarray(k[:, :, None, :]))  # (its own dtype)
     return _op.expand_dims(ctx.expr(v), 2)
 
 
@@ -144,7 +144,7 @@ def _conv_transpose(ctx: Context, ins, attrs):
         # a 1x1 input (a GAN generator's first layer, from the latent): one GEMM,
         # out[n, (o, taps)] = x[n, :] @ w[:, (o, taps)], not a conv over a zero-padded input
         k = ctx.known(ins[1])
-        cols = const(np.ascontiguousarray(k.reshape(wshape[0], -1))) \
+        cols = ctx.expr(np.ascontiguousarray(k.reshape(wshape[0], -1))) \
             if k is not None and k.dtype != object else \
             _op.reshape(w, ctx.shape_expr([wshape[0], -1]))
         batch = ctx.shape(x)[0]

@@ -589,7 +589,7 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi, shape=None):
         x = ctx.emit(acc)
         mask |= outside.reshape(bshape)
     if mask.any():
-        fill = const(np.array(attrs.get("extrapolation_value", 0.0), dt))
+        fill = ctx.expr(np.array(attrs.get("extrapolation_value", 0.0), dt))
         x = ctx.emit(_op.where(const(mask), fill, x))
     return x
 

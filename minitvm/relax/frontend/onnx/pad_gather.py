@@ -76,7 +76,7 @@ def _constant_axis(ctx: Context, x, a: int, n, b, e, value: float, dtype: str):
     shape = [1] * ctx.ndim(x)
     shape[a] = n + b + e
     mask = ctx.emit(_op.reshape(inside, ctx.shape_expr(shape)))
-    return ctx.emit(_op.where(mask, taken, const(np.array(value, dtype))))
+    return ctx.emit(_op.where(mask, taken, ctx.expr(np.array(value, dtype))))
 
 
 def _scalar(ctx: Context, v):
