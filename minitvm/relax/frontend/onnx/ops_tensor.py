@@ -564,8 +564,18 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi, shape=None):
     than ``FUSED_TAPS`` taps materialized, as the Relay importer does (its ``ops_resize``).
     ``shape``: the input's static dims, 1 for a symbolic axis that keeps its size (default: the
     input's shape)."""
+    dt = ctx.dtype(x)
+    if not dt.startswith("float") and attrs.get("mode", "nearest") != "nearest":
+        # (weighted taps of an integer input: in float64, truncated back toward zero as
+        # onnxruntime casts, a cubic overshoot saturated; weights in the integer dtype were 0)
+        y = _resize_taps(ctx, ctx.emit(_op.astype(x, "float64")), attrs, out_shape, scales, roi,
+                         shape)
+        if attrs.get("mode") == "cubic":
+            info = np.iinfo(dt)
+            y = ctx.emit(_op.clip(y, float(info.min), float(info.max)))
+        return ctx.emit(_op.astype(y, dt))
     shape = ctx.shape(x) if shape is None else shape
-    nd, dt = len(shape), ctx.dtype(x)
+    nd = len(shape)
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
     mask = np.zeros(out_shape, dtype=bool)
     for a in range(nd):

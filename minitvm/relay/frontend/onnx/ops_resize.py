@@ -34,7 +34,7 @@ from ... import op as _op
 from ...op import annotation as _annotation
 from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import register
-from .run_time_resize import resizes_run_time_spatial, run_time_resize
+from .run_time_resize import integer_resized, resizes_run_time_spatial, run_time_resize
 from .shape_values import SizeOf
 
 
@@ -48,6 +48,12 @@ def _as_resize2d(ctx, x, attrs, out_shape, scales):
 
 
 def resize(ctx, x, attrs, out_shape, scales, roi):
+    dt = ctx.dtype(x)
+    if not dt.startswith("float") and attrs.get("mode", "nearest") != "nearest":
+        # (weighted taps of an integer input: in float64, then truncated back, as onnxruntime;
+        # weights cast to the integer dtype were 0 or 1)
+        y = resize(ctx, _op.cast(x, "float64"), attrs, out_shape, scales, roi)
+        return integer_resized(y, dt, attrs)
     fast = _as_resize2d(ctx, x, attrs, out_shape, scales)
     if fast is not None:
         return fast
