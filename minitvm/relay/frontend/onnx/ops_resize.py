@@ -16,8 +16,9 @@ A dynamic (``relay.Any()``) axis, the batch of an exported model, resizes only b
 its size unknown at import (``dynamic_resize_plan``). Sizes or scales computed at run time
 (``F.interpolate`` to a size computed from the input's), and a resize of a run-time height or
 width, are ``dyn.image.resize2d`` where resize2d samples as the Resize does (``run_time_resize``:
-1-D, 2-D and 3-D float resizes of the spatial axes); any other resize of a run-time size is an
-error naming the attribute that has no run-time form.
+1-D, 2-D and 3-D resizes of the spatial axes); any other resize of a run-time size is an
+error naming the attribute that has no run-time form. An integer input's weighted taps run in
+float64 and truncate back, as onnxruntime casts.
 """
 
 from __future__ import annotations

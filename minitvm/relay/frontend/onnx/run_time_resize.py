@@ -3,8 +3,11 @@ a spatial axis of run-time size): ``dyn.image.resize2d`` on rank-4 views of the 
 resize is one call; a 1-D one resizes (N, C, 1, W); a 3-D one resizes H and W of
 (N, C*D, H, W), then D of (N*C, D, 1, H'*W') in NHWC (its W, of size 1, maps to itself in every
 coordinate mode), each axis sampled as ONNX's separable interpolation does; tf_crop_and_resize
-passes each pass its axes' part of the roi. Sizes or scales <= 0 raise at run time, as
-onnxruntime; attributes resize2d cannot sample are refused by name."""
+passes each pass its axes' part of the roi. An integer input resizes in float64 and truncates
+back; antialias takes upscales (a downscale raises at run time); keep_aspect_ratio_policy over
+the spatial axes takes one scale. Sizes or scales <= 0 raise at run time, as onnxruntime, and so
+do output sizes with a fraction (onnxruntime samples those by the scale, resize2d by the sizes'
+ratio); attributes resize2d cannot sample are refused by name."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The run-time forms of ONNX ops whose output sizes an input's values give: OneHot's depth,
-Pad's pads, Split's sizes, Trilu's k and ConstantOfShape's shape, computed at run time (from a
+Pad's pads (and axes), Split's sizes, Trilu's k and ConstantOfShape's shape, computed at run time (from a
 dynamic batch's ``Shape``, or from data in an import with run-time sizes). Each builds the
 ``dyn.*`` op TVM's importer builds (``dyn.one_hot``, ``dyn.nn.pad``, ``dyn.full``) or the
 index arithmetic over ``shape_of`` a slice needs; the output's run-time sizes are
@@ -64,9 +64,9 @@ def _nonnegative(ctx: Context, pads) -> bool:
                for v in elems.ravel())
 
 
-def pad(ctx: Context, x, pads, value, axes: list[int], mode: str):
-    """Pad ``x`` by ``pads`` (ONNX's [begin per axis..., end per axis...] over ``axes``)
-    computed at run time: ``dyn.nn.pad`` by the non-negative part and a ``strided_slice`` by
+def pad(ctx: Context, x, pads, value, axes, mode: str):
+    """Pad ``x`` by ``pads`` (ONNX's [begin per axis..., end per axis...] over ``axes``: a list,
+    or a 1-D tensor read at run time) computed at run time: ``dyn.nn.pad`` by the non-negative part and a ``strided_slice`` by
     the negative part (constant: pad, then crop, so a crop reaching into the padding keeps it,
     as onnxruntime; other modes: crop, then pad from what is left); ``wrap`` gathers each axis
     at ``arange(-begin, n + end) mod n``. Pads onnxruntime rejects raise (``_pads_checked``)."""
