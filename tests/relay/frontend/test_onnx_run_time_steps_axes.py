@@ -81,6 +81,16 @@ def test_slice_steps_starts_and_ends_read_at_run_time():
                      "st": np.array([1, 0])}, r"Slice node 'sl': the step 0 of axis 0 is zero")
 
 
+def test_negative_constant_steps_with_bounds_read_at_run_time():
+    # (refused before: "needs positive steps")
+    both = _Both(_model([node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl")],
+                        [("x", F, ["N", 6]), ("s", I64, [1]), ("e", I64, [1])],
+                        inits={"a": np.array([1]), "st": np.array([-2])}))
+    for n in (1, 4):
+        for s, e in ((-1, -100), (4, 0), (100, 1), (-100, -100), (2, 5)):
+            both.same({"x": _x(n), "s": np.array([s]), "e": np.array([e])})
+
+
 def test_slice_steps_computed_from_the_batch():
     # x[:, ::-(N - 1)] over 6 columns, and x[::N - 1]: a step of 0 at batch 1 is an error
     both = _Both(_model([node("Shape", ["x"], ["n"], start=0, end=1),
