@@ -53,7 +53,7 @@ def contract_axis(ctx, x, axis: int, mat: np.ndarray):
     nd = ctx.ndim(x)
     perm = [d for d in range(nd) if d != axis] + [axis]
     moved = x if axis == nd - 1 else ctx.emit(_op.permute_dims(x, perm))
-    y = ctx.emit(_op.matmul(moved, const(mat.astype(ctx.dtype(x)))))
+    y = ctx.emit(_op.matmul(moved, const(mat.astype(ctx.dtype(x)), ctx.dtype(x))))
     if axis == nd - 1:
         return y
     return ctx.emit(_op.permute_dims(y, [int(b) for b in np.argsort(perm)]))
@@ -66,7 +66,7 @@ def dynamic_quantize_uint8(ctx, x, dtype: str):
     scale, the zero point as a float of ``dtype``). Also how a ``DynamicQuantizeLSTM``
     quantizes its input and state."""
     def f(v):
-        return const(np.array(v, dtype))
+        return const(np.array(v, dtype), dtype)
 
     lo = ctx.emit(_op.minimum(_op.min(x), f(0)))
     hi = ctx.emit(_op.maximum(_op.max(x), f(0)))
@@ -90,7 +90,9 @@ class RelaxBuilder:
 
     @staticmethod
     def const(value: np.ndarray):
-        return const(value)
+        """A constant of the array's own dtype (``relax.const`` alone narrows float64)."""
+        return const(value, str(value.dtype)) if isinstance(value, np.ndarray | np.generic) \
+            else const(value)
 
     @staticmethod
     def cast(x, dtype: str):

@@ -25,7 +25,7 @@ def _coords(n: int, align: bool) -> np.ndarray:
 
 
 def _c(v, dtype):
-    return const(np.asarray(v, dtype=dtype))
+    return const(np.asarray(v, dtype=dtype), dtype)
 
 
 def affine_grid_2d(ctx, theta, h: int, w: int, align: bool):

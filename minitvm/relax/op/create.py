@@ -164,10 +164,14 @@ def _infer_arange(call: Call, ctx) -> StructInfo:
         if isinstance(step, IntImm) and step.value > 0:
             num = T.FloorDiv(T.Add(T.Sub(end, start), IntImm(step.dtype, step.value - 1)),
                              step)
-            num = simplify(num, ctx)
-            if num.dtype != "int64":
-                num = T.Cast("int64", num)
-            return make_tensor([num], dtype)
+        else:  # (a negative or symbolic step: ceil((end - start) / step) = -((start - end)
+            # // step) for either sign, none below 0; a zero step is the caller's to reject)
+            num = T.Max(T.Sub(IntImm(step.dtype, 0), T.FloorDiv(T.Sub(start, end), step)),
+                        IntImm(step.dtype, 0))
+        num = simplify(num, ctx)
+        if num.dtype != "int64":
+            num = T.Cast("int64", num)
+        return make_tensor([num], dtype)
     return make_tensor(None, dtype, 1)
 
 

@@ -212,12 +212,13 @@ def test_float64_gemm_and_prelu_keep_double_weights():
     _Both(_model(nodes, [("x", D, [2, 3])], [("y", D, None)], {"w": w, "b": b})).same({"x": x})
 
 
-def test_a_top_k_computed_from_the_batch_is_refused_naming_the_node():
-    """K = batch - 2 (a symbolic K): refused at import rather than a TypeError."""
+def test_a_top_k_computed_from_the_batch_is_checked_at_run_time():
+    """K = batch - 2 (a symbolic K): a sort's head (it was refused at import); a negative K
+    raises naming the node, as onnxruntime rejects it."""
     nodes = [node("Shape", ["x"], ["sh"]), node("Slice", ["sh", "z", "o"], ["n"]),
              node("Sub", ["n", "two"], ["k"]), node("TopK", ["x", "k"], ["v", "i"], axis=0)]
-    model = _model(nodes, [("x", F, ["N", 3])], [("v", F, None), ("i", I64, None)],
-                   {"z": np.array([0]), "o": np.array([1]), "two": np.array([2])})
-    with pytest.raises(ONNXImportError, match=r"TopK: TopK's K \[\(N - .*\)\] is computed "
-                                              r"from a symbolic dim"):
-        from_onnx(model)
+    both = _Both(_model(nodes, [("x", F, ["N", 3])], [("v", F, None), ("i", I64, None)],
+                        {"z": np.array([0]), "o": np.array([1]), "two": np.array([2])}))
+    for n in (2, 3, 6):
+        both.same({"x": _x(n)})
+    both.both_raise({"x": _x(1)}, r"TopK: K=-1 is outside \[0, 1\], the size of axis 0")

@@ -175,3 +175,29 @@ def test_tril_triu(name):
     assert inf(call) is x.struct_info
     with pytest.raises(R.StructInfoError, match="at least 2"):
         inf(getattr(R, name)(tvar("y", [4])))
+
+
+def test_arange_of_a_symbolic_or_negative_step_has_a_length():
+    """A step that is a symbolic dim, or negative with symbolic bounds: the length is
+    ceil((end - start) / step), none below 0 (it was an unknown 1-D shape, which the VM
+    could not lower); built and run over several sizes."""
+    import numpy as np
+
+    import minitvm as tvm
+
+    for call in (R.arange(0, 20, n), R.arange(n, 0, -2), R.arange(3 * n, 0, 0 - n)):
+        (dim,) = inf(call).shape.values
+        assert isinstance(dim, tir.PrimExpr)
+    x = relax.Var("x", relax.TensorStructInfo([n], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            up = bb.emit(R.arange(0, 20, n))
+            down = bb.emit(R.arange(n, 0, -2))
+            gv = bb.emit_output(relax.Tuple([up, down]))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), tvm.cpu())
+    for size in (1, 3, 7, 25):
+        got = vm["main"](tvm.nd.array(np.zeros(size, "float32")))
+        np.testing.assert_array_equal(got[0].numpy(), np.arange(0, 20, size))
+        np.testing.assert_array_equal(got[1].numpy(), np.arange(size, 0, -2))

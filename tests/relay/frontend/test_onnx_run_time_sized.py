@@ -233,22 +233,27 @@ def test_resize_of_a_run_time_height_by_constant_scales():
         (1, 2, b, b + 1)).astype("float32")}, batches=(1, 4))
 
 
-def test_resize_sizes_at_run_time_that_resize2d_cannot_sample_name_the_op_and_input():
-    """An antialiased resize to run-time sizes: the error names Resize and its sizes; run-time
-    sizes that change the batch are refused too."""
+def test_resize_sizes_at_run_time_antialias_and_a_batch_change():
+    """An antialiased resize to run-time sizes: an upscale samples as without antialias (it
+    was refused at import before), a downscale raises at run time naming the node; run-time
+    sizes that change the batch are refused at import."""
     nodes, inits = _spatial()
     nodes += [node("Mul", ["hw", "two"], ["hw2"]), node("Concat", ["nc", "hw2"], ["sizes"],
                                                         axis=0),
               node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear", antialias=1)]
-    with pytest.raises(ImportError_, match="Resize.*Resize's sizes give output sizes known only at run time"):
-        _import(_model(nodes, [("x", F, ["N", 2, "H", 3])], inits=inits))
+    _run(_model(nodes, [("x", F, ["N", 2, "H", 3])], inits=inits), _image(), batches=(1, 3))
     nodes, inits = _spatial()
     nodes += [node("Mul", ["s", "two"], ["sizes"]),
               node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear")]
     with pytest.raises(ImportError_, match="Resize's sizes .*must keep axes 0 and 1"):
         _import(_model(nodes, [("x", F, ["N", 2, "H", 3])], inits=inits))
-    model = _model([node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=1)],
-                   [("x", F, [1, 2, "H", 4])],
+    model = _model([node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=1,
+                         name="rs")], [("x", F, [1, 2, "H", 4])],
                    inits={"scales": np.array([1.0, 1.0, 0.5, 0.5], "float32")})
-    with pytest.raises(ImportError_, match="Resize.*Resize's scales give output sizes"):
-        _import(model)
+    mod, params = _import(model)
+    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
+        vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm", params=params),
+                                       tvm.cpu())
+    with pytest.raises(RuntimeError, match=r"Resize node 'rs': antialias=1 downscales the "
+                       r"spatial sizes \[6, 4\] to \[3, 2\] at run time"):
+        vm.run(np.zeros((1, 2, 6, 4), "float32"))

@@ -134,3 +134,24 @@ def test_one_hot_depth_and_full_shape_are_checked():
     assert vm.run(np.array([0, 3])).numpy().shape == (0, 3)
     with pytest.raises(RuntimeError, match=r"the shape \[-1, 3\] has a negative size"):
         vm.run(np.array([-1, 3]))
+
+
+def test_pad_axes_read_at_run_time_pick_each_axis_row():
+    # (x: (?, 4), pads [b, e] of the one axis ``ax`` names at run time, negatives from the end)
+    x = relay.var("x", shape=(relay.Any(), 4))
+    p = relay.var("p", shape=(2,), dtype="int64")
+    ax = relay.var("ax", shape=(1,), dtype="int64")
+    ctx = _ctx("Pad", x, p, ax)
+    ctx.node.input = ["x", "p", "", "ax"]
+    vm = _compiled(ctx, [x, p, ax], run_time_sized.pad(ctx, x, p, relay.const(-1.0), ax,
+                                                       "edge"))
+    v = np.arange(12, dtype="float32").reshape(3, 4)
+    for pads, axis in (([1, 2], 1), ([1, 2], -1), ([2, 0], 0), ([0, -1], -2)):
+        width = [(0, 0), (0, 0)]
+        width[axis] = tuple(pads)
+        want = np.pad(v[max(-width[0][0], 0): 3 - max(-width[0][1], 0)],
+                      [(max(b, 0), max(e, 0)) for b, e in width], mode="edge")
+        np.testing.assert_array_equal(vm.run(v, np.array(pads), np.array([axis])).numpy(), want)
+    with pytest.raises(RuntimeError, match=r"Pad node 'n': the axes \[2\] must be distinct, "
+                       r"each in \[-2, 2\)"):
+        vm.run(v, np.array([1, 1]), np.array([2]))

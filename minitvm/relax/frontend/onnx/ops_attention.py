@@ -133,7 +133,7 @@ def _attention(ctx: Context, ins, attrs):
     fixed = None
     if nonpad is None:
         table = static_bias(plan, dtype, ctx.fail)
-        fixed = None if table is None else const(table)
+        fixed = None if table is None else ctx.expr(table)
         bias = _add(ctx, bias, fixed)
     else:
         bias = _add(ctx, bias, _nonpad_bias(ctx, plan, nonpad, dtype))

@@ -21,11 +21,11 @@ def _one(ctx: Context, ins, k: int, dtype: str, default, floor=None):
     known values are read at import, ``floor`` bounds them from below)."""
     v = ins[k] if len(ins) > k and ins[k] is not None else None
     if v is None:
-        return const(np.asarray([default], dtype))
+        return ctx.expr(np.asarray([default], dtype))
     known = ctx.known(v)
     if known is not None:
         value = np.asarray(known, dtype).reshape(-1)[:1]
-        return const(value if floor is None else np.maximum(value, floor))
+        return ctx.expr(value if floor is None else np.maximum(value, floor).astype(dtype))
     e = ctx.emit(_op.reshape(ctx.expr(v), ShapeExpr([1])))
     if ctx.dtype(v) != dtype:
         e = ctx.emit(_op.astype(e, dtype))

@@ -20,6 +20,7 @@ from ....frontend_common.onnx_quant import (
     scalar_qparams,
 )
 from ....frontend_common.scatter_plan import identity, plan_scatter
+from ....ir.prim_expr import PrimExpr
 from ... import op as _op
 from ...expr import TupleGetItem, const
 from ..fold import col2im
@@ -121,10 +122,14 @@ def _topk(ctx: Context, ins, attrs):
     if ctx.opset < 10:
         k = int(attrs["k"])
     else:
-        k = ctx.static_ints(ins[1], "TopK's K")[0]
-    axis = int(attrs.get("axis", -1))
+        k = ctx.ints(ins[1], "TopK's K")[0]
+    axis = int(attrs.get("axis", -1)) % ctx.ndim(x)
     largest = bool(attrs.get("largest", 1))
     dim = ctx.shape(x)[axis]
+    if isinstance(k, PrimExpr):  # (K from the batch: checked at run time, a sort's head)
+        ctx.require(tir.all(tir.GE(k, 0), tir.LE(k, dim)),
+                    "K={} is outside [0, {}], the size of axis " + str(axis), [k, dim])
+        return _sorted_head(ctx, x, k, axis, largest)
     ctx.require(k >= 0 and (k <= dim if isinstance(dim, int) else tir.LE(k, dim)),
                 f"K={k} is outside [0, {{}}], the size of axis {axis}", [dim])
     if k == 0:  # (empty outputs, as onnxruntime gives them)
@@ -136,19 +141,48 @@ def _topk(ctx: Context, ins, attrs):
     return [ctx.emit(TupleGetItem(out, 0)), ctx.emit(TupleGetItem(out, 1))]
 
 
+def _sorted_head(ctx: Context, x, k, axis: int, largest: bool) -> list:
+    """TopK of a ``k`` known only at run time (a symbolic expression of the batch): the first
+    ``k`` of a stable sort (``relax.topk`` takes ``k`` as an integer attribute); equal values
+    keep the lower index first, as onnxruntime."""
+    order = ctx.emit(_op.argsort(x, axis, largest, "int64"))
+    idx = ctx.emit(_op.strided_slice(order, [axis], [0], [k]))
+    return [ctx.emit(_op.gather_elements(x, idx, axis)), idx]
+
+
 @register("OneHot")
 def _one_hot(ctx: Context, ins, attrs):
     idx = ctx.expr(ins[0])
-    depth = ctx.static_ints(ins[1], "OneHot's depth")[0]
+    depth = ctx.ints(ins[1], "OneHot's depth")[0]
     vals = np.asarray(ctx.value(ins[2], "OneHot's values")).reshape(-1)
     if ctx.dtype(idx).startswith("float"):
         idx = ctx.emit(_op.astype(idx, "int64"))
+    if isinstance(depth, PrimExpr):  # (a depth from the batch: checked at run time)
+        ctx.require(tir.GT(depth, 0), "depth {} must be positive", [depth])
+        return _one_hot_symbolic(ctx, idx, depth, vals, int(attrs.get("axis", -1)))
     idx = ctx.emit(_wrap_negative(ctx, idx, depth))
     off, on = vals[0].item(), vals[1].item()
     out = ctx.emit(_op.one_hot(idx, on, off, depth, int(attrs.get("axis", -1))))
     if ctx.dtype(out) != str(vals.dtype):
         out = ctx.emit(_op.astype(out, str(vals.dtype)))
     return out
+
+
+def _one_hot_symbolic(ctx: Context, idx, depth, vals: np.ndarray, axis: int):
+    """OneHot to a symbolic ``depth``: ``idx`` (negatives counted from it) compared with
+    ``arange(depth)`` on a new ``axis``; ``on`` where equal, else ``off`` (an index outside
+    [-depth, depth) matches nothing, as onnxruntime)."""
+    nd = ctx.ndim(idx) + 1
+    axis %= nd
+    d = ctx.emit(_op.astype(ctx.emit(_op.reshape(ctx.expr(np.array([depth], dtype=object)),
+                                                 ctx.shape_expr([]))), ctx.dtype(idx)))
+    idx = ctx.emit(_wrap_negative(ctx, idx, d))
+    shape = [1] * nd
+    shape[axis] = depth
+    pos = ctx.emit(_op.reshape(_op.arange(0, depth, 1, ctx.dtype(idx)), ctx.shape_expr(shape)))
+    hit = ctx.emit(_op.equal(_op.expand_dims(idx, axis), pos))
+    on, off = (ctx.expr(np.asarray(v, dtype=vals.dtype)) for v in (vals[1], vals[0]))
+    return ctx.emit(_op.where(hit, on, off))
 
 
 @register("Hardmax")
@@ -404,7 +438,7 @@ def _scaled(ctx: Context, x, scale, finite: bool, shaped):
     sv = ctx.known(scale) if finite else None
     r = None if sv is None or sv.dtype == object else reciprocal_scale(sv.astype(dt))
     if r is not None:
-        return _op.multiply(x, shaped(const(r)))
+        return _op.multiply(x, shaped(ctx.expr(r)))
     return _op.divide(x, _op.astype(shaped(ctx.expr(scale)), dt))
 
 

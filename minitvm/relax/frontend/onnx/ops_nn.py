@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .... import tir
 from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
 from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
 from ....ir.prim_expr import PrimExpr
@@ -14,6 +15,7 @@ from ...expr import TupleGetItem, const
 from ..common import crop_negative_pads
 from ..pool_indices import maxpool_indices
 from .context import Context, register
+from .pad_gather import needs_gather, pad_by_gather
 from .qdq_scale_fold import unscaled_input, weight_value
 from .qdq_vnni import qdq_conv, qdq_depthwise, qdq_matmul
 
@@ -49,7 +51,7 @@ def _row_weight(ctx: Context, v):
     """A 1-D conv's ``[O, I, K]`` weight as the ``[O, I, 1, K]`` of a one-row conv2d."""
     k = ctx.known(v)
     if k is not None and k.dtype != object:
-        return const(np.ascontiguousarray(k[:, :, None, :]))
+        return ctx.expr(np.ascontiguousarray(k[:, :, None, :]))  # (its own dtype)
     return _op.expand_dims(ctx.expr(v), 2)
 
 
@@ -142,7 +144,7 @@ def _conv_transpose(ctx: Context, ins, attrs):
         # a 1x1 input (a GAN generator's first layer, from the latent): one GEMM,
         # out[n, (o, taps)] = x[n, :] @ w[:, (o, taps)], not a conv over a zero-padded input
         k = ctx.known(ins[1])
-        cols = const(np.ascontiguousarray(k.reshape(wshape[0], -1))) \
+        cols = ctx.expr(np.ascontiguousarray(k.reshape(wshape[0], -1))) \
             if k is not None and k.dtype != object else \
             _op.reshape(w, ctx.shape_expr([wshape[0], -1]))
         batch = ctx.shape(x)[0]
@@ -394,7 +396,7 @@ def _pad(ctx: Context, ins, attrs):
     if ctx.opset < 11:
         pads, value = list(attrs["pads"]), float(attrs.get("value", 0.0))
     else:
-        pads = ctx.static_ints(ins[1], "Pad's pads")
+        pads = ctx.ints(ins[1], "Pad's pads")  # (symbolic where computed from the batch)
         value = 0.0
         if len(ins) > 2 and ins[2] is not None:
             value = float(ctx.value(ins[2], "Pad's constant_value").reshape(-1)[0])
@@ -407,7 +409,10 @@ def _pad(ctx: Context, ins, attrs):
     mode = attrs.get("mode", "constant")
     if mode not in ("constant", "edge", "reflect", "wrap"):
         raise ctx.fail(f"mode {mode!r} is not supported")
-    _require_pads_fit(ctx, ctx.shape(x), [int(p) for p in pads], mode)
+    pads = [p if isinstance(p, PrimExpr) else int(p) for p in pads]
+    _require_pads_fit(ctx, ctx.shape(x), pads, mode)
+    if needs_gather(ctx.shape(x), pads, mode):
+        return pad_by_gather(ctx, x, pads, value, mode)
     if mode == "wrap":
         return _pad_wrap(ctx, x, pads, ndim)
     flat = []
@@ -435,19 +440,27 @@ def _require_pads_fit(ctx: Context, shape: list, pads: list, mode: str) -> None:
     axis padded or cropped with nothing of it left, and for reflect no pad at or past the
     (cropped) size."""
     nd = len(shape)
-    sym = [d for d in shape if isinstance(d, PrimExpr)]
+    sym = [p for p in pads if isinstance(p, PrimExpr)] + \
+        [d for d in shape if isinstance(d, PrimExpr)]
+    given = "[" + ", ".join("{}" if isinstance(p, PrimExpr) else str(p) for p in pads) + "]"
     where = "[" + ", ".join("{}" if isinstance(d, PrimExpr) else str(d) for d in shape) + "]"
-    message = f"{mode} pads {pads} (begin, end per axis) do not fit the input of shape {where}"
+    message = f"{mode} pads {given} (begin, end per axis) do not fit the input of shape {where}"
     for a, n in enumerate(shape):
         b, e = pads[a], pads[nd + a]
         conds = [n + b + e >= 0]
-        if mode != "constant" and (b or e):
-            kept = n + min(b, 0) + min(e, 0)
+        if mode != "constant" and not (isinstance(b, int) and isinstance(e, int) and
+                                       not (b or e)):
+            kept = n + _at_most_0(b) + _at_most_0(e)
             conds.append(kept > 0)
             if mode == "reflect":
                 conds += [kept > b, kept > e]
         for c in conds:
             ctx.require(c, message, sym)
+
+
+def _at_most_0(v):
+    """min(v, 0) of an int or a symbolic dim expression."""
+    return tir.Min(v, 0) if isinstance(v, PrimExpr) else min(v, 0)
 
 
 @register("Dropout")

@@ -83,7 +83,7 @@ class RelaxRecurrentOps:
         if _numeric(w):  # one transposed constant per weight, every step reading it
             got = self._consts.get(id(w))
             if got is None:
-                got = self._consts[id(w)] = (w, const(np.ascontiguousarray(w.T)))
+                got = self._consts[id(w)] = (w, self.ctx.expr(np.ascontiguousarray(w.T)))
             wt = got[1]
         else:
             wt = _op.permute_dims(self._e(w))

@@ -179,6 +179,8 @@ def _slice(ctx: Context, ins, attrs):
             else None
     ndim = ctx.ndim(ins[0])
     axes = [int(a) % ndim for a in (axes if axes is not None else range(len(starts)))]
+    if steps is not None and any(isinstance(s, PrimExpr) for s in steps):
+        return _slice_by_symbolic_steps(ctx, ctx.expr(ins[0]), axes, starts, ends, steps)
     steps = [int(s) for s in (steps if steps is not None else [1] * len(starts))]
     k = ctx.known(ins[0])
     if k is not None and all(isinstance(v, int) for v in starts + ends):
@@ -202,6 +204,42 @@ def _slice(ctx: Context, ins, attrs):
     return ctx.emit(_op.strided_slice(ctx.expr(ins[0]), axes, begin, end, steps))
 
 
+def _slice_by_symbolic_steps(ctx: Context, x, axes, starts, ends, steps):
+    """A Slice whose steps are symbolic dims (``x[:, ::batch]``): per axis a take of
+    ``begin + arange(count) * step``, ONNX's clamping written over the dims for either step
+    sign (``tir.Select``); a zero step raises at run time naming the node."""
+    dims = ctx.shape(x)
+
+    def at(v, d):  # (a negative index counts from the end)
+        if isinstance(v, PrimExpr):
+            return tir.Select(tir.LT(v, 0), v + d, v)
+        return v + d if v < 0 else v
+
+    def clamp(v, lo, hi):
+        return tir.Max(tir.Min(v, hi), lo)
+
+    for a, b, e, st in zip(axes, starts, ends, steps, strict=True):
+        d = dims[a]
+        if isinstance(st, PrimExpr):
+            ctx.require(tir.NE(st, 0), f"the step {{}} of axis {a} is zero", [st])
+            up = tir.GT(st, 0)
+            begin = ctx.simplify(tir.Select(up, clamp(at(b, d), 0, d), clamp(at(b, d), 0, d - 1)))
+            end = ctx.simplify(tir.Select(up, clamp(at(e, d), 0, d), clamp(at(e, d), -1, d - 1)))
+        else:
+            sl = onnx_slice(b, e, int(st), d) if isinstance(d, int) and not any(
+                isinstance(v, PrimExpr) for v in (b, e)) else None
+            if sl is None:  # (a constant step beside a symbolic one: the usual slice)
+                x = ctx.emit(_op.strided_slice(x, [a], [b], [e], [int(st)]))
+                continue
+            begin, end = sl.start, sl.stop if sl.stop is not None else -1
+        count = ctx.simplify(tir.Max(0 - tir.FloorDiv(begin - end, st), 0))
+        pos = _op.arange(0, count, 1, "int64")
+        idx = _op.add(_op.multiply(pos, ctx.expr(_obj([st]).reshape(()))),
+                      ctx.expr(_obj([begin]).reshape(())))
+        x = ctx.emit(_op.take(x, ctx.emit(idx), a))
+    return x
+
+
 def _slice_at_run_time(ctx: Context, ins):
     """A Slice whose starts or ends are computed from data (an exported EmbeddingBag's loop
     slices the ids at offsets[i]:offsets[i + 1]): ``dynamic_strided_slice`` with one bound per
@@ -217,8 +255,8 @@ def _slice_at_run_time(ctx: Context, ins):
     if not all(isinstance(v, int) for v in list(axes) + list(steps)):
         raise ctx.fail("a Slice with run-time starts or ends needs constant axes and steps")
     axes = [int(a) % ndim for a in axes]
-    if any(int(s) < 0 for s in steps):
-        raise ctx.fail("a Slice with run-time starts or ends needs positive steps")
+    if any(int(s) == 0 for s in steps):
+        raise ctx.fail(f"Slice's steps {steps} hold a zero")
     dims = ctx.shape(ins[0])
     # the Slice's values first, then the defaults (0, the axis length); ``take`` puts each axis'
     # bound in place
@@ -232,7 +270,10 @@ def _slice_at_run_time(ctx: Context, ins):
         both = ctx.emit(_op.concat([given, ctx.expr(_obj(defaults), "int64")], 0))
         return ctx.emit(_op.take(both, index, 0))
 
-    begin = full(ins[1], [0] * ndim)
+    # (a start before -dim clamps to the first element, as ONNX has it for either step sign;
+    # the kernel's numpy rules would make a negative-step slice from there empty)
+    begin = ctx.emit(_op.maximum(full(ins[1], [0] * ndim),
+                                 ctx.expr(_obj([-d for d in dims]), "int64")))
     end = full(ins[2], dims)
     strides = const(np.array([int(steps[axes.index(a)]) if a in axes else 1
                               for a in range(ndim)], "int64"))
@@ -446,8 +487,13 @@ def _resize(ctx: Context, ins, attrs):
             out = _symbolic_kept_axes(ctx, x, dims, attrs, known(1, "Resize's roi"), sizes_v,
                                       scales_v)
         if out is None:
-            raise ctx.fail(f"this Resize resizes a symbolic axis, or is not a plain NCHW "
-                           f"resize2d; it needs static input dims there, got {dims}")
+            given = "sizes" if sizes_v is not None and sizes_v.size else "scales"
+            name = ctx.node.input[3 if given == "sizes" else 2] if ctx.opset >= 11 else ""
+            raise ctx.fail(f"this Resize resizes a symbolic axis of the input "
+                           f"{ctx.node.input[0]!r} (dims {dims}) by its {given}"
+                           f"{f' {name!r}' if name else ''}, which this importer takes only as a "
+                           "plain NCHW resize2d whose sizes are the scales times the input's; "
+                           "give those axes static sizes with from_onnx(..., shape_dict=...)")
         return out
     out, scales, roi = resize_plan(dims, attrs, known(1, "Resize's roi"), scales_v, sizes_v,
                                    ctx.fail)
@@ -486,23 +532,26 @@ def _symbolic_resize2d(ctx: Context, x, dims, attrs, sizes_v, scales_v):
 def _symbolic_kept_axes(ctx: Context, x, dims, attrs, roi_v, sizes_v, scales_v):
     """A Resize whose symbolic axes keep their size (a dynamic batch; a PSMNet cost volume's
     5-D trilinear upsampling): the static axes by taps as with static shapes, each symbolic
-    axis planned as a stand-in of size 1 that is not resized. None where a symbolic axis may
-    change size."""
-    if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize" or \
-            "axes" in attrs or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        return None
+    axis planned as a stand-in of size 1 that is not resized (one left out of ``axes`` is
+    not, whatever the mode or policy). None where a symbolic axis may change size."""
+    nd = len(dims)
+    axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
     symbolic = [a for a, d in enumerate(dims) if not isinstance(d, int)]
+    named = [a for a in symbolic if a in axes]  # (the symbolic axes the sizes / scales name)
+    if named and (attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize" or
+                  attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch"):
+        return None
     if sizes_v is not None and sizes_v.size:
         sizes = list(sizes_v.reshape(-1))
-        if len(sizes) != len(dims) or any(
-                not isinstance(sizes[a], PrimExpr) or ctx.simplify(sizes[a] - dims[a]) != 0
-                for a in symbolic):
+        if len(sizes) != len(axes) or any(
+                not isinstance(sizes[axes.index(a)], PrimExpr) or
+                ctx.simplify(sizes[axes.index(a)] - dims[a]) != 0 for a in named):
             return None
-        sizes_v = np.array([1 if a in symbolic else int(v) for a, v in enumerate(sizes)],
-                           "int64")
+        sizes_v = np.array([1 if a in named else int(v) for a, v in zip(axes, sizes,
+                                                                         strict=True)], "int64")
     elif scales_v is not None and scales_v.size:
-        if len(scales_v.reshape(-1)) != len(dims) or any(
-                float(scales_v.reshape(-1)[a]) != 1.0 for a in symbolic):
+        if len(scales_v.reshape(-1)) != len(axes) or any(
+                float(scales_v.reshape(-1)[axes.index(a)]) != 1.0 for a in named):
             return None
     stand_in = [1 if a in symbolic else d for a, d in enumerate(dims)]
     out, scales, roi = resize_plan(stand_in, attrs, roi_v, scales_v, sizes_v, ctx.fail)
@@ -515,8 +564,18 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi, shape=None):
     than ``FUSED_TAPS`` taps materialized, as the Relay importer does (its ``ops_resize``).
     ``shape``: the input's static dims, 1 for a symbolic axis that keeps its size (default: the
     input's shape)."""
+    dt = ctx.dtype(x)
+    if not dt.startswith("float") and attrs.get("mode", "nearest") != "nearest":
+        # (weighted taps of an integer input: in float64, truncated back toward zero as
+        # onnxruntime casts, a cubic overshoot saturated; weights in the integer dtype were 0)
+        y = _resize_taps(ctx, ctx.emit(_op.astype(x, "float64")), attrs, out_shape, scales, roi,
+                         shape)
+        if attrs.get("mode") == "cubic":
+            info = np.iinfo(dt)
+            y = ctx.emit(_op.clip(y, float(info.min), float(info.max)))
+        return ctx.emit(_op.astype(y, dt))
     shape = ctx.shape(x) if shape is None else shape
-    nd, dt = len(shape), ctx.dtype(x)
+    nd = len(shape)
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
     mask = np.zeros(out_shape, dtype=bool)
     for a in range(nd):
@@ -540,7 +599,7 @@ def _resize_taps(ctx: Context, x, attrs, out_shape, scales, roi, shape=None):
         x = ctx.emit(acc)
         mask |= outside.reshape(bshape)
     if mask.any():
-        fill = const(np.array(attrs.get("extrapolation_value", 0.0), dt))
+        fill = ctx.expr(np.array(attrs.get("extrapolation_value", 0.0), dt))
         x = ctx.emit(_op.where(const(mask), fill, x))
     return x
 

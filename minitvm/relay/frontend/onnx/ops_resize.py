@@ -16,8 +16,9 @@ A dynamic (``relay.Any()``) axis, the batch of an exported model, resizes only b
 its size unknown at import (``dynamic_resize_plan``). Sizes or scales computed at run time
 (``F.interpolate`` to a size computed from the input's), and a resize of a run-time height or
 width, are ``dyn.image.resize2d`` where resize2d samples as the Resize does (``run_time_resize``:
-1-D, 2-D and 3-D float resizes of the spatial axes); any other resize of a run-time size is an
-error naming the attribute that has no run-time form.
+1-D, 2-D and 3-D resizes of the spatial axes); any other resize of a run-time size is an
+error naming the attribute that has no run-time form. An integer input's weighted taps run in
+float64 and truncate back, as onnxruntime casts.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ... import op as _op
 from ...op import annotation as _annotation
 from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import register
-from .run_time_resize import resizes_run_time_spatial, run_time_resize
+from .run_time_resize import integer_resized, resizes_run_time_spatial, run_time_resize
 from .shape_values import SizeOf
 
 
@@ -48,6 +49,12 @@ def _as_resize2d(ctx, x, attrs, out_shape, scales):
 
 
 def resize(ctx, x, attrs, out_shape, scales, roi):
+    dt = ctx.dtype(x)
+    if not dt.startswith("float") and attrs.get("mode", "nearest") != "nearest":
+        # (weighted taps of an integer input: in float64, then truncated back, as onnxruntime;
+        # weights cast to the integer dtype were 0 or 1)
+        y = resize(ctx, _op.cast(x, "float64"), attrs, out_shape, scales, roi)
+        return integer_resized(y, dt, attrs)
     fast = _as_resize2d(ctx, x, attrs, out_shape, scales)
     if fast is not None:
         return fast

@@ -206,9 +206,10 @@ def _split(ctx, ins, attrs):
 def _slice(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
-    if len(ins) > 1 and any(ctx.maybe_value(v) is None for v in ins[1:3]) and \
-            all(ctx.maybe_value(v) is not None or ctx.at_run_time(v) for v in ins[1:3]):
-        # bounds computed from run-time sizes (``mask[:, :t]``, a loop's ``ids[off[i]:
+    bounds = [v for v in ins[1:3] + ins[4:5] if v is not None]  # (starts, ends, steps)
+    if len(ins) > 1 and any(ctx.maybe_value(v) is None for v in bounds) and \
+            all(ctx.maybe_value(v) is not None or ctx.at_run_time(v) for v in bounds):
+        # bounds or steps computed from run-time sizes (``mask[:, :t]``, a loop's ``ids[off[i]:
         # off[i + 1]]``), or read from data in a model with run-time sizes: sliced at run time
         return _slice_run_time(ctx, x, len(shape), ins)
     if len(ins) > 1:
@@ -226,39 +227,55 @@ def _slice(ctx, ins, attrs):
 
 
 def _slice_run_time(ctx, x, nd: int, ins):
-    """Slice whose starts or ends are run-time sizes (``mask[:, :, :t, :t]`` for a dynamic seq
-    length ``t``): per sliced axis, a take of the positions ONNX's clamped start:end:step
-    selects (an arange at run time), which keeps every other axis's size in the type."""
+    """Slice whose starts, ends or steps are known only at run time (``mask[:, :, :t, :t]``
+    for a dynamic seq length ``t``, ``x[::s]`` for a step read from data): per sliced axis, a
+    take of the positions ONNX's clamped start:end:step selects (an arange at run time),
+    which keeps every other axis's size in the type. A zero step raises naming the node, as
+    onnxruntime."""
     starts_shape = ctx.shape(ins[1])
     n = int(starts_shape[0]) if starts_shape else 1
     axes = _ints(ctx.value(ins[3], "Slice's axes")) if len(ins) > 3 and ins[3] is not None \
         else list(range(n))
-    steps = _ints(ctx.value(ins[4], "Slice's steps")) if len(ins) > 4 and ins[4] is not None \
-        else [1] * n
-    if any(st <= 0 for st in steps):
-        raise ctx.fail(f"Slice with starts/ends known only at run time needs positive steps, "
-                       f"got {steps}")
+    has_steps = len(ins) > 4 and ins[4] is not None
+    steps = ctx.maybe_value(ins[4]) if has_steps else np.ones(n, "int64")
+    if steps is not None and any(int(st) == 0 for st in np.ravel(steps)):
+        raise ctx.fail(f"Slice's steps {_ints(steps)} hold a zero")
 
     def scalar(v, j):
-        return _op.cast(_op.take(_op.reshape(v, [-1]), ctx.const(np.array(j, "int64"))),
-                        "int64")
+        return _op.cast(_op.take(_op.reshape(ctx.fold(v), [-1]),
+                                 ctx.const(np.array(j, "int64"))), "int64")
 
-    zero = ctx.const(np.array(0, "int64"))
+    zero, one = (ctx.const(np.array(v, "int64")) for v in (0, 1))
     out = x
     shape = ctx.shape(x)
     begins, ends = (ctx.elements(v) for v in ins[1:3])
     for j, a in enumerate(a % nd for a in axes):
-        if _whole_axis(ctx, shape[a], begins, ends, j, steps[j]):
+        known = None if steps is None else int(np.ravel(steps)[j])
+        if known is not None and _whole_axis(ctx, shape[a], begins, ends, j, known):
             continue  # (x[:, :n] with n x's own run-time size: nothing to slice)
         dim = _op.take(_op.shape_of(out, "int64"), ctx.const(np.array(a, "int64")))
+        if known is not None and known > 0:  # ONNX: a negative index counts from the end;
+            lo, hi = zero, dim  # then [0, dim] for a positive step, [-1, dim - 1] else
+            step = ctx.const(np.array(known, "int64"))
+        else:
+            step = ctx.const(np.array(known, "int64")) if known is not None else \
+                run_time_sized.checked(ctx, scalar(ins[4], j), _op.not_equal(
+                    scalar(ins[4], j), zero), f"the step {{}} of axis {a} is zero",
+                    [scalar(ins[4], j)])
+            up = _op.greater(step, zero)
+            lo = _op.where(up, zero, _op.negative(one))
+            hi = _op.where(up, dim, _op.subtract(dim, one))
 
-        def clamped(v, dim=dim):  # ONNX: a negative index counts from the end; then [0, dim]
+        def clamped(v, lo, hi, dim=dim):
             v = _op.where(_op.less(v, zero), _op.add(v, dim), v)
-            return _op.minimum(_op.maximum(v, zero), dim)
+            return _op.minimum(_op.maximum(v, lo), hi)
 
-        begin = clamped(scalar(ins[1], j))
-        end = _op.maximum(clamped(scalar(ins[2], j)), begin)
-        positions = _op.arange(begin, end, ctx.const(np.array(steps[j], "int64")), "int64")
+        # (a start clamps to [0, dim] or [0, dim - 1]; an end to [0, dim] or [-1, dim - 1])
+        begin = clamped(scalar(ins[1], j), zero, hi)
+        end = clamped(scalar(ins[2], j), lo, hi)
+        count = _op.maximum(_op.negative(_op.floor_divide(_op.subtract(begin, end), step)),
+                            zero)  # (ceil((end - begin) / step), none below 0)
+        positions = _op.add(begin, _op.multiply(_op.arange(zero, count, one, "int64"), step))
         out = _op.take(out, positions, axis=a)
     return out
 
@@ -595,8 +612,10 @@ def _pad(ctx, ins, attrs):
     mode = attrs.get("mode", "constant")
     if mode not in ("constant", "reflect", "edge", "wrap"):
         raise NotImplementedError(f"{ctx.where()}: Pad mode {mode!r} is not supported")
-    if len(ins) > 1 and ctx.at_run_time(ins[1]):
-        return _pad_run_time(ctx, x, ins, mode)
+    axes_in = ins[3] if len(ins) > 3 and ins[3] is not None else None
+    if len(ins) > 1 and (ctx.at_run_time(ins[1]) or
+                         axes_in is not None and ctx.at_run_time(axes_in)):
+        return _pad_run_time(ctx, x, ins, mode)  # (pads or axes read at run time)
     if len(ins) > 1:
         pads = _ints(ctx.value(ins[1], "Pad's pads"))
         value = ctx.value(ins[2], "Pad's constant_value") if len(ins) > 2 and \
@@ -612,6 +631,7 @@ def _pad(ctx, ins, attrs):
     width = [[0, 0] for _ in range(nd)]
     for i, a in enumerate(axes):
         width[a % nd] = [pads[i], pads[i + k]]
+    full = [list(w) for w in width]
     bad = _pad_error(shape, width, mode)
     if bad:
         raise ctx.fail(bad)
@@ -636,9 +656,11 @@ def _pad(ctx, ins, attrs):
         # taken modulo its length
         for a, (b, e) in enumerate(width):
             if b or e:
-                if isinstance(shape[a], DynamicDim):
-                    raise ctx.fail(f"wrap padding of the dynamic axis {a} of {shape} needs its "
-                                   "static size; pass it in from_onnx's shape=")
+                if isinstance(shape[a], DynamicDim):  # (its size read at run time)
+                    pads = ctx.const(np.array([w[0] for w in full] + [w[1] for w in full],
+                                              "int64"))
+                    return run_time_sized.pad(ctx, ins[0], pads, pad_value, list(range(nd)),
+                                              mode)
                 n = ends[a] - starts[a]
                 x = _op.take(x, ctx.const(np.arange(-b, n + e, dtype="int64") % n), axis=a)
         return x
@@ -664,13 +686,16 @@ def _pad_error(shape, width, mode: str) -> str:
 
 
 def _pad_run_time(ctx, x, ins, mode: str):
-    """Pad with pads computed at run time (``run_time_sized.pad``); the constant value may be
-    too, the axes must be known at import."""
+    """Pad with pads or axes computed at run time (``run_time_sized.pad``); the constant
+    value may be too."""
     nd = len(ctx.shape(x))
-    axes = [int(a) % nd for a in ctx.value(ins[3], "Pad's axes").reshape(-1)] \
-        if len(ins) > 3 and ins[3] is not None else list(range(nd))
-    if len(set(axes)) != len(axes):
-        raise ctx.fail(f"repeated axes {axes}")
+    axes = ins[3] if len(ins) > 3 and ins[3] is not None else None
+    if axes is None:
+        axes = list(range(nd))
+    elif ctx.maybe_value(axes) is not None:
+        axes = [int(a) % nd for a in ctx.maybe_value(axes).reshape(-1)]
+        if len(set(axes)) != len(axes):
+            raise ctx.fail(f"repeated axes {axes}")
     dt = ctx.dtype(x)
     if len(ins) > 2 and ins[2] is not None:
         v = ctx.maybe_value(ins[2])

@@ -3,8 +3,11 @@ a spatial axis of run-time size): ``dyn.image.resize2d`` on rank-4 views of the 
 resize is one call; a 1-D one resizes (N, C, 1, W); a 3-D one resizes H and W of
 (N, C*D, H, W), then D of (N*C, D, 1, H'*W') in NHWC (its W, of size 1, maps to itself in every
 coordinate mode), each axis sampled as ONNX's separable interpolation does; tf_crop_and_resize
-passes each pass its axes' part of the roi. Sizes or scales <= 0 raise at run time, as
-onnxruntime; attributes resize2d cannot sample are refused by name."""
+passes each pass its axes' part of the roi. An integer input resizes in float64 and truncates
+back; antialias takes upscales (a downscale raises at run time); keep_aspect_ratio_policy over
+the spatial axes takes one scale. Sizes or scales <= 0 raise at run time, as onnxruntime, and so
+do output sizes with a fraction (onnxruntime samples those by the scale, resize2d by the sizes'
+ratio); attributes resize2d cannot sample are refused by name."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from .registry import Context
 from .run_time_sized import checked
 from .shape_values import SizeOf
 
-__all__ = ["resizes_run_time_spatial", "run_time_resize"]
+__all__ = ["integer_resized", "resizes_run_time_spatial", "run_time_resize"]
 
 _MODES = ("nearest", "linear", "cubic")
 _COORDINATES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
@@ -39,21 +42,23 @@ def resizes_run_time_spatial(shape, scales_v, sizes_v) -> bool:
         any(scales_v[a] != 1.0 for a in spatial)
 
 
-def _unsupported(attrs: dict, rank: int, dtype: str) -> str:
+def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True) -> str:
     """The attribute (or input property) of this resize that resize2d cannot sample, as
-    ``name=value``; "" when there is none."""
+    ``name=value``; "" when there is none. ``spatial_sizes``: the sizes name the spatial axes
+    only (a keep_aspect_ratio_policy over the batch and channels would resize them)."""
     mode = attrs.get("mode", "nearest")
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    policy = attrs.get("keep_aspect_ratio_policy", "stretch")
     checks = (
         ("the input rank", rank, rank in (3, 4, 5)),
-        ("the input dtype", dtype, dtype.startswith("float")),
+        ("the input dtype", dtype, dtype.startswith(("float", "int", "uint"))),
         ("mode", mode, mode in _MODES),
         ("coordinate_transformation_mode", ctm, ctm in _COORDINATES),
         ("nearest_mode", attrs.get("nearest_mode", "round_prefer_floor"),
          mode != "nearest" or attrs.get("nearest_mode", "round_prefer_floor") in _ROUNDINGS),
-        ("antialias", attrs.get("antialias", 0), not attrs.get("antialias", 0)),
-        ("keep_aspect_ratio_policy", attrs.get("keep_aspect_ratio_policy", "stretch"),
-         attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"),
+        ("keep_aspect_ratio_policy", policy,
+         policy in ("stretch", "not_larger", "not_smaller") and
+         (policy == "stretch" or spatial_sizes)),
     )
     for name, value, ok in checks:
         if not ok:
@@ -75,14 +80,18 @@ def run_time_resize(ctx: Context, x, attrs, what: str, scales=None, sizes=None, 
     ``tf_crop_and_resize`` reads (known at import)."""
     shape = ctx.shape(x)
     nd = len(shape)
-    bad = _unsupported(attrs, nd, ctx.dtype(x))
+    axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
+    bad = _unsupported(attrs, nd, ctx.dtype(x), axes == list(range(2, nd)))
     if bad:
         raise ctx.fail(f"{what} give output sizes known only at run time, and its {bad} has no "
-                       "run-time form (image.resize2d samples 1-D to 3-D float inputs: nearest "
-                       "/ linear / cubic, no antialias, keep_aspect_ratio_policy 'stretch'); pass static sizes in from_onnx's "
-                       "shape=")
+                       "run-time form (image.resize2d samples 1-D to 3-D inputs: nearest / "
+                       "linear / cubic; a keep_aspect_ratio_policy over the spatial axes only); "
+                       "pass static sizes in from_onnx's shape=")
+    dtype = ctx.dtype(x)
+    if not dtype.startswith("float"):  # (sampled in float64, truncated back: integer_resized)
+        y = run_time_resize(ctx, _op.cast(x, "float64"), attrs, what, scales, sizes, roi)
+        return integer_resized(y, dtype, attrs)
     params = _params(attrs)
-    axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
     k = nd - 2
     if axes not in (list(range(nd)), list(range(2, nd))):
         raise ctx.fail(f"{what} give output sizes known only at run time over axes {axes}: "
@@ -96,11 +105,19 @@ def run_time_resize(ctx: Context, x, attrs, what: str, scales=None, sizes=None, 
     if sizes is not None:
         size = _op.strided_slice(_op.cast(ctx.fold(sizes), "int64"), [lead], [lead + k])
         size = _positive(ctx, size, "the spatial output sizes {} (Resize's sizes)")
+        policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch":
+            size = _kept_aspect(ctx, x, size, policy)
     else:
         old = _op.cast(_op.strided_slice(_op.shape_of(x, "int64"), [2], [nd]), "float32")
         factor = _op.strided_slice(_op.cast(ctx.fold(given), "float32"), [lead], [lead + k])
         factor = _positive(ctx, factor, "the spatial scales {}")
-        size = _op.cast(_op.floor(_op.multiply(old, factor)), "int64")
+        exact = _op.multiply(old, factor)
+        size = _op.cast(_op.floor(exact), "int64")
+        size = _whole(ctx, size, exact, factor,
+                      _op.strided_slice(_op.shape_of(x, "int64"), [2], [nd]))
+    if attrs.get("antialias", 0) and attrs.get("mode", "nearest") != "nearest":
+        size = _not_downscaled(ctx, x, size)
     lo, hi = _spatial_roi(ctx, attrs, roi, x, size, what)
     zero, one = (ctx.const(np.array([v], "float32")) for v in (0.0, 1.0))
     if k == 2:
@@ -174,6 +191,57 @@ def _resize3d(ctx: Context, x, size, params: dict, lo: list, hi: list):
     deep = _dyn.image.resize2d(_dyn.reshape(hw, rows), _op.concatenate([d2, one], 0),
                                roi=d_roi, layout="NHWC", **params)
     return _dyn.reshape(deep, _op.concatenate([n, c, d2, h2, w2], 0))
+
+
+def integer_resized(y, dtype: str, attrs: dict):
+    """The float64 resize ``y`` of an integer input back in ``dtype``: truncated toward zero
+    as onnxruntime casts (its float32 arithmetic may land 1 off where an interpolated value is
+    within rounding of an integer; nearest is exact), a cubic overshoot saturated."""
+    if attrs.get("mode", "nearest") == "cubic":
+        info = np.iinfo(dtype)
+        y = _op.clip(y, float(info.min), float(info.max))
+    return _op.cast(y, dtype)
+
+
+def _spatial_dims(x, nd: int):
+    """The spatial sizes of ``x`` at run time (int64)."""
+    return _op.strided_slice(_op.shape_of(x, "int64"), [2], [nd])
+
+
+def _kept_aspect(ctx: Context, x, size, policy: str):
+    """The sizes ONNX's keep_aspect_ratio_policy makes of the requested spatial ``size``: one
+    scale for every axis, the least (not_larger) or greatest (not_smaller) of size / input,
+    each output round(scale * input). onnxruntime then samples by that scale, resize2d by
+    the sizes' ratio: a size with a fraction raises (``_whole``)."""
+    nd = len(ctx.shape(x))
+    old = _op.cast(_spatial_dims(x, nd), "float32")
+    ratio = _op.divide(_op.cast(size, "float32"), old)
+    scale = (_op.min if policy == "not_larger" else _op.max)(ratio, keepdims=True)
+    exact = _op.multiply(old, scale)
+    kept = _op.cast(_op.floor(_op.add(exact, ctx.const(np.array(0.5, "float32")))), "int64")
+    return _whole(ctx, kept, exact, scale, _spatial_dims(x, nd))
+
+
+def _not_downscaled(ctx: Context, x, size):
+    """``size`` once no spatial axis shrinks: antialiasing filters a downscale only, which
+    resize2d has no run-time form of (an upscale samples as without it)."""
+    dims = _spatial_dims(x, len(ctx.shape(x)))
+    return checked(ctx, size, _op.all(_op.greater_equal(size, dims)),
+                   "antialias=1 downscales the spatial sizes {} to {} at run time, which has no "
+                   "run-time form here: pass static sizes in from_onnx's shape=", [dims, size])
+
+
+def _whole(ctx: Context, size, exact, factor, old):
+    """``size`` (floor of ``exact``, the ``old`` sizes times ``factor``) once each is that product (to float32's
+    precision): onnxruntime samples by the scale, resize2d by the sizes' ratio, which differ
+    where the product has a fraction (a width of 5 by 0.5) -- an error rather than a silent
+    other answer."""
+    gap = _op.abs(_op.subtract(_op.cast(size, "float32"), exact))
+    ok = _op.all(_op.less_equal(gap, _op.multiply(exact, ctx.const(np.array(1e-5, "float32")))))
+    return checked(ctx, size, ok, "the spatial scales {} of the spatial sizes {} give output "
+                   "sizes with a fraction, which this run-time resize cannot sample as "
+                   "onnxruntime (by the scale): give Resize sizes instead, or the static "
+                   "spatial sizes in from_onnx's shape=", [factor, old])
 
 
 def _positive(ctx: Context, v, what: str):

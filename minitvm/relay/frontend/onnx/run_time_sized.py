@@ -1,5 +1,5 @@
 """The run-time forms of ONNX ops whose output sizes an input's values give: OneHot's depth,
-Pad's pads, Split's sizes, Trilu's k and ConstantOfShape's shape, computed at run time (from a
+Pad's pads (and axes), Split's sizes, Trilu's k and ConstantOfShape's shape, computed at run time (from a
 dynamic batch's ``Shape``, or from data in an import with run-time sizes). Each builds the
 ``dyn.*`` op TVM's importer builds (``dyn.one_hot``, ``dyn.nn.pad``, ``dyn.full``) or the
 index arithmetic over ``shape_of`` a slice needs; the output's run-time sizes are
@@ -64,16 +64,18 @@ def _nonnegative(ctx: Context, pads) -> bool:
                for v in elems.ravel())
 
 
-def pad(ctx: Context, x, pads, value, axes: list[int], mode: str):
-    """Pad ``x`` by ``pads`` (ONNX's [begin per axis..., end per axis...] over ``axes``)
-    computed at run time: ``dyn.nn.pad`` by the non-negative part and a ``strided_slice`` by
+def pad(ctx: Context, x, pads, value, axes, mode: str):
+    """Pad ``x`` by ``pads`` (ONNX's [begin per axis..., end per axis...] over ``axes``: a list,
+    or a 1-D tensor read at run time) computed at run time: ``dyn.nn.pad`` by the non-negative part and a ``strided_slice`` by
     the negative part (constant: pad, then crop, so a crop reaching into the padding keeps it,
     as onnxruntime; other modes: crop, then pad from what is left); ``wrap`` gathers each axis
     at ``arange(-begin, n + end) mod n``. Pads onnxruntime rejects raise (``_pads_checked``)."""
     nd = len(ctx.shape(x))
-    k = len(axes)
+    k = len(axes) if isinstance(axes, list) else _axes_count(ctx, axes)
     given = _op.transpose(_op.reshape(_op.cast(ctx.fold(pads), "int64"), [2, k]))  # (k, 2)
-    if axes == list(range(nd)):
+    if not isinstance(axes, list):
+        width = _rows_at_run_time(ctx, given, axes, nd)
+    elif axes == list(range(nd)):
         width = given
     else:  # (one row per axis: the given ones where ``axes`` says, zeros elsewhere)
         zeros = ctx.const(np.zeros((1, 2), "int64"))
@@ -97,6 +99,33 @@ def pad(ctx: Context, x, pads, value, axes: list[int], mode: str):
         return x
     return _wrap(ctx, x, grow, nd) if mode == "wrap" else \
         _dyn.nn.pad(x, grow, value, pad_mode=mode)
+
+
+def _axes_count(ctx: Context, axes) -> int:
+    """How many axes the 1-D ``axes`` tensor holds (its length must be static)."""
+    shape = ctx.shape(axes)
+    if len(shape) != 1 or isinstance(shape[0], DynamicDim):
+        raise ctx.fail(f"Pad's axes {ctx.node.input[3]!r} read at run time must be a 1-D "
+                       f"tensor of static length (its pads' count), got shape {shape}")
+    return int(shape[0])
+
+
+def _rows_at_run_time(ctx: Context, given, axes, nd: int):
+    """The (nd, 2) pads of every axis from ``given`` (k rows) at ``axes`` read at run time
+    (negatives counted from nd): each axis' row is the sum of the given rows naming it, zeros
+    where none does. Axes outside [-nd, nd), or repeated, raise naming the node."""
+    ax = _op.cast(_op.reshape(ctx.fold(axes), [-1]), "int64")
+    ax = _op.where(_op.less(ax, _i64(ctx, 0)), _op.add(ax, _i64(ctx, nd)), ax)
+    hits = _op.equal(_op.expand_dims(ctx.const(np.arange(nd, dtype="int64")), 1),
+                     _op.expand_dims(ax, 0))  # (nd, k)
+    ok = _op.logical_and(
+        _op.all(_op.logical_and(_op.greater_equal(ax, _i64(ctx, 0)),
+                                _op.less(ax, _i64(ctx, nd)))),
+        _op.all(_op.less_equal(_op.sum(_op.cast(hits, "int64"), axis=1), _i64(ctx, 1))))
+    given = checked(ctx, given, ok, f"the axes {{}} must be distinct, each in [{-nd}, {nd})",
+                    [_op.cast(_op.reshape(ctx.fold(axes), [-1]), "int64")])
+    return _op.sum(_op.multiply(_op.expand_dims(_op.cast(hits, "int64"), 2),
+                                _op.expand_dims(given, 0)), axis=1)
 
 
 def _crop(ctx: Context, x, crop, nd: int):
