@@ -61,6 +61,21 @@ def test_torch_left_matrix_for_every_batch(left, rng):
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("sa,sb", [((5,), (3, 5, 4)), ((5,), (2, 3, 5, 4)), ((3, 6, 5), (5,)),
+                                   ((6, 5), (3, 5, 4)), ((2, 1, 6, 5), (3, 5, 4))])
+def test_torch_vectors_and_matrices_against_batches(sa, sb, rng):
+    # a 1-D operand is a vector (torch.matmul: prepended / appended axis, then removed), never
+    # a batch_matmul operand of its own
+    torch = pytest.importorskip("torch", reason="the PyTorch importer tests need torch")
+    a, b = (torch.from_numpy(rng.standard_normal(s).astype("float32")) for s in (sa, sb))
+    tr = torch.jit.trace(lambda u, v: torch.matmul(u, v), (a, b))
+    mod, params = relay.frontend.from_pytorch(tr, [("a", (sa, "float32")), ("b", (sb, "float32"))])
+    got = _run(mod, params, {"a": a.numpy(), "b": b.numpy()})
+    want = torch.matmul(a, b).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_torch_transposed_right_keeps_transpose_b(rng):
     torch = pytest.importorskip("torch", reason="the PyTorch importer tests need torch")
     f = torch.from_numpy(rng.standard_normal((12, 16)).astype("float32"))

@@ -19,7 +19,7 @@ def _matmul(ctx, a, b):
         flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
         out = _nn.dense(flat, _op.transpose(b, (1, 0)))
         return out if len(sa) == 2 else _op.reshape(out, sa[:-1] + (n,))
-    if len(sb) >= 3:  # (a 2-D or batched, one matrix or a batch of them: batch_matmul)
+    if len(sa) >= 2 and len(sb) >= 3:  # (a 2-D or batched, b a batch of matrices: batch_matmul)
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
         bt = last_two_swapped(b)  # (k.transpose(-2, -1): batch_matmul's own transpose_b)
         b, sb = (b, sb) if bt is None else (bt, sb[:-2] + (sb[-1], sb[-2]))
