@@ -139,17 +139,25 @@ BMM_GENERATED_MIN_ROWS = 16
 # 16x16x16x32 32.3 -> 7.8, 8x32x32x8 16.5 -> 2.1, 4x16x16x16 4.6 -> 1.1; with N of 8 (a partial
 # tile) the generic one stays faster (16x8x8x16 2.6 vs 4.6). AVX2 not measured: unchanged.
 SMALL_TB_BATCH = {"avx512": True, "avx2": False}
+# the same for small ``A @ B`` (B not transposed: a mixing or DFT matrix from the left, a batch
+# of tiny per-head products), any N. Zen 3 (AVX2), one thread, us, generic -> packed (batch x M
+# x K x N): 128x24x24x24 330 -> 65 (spectral pooling's F @ x), 128x16x24x24 220 -> 60,
+# 192x12x24x24 250 -> 60, 64x16x16x32 31 -> 21; 64x12x12x12, 16x10x20x10, 32x8x8x16 unchanged
+# (+-10%). AVX-512 not measured: unchanged.
+SMALL_NT_BATCH = {"avx512": False, "avx2": True}
 
 
-def _small_tb_batch(t, dims) -> bool:
-    """Is ``t`` a static batch of small ``A @ B^T`` that ``SMALL_TB_BATCH`` sends to the packed
-    kernels?"""
+def _small_batch(t, dims) -> bool:
+    """Is ``t`` a static batch of small products that ``SMALL_TB_BATCH`` (B transposed) or
+    ``SMALL_NT_BATCH`` (B not) sends to the packed kernels?"""
     m, n, k = dims
     batch = _prod_dims(_dims(t)[:-2])
-    if not (SMALL_TB_BATCH[vector_isa()] and t.op.attrs["transpose_b"]) or \
+    tb = t.op.attrs["transpose_b"]
+    if not (SMALL_TB_BATCH if tb else SMALL_NT_BATCH)[vector_isa()] or \
             not all(isinstance(d, int) for d in (batch, m, n, k)):
         return False
-    return m >= 2 and n % _lanes(t.dtype) == 0 and batch * m * n * k >= MIN_GEMM_MACS
+    whole = n % _lanes(t.dtype) == 0 or not tb
+    return m >= 2 and whole and batch * m * n * k >= MIN_GEMM_MACS
 
 
 def use_generated_batch_matmul(t, options: LoweringOptions) -> bool:
@@ -164,15 +172,20 @@ def use_generated_batch_matmul(t, options: LoweringOptions) -> bool:
     if t.op.attrs["transpose_a"] or not (t.dtype == a.dtype == b.dtype == "float32"):
         return False
     dims = _gemm_dims(t)
-    if not _static_nk(dims) or not (_enough_work(*dims) or _small_tb_batch(t, dims)):
+    if not _static_nk(dims):
+        return False
+    small = not _enough_work(*dims) and _small_batch(t, dims)
+    if not (_enough_work(*dims) or small):
         return False
     m = dims[0]
     if not all(isinstance(d, int) for d in dims) or not isinstance(_dims(t)[0], int):
         return True
     # measured (2 threads): generated 1.4-3.7x faster from 16 rows up (BERT's 12x128x128x64:
     # 0.097 vs 0.135 ms); with fewer rows the per-call packing dominates and BLAS wins (3x at
-    # 8x2x512x512), so BLAS keeps those when it is there
-    return m >= BMM_GENERATED_MIN_ROWS or not options.blas
+    # 8x2x512x512), so BLAS keeps those when it is there (BLAS takes no product under
+    # MIN_GEMM_MACS: a small batch stays generated)
+    return m >= BMM_GENERATED_MIN_ROWS or not options.blas or \
+        (small and not t.op.attrs["transpose_b"])
 
 
 def use_gemm(t, options: LoweringOptions) -> bool:

@@ -134,11 +134,14 @@ def squeeze(x, axes=None):
 
 
 def concatenate(xs, axis: int = 0):
-    """``topi.concatenate`` along ``axis`` (reads only the input each element comes from)."""
+    """``topi.concatenate`` along ``axis`` (reads only the input each element comes from;
+    a piece empty along ``axis`` is left out: its clamped load below would still read it)."""
     from ..arith import Analyzer
 
     nd = len(xs[0].shape)
     axis = axis % nd
+    xs = [t for t in xs if not (isinstance(t.shape[axis], E.IntImm) and t.shape[axis].value == 0)
+          ] or list(xs[:1])
     ana = Analyzer()
     offsets, acc = [], E.IntImm("int64", 0)
     for t in xs:  # (each offset simplified from the last: linear in the number of inputs)

@@ -28,6 +28,7 @@ def test_taken_by_the_packed_kernels(monkeypatch):
     v = lanes("float32")
     opts = LoweringOptions(blas=False)
     monkeypatch.setitem(gemm.SMALL_TB_BATCH, vector_isa(), True)
+    monkeypatch.setitem(gemm.SMALL_NT_BATCH, vector_isa(), False)  # (B not transposed: its own)
     assert gemm.use_generated_batch_matmul(_bmm_stage((16, 16, 20), (16, v, 20), True), opts)
     # N not whole vectors, B not transposed, too little work in all: the reduction
     assert not gemm.use_generated_batch_matmul(_bmm_stage((16, 8, 16), (16, v // 2, 16), True),

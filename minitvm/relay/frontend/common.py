@@ -197,6 +197,20 @@ def last_two_swapped(expr):
     return expr.args[0] if nd >= 2 and got == want else None
 
 
+def bmm_operand(x, shape: tuple, batch: tuple):
+    """``x`` (``shape``: batch axes, then a matrix) as a rank-3 ``batch_matmul`` operand for the
+    broadcast ``batch`` (static): its own batch merged into one axis; one matrix of batch 1
+    when its batch axes are all ones (``batch_matmul`` broadcasts it, nothing is copied: a DFT
+    or mixing matrix applied to every map); else copied to the batch first."""
+    nb, mat = int(np.prod(batch)), tuple(shape[-2:])
+    if tuple(shape[:-2]) == tuple(batch):
+        return x if len(batch) == 1 else _op.reshape(x, (nb,) + mat)
+    if all(d == 1 for d in shape[:-2]):
+        return x if len(shape) == 3 else _op.reshape(x, (1,) + mat)
+    x = _op.broadcast_to(x, tuple(batch) + mat)
+    return x if len(batch) == 1 else _op.reshape(x, (nb,) + mat)
+
+
 def contract_axis(x, axis: int, nd: int, mat: np.ndarray, dtype: str):
     """``x`` (rank ``nd``) contracted along ``axis`` with the constant ``mat`` [n_in, n_out]:
     the axis moved last, one dense layer, moved back (the DFT matrices of ONNX's DFT / STFT and

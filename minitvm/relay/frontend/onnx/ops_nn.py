@@ -9,7 +9,7 @@ from ....frontend_common.onnx_model import dropout_training_mask
 from ....frontend_common.onnx_qsoftmax import note_softmax
 from ... import op as _op
 from ...op import nn as _nn
-from ..common import last_two_swapped
+from ..common import bmm_operand, last_two_swapped
 from ..pool_indices import maxpool_indices
 from .dynamic_dim import DynamicDim, has_dynamic, one_inferred
 from .dynamic_reshape import merge_leading, reshape_exact, reshape_to
@@ -236,16 +236,10 @@ def matmul(ctx, a, b):
                                        rhs_end=len(sa) - 2)
     else:
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
-        nb = int(np.prod(batch)) if batch else 1
         bt = last_two_swapped(b)  # (Transpose of the last two axes: batch_matmul's transpose_b)
         b, sb = (b, sb) if bt is None else (bt, sb[:-2] + (n, k))
-        if sa[:-2] != batch:
-            a = _op.broadcast_to(a, batch + sa[-2:])
-        if sb[:-2] != batch:
-            b = _op.broadcast_to(b, batch + sb[-2:])
-        a3 = a if len(batch) == 1 else _op.reshape(a, (nb, m, k))
-        b3 = b if len(batch) == 1 else _op.reshape(b, (nb,) + sb[-2:])
-        out = _nn.batch_matmul(a3, b3, transpose_b=bt is not None)
+        out = _nn.batch_matmul(bmm_operand(a, sa, batch), bmm_operand(b, sb, batch),
+                               transpose_b=bt is not None)
         out_shape = batch + (m, n)
         if len(batch) != 1:
             out = _op.reshape(out, out_shape)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import op as _op
 from ...op import nn as _nn
-from ..common import last_two_swapped
+from ..common import bmm_operand, last_two_swapped
 from .aten import _scalar_like, register
 from .aten_fake_quant_conv import fake_quant_dense
 
@@ -19,26 +19,19 @@ def _matmul(ctx, a, b):
         flat = a if len(sa) == 2 else _op.reshape(a, (-1, k))
         out = _nn.dense(flat, _op.transpose(b, (1, 0)))
         return out if len(sa) == 2 else _op.reshape(out, sa[:-1] + (n,))
-    if len(sa) >= 3 and len(sb) >= 3:
+    if len(sa) >= 2 and len(sb) >= 3:  # (a 2-D or batched, b a batch of matrices: batch_matmul)
         batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
-        nb = int(np.prod(batch))
         bt = last_two_swapped(b)  # (k.transpose(-2, -1): batch_matmul's own transpose_b)
         b, sb = (b, sb) if bt is None else (bt, sb[:-2] + (sb[-1], sb[-2]))
-        a = a if sa[:-2] == batch else _op.broadcast_to(a, batch + sa[-2:])
-        b = b if sb[:-2] == batch else _op.broadcast_to(b, batch + sb[-2:])
-        a3 = a if len(batch) == 1 else _op.reshape(a, (nb,) + sa[-2:])
-        b3 = b if len(batch) == 1 else _op.reshape(b, (nb,) + sb[-2:])
-        out = _nn.batch_matmul(a3, b3, transpose_b=bt is not None)
+        out = _nn.batch_matmul(bmm_operand(a, sa, batch), bmm_operand(b, sb, batch),
+                               transpose_b=bt is not None)
         n = sb[-1] if bt is None else sb[-2]
         return out if len(batch) == 1 else _op.reshape(out, batch + (sa[-2], n))
     if len(sa) == 1 and len(sb) == 1:
         return _op.sum(_op.multiply(a, b))
     if len(sa) == 1:
         return _op.squeeze(_matmul(ctx, _op.expand_dims(a, 0), b), axis=[-2 + len(sb)])
-    if len(sb) == 1:
-        return _op.squeeze(_matmul(ctx, a, _op.expand_dims(b, 1)), axis=[len(sa) - 1])
-    # 2-D @ N-D
-    return _matmul(ctx, _op.broadcast_to(a, sb[:-2] + sa), b)
+    return _op.squeeze(_matmul(ctx, a, _op.expand_dims(b, 1)), axis=[len(sa) - 1])  # (b 1-D)
 
 
 @register("matmul", "mm", "bmm", "mv", "dot", "vdot")
