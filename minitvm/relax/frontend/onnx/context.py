@@ -133,6 +133,8 @@ class Context(NodeContext):
         """A Relax expression for a value: known values become constants or shape tensors."""
         if v is None:
             raise self.fail("a required input is missing")
+        if isinstance(v, np.generic):  # (a numpy scalar, e.g. a folded reciprocal: 0-d)
+            v = np.asarray(v)
         if not is_known(v):
             return v
         v = normalize_known(v)
