@@ -31,7 +31,7 @@ from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind, co
 from ...expr_functor import dataflow_post_order
 from ...transform.dynamic_to_static import dynamic_to_static, shape_arguments
 from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
-from .bound_call import BoundCall
+from .bound_call import BindingCache, BoundCall
 from .symbolic import lower_symbolic, packed_weight
 
 LOG = logging.getLogger(__name__)
@@ -122,6 +122,7 @@ class ShapeSpecializer:
         # specialization that takes a weight in another layout (``Kernel.input_packs``)
         self._packs: dict[tuple, tuple] = {}
         self._fallback = None  # the numpy run, made at the first call that needs it
+        self._bindings = BindingCache()  # (call sites of equal inputs share a binding)
 
     def _specialize(self, shapes: list, values: tuple = ()) -> tuple:
         pos, params = 0, []
@@ -208,8 +209,8 @@ class ShapeSpecializer:
             return None
         ins = self._packed_inputs(key, kernel, args)
         packs = [(pos, args[pos], ins[pos]) for pos in kernel.input_packs]
-        return BoundCall(args, packs, kernel.consts, outs,
-                         getattr(kernel.kernel, "_fast_call", None), kernel.address)
+        return self._bindings.bind(args, packs, kernel.consts, outs,
+                                   getattr(kernel.kernel, "_fast_call", None), kernel.address)
 
     def __call__(self, args: list) -> list:
         got = self.native_call(args)
