@@ -312,6 +312,9 @@ class KernelTable:
         self.kernels: list[Kernel] = []
         self._buckets: dict[tuple, list] = {}
         self._names: dict[str, int] = {}
+        # (id of a function indexed before, const_inputs) -> (the function, its index): a
+        # program calling one function object at many sites looks it up once
+        self._by_id: dict[tuple, tuple] = {}
         # how each distinct kernel runs: static, one symbolic kernel for every size, or
         # specialized (compiled at the first call of each input shape)
         self.stats = {"static": 0, "symbolic": 0, "specialized": 0}
@@ -335,6 +338,14 @@ class KernelTable:
         """The kernel index of primitive function ``func`` (lowering it the first time);
         ``const_inputs``: the input positions that receive constants (weights), which a kernel
         may take in another layout."""
+        hit = self._by_id.get((id(func), const_inputs))
+        if hit is not None and hit[0] is func:
+            return hit[1]
+        k = self._index(func, const_inputs)
+        self._by_id[(id(func), const_inputs)] = (func, k)  # (held: its id stays its own)
+        return k
+
+    def _index(self, func: Function, const_inputs: frozenset) -> int:
         # a cheap key narrows the search; structural equality decides (hashing every fused
         # function of a long program costs more than comparing it with its bucket's members)
         order = _order(func)
