@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.expr import GlobalVar
+from ...ir.gc_pause import gc_paused
 from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
 from ...runtime.ndarray import NDArray
@@ -258,6 +259,7 @@ class Machine:
                          [fn_value, *args], {}, None)
 
     # ---- the loop
+    @gc_paused  # (values are acyclic: full collections would only rescan the program)
     def _run(self, tasks: list, vals: list, env: dict, root):
         memo: dict = {}
         uses = self._body_uses(root) if root is not None else {}
