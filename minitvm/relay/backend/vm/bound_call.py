@@ -7,7 +7,9 @@ run-time length) the same call site sees the same shapes and the same weights at
 the VM keeps the result of that lookup per call site: ``kernel.bind(inputs)`` returns a
 ``BoundCall`` that reruns exactly the same native call (same kernel, same size variables, same
 packed weights, fresh outputs) while the inputs keep their shapes, dtypes and identities of the
-packed weights, and returns None otherwise (the VM then binds again).
+packed weights, and returns None otherwise (the VM then binds again). Call sites of one kernel
+that bind equal inputs share one binding (``BindingCache``); a site in a loop gets a copy of its
+own before it keeps outputs.
 
 A symbolic kernel (size variables, no tuple-reading entry of its own) is called through the
 tuple trampoline (``relax_vm.kernel.call_trampoline``: the data pointers read in native code),
