@@ -20,6 +20,7 @@ from __future__ import annotations
 from operator import is_
 
 from ..ir.expr import GlobalVar
+from ..ir.gc_pause import gc_paused
 from ..ir.node import operand_getter
 from ..ir.op import Op
 from .adt import (
@@ -198,6 +199,7 @@ class ExprFunctor:
         memo[expr] = res
         return res
 
+    @gc_paused  # (a walk outside a pass: its stack and memo would set off full collections)
     def _visit_dataflow(self, root):
         memo = self.memo_map
         scopes = _scope_types(type(self))

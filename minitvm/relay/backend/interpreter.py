@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.expr import GlobalVar
+from ...ir.gc_pause import gc_paused
 from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
 from ...runtime.ndarray import NDArray
@@ -149,6 +150,24 @@ def _is_dynamic(t) -> bool:
     return False
 
 
+# id -> (type, _is_static, _is_dynamic) of the types calls were checked with: a program's calls
+# share a few type objects (types are immutable), so each is classified once, not per call
+_TYPE_KINDS: dict[int, tuple] = {}
+_TYPE_KINDS_MAX = 4096
+
+
+def _type_kinds(t) -> tuple[bool, bool]:
+    """``(_is_static(t), _is_dynamic(t))``, remembered per type object."""
+    hit = _TYPE_KINDS.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1], hit[2]
+    static, dynamic = _is_static(t), _is_dynamic(t)
+    if len(_TYPE_KINDS) >= _TYPE_KINDS_MAX:
+        _TYPE_KINDS.clear()
+    _TYPE_KINDS[id(t)] = (t, static, dynamic)  # (the type kept: its id stays its own)
+    return static, dynamic
+
+
 def _np_arg(v):
     if type(v) is np.ndarray:
         return v
@@ -240,6 +259,7 @@ class Machine:
                          [fn_value, *args], {}, None)
 
     # ---- the loop
+    @gc_paused  # (values are acyclic: full collections would only rescan the program)
     def _run(self, tasks: list, vals: list, env: dict, root):
         memo: dict = {}
         uses = self._body_uses(root) if root is not None else {}
@@ -461,8 +481,8 @@ class Machine:
                 f"{describe_call(call)}")
         np_args = [_np_arg(a) for a in args]
         out_type = call._checked_type
-        if not _is_static(out_type) or any(
-                _is_dynamic(getattr(a, "_checked_type", None)) for a in call.args):
+        if not _type_kinds(out_type)[0] or any(
+                _type_kinds(getattr(a, "_checked_type", None))[1] for a in call.args):
             # (a static result of dynamic operands, a loss or a reduction, is checked too)
             out_type = self._runtime_type(op, call, np_args) or out_type
         try:
@@ -475,7 +495,7 @@ class Machine:
             res = tuple(np.asarray(r) for r in res)
         else:
             res = np.asarray(res)
-        if type(out_type) is TensorType and _is_static(out_type) and (
+        if type(out_type) is TensorType and _type_kinds(out_type)[0] and (
                 res.shape != out_type.shape or res.dtype != _np_dtype(out_type.dtype)):
             raise InterpreterError(
                 f"operator {op.name} returned {_describe_value(res)} but its type is "

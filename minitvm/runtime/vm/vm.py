@@ -491,7 +491,8 @@ class VirtualMachine:
                 return outs
             if all(type(a) is np.ndarray for a in args):
                 bound = site[0] = self.exe.kernels[ins[1]].run.bind(args)
-                if bound is not None and site[1]:
+                if bound is not None and site[1]:  # (its own: other sites may share a binding)
+                    bound = site[0] = bound.copy()
                     bound.keep_outputs()
             outs = bound.run(args) if bound is not None else None
             if outs is not None:

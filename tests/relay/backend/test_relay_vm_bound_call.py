@@ -127,3 +127,49 @@ def test_kept_outputs_are_reused_only_when_nothing_holds_them():
     for h, x in zip(held, xs, strict=True):
         want = bound([x, wv])[0]
         assert h.tobytes() == want.tobytes()
+
+
+def test_call_sites_of_one_kernel_at_equal_inputs_share_a_binding():
+    # two dense layers of one shape: one kernel, two call sites; the second site binds to the
+    # first one's binding (nothing of a site is kept in it), and the outputs stay right
+    x = relay.var("x", shape=(relay.Any(), 3), dtype="float32")
+    w = relay.var("w", shape=(3, 3), dtype="float32")
+    y = relay.nn.relu(relay.nn.dense(x, w)) + relay.const(1.0)
+    z = relay.nn.relu(relay.nn.dense(y, w)) + relay.const(1.0)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], z))
+    vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm"), tvm.cpu())
+    vm.native_entry = False  # (every call in the dispatch loop)
+    rng = np.random.default_rng(5)
+    wv = rng.standard_normal((3, 3)).astype("float32")
+    xv = rng.standard_normal((2, 3)).astype("float32")
+    want = np.maximum(xv @ wv.T, 0) + 1
+    want = np.maximum(want @ wv.T, 0) + 1
+    np.testing.assert_allclose(vm.run(xv, wv).numpy(), want, rtol=1e-5, atol=1e-5)
+    sites = _sites(vm)
+    idx = {ins[1] for code, _, _, _ in vm._code for ins in code
+           if ins[0] == runtime_vm.vm.B.INVOKE_PACKED and ins[4]}
+    assert len(sites) == 2 and len(idx) == 1
+    assert isinstance(sites[0][0], BoundCall) and sites[1][0] is sites[0][0]
+
+
+def test_a_shared_binding_is_handed_out_only_while_it_keeps_no_outputs():
+    vm = _dense_vm()
+    rng = np.random.default_rng(6)
+    wv, wv2 = (rng.standard_normal((4, 3)).astype("float32") for _ in range(2))
+    xv, xv2 = (rng.standard_normal((2, 3)).astype("float32") for _ in range(2))
+    idx = next(ins[1] for code, _, _, _ in vm._code for ins in code
+               if ins[0] == runtime_vm.vm.B.INVOKE_PACKED and ins[4])
+    run = vm.exe.kernels[idx].run
+    first = run.bind([xv, wv])
+    assert run.bind([xv2, wv2]) is first  # (equal shapes and dtypes; no packed weight)
+    np.testing.assert_array_equal(first.run([xv2, wv2])[0], run([xv2, wv2])[0])
+    assert run.bind([xv[:1], wv]) is not first  # (another shape)
+    assert run.bind([xv.astype("float64"), wv]) is not first  # (another dtype)
+    own = first.copy()  # (what the VM gives a call site in a loop before keeping outputs)
+    own.keep_outputs()
+    assert own.kept is not None and first.kept is None
+    assert run.bind([xv, wv]) is first
+    first.keep_outputs()  # kept outputs belong to one site: such a binding is never shared
+    again = run.bind([xv, wv])
+    assert again is not first and again.kept is None
+    np.testing.assert_array_equal(again.run([xv, wv])[0], run([xv, wv])[0])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....ir.expr import GlobalVar
+from ....ir.gc_pause import gc_paused
 from ....ir.op import Op
 from ....ir.type import TensorType, TupleType
 from ....runtime.vm import bytecode as B
@@ -128,6 +129,7 @@ class FunctionCompiler:
         self.code[pc] = tuple(ins)
 
     # ------------------------------------------------------------------ entry
+    @gc_paused  # (also when called outside relay.vm.compile, which pauses it too)
     def compile(self, name: str, func: Function) -> VMFunction:
         params = list(func.params)
         body = func.body

@@ -31,7 +31,7 @@ from ...expr import Call, Constant, Function, Tuple, TupleGetItem, Var, bind, co
 from ...expr_functor import dataflow_post_order
 from ...transform.dynamic_to_static import dynamic_to_static, shape_arguments
 from ..te_compiler import fallback_runner, func_ops, lower_function, tensor_types
-from .bound_call import BoundCall
+from .bound_call import BindingCache, BoundCall
 from .symbolic import lower_symbolic, packed_weight
 
 LOG = logging.getLogger(__name__)
@@ -122,6 +122,7 @@ class ShapeSpecializer:
         # specialization that takes a weight in another layout (``Kernel.input_packs``)
         self._packs: dict[tuple, tuple] = {}
         self._fallback = None  # the numpy run, made at the first call that needs it
+        self._bindings = BindingCache()  # (call sites of equal inputs share a binding)
 
     def _specialize(self, shapes: list, values: tuple = ()) -> tuple:
         pos, params = 0, []
@@ -208,8 +209,8 @@ class ShapeSpecializer:
             return None
         ins = self._packed_inputs(key, kernel, args)
         packs = [(pos, args[pos], ins[pos]) for pos in kernel.input_packs]
-        return BoundCall(args, packs, kernel.consts, outs,
-                         getattr(kernel.kernel, "_fast_call", None), kernel.address)
+        return self._bindings.bind(args, packs, kernel.consts, outs,
+                                   getattr(kernel.kernel, "_fast_call", None), kernel.address)
 
     def __call__(self, args: list) -> list:
         got = self.native_call(args)
@@ -311,6 +312,9 @@ class KernelTable:
         self.kernels: list[Kernel] = []
         self._buckets: dict[tuple, list] = {}
         self._names: dict[str, int] = {}
+        # (id of a function indexed before, const_inputs) -> (the function, its index): a
+        # program calling one function object at many sites looks it up once
+        self._by_id: dict[tuple, tuple] = {}
         # how each distinct kernel runs: static, one symbolic kernel for every size, or
         # specialized (compiled at the first call of each input shape)
         self.stats = {"static": 0, "symbolic": 0, "specialized": 0}
@@ -334,6 +338,14 @@ class KernelTable:
         """The kernel index of primitive function ``func`` (lowering it the first time);
         ``const_inputs``: the input positions that receive constants (weights), which a kernel
         may take in another layout."""
+        hit = self._by_id.get((id(func), const_inputs))
+        if hit is not None and hit[0] is func:
+            return hit[1]
+        k = self._index(func, const_inputs)
+        self._by_id[(id(func), const_inputs)] = (func, k)  # (held: its id stays its own)
+        return k
+
+    def _index(self, func: Function, const_inputs: frozenset) -> int:
         # a cheap key narrows the search; structural equality decides (hashing every fused
         # function of a long program costs more than comparing it with its bucket's members)
         order = _order(func)

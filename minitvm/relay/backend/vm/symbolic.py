@@ -57,7 +57,7 @@ from ....topi.selection import TOPK_TAG
 from ....topi.unique import UNIQUE_TABLE_TAG
 from ...expr import Call, Function, Var, bind
 from ..te_compiler import build_te, tensor_types, user_strategies
-from .bound_call import BoundCall
+from .bound_call import BindingCache, BoundCall
 
 __all__ = ["SymbolicKernel", "lower_symbolic", "packed_weight"]
 
@@ -608,6 +608,7 @@ class SymbolicKernel:
         self._calls: dict = {}  # input shapes -> (kernel vars, output (shape, dtype)s) | None
         self._fallback = None  # the per-shape specialization, for shapes the typing got wrong
         self._packs: dict = {}  # (position, id) -> (the constant, its packed copy)
+        self._bindings = BindingCache()  # (call sites of equal inputs share a binding)
         self._spec_args = (func, kernel.name, options, const_inputs)
 
     def _shapes_for(self, shapes: tuple):
@@ -681,7 +682,8 @@ class SymbolicKernel:
         kv, outs = got
         ins = self._inputs(args)
         packs = [(pos, args[pos], ins[pos]) for pos in self.kernel.input_packs]
-        return BoundCall(args, packs, self.kernel.consts, outs, None, self.kernel.address, kv)
+        return self._bindings.bind(args, packs, self.kernel.consts, outs, None,
+                                   self.kernel.address, kv)
 
     def __call__(self, args: list) -> list:
         got = self._shapes_for(tuple(a.shape for a in args))
