@@ -40,6 +40,13 @@ from .struct_info import (
 
 __all__ = ["BlockBuilder", "BlockBuilderError"]
 
+# (isinstance tuples made once: an ``A | B`` union in a check is a new object at every call,
+# and normalize runs per binding)
+_NORMALIZABLE = (Expr, GlobalVar, Op)
+_RENORMALIZED = (Tuple, SeqExpr, If)  # filled again even when they have struct info
+_DATAFLOW = (Call, Tuple, TupleGetItem)
+_BOUND = (Call, TupleGetItem, If, SeqExpr)
+
 class BlockBuilderError(ValueError):
     """The builder was used out of order (emit outside a function, output outside a block)."""
 
@@ -424,13 +431,13 @@ class BlockBuilder:
 
     def normalize(self, expr) -> Expr:
         """Fill the struct info of ``expr`` and of the sub-expressions it needs (iterative)."""
-        if not isinstance(expr, Expr | GlobalVar | Op):
+        if not isinstance(expr, _NORMALIZABLE):
             if isinstance(expr, list | tuple):
                 expr = Tuple(list(expr))
             else:
                 raise TypeError(f"cannot normalize {type(expr).__name__} {expr!r}; expected a "
                                 "Relax expression")
-        if expr._checked_type is not None and not isinstance(expr, Tuple | SeqExpr | If):
+        if expr._checked_type is not None and not isinstance(expr, _RENORMALIZED):
             return expr
         if isinstance(expr, If):
             expr = self._if_with_seq_branches(expr)
@@ -534,7 +541,7 @@ def bind_operands(expr, emit):
     bound first by ``emit(operand) -> Var``, innermost first, as TVM's normalizer binds
     non-leaf arguments: ``add(multiply(x, x), x)`` becomes ``lv = multiply(x, x)`` then
     ``add(lv, x)``. Iterative; tuples stay inline with their fields bound."""
-    if not isinstance(expr, Call | Tuple | TupleGetItem):
+    if not isinstance(expr, _DATAFLOW):
         return expr
     if all(_is_flat(k) for k in _operands(expr)):
         return expr  # (leaves and tuples of leaves: most calls, call_tir's among them)
@@ -580,7 +587,7 @@ def _is_flat(e) -> bool:
 def _needs_binding(e) -> bool:
     """An operand Relax wants bound to a variable: a call, a TupleGetItem, an If or a SeqExpr
     (leaves — vars, constants, shapes, prim values, functions — and tuples stay inline)."""
-    return isinstance(e, Call | TupleGetItem | If | SeqExpr)
+    return isinstance(e, _BOUND)
 
 
 def _with_operands(e, new: list):

@@ -271,6 +271,9 @@ class TupleGetItem(Expr):
             self._struct_info = t.fields[self.index]
 
 
+_CALL_ARG = (Expr, GlobalVar)
+
+
 class Call(Expr):
     """A call of an operator, a function or a global (``R.add(x, y)``). ``sinfo_args`` give
     struct info some ops need (``call_tir``'s output)."""
@@ -282,9 +285,10 @@ class Call(Expr):
     def __init__(self, op, args, attrs=None, sinfo_args=None, span=None):
         super().__init__(span)
         self.op = op
-        self.args = tuple(args)
-        for a in self.args:
-            if not isinstance(a, Expr | GlobalVar):
+        self.args = args = tuple(args)
+        for a in args:
+            if not isinstance(a, _CALL_ARG):  # (a tuple built once: ``Expr | GlobalVar`` here
+                # made a union object per argument of every call)
                 raise TypeError(f"Call arguments must be Relax expressions, got "
                                 f"{type(a).__name__} {a!r}")
         self.attrs = attrs

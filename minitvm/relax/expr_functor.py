@@ -10,6 +10,8 @@ with the program; blocks are loops over their bindings. The mutator rebuilds thr
 
 from __future__ import annotations
 
+from operator import is_
+
 from ..ir.expr import GlobalVar
 from ..ir.module import IRModule
 from ..ir.node import node_operands
@@ -97,8 +99,13 @@ class _Functor:
         """Visit the nested dataflow operands of ``root`` bottom-up (not ``root`` itself), so
         the hooks' own ``visit_expr`` calls on them hit the memo."""
         memo = self.memo_map
-        stack = [(c, False) for c in reversed(node_operands(root))
-                 if isinstance(c, _DATAFLOW)]
+        operands = node_operands(root)
+        for c in operands:
+            if isinstance(c, _DATAFLOW) and c not in memo:
+                break
+        else:  # (a call of variables, the usual binding value: nothing to visit first)
+            return
+        stack = [(c, False) for c in reversed(operands) if isinstance(c, _DATAFLOW)]
         while stack:
             e, ready = stack.pop()
             if e in memo:
@@ -248,7 +255,17 @@ class ExprMutator(_Functor):
         return self.builder_.lookup_binding(var)
 
     def visit_expr(self, expr):
-        res = super().visit_expr(expr)
+        # (the functor's dispatch, inlined: a pass calls this for every operand of every
+        # binding, and the extra frame was a tenth of a 100,000-binding rewrite)
+        if isinstance(expr, _DATAFLOW):
+            memo = self.memo_map
+            res = memo.get(expr, _MISSING)
+            if res is _MISSING:
+                self._pre_visit(expr)
+                res = getattr(self, _HOOK_OF.get(type(expr)) or _hook_name(type(expr)))(expr)
+                memo[expr] = res
+        else:  # leaves and scopes: visited at every use
+            res = getattr(self, _HOOK_OF.get(type(expr)) or _hook_name(type(expr)))(expr)
         if isinstance(res, Var) and res._checked_type is not None:
             return res  # (a variable: nothing to normalize)
         return self.builder_.normalize(res) if isinstance(res, Expr) else res
@@ -298,7 +315,7 @@ class ExprMutator(_Functor):
     # ------------------------------------------------------------------ composites
     def visit_tuple_(self, op: Tuple):
         fields = [self.visit_expr(f) for f in op.fields]
-        if all(a is b for a, b in zip(fields, op.fields)):
+        if all(map(is_, fields, op.fields)):
             return op
         return Tuple(fields, op.span)
 
@@ -308,8 +325,9 @@ class ExprMutator(_Functor):
 
     def visit_call_(self, op: Call):
         new_op = self.visit_expr(op.op)
-        args = [self.visit_expr(a) for a in op.args]
-        if new_op is op.op and all(a is b for a, b in zip(args, op.args)):
+        visit = self.visit_expr
+        args = [visit(a) for a in op.args]
+        if new_op is op.op and all(map(is_, args, op.args)):
             return op
         return Call(new_op, args, op.attrs, op.sinfo_args, op.span)
 
@@ -364,8 +382,7 @@ class ExprMutator(_Functor):
         for b in block.bindings:
             self.visit_binding(b)
         bindings = self.builder_._end_block()
-        if len(bindings) == len(block.bindings) and all(
-                a is b for a, b in zip(bindings, block.bindings)):
+        if len(bindings) == len(block.bindings) and all(map(is_, bindings, block.bindings)):
             return block
         return cls(bindings, block.span)
 

@@ -157,8 +157,7 @@ class TensorStructInfo(StructInfo):
 
     def dims(self) -> tuple | None:
         """The dimensions when the shape is a literal ``ShapeExpr``, else None."""
-        from .expr import ShapeExpr
-
+        ShapeExpr = _expr_classes()[1]  # noqa: N806 (the class, imported once)
         return tuple(self.shape.values) if isinstance(self.shape, ShapeExpr) else None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...ir.op import Op, OpPattern
 from ...ir.prim_expr import IntImm
-from ..expr import Call, Expr, const
+from ..expr import Call, Expr, ShapeExpr, const
 from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
 from ._common import (
     UNKNOWN_NDIM,
@@ -54,6 +54,30 @@ def _dims(s: StructInfo):
     return shape_expr_values(s)
 
 
+def _same_tensor_shape(lhs: StructInfo, rhs: StructInfo) -> TensorStructInfo | None:
+    """``lhs`` when both operands are tensors of one shape (the same struct info or shape
+    object, or literal shapes of equal constant dims), else None: what broadcasting keeps."""
+    if lhs is rhs:
+        return lhs if isinstance(lhs, TensorStructInfo) else None
+    if not isinstance(lhs, TensorStructInfo) or not isinstance(rhs, TensorStructInfo):
+        return None
+    a, b = lhs.shape, rhs.shape
+    if a is None or b is None:
+        return None
+    if a is b:
+        return lhs
+    if not isinstance(a, ShapeExpr) or not isinstance(b, ShapeExpr):
+        return None
+    va, vb = a.values, b.values
+    if len(va) != len(vb):
+        return None
+    for x, y in zip(va, vb):
+        if x is not y and not (type(x) is IntImm and type(y) is IntImm and x.value == y.value
+                               and x.dtype == y.dtype):
+            return None
+    return lhs
+
+
 def infer_broadcast(call: Call, ctx, out_dtype: str | None) -> StructInfo:
     """Struct info of a binary broadcast call; ``out_dtype`` None keeps the operands' dtype."""
     check_num_args(call, 2)
@@ -64,6 +88,13 @@ def infer_broadcast(call: Call, ctx, out_dtype: str | None) -> StructInfo:
     if isinstance(lhs, PrimStructInfo) and isinstance(rhs, PrimStructInfo):
         return PrimStructInfo(dtype)
     vdevice = out_vdevice(lhs, rhs)
+    same = _same_tensor_shape(lhs, rhs)
+    if same is not None:
+        # (equal shapes: the result is the operand's struct info, shared as the unary ops share
+        # theirs, so that the next binding's operands are the same object again)
+        if same.dtype == dtype and same.vdevice is vdevice:
+            return same
+        return make_tensor(same.shape, dtype, same.ndim if same.shape is None else -1, vdevice)
     n0, n1 = _ndim(lhs), _ndim(rhs)
     ndim = UNKNOWN_NDIM if UNKNOWN_NDIM in (n0, n1) else max(n0, n1)
     d0, d1 = _dims(lhs), _dims(rhs)

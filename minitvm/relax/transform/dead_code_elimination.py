@@ -49,6 +49,9 @@ def _globals_in(func) -> list:
     return _walk_globals([func])
 
 
+_NO_GLOBALS = (Var, Constant, ExternFunc)  # leaves that hold no global (made once)
+
+
 def _walk_globals(roots: list) -> list:
     """The GlobalVars the nodes ``roots`` refer to (one walk, each node visited once)."""
     from ...ir.node import Node, node_children, node_operands
@@ -99,7 +102,7 @@ def _referenced_globals(func) -> list:
                 for f in (k.fields if type(k) is Tuple else (k,)):
                     if isinstance(f, GlobalVar):
                         out.append(f)
-                    elif not isinstance(f, Var | Constant | ExternFunc):
+                    elif not isinstance(f, _NO_GLOBALS):
                         rest.setdefault(id(f), f)
     rest.setdefault(id(func.body.body), func.body.body)
     return out + _walk_globals(list(rest.values()))

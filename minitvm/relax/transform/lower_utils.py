@@ -227,6 +227,10 @@ def dtype_bytes(dtype: str) -> int:
     return max(1, (bits + 7) // 8)
 
 
+_NOT_LEAF_FIELD = (Call, Tuple, TupleGetItem, If, SeqExpr)  # (tuples made once, not per check)
+_NOT_LEAF_ARG = (Call, TupleGetItem, If, SeqExpr)
+
+
 def vars_used(expr) -> list:
     """The Relax variables ``expr`` reads (nested If branches included), each once, in order."""
     if isinstance(expr, Var):
@@ -240,12 +244,12 @@ def vars_used(expr) -> list:
                 for f in a.fields:
                     if isinstance(f, Var):
                         out.append(f)
-                    elif isinstance(f, Call | Tuple | TupleGetItem | If | SeqExpr):
+                    elif isinstance(f, _NOT_LEAF_FIELD):
                         break
                 else:
                     continue
                 break
-            elif isinstance(a, Call | TupleGetItem | If | SeqExpr):
+            elif isinstance(a, _NOT_LEAF_ARG):
                 break
         else:
             return list(dict.fromkeys(out))

@@ -466,8 +466,11 @@ def _operand_normal(e) -> str | None:
     return None
 
 
+_UNTYPED_LEAF = (GlobalVar, Op)  # (made once: a union per check cost a microsecond)
+
+
 def _value_normal(v) -> str | None:
-    if v._checked_type is None and not isinstance(v, GlobalVar | Op):
+    if v._checked_type is None and not isinstance(v, _UNTYPED_LEAF):
         return f"a {type(v).__name__} without struct info"
     if isinstance(v, Call):
         if not is_leaf(v.op):

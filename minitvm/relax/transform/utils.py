@@ -110,12 +110,15 @@ def is_flat_operand(a) -> bool:
         isinstance(a, Tuple) and all(isinstance(f, _CALL_FREE) for f in a.fields))
 
 
+_CALLEE = (Op, GlobalVar, ExternFunc, Var)  # a flat call's callee
+
+
 def is_flat_value(v) -> bool:
     """A binding value with no function, branch or nested call in it (a call of flat operands
     by an operator, global, extern or variable; an item of a variable; a flat operand): a
     mutator that rewrites only such nestings would give it back as it is."""
     if isinstance(v, Call):
-        return isinstance(v.op, Op | GlobalVar | ExternFunc | Var) and \
+        return isinstance(v.op, _CALLEE) and \
             all(is_flat_operand(a) for a in v.args)
     if isinstance(v, TupleGetItem):
         return isinstance(v.tuple_value, Var)

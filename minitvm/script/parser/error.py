@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...ir.node import Span
+
 __all__ = ["ParserError", "Source"]
 
 
@@ -24,13 +26,14 @@ class Source:
         lineno = getattr(node, "lineno", None)
         if lineno is None:
             return None
-        from ...ir.node import Span
-
         col = getattr(node, "col_offset", 0) or 0
         end_line = getattr(node, "end_lineno", None) or lineno
         end_col = getattr(node, "end_col_offset", None) or col
-        return Span(self.name, lineno + self.line_offset, column=col + self.col_offset + 1,
-                    end_line=end_line + self.line_offset, end_column=end_col + self.col_offset + 1)
+        # (positional, the import at the top: a span per statement and expression, and the
+        # import statement here was a third of it)
+        off = self.col_offset + 1
+        return Span(self.name, lineno + self.line_offset, end_line + self.line_offset,
+                    col + off, end_col + off)
 
     def error(self, node, message: str) -> ParserError:
         """A ParserError at ``node`` (an ``ast`` node; None: no position)."""
