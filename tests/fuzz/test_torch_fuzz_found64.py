@@ -1,0 +1,32 @@
+"""More regressions of the PyTorch importer fuzzer (``torch_differential``), stop 64: each a
+program reduced from a generated one, through the importers it broke, against eager."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="the programs are PyTorch modules")
+
+from minitvm.testing.fuzz.torch_differential import check_torch_program  # noqa: E402
+from minitvm.testing.fuzz.torch_generator import program_from_source  # noqa: E402
+
+TS, EP_RELAY, EP_RELAX = "torchscript->relay", "export->relay", "export->relax"
+
+
+def _agree(source: str, importers, weights=None, **feeds):
+    prog = program_from_source(source, feeds, weights)
+    found = check_torch_program(prog, importers, opt_levels=(3,))
+    assert found == [], "\n".join(str(f) for f in found)
+
+
+def test_relax_masks_made_by_logical_ops_of_numbers_are_bool():
+    """A ``masked_fill`` mask that is ``logical_and(int64, float 0-d)`` (Relax: ``where`` got a
+    float32 condition), and ``all(int64)`` added to float16 (Relax: ``not_equal(bool, int64
+    0-d)``): the logical ops of numbers kept the numbers' dtype (fuzz63 seeds 11000, 11021)."""
+    _agree("def forward(self, x0, x1, x2, x3):\n"
+           "    v1 = torch.logical_and(x0, x1)\n"
+           "    v2 = x1.unsqueeze(0).masked_fill(v1, -3)\n"
+           "    v3 = torch.all(x2, 2, keepdim=True) + x3\n"
+           "    return (torch.round(v2), torch.flatten(v3, 0, -1), F.softmax(v3, 1))\n",
+           (EP_RELAX,), x0=np.array([3, 1, 0, 4, -4]), x1=np.array(-1.5, "float32"),
+           x2=np.arange(-15, 15).reshape(2, 3, 5) % 4,
+           x3=np.array([0.0, -1.0, 2.0], "float16").reshape(1, 3, 1))
