@@ -39,6 +39,7 @@ class TorchProgram:
     expected: list = field(default_factory=list)  # eager outputs as numpy arrays
     features: set = field(default_factory=set)  # op families used (coverage)
     inplace: bool = False  # the program mutates a value in place
+    parts: list = field(default_factory=list)  # the programs merged into this one, if any
 
     def text(self) -> str:
         """The source and the inputs, for a report."""
