@@ -30,3 +30,24 @@ def test_relax_masks_made_by_logical_ops_of_numbers_are_bool():
            (EP_RELAX,), x0=np.array([3, 1, 0, 4, -4]), x1=np.array(-1.5, "float32"),
            x2=np.arange(-15, 15).reshape(2, 3, 5) % 4,
            x3=np.array([0.0, -1.0, 2.0], "float16").reshape(1, 3, 1))
+
+
+def test_torchscript_writes_through_reshape_flatten_expand_views():
+    """``reshape`` / ``flatten`` / ``contiguous`` return a view where the input's strides allow
+    it (a copy otherwise), ``expand`` / ``view_as`` always: TorchScript->Relay treated them all
+    as copies, so a write through one never reached its source (and an ``expand`` of a value
+    later written read the old value). The traced strides decide, as in eager."""
+    _agree("def forward(self, x):\n"
+           "    y = x + 0\n"
+           "    r = y.reshape(4, 3)\n"
+           "    r[1] = 7\n"
+           "    f = torch.flatten(y[1:])\n"
+           "    f.mul_(2)\n"
+           "    e = y[0:1].expand(3, 4)\n"
+           "    y.view_as(r)[0] = -1\n"
+           "    t = y.t() + 1\n"
+           "    c = t.reshape(-1)\n"
+           "    c.add_(3)\n"
+           "    torch.relu_(y.contiguous())\n"
+           "    return (y, e, t, c)\n",
+           (TS, EP_RELAY, EP_RELAX), x=(np.arange(12).reshape(3, 4) % 5 - 2).astype("float32"))

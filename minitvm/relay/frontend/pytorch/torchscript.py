@@ -155,7 +155,7 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     if fake_quantize_as_qnn:  # (a dequantized constant weight stays one for qnn.conv2d)
         ctx.fake_quantize_as_qnn = True
         ctx.fold.keep = frozenset({"qnn.dequantize"})
-    views = _Views(graph)
+    views = _Views(graph, traced_views(script_module))
     for i, node in enumerate(graph.nodes()):
         _convert(ctx, node, env, table)
         _write_back(ctx, node, env, views)
@@ -178,9 +178,47 @@ def _mutates(name: str) -> bool:
 
 
 # ops whose result shares its input's storage with the same elements in another shape or order
-# (a write into one is a write into the other; ``reshape`` / ``flatten`` may copy, so are not)
+# (a write into one is a write into the other; an ``expand``ed view is read, torch refuses to
+# write into one that repeats an element)
 _SHAPE_VIEWS = frozenset({"view", "unsqueeze", "squeeze", "unflatten", "permute", "transpose",
-                          "t", "mT", "alias"})
+                          "t", "mT", "alias", "view_as", "expand", "expand_as", "detach"})
+# ops that return such a view when their input's strides allow it and a copy otherwise
+_MAYBE_VIEWS = frozenset({"reshape", "flatten", "reshape_as", "contiguous"})
+
+
+def _strides_allow_view(node) -> bool:
+    """Whether ``reshape`` / ``flatten`` / ``contiguous`` node returns a view of its input:
+    the input strides its value type recorded in the trace allow the output shape without a
+    copy (torch's rule, asked of an empty tensor of those strides). False without strides."""
+    import torch
+
+    tin, tout = node.inputsAt(0).type(), node.output().type()
+    if not isinstance(tin, torch._C.TensorType) or not isinstance(tout, torch._C.TensorType):
+        return False
+    sizes, strides, out = tin.sizes(), tin.strides(), tout.sizes()
+    if sizes is None or strides is None or out is None or None in sizes or None in strides:
+        return False
+    probe = torch.empty_strided(sizes, strides, dtype=torch.uint8)
+    if node.kind() == "aten::contiguous":
+        return probe.is_contiguous()
+    try:
+        probe.view(out)
+    except RuntimeError:
+        return False
+    return True
+
+
+def traced_views(module) -> dict:
+    """(kind, source range) -> whether every ``reshape`` / ``flatten`` / ``contiguous`` node of
+    ``module``'s traced graph there returned a view: freezing erases the recorded strides, so
+    they are read before, and a node of the frozen graph is a view only where all agree."""
+    graph = getattr(module, "inlined_graph", None)
+    found: dict = {}
+    for node in graph.nodes() if graph is not None else ():
+        if node.kind()[6:] in _MAYBE_VIEWS and node.kind().startswith("aten::"):
+            key = (node.kind(), str(node.sourceRange()))
+            found[key] = found.get(key, True) and _strides_allow_view(node)
+    return found
 
 
 class _Views(dict):
@@ -188,8 +226,9 @@ class _Views(dict):
     node reads (neither the view nor a view of it) are dropped after each node, so a write
     refreshes only live views and a model of many in-place ops imports in linear time."""
 
-    def __init__(self, graph) -> None:
+    def __init__(self, graph, traced: dict | None = None) -> None:
         super().__init__()
+        self.traced = traced or {}  # ``traced_views``: which maybe-view nodes are views
         self.last = {}  # value -> index of the last top-level node reading it (nested blocks too)
         for i, node in enumerate(graph.nodes()):
             stack = [node]
@@ -221,7 +260,8 @@ def _write_back(ctx, node, env, views) -> None:
     """In-place semantics the graph leaves implicit. An op that writes into its first
     argument rebinds that value to its result (the graph may read the argument later, as
     ``return kc`` after ``kc.index_copy_(...)`` does). A ``slice`` or ``select`` is a view of its
-    source, and so are the shape views (``view``, ``permute``, ``transpose``, ``unsqueeze``, ...):
+    source, and so are the shape views (``view``, ``permute``, ``transpose``, ``unsqueeze``,
+    ``expand``, and ``reshape`` / ``flatten`` where the traced strides let them view, ...):
     a write into one (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos] = v``
     to full-range slices and ``index_put_``; ``x.permute(1, 0).relu_()``) writes the source too,
     up the chain of views, and every other view of that storage read later sees the write."""
@@ -235,8 +275,9 @@ def _write_back(ctx, node, env, views) -> None:
         if spec is not None:
             views.add(node.output(), ins[0], ("index", spec))
         return
-    if name in _SHAPE_VIEWS and node.outputsSize() == 1 and \
-            isinstance(env.get(ins[0]), _expr.Expr) and \
+    if (name in _SHAPE_VIEWS or name in _MAYBE_VIEWS and views.traced.get(
+            (kind, str(node.sourceRange())), False)) and \
+            node.outputsSize() == 1 and isinstance(env.get(ins[0]), _expr.Expr) and \
             isinstance(env.get(node.output()), _expr.Expr):
         views.add(node.output(), ins[0], ("shape", name, [env.get(v) for v in ins[1:]]))
         return
