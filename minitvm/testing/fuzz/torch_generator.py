@@ -722,8 +722,47 @@ def _inplace_statement(g: _Gen, a: _Val, stmt: str) -> bool:
     return True
 
 
+def _view_write(g: _Gen) -> bool:
+    """A view of a value (``reshape`` / ``flatten`` / ``view`` / ``contiguous`` / ``t`` /
+    ``unsqueeze``: views where the strides allow, or ``expand``, read after the source is
+    written), an in-place write through it (or into the source), then the source read again
+    (``clone``): the write must reach every alias, and only the aliases."""
+    a = g.pick(lambda v: v.name.startswith("v") and v.t.dim() > 0, exact=True)
+    if a is None:
+        return False
+    shape = list(a.t.shape)
+    n = int(np.prod(shape))
+    kind = g.r.choice(["reshape", "flatten", "view", "contiguous", "t", "unsqueeze", "expand",
+                       "flatten_part"])
+    view = {"reshape": f"{a.name}.reshape(-1)", "flatten": f"torch.flatten({a.name})",
+            "view": f"{a.name}.view({', '.join(map(str, _factor(g, n)))})",
+            "contiguous": f"{a.name}.contiguous()", "t": f"{a.name}.mT",
+            "unsqueeze": f"{a.name}.unsqueeze(0)",
+            "expand": f"{a.name}.expand(2, {', '.join(map(str, shape))})",
+            "flatten_part": f"torch.flatten({a.name}, 0, {len(shape) - 1 - (len(shape) > 1)})"}
+    if kind == "t" and len(shape) < 2 or not g.try_line(view[kind], "view " + kind, True):
+        return False
+    v = g.vals[-1]
+    target = a if kind == "expand" else v
+    write = g.r.choice(["add_", "mul_", "relu_", "setitem", "fill_slice", "copy_"])
+    if write in ("add_", "mul_"):
+        ok = g.try_line(f"{target.name}.{write}({g.r.choice(['1', '-2', '0.5'])})",
+                        f"inplace via {kind}", True, inplace=True)
+    elif write == "relu_":
+        ok = g.try_line(f"torch.relu_({target.name})", f"inplace via {kind}", True, inplace=True)
+    elif write == "copy_":
+        src = g.new_input(tuple(target.t.shape[1:]), g.r.choice(_DTYPES))
+        ok = g.try_line(f"{target.name}.copy_({src.name})", f"inplace via {kind}", True,
+                        inplace=True)
+    else:
+        m = target.t.shape[0]
+        at = str(g.r.randrange(-m, m)) if write == "setitem" else _slice_text(g, m)
+        ok = _inplace_statement(g, target, f"{target.name}[{at}] = {g.r.choice(['0', '3'])}")
+    return ok and g.try_line(f"{a.name}.clone()", "view read source", True)
+
+
 _RULES = ((_unary, 3), (_binary, 5), (_reduce, 3), (_index, 3), (_shape, 4), (_nn, 2),
-          (_misc, 3), (_inplace, 1))
+          (_misc, 3), (_inplace, 1), (_view_write, 2))
 
 
 def _first_input(g: _Gen) -> None:
@@ -745,11 +784,13 @@ def generate_torch_program(seed: int, max_lines: int = 6) -> TorchProgram:
         while len(g.lines) < want and tries < 60:
             tries += 1
             n_in, n_vals, n_w = len(g.inputs), len(g.vals), dict(g.weights)
+            n_lines = len(g.lines)
             if not g.r.choices(rules, weights)[0](g):  # drop what the refused candidate made
                 for name in g.inputs[n_in:]:
                     del g.feeds[name]
                 del g.inputs[n_in:]
                 del g.vals[n_vals:]
+                del g.lines[n_lines:]
                 g.weights = n_w
         produced = [v for v in g.vals if v.name.startswith("v")]
         if not produced:
