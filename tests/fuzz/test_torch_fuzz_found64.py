@@ -51,3 +51,14 @@ def test_torchscript_writes_through_reshape_flatten_expand_views():
            "    torch.relu_(y.contiguous())\n"
            "    return (y, e, t, c)\n",
            (TS, EP_RELAY, EP_RELAX), x=(np.arange(12).reshape(3, 4) % 5 - 2).astype("float32"))
+
+
+def test_write_into_an_empty_slice_changes_nothing():
+    """``v[1:1] = -1`` writes nothing: both Relay importers crashed building the write
+    (``take`` from an empty axis; fuzz seed 8063)."""
+    _agree("def forward(self, x):\n"
+           "    v = x * 2\n"
+           "    v[1:1] = -1\n"
+           "    v[:, 5:] = 3\n"
+           "    return (v,)\n",
+           (TS, EP_RELAY, EP_RELAX), x=np.array([[0.5, -1.0, 2.0], [1.5, 0.0, -2.0]], "float16"))

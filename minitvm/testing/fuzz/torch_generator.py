@@ -561,7 +561,7 @@ def _nn(g: _Gen) -> bool:
                               "nn einsum", a.exact)
         shape = (k,) if g.r.random() < 0.25 else (k, g.r.randint(1, 4))
         if g.r.random() < 0.2 and a.t.dim() >= 2:
-            shape = (a.t.shape[-3],) * (a.t.dim() >= 3) + (k, 2)
+            shape = tuple(a.t.shape[-3:-2]) + (k, 2)
         return g.try_line(f"torch.matmul({a.name}, {g.weight(shape, dt)})", "nn matmul",
                           a.exact)
     if op in ("matmul_vals", "bmm"):
