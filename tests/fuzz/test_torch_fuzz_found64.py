@@ -62,3 +62,19 @@ def test_write_into_an_empty_slice_changes_nothing():
            "    v[:, 5:] = 3\n"
            "    return (v,)\n",
            (TS, EP_RELAY, EP_RELAX), x=np.array([[0.5, -1.0, 2.0], [1.5, 0.0, -2.0]], "float16"))
+
+
+def test_torchscript_writes_through_movedim_and_swapaxes():
+    """``movedim`` / ``swapaxes`` return views: a write through one (``v3[-3:-1:2] += 2``)
+    never reached the source in TorchScript->Relay (fuzz seed 8307)."""
+    _agree("def forward(self, x, y):\n"
+           "    v2 = x // 1\n"
+           "    v3 = torch.movedim(v2, 0, 0)\n"
+           "    v3[-3:-1:2] += 2\n"
+           "    w = y * 1\n"
+           "    m = torch.movedim(w, (0, 2), (2, 0))\n"
+           "    m[0] = 0\n"
+           "    torch.swapaxes(w, 0, 1)[1] = -1\n"
+           "    return (v2, w)\n",
+           (TS,), x=np.array([0.5, -1.5, -0.5], "float16"),
+           y=(np.arange(24).reshape(2, 3, 4) % 7 - 3).astype("float32"))

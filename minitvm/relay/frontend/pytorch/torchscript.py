@@ -181,7 +181,8 @@ def _mutates(name: str) -> bool:
 # (a write into one is a write into the other; an ``expand``ed view is read, torch refuses to
 # write into one that repeats an element)
 _SHAPE_VIEWS = frozenset({"view", "unsqueeze", "squeeze", "unflatten", "permute", "transpose",
-                          "t", "mT", "alias", "view_as", "expand", "expand_as", "detach"})
+                          "t", "mT", "alias", "view_as", "expand", "expand_as", "detach",
+                          "movedim", "moveaxis", "swapaxes", "swapdims"})
 # ops that return such a view when their input's strides allow it and a copy otherwise
 _MAYBE_VIEWS = frozenset({"reshape", "flatten", "reshape_as", "contiguous"})
 
@@ -316,9 +317,18 @@ def _into_source(ctx, source, view, spec):
     rank = len(ctx.shape(source))
     if name == "alias":
         return view
+    if name in ("movedim", "moveaxis"):
+        src, dst = ([int(d) % rank for d in (a if isinstance(a, list | tuple) else [a])]
+                    for a in args[:2])
+        order = [d for d in range(rank) if d not in src]
+        for to, frm in sorted(zip(dst, src, strict=True)):
+            order.insert(to, frm)
+        name, args = "permute", [order]
     if name == "permute":
         dims = [int(d) % rank for d in args[0]]
         return _op.transpose(view, [int(i) for i in np.argsort(dims)])
+    if name in ("swapaxes", "swapdims"):
+        name = "transpose"
     if name == "transpose" and rank or name in ("t", "mT") and rank >= 2:
         d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name == "transpose" else \
             (rank - 2, rank - 1)
