@@ -78,3 +78,40 @@ def test_torchscript_writes_through_movedim_and_swapaxes():
            "    return (v2, w)\n",
            (TS,), x=np.array([0.5, -1.5, -0.5], "float16"),
            y=(np.arange(24).reshape(2, 3, 4) % 7 - 3).astype("float32"))
+
+
+def test_torchscript_chain_through_reshape_views_keeps_the_view_table_small():
+    """A chain of writes through ``reshape`` / ``flatten`` views (each a view by the traced
+    strides) keeps at most a few live views at any length: the table stays linear in the
+    program, and the writes reach the source."""
+    import torch
+
+    from minitvm import relay
+    from minitvm.relay.frontend.pytorch import torchscript
+
+    class Chain(torch.nn.Module):
+        def forward(self, x):
+            y = x[1:]
+            for _ in range(40):
+                y = torch.flatten(y.reshape(3, 3).add_(0.5)).relu_().view(3, 3)
+            return x, y
+
+    x = torch.arange(-6.0, 6.0).reshape(4, 3)
+    sizes = []
+    real = torchscript._Views.prune
+
+    def prune(self, index):
+        real(self, index)
+        sizes.append(len(self))
+
+    traced = torch.jit.trace(Chain(), x.clone())
+    try:
+        torchscript._Views.prune = prune
+        mod, _ = relay.frontend.from_pytorch(traced, [("x", ((4, 3), "float32"))])
+    finally:
+        torchscript._Views.prune = real
+    assert max(sizes) <= 4, max(sizes)
+    want = [t.numpy() for t in Chain()(x.clone())]
+    got = relay.create_executor("graph", mod=mod).evaluate()(x.numpy())
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.numpy(), w)

@@ -280,7 +280,8 @@ def _write_back(ctx, node, env, views) -> None:
             (kind, str(node.sourceRange())), False)) and \
             node.outputsSize() == 1 and isinstance(env.get(ins[0]), _expr.Expr) and \
             isinstance(env.get(node.output()), _expr.Expr):
-        views.add(node.output(), ins[0], ("shape", name, [env.get(v) for v in ins[1:]]))
+        _add_shape_view(ctx, env, views, node.output(), ins[0], name,
+                        [env.get(v) for v in ins[1:]])
         return
     if not _mutates(name) or not ins or node.outputsSize() != 1:
         return
@@ -309,32 +310,65 @@ def _root(views, value):
     return value
 
 
+# shape views that keep the elements in order (a write back is a reshape); identities among them
+_RESHAPES = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "unflatten",
+                       "view_as", "reshape_as", "contiguous", "detach", "alias"})
+_IDENTITIES = frozenset({"contiguous", "detach", "alias"})
+
+
+def _order(name: str, args, rank: int) -> list[int] | None:
+    """The axis order of a permuting shape view (its axis k is its source's ``order[k]``), or
+    None for a view that does not permute."""
+    axes = list(range(rank))
+    if name == "permute":
+        return [int(d) % rank for d in args[0]]
+    if name in ("movedim", "moveaxis"):
+        src, dst = ([int(d) % rank for d in (a if isinstance(a, list | tuple) else [a])]
+                    for a in args[:2])
+        order = [d for d in axes if d not in src]
+        for to, frm in sorted(zip(dst, src, strict=True)):
+            order.insert(to, frm)
+        return order
+    if name in ("transpose", "swapaxes", "swapdims") and rank or \
+            name in ("t", "mT") and rank >= 2:
+        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name not in ("t", "mT") else \
+            (rank - 2, rank - 1)
+        axes[d0], axes[d1] = axes[d1], axes[d0]
+        return axes
+    return None
+
+
+def _add_shape_view(ctx, env, views, out, source, name: str, args) -> None:
+    """Record ``out``, the shape view ``name`` of ``source``; a view of a view of the same kind
+    (both reshapes, both permutations, or either an identity) is recorded as one view of the
+    outer source, so a chain of them stays one entry deep (the table linear in the program)."""
+    spec = ("shape", name, args)
+    if source in views and views[source][1][0] == "shape":
+        outer, (_, inner, inner_args) = views[source]
+        rank = len(ctx.shape(env[outer]))
+        if name in _IDENTITIES:
+            source, spec = views[source]
+        elif inner in _IDENTITIES:
+            source = outer
+        elif name in _RESHAPES and inner in _RESHAPES:
+            source, spec = outer, ("shape", "reshape", [[int(d) for d in ctx.shape(env[out])]])
+        else:
+            o1, o2 = _order(inner, inner_args, rank), _order(name, args, rank)
+            if o1 is not None and o2 is not None:
+                source, spec = outer, ("shape", "permute", [[o1[i] for i in o2]])
+    views.add(out, source, spec)
+
+
 def _into_source(ctx, source, view, spec):
     """``source`` after a write of ``view`` into the view ``spec`` of it."""
     if spec[0] == "index":
         return written_into(ctx, source, view, *spec[1])
     _, name, args = spec
-    rank = len(ctx.shape(source))
-    if name == "alias":
+    if name in _IDENTITIES:
         return view
-    if name in ("movedim", "moveaxis"):
-        src, dst = ([int(d) % rank for d in (a if isinstance(a, list | tuple) else [a])]
-                    for a in args[:2])
-        order = [d for d in range(rank) if d not in src]
-        for to, frm in sorted(zip(dst, src, strict=True)):
-            order.insert(to, frm)
-        name, args = "permute", [order]
-    if name == "permute":
-        dims = [int(d) % rank for d in args[0]]
-        return _op.transpose(view, [int(i) for i in np.argsort(dims)])
-    if name in ("swapaxes", "swapdims"):
-        name = "transpose"
-    if name == "transpose" and rank or name in ("t", "mT") and rank >= 2:
-        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name == "transpose" else \
-            (rank - 2, rank - 1)
-        axes = list(range(rank))
-        axes[d0], axes[d1] = axes[d1], axes[d0]
-        return _op.transpose(view, axes)
+    order = _order(name, args, len(ctx.shape(source)))
+    if order is not None:
+        return _op.transpose(view, [int(i) for i in np.argsort(order)])
     return _op.reshape(view, [int(d) for d in ctx.shape(source)])
 
 
@@ -345,7 +379,7 @@ def _from_source(ctx, source, spec):
         out = _op.take(source, _expr.const(np.asarray(positions, "int64"), "int64"), axis=axis)
         return _op.squeeze(out, [axis]) if dropped else out
     _, name, args = spec
-    if name == "alias":
+    if name in _IDENTITIES:
         return source
     ctx.op_name = name
     return ATEN[name](ctx, [source, *args])
