@@ -115,3 +115,27 @@ def test_torchscript_chain_through_reshape_views_keeps_the_view_table_small():
     got = relay.create_executor("graph", mod=mod).evaluate()(x.numpy())
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.numpy(), w)
+
+
+def test_scatters_into_bools_and_integer_extremes():
+    """``scatter_reduce(ints, 'amax' / 'amin', include_self=False)``: Relay wrote an infinite
+    identity into an integer tensor (OverflowError; fuzz seeds 16011, 16092); an accumulating
+    ``index_put`` / ``index_add`` / ``scatter_add`` into a bool tensor: Relay refused (no bool
+    add kernel: "Invalid integer data type 'b'"; seeds 16025, 16042), Relax added in one bit
+    (True + True was False). Bools accumulate as or."""
+    import torch
+
+    src = ("def forward(self, x, s, b, u, m):\n"
+           "    return (torch.scatter_reduce(x, 1, self.w0, s, 'amax', include_self=False),\n"
+           "            torch.scatter_reduce(x, 1, self.w0, s, 'amin', include_self=False),\n"
+           "            torch.index_add(b, 0, self.w1, u),\n"
+           "            b.index_put((self.w1,), u, accumulate=True),\n"
+           "            torch.scatter_add(b, 1, self.w2, m))\n")
+    weights = dict(w0=torch.tensor([[[4], [1], [2]]]), w1=torch.tensor([2, 1]),
+                   w2=torch.tensor([[1, 1], [0, 2]]))
+    _agree(src, (TS, EP_RELAY, EP_RELAX), weights,
+           x=np.arange(-20, 20).reshape(2, 5, 4).astype("int32") % 7,
+           s=np.array([4, -4, -1], "int32").reshape(1, 3, 1),
+           b=np.array([[True, False, False], [False, False, True], [False, True, False]]),
+           u=np.array([[False, True, False], [True, True, False]]),
+           m=np.array([[True, False], [False, True]]))
