@@ -139,3 +139,13 @@ def test_scatters_into_bools_and_integer_extremes():
            b=np.array([[True, False, False], [False, False, True], [False, True, False]]),
            u=np.array([[False, True, False], [True, True, False]]),
            m=np.array([[True, False], [False, True]]))
+
+
+def test_relax_number_base_power_promotes():
+    """``torch.pow(2, mask)`` is int64 (2 ** True = 2): Relax raised the base cast to bool
+    (``power(True, mask)``: LLVM has no integer ``pow``; fuzz seed 16139); a float base over
+    integers stays float32."""
+    _agree("def forward(self, x, i):\n"
+           "    return (torch.pow(2, x), torch.pow(3, i), 2 ** i, torch.pow(1.5, i))\n",
+           (TS, EP_RELAX), x=np.array([[True, False], [False, True]]),
+           i=np.array([0, 1, 3, 4], "int32"))
