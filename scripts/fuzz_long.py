@@ -41,7 +41,8 @@ Relay and Relax importers at opt_level 0 and 3 against ONNX Runtime (``--onnx-pr
 ``onnx_differential``; needs onnx and onnxruntime). Random PyTorch programs through the three
 PyTorch importers (TorchScript -> Relay, torch.export -> Relay and -> Relax) at opt_level 0 and
 3 against eager (``--torch-programs``, ``torch_differential``; needs torch); ``--torch-batches``
-checks them eight to a module (seed s: programs 8s .. 8s+7), about 6x cheaper per program.
+checks them eight to a module (seed s: programs 8s .. 8s+7): 2-3.5x cheaper per program
+(1.5-2.5 s against 5-6.5 s one by one, on a loaded 2-core host).
 
 Re-run particular programs (after a fix): ``--seeds 17,4242``; ranges ``--seeds 100:199`` (both
 ends included; ``199:100`` walks down, so a second pair of processes can work a range from its
