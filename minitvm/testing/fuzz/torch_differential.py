@@ -6,7 +6,9 @@ Each program is imported three ways: traced by ``torch.jit.trace`` into
 built at opt_level 0 and 3 (``relay.build`` + the graph executor, ``relax.build`` + the VM) and
 must give eager's outputs: the same count, shapes and dtypes, integers and bools exactly, floats
 within the dtype's tolerance (``differential.compare_values``). A refusal that names an
-unsupported operator (``OpNotImplemented``) is not a finding. Needs the optional ``torch``.
+unsupported operator (``OpNotImplemented``) is not a finding. ``check_torch_batch`` checks
+several programs merged into one module (``merge_programs``): the export's decompositions and
+each build, most of a program's time, are paid once per batch. Needs the optional ``torch``.
 """
 
 from __future__ import annotations
