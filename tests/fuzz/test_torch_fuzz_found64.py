@@ -149,3 +149,14 @@ def test_relax_number_base_power_promotes():
            "    return (torch.pow(2, x), torch.pow(3, i), 2 ** i, torch.pow(1.5, i))\n",
            (TS, EP_RELAX), x=np.array([[True, False], [False, True]]),
            i=np.array([0, 1, 3, 4], "int32"))
+
+
+def test_torchscript_in_place_result_keeps_its_target_dtype():
+    """``half.add_(float)`` stays float16: TorchScript->Relay gave the promoted float32 to the
+    value and its later readers (fuzz seed 16686)."""
+    _agree("def forward(self, x, y):\n"
+           "    v = torch.round(x)\n"
+           "    w = v.add_(y)\n"
+           "    return (torch.remainder(w, 0.5), v, w * 2)\n",
+           (TS, EP_RELAX), x=np.array([[[2.0, 2.0, 2.5, 1.0]]], "float16"),
+           y=np.array([[[0.0, 1.0, -1.0, 1.5]]], "float32"))

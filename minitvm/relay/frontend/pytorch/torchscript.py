@@ -289,6 +289,8 @@ def _write_back(ctx, node, env, views) -> None:
     if not isinstance(out, _expr.Expr) or not isinstance(env.get(ins[0]), _expr.Expr):
         return
     target = ins[0]
+    if ctx.dtype(out) != ctx.dtype(env[target]):  # (an in-place result keeps its target's dtype)
+        out = env[node.output()] = _op.cast(out, ctx.dtype(env[target]))
     env[target] = out
     # (an in-place op returns self: the same view of the same source as its target, or an alias)
     views.add(node.output(), *views.get(target, (target, ("shape", "alias", []))))
