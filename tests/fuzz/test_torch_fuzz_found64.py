@@ -160,3 +160,10 @@ def test_torchscript_in_place_result_keeps_its_target_dtype():
            "    return (torch.remainder(w, 0.5), v, w * 2)\n",
            (TS, EP_RELAX), x=np.array([[[2.0, 2.0, 2.5, 1.0]]], "float16"),
            y=np.array([[[0.0, 1.0, -1.0, 1.5]]], "float32"))
+
+
+def test_square_of_bools_is_int64():
+    """``torch.square(mask)`` is int64 (``pow(mask, 2)``): both Relay importers kept bool
+    (fuzz seed 17601)."""
+    _agree("def forward(self, b):\n    return (torch.square(b), torch.square(b[0]))\n",
+           (TS, EP_RELAY, EP_RELAX), b=np.array([[True, False], [False, True]]))
