@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .expr import (
+    NE,
     And,
     Call,
     Cast,
@@ -183,8 +184,39 @@ def any(*args, span=None) -> PrimExpr:  # noqa: A001
     return out
 
 
+def truth(x) -> PrimExpr:
+    """``x`` as a bool: itself when bool, else ``x != 0`` (a number's truth, as numpy's)."""
+    x = _to_expr(x)
+    if x.dtype == "bool":
+        return x
+    zero = FloatImm(x.dtype, 0.0) if x.dtype.startswith(("float", "bfloat")) else IntImm(x.dtype, 0)
+    return NE(x, zero)
+
+
+def same_dtype(v: PrimExpr, dtype: str) -> PrimExpr:
+    """``v`` cast to ``dtype`` unless it already is (a logical op's 0 / 1 in its operand's
+    dtype, which Relay's and Relax's type rules keep)."""
+    return v if v.dtype == dtype else Cast(dtype, v)
+
+
 def logical_not(x, span=None) -> PrimExpr:
-    return Not(x)
+    """``not x`` (bool); a number is negated by its truth (``x == 0``), never bitwise."""
+    return Not(truth(x))
+
+
+def logical_and(a, b, span=None) -> PrimExpr:
+    """``a and b`` (bool) of the operands' truths."""
+    return And(truth(a), truth(b))
+
+
+def logical_or(a, b, span=None) -> PrimExpr:
+    """``a or b`` (bool) of the operands' truths."""
+    return Or(truth(a), truth(b))
+
+
+def logical_xor(a, b, span=None) -> PrimExpr:
+    """``a xor b`` (bool) of the operands' truths."""
+    return NE(truth(a), truth(b))
 
 
 def max_value(dtype: str, span=None) -> PrimExpr:
@@ -213,6 +245,7 @@ __all__ = [
     "call_intrin", "call_extern", "call_pure_extern", "abs", "if_then_else", "likely",
     "reinterpret", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left",
     "shift_right", "min", "max", "floordiv", "floormod", "truncdiv", "truncmod", "indexdiv",
-    "indexmod", "div", "all", "any", "logical_not", "max_value", "min_value", "infinity", "power",
+    "indexmod", "div", "all", "any", "truth", "same_dtype", "logical_not", "logical_and",
+    "logical_or", "logical_xor", "max_value", "min_value", "infinity", "power",
     *UNARY_FLOAT_OPS, *BINARY_FLOAT_OPS, *BOOL_OPS,
 ]

@@ -93,6 +93,11 @@ def _dtype_of(x) -> str:
     return x.dtype
 
 
+def _logical(f):
+    """A logical op of the operands' truths, 0 / 1 in their dtype (bool for bools)."""
+    return lambda a, b: tir_op.same_dtype(f(a, b), a.dtype)
+
+
 def _floor_div(a, b):
     if a.dtype.startswith("float"):
         return tir_op.floor(a / b)
@@ -145,9 +150,9 @@ BINARY_FUNCS = {
     "less_equal": (E.LE, "T_less_equal"),
     "greater": (E.GT, "T_greater"),
     "greater_equal": (E.GE, "T_greater_equal"),
-    "logical_and": (E.And, "T_logical_and"),
-    "logical_or": (E.Or, "T_logical_or"),
-    "logical_xor": (lambda a, b: E.NE(a, b), "T_logical_xor"),
+    "logical_and": (_logical(tir_op.logical_and), "T_logical_and"),
+    "logical_or": (_logical(tir_op.logical_or), "T_logical_or"),
+    "logical_xor": (_logical(tir_op.logical_xor), "T_logical_xor"),
     "bitwise_and": (tir_op.bitwise_and, "T_bitwise_and"),
     "bitwise_or": (tir_op.bitwise_or, "T_bitwise_or"),
     "bitwise_xor": (tir_op.bitwise_xor, "T_bitwise_xor"),

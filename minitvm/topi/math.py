@@ -46,7 +46,7 @@ UNARY_FUNCS = {
     "floor": _int_safe(tir_op.floor), "ceil": _int_safe(tir_op.ceil),
     "trunc": _int_safe(tir_op.trunc), "round": _round,
     "sign": _sign, "square": lambda x: x * x,
-    "logical_not": lambda x: E.Not(x),
+    "logical_not": lambda x: tir_op.same_dtype(tir_op.logical_not(x), x.dtype),
     "bitwise_not": tir_op.bitwise_not,
     "isnan": tir_op.isnan, "isinf": tir_op.isinf, "isfinite": tir_op.isfinite,
     "relu": lambda x: E.Max(x, const_like(0, x.dtype)),

@@ -33,3 +33,18 @@ def test_a_generated_program_agrees_and_a_wrong_value_is_found():
     flat[0] = (not flat[0]) if flat.dtype == bool else flat[0] + 7
     found = check_torch_program(prog, ("torchscript->relay",), (3,))
     assert [f.kind for f in found] == ["mismatch"]
+
+
+def test_a_merged_batch_agrees_and_names_the_program_of_a_wrong_value():
+    from minitvm.testing.fuzz.torch_differential import check_torch_batch, merge_programs
+
+    progs = [generate_torch_program(s) for s in (1, 2)]
+    batch = merge_programs(progs)
+    assert len(batch.expected) == sum(len(p.expected) for p in progs)
+    assert set(batch.feeds) == {f"p{k}_{n}" for k, p in enumerate(progs) for n in p.feeds}
+    assert check_torch_batch(batch, ("torchscript->relay",), (3,)) == []
+    bad = progs[1].expected[0] = progs[1].expected[0].copy()
+    flat = bad.reshape(-1)
+    flat[0] = (not flat[0]) if flat.dtype == bool else flat[0] + 7
+    found = check_torch_batch(merge_programs(progs), ("torchscript->relay",), (3,))
+    assert [(f.kind, f.seed) for f in found] == [("mismatch", 2)]

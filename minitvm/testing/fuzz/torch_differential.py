@@ -6,7 +6,9 @@ Each program is imported three ways: traced by ``torch.jit.trace`` into
 built at opt_level 0 and 3 (``relay.build`` + the graph executor, ``relax.build`` + the VM) and
 must give eager's outputs: the same count, shapes and dtypes, integers and bools exactly, floats
 within the dtype's tolerance (``differential.compare_values``). A refusal that names an
-unsupported operator (``OpNotImplemented``) is not a finding. Needs the optional ``torch``.
+unsupported operator (``OpNotImplemented``) is not a finding. ``check_torch_batch`` checks
+several programs merged into one module (``merge_programs``): the export's decompositions and
+each build, most of a program's time, are paid once per batch. Needs the optional ``torch``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from .differential import Finding, compare_values, flatten
 from .torch_generator import TorchProgram, build_module, generate_torch_program
 
 __all__ = ["check_torch_program", "generate_torch_program", "IMPORTERS", "OPT_LEVELS",
-           "run_importer", "is_refusal"]
+           "run_importer", "is_refusal", "merge_programs", "check_torch_batch",
+           "generate_torch_batch", "BATCH"]
 
 OPT_LEVELS = (0, 3)
 IMPORTERS = ("torchscript->relay", "export->relay", "export->relax")
+BATCH = 8  # programs checked as one module by ``check_torch_batch``
+_NAME = re.compile(r"\b([xvw]\d+)\b")
 
 
 def _inputs(prog: TorchProgram):
@@ -102,30 +107,74 @@ def _floor(prog: TorchProgram) -> str | None:
     return "float32"
 
 
+def _check_path(prog: TorchProgram, importer: str, opt_levels) -> tuple[list[Finding], bool]:
+    """``prog`` through one importer at each opt level: (findings, whether it was refused)."""
+    found = []
+    try:
+        imported = import_program(prog, importer)
+    except Exception as err:  # noqa: BLE001 - a finding unless a clear refusal
+        if is_refusal(err):
+            return [], True
+        return [Finding("import-crash", importer, prog.seed,
+                        f"{type(err).__name__}: {str(err)[:400]}", prog.text())], False
+    for level in opt_levels:
+        where = f"{importer} opt_level={level}"
+        try:
+            with np.errstate(all="ignore"):
+                got = run_importer(prog, importer, level, imported)
+        except Exception as err:  # noqa: BLE001 - a finding
+            found.append(Finding("exception", where, prog.seed,
+                                 f"{type(err).__name__}: {str(err)[:400]}", prog.text()))
+            continue
+        diff = compare_values(prog.expected, got, floor=_floor(prog))
+        if diff:
+            kind = "shape" if re.match(r"output \d+: \w+\(.*\) vs \w+\(", diff) \
+                else "mismatch"
+            found.append(Finding(kind, where, prog.seed, diff, prog.text()))
+    return found, False
+
+
 def check_torch_program(prog: TorchProgram, importers=IMPORTERS,
                         opt_levels=OPT_LEVELS) -> list[Finding]:
     """Every importer at every opt level against eager; refusals are skipped, not findings."""
+    return [f for importer in importers for f in _check_path(prog, importer, opt_levels)[0]]
+
+def merge_programs(progs: list[TorchProgram]) -> TorchProgram:
+    """``progs`` as one program: program k's inputs, values and weights renamed ``p{k}_...``,
+    its lines in order, the outputs of all of them in order (``parts`` keeps the programs).
+    One export, one import and one build per path then serve them all."""
+    inputs, lines, outs, weights, feeds, expected, features = [], [], [], {}, {}, [], set()
+    for k, p in enumerate(progs):
+        body = p.source.rstrip("\n").split("\n")
+        rename = lambda text, k=k: _NAME.sub(lambda m: f"p{k}_{m.group(1)}", text)  # noqa: E731
+        inputs += [f"p{k}_{n}" for n in p.feeds]
+        lines += [rename(line) for line in body[1:-1]]
+        outs.append(rename(body[-1].strip()[len("return ("):-1]).rstrip(",") + ",")
+        weights.update({f"p{k}_{n}": v for n, v in p.weights.items()})
+        feeds.update({f"p{k}_{n}": v for n, v in p.feeds.items()})
+        expected += p.expected
+        features |= p.features
+    src = "\n".join([f"def forward(self, {', '.join(inputs)}):", *lines,
+                     f"    return ({' '.join(outs)})"]) + "\n"
+    return TorchProgram(progs[0].seed, src, weights, feeds, expected, features,
+                        any(p.inplace for p in progs), list(progs))
+
+
+def generate_torch_batch(seed: int, size: int = BATCH) -> TorchProgram:
+    """Programs ``seed * size`` .. ``seed * size + size - 1`` merged (``merge_programs``)."""
+    return merge_programs([generate_torch_program(seed * size + i) for i in range(size)])
+
+
+def check_torch_batch(batch: TorchProgram, importers=IMPORTERS,
+                      opt_levels=OPT_LEVELS) -> list[Finding]:
+    """``check_torch_program`` of a merged batch; a path that refuses or fails the batch checks
+    its programs one by one, so each finding names its own program (a failure no single
+    program shows is reported on the batch: programs side by side changed an answer)."""
     found = []
     for importer in importers:
-        try:
-            imported = import_program(prog, importer)
-        except Exception as err:  # noqa: BLE001 - a finding unless a clear refusal
-            if not is_refusal(err):
-                found.append(Finding("import-crash", importer, prog.seed,
-                                     f"{type(err).__name__}: {str(err)[:400]}", prog.text()))
+        on_batch, refused = _check_path(batch, importer, opt_levels)
+        if not on_batch and not refused:
             continue
-        for level in opt_levels:
-            where = f"{importer} opt_level={level}"
-            try:
-                with np.errstate(all="ignore"):
-                    got = run_importer(prog, importer, level, imported)
-            except Exception as err:  # noqa: BLE001 - a finding
-                found.append(Finding("exception", where, prog.seed,
-                                     f"{type(err).__name__}: {str(err)[:400]}", prog.text()))
-                continue
-            diff = compare_values(prog.expected, got, floor=_floor(prog))
-            if diff:
-                kind = "shape" if re.match(r"output \d+: \w+\(.*\) vs \w+\(", diff) \
-                    else "mismatch"
-                found.append(Finding(kind, where, prog.seed, diff, prog.text()))
+        alone = [f for p in batch.parts for f in check_torch_program(p, (importer,), opt_levels)]
+        found += alone if alone or refused else on_batch
     return found

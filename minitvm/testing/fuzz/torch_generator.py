@@ -39,6 +39,7 @@ class TorchProgram:
     expected: list = field(default_factory=list)  # eager outputs as numpy arrays
     features: set = field(default_factory=set)  # op families used (coverage)
     inplace: bool = False  # the program mutates a value in place
+    parts: list = field(default_factory=list)  # the programs merged into this one, if any
 
     def text(self) -> str:
         """The source and the inputs, for a report."""
@@ -560,7 +561,7 @@ def _nn(g: _Gen) -> bool:
                               "nn einsum", a.exact)
         shape = (k,) if g.r.random() < 0.25 else (k, g.r.randint(1, 4))
         if g.r.random() < 0.2 and a.t.dim() >= 2:
-            shape = (a.t.shape[-3],) * (a.t.dim() >= 3) + (k, 2)
+            shape = tuple(a.t.shape[-3:-2]) + (k, 2)
         return g.try_line(f"torch.matmul({a.name}, {g.weight(shape, dt)})", "nn matmul",
                           a.exact)
     if op in ("matmul_vals", "bmm"):
@@ -677,7 +678,7 @@ def _misc(g: _Gen) -> bool:
 
 
 def _inplace(g: _Gen) -> bool:
-    a = g.pick(lambda v: v.name.startswith("v") and v.t.dim() > 0)
+    a = g.pick(lambda v: v.name.startswith("v") and v.t.dim() > 0 and not _overlaps(v.t))
     if a is None:
         return False
     op = g.r.choice(["add_", "mul_", "clamp_", "relu_", "masked_fill_", "setitem", "iadd_slice",
@@ -707,7 +708,15 @@ def _inplace(g: _Gen) -> bool:
     return g.try_line(line, "inplace " + op.rstrip("_"), a.exact, inplace=True)
 
 
+def _overlaps(t) -> bool:
+    """Whether tensor ``t`` repeats a memory element (an ``expand``ed view): a write into it
+    has no defined answer (eager's depends on its loop order), so none is generated."""
+    return any(st == 0 and n > 1 for n, st in zip(t.shape, t.stride(), strict=True))
+
+
 def _inplace_statement(g: _Gen, a: _Val, stmt: str) -> bool:
+    if _overlaps(a.t):
+        return False
     env = dict(g.ns)
     env.update({v.name: v.t for v in g.vals})
     env["self"] = _Weights(g.weights)
@@ -721,8 +730,182 @@ def _inplace_statement(g: _Gen, a: _Val, stmt: str) -> bool:
     return True
 
 
+def _view_write(g: _Gen) -> bool:
+    """A view of a value (``reshape`` / ``flatten`` / ``view`` / ``contiguous`` / ``t`` /
+    ``unsqueeze``: views where the strides allow, or ``expand``, read after the source is
+    written), an in-place write through it (or into the source), then the source read again
+    (``clone``): the write must reach every alias, and only the aliases."""
+    a = g.pick(lambda v: v.name.startswith("v") and v.t.dim() > 0, exact=True)
+    if a is None:
+        return False
+    shape = list(a.t.shape)
+    n = int(np.prod(shape))
+    kind = g.r.choice(["reshape", "flatten", "view", "contiguous", "t", "unsqueeze", "expand",
+                       "flatten_part"])
+    view = {"reshape": f"{a.name}.reshape(-1)", "flatten": f"torch.flatten({a.name})",
+            "view": f"{a.name}.view({', '.join(map(str, _factor(g, n)))})",
+            "contiguous": f"{a.name}.contiguous()", "t": f"{a.name}.mT",
+            "unsqueeze": f"{a.name}.unsqueeze(0)",
+            "expand": f"{a.name}.expand(2, {', '.join(map(str, shape))})",
+            "flatten_part": f"torch.flatten({a.name}, 0, {len(shape) - 1 - (len(shape) > 1)})"}
+    if kind == "t" and len(shape) < 2 or not g.try_line(view[kind], "view " + kind, True):
+        return False
+    v = g.vals[-1]
+    target = a if kind == "expand" else v
+    if _overlaps(target.t):
+        return False
+    write = g.r.choice(["add_", "mul_", "relu_", "setitem", "fill_slice", "copy_"])
+    if write in ("add_", "mul_"):
+        ok = g.try_line(f"{target.name}.{write}({g.r.choice(['1', '-2', '0.5'])})",
+                        f"inplace via {kind}", True, inplace=True)
+    elif write == "relu_":
+        ok = g.try_line(f"torch.relu_({target.name})", f"inplace via {kind}", True, inplace=True)
+    elif write == "copy_":
+        src = g.new_input(tuple(target.t.shape[1:]), g.r.choice(_DTYPES))
+        ok = g.try_line(f"{target.name}.copy_({src.name})", f"inplace via {kind}", True,
+                        inplace=True)
+    else:
+        m = target.t.shape[0]
+        at = str(g.r.randrange(-m, m)) if write == "setitem" else _slice_text(g, m)
+        ok = _inplace_statement(g, target, f"{target.name}[{at}] = {g.r.choice(['0', '3'])}")
+    return ok and g.try_line(f"{a.name}.clone()", "view read source", True)
+
+
+def _scatter_pad(g: _Gen) -> bool:
+    """Scatters and ``index_put`` (distinct indices unless accumulating), padding in every
+    mode, interpolation, einsum forms, comparison chains, integer division by negative
+    divisors, ``cumprod``, ``min`` / ``max`` with a dim (values and first indices)."""
+    a = g.pick(lambda v: v.t.dim() > 0)
+    if a is None:
+        return False
+    shape = list(a.t.shape)
+    rank = len(shape)
+    d = _dims(g, rank)
+    op = g.r.choice(["scatter", "scatter_add", "scatter_reduce", "index_put", "index_put_acc",
+                     "pad", "interpolate", "einsum", "compare_chain", "int_divmod", "cumprod",
+                     "max_dim_idx", "index_add", "nan_inf"])
+    if op in ("scatter", "scatter_add", "scatter_reduce"):
+        ishape = [g.r.randint(1, x) for x in shape]
+        # (scatter without accumulation writes distinct positions: a permutation's prefix)
+        k = min(ishape[d], shape[d])
+        ishape[d] = k
+        perm = np.stack([g.nr.permutation(shape[d])[:k] for _ in range(int(np.prod(ishape)) // k)],
+                        -1).reshape([k] + ishape[:d % rank] + ishape[d % rank + 1:])
+        name = f"w{len(g.weights)}"
+        g.weights[name] = g.torch.from_numpy(np.moveaxis(perm, 0, d % rank).astype("int64"))
+        src = g.new_input(tuple(ishape), _dt(a))
+        if op == "scatter":
+            expr = f"torch.scatter({a.name}, {d}, self.{name}, {src.name})"
+        elif op == "scatter_add":
+            expr = f"torch.scatter_add({a.name}, {d}, self.{name}, {src.name})"
+        else:
+            red = g.r.choice(["sum", "prod", "amax", "amin", "mean"])
+            expr = (f"torch.scatter_reduce({a.name}, {d}, self.{name}, {src.name}, '{red}', "
+                    f"include_self={g.r.choice([True, False])})")
+        return g.try_line(expr, "scatter " + op, a.exact and op != "scatter_reduce" or
+                          a.exact and "mean" not in expr)
+    if op in ("index_put", "index_put_acc", "index_add"):
+        k = g.r.randint(1, shape[0])
+        pos = g.nr.permutation(shape[0])[:k] if op == "index_put" else \
+            g.nr.integers(0, shape[0], size=k)
+        name = f"w{len(g.weights)}"
+        g.weights[name] = g.torch.from_numpy(pos.astype("int64"))
+        vals = g.new_input(tuple([k] + shape[1:]), _dt(a))
+        if op == "index_add":
+            return g.try_line(f"torch.index_add({a.name}, 0, self.{name}, {vals.name})",
+                              "scatter index_add", a.exact)
+        acc = op == "index_put_acc"
+        return g.try_line(f"{a.name}.index_put((self.{name},), {vals.name}, accumulate={acc})",
+                          "scatter " + op, a.exact)
+    if op == "pad":
+        mode = g.r.choice(["constant", "reflect", "replicate", "circular"])
+        k = 1 if mode == "constant" else g.r.randint(1, min(3, rank - 1) if rank > 1 else 1)
+        pads = []
+        for x in shape[::-1][:k]:
+            hi = x - 1 if mode == "reflect" else x if mode == "circular" else 2
+            pads += [g.r.randint(-1 if mode == "constant" else 0, max(0, min(hi, 2)))
+                     for _ in range(2)]
+        extra = f", value={g.r.choice(['0.5', '-2'])}" if mode == "constant" else ""
+        return g.try_line(f"F.pad({a.name}, {tuple(pads)}, mode='{mode}'{extra})",
+                          "pad " + mode, a.exact)
+    if op == "interpolate":
+        if rank not in (3, 4) or not _is_float(a):
+            return False
+        mode = g.r.choice(["nearest", "nearest-exact", "linear" if rank == 3 else "bilinear"])
+        size = tuple(g.r.randint(1, 2 * x) for x in shape[2:])
+        ac = f", align_corners={g.r.choice([True, False])}" if "linear" in mode else ""
+        how = f"size={size}" if g.r.random() < 0.6 else f"scale_factor={g.r.choice([2, 0.5])}"
+        return g.try_line(f"F.interpolate({a.name}, {how}, mode='{mode}'{ac})",
+                          "resize " + mode, a.exact and "linear" not in mode)
+    if op == "einsum":
+        if not _is_float(a):
+            return False
+        letters = "abcd"[:rank]
+        form = g.r.choice(["perm", "trace", "reduce", "outer", "pair"])
+        if form == "perm":
+            out = list(letters)
+            g.r.shuffle(out)
+            return g.try_line(f"torch.einsum('{letters}->{''.join(out)}', {a.name})",
+                              "einsum perm", a.exact)
+        if form == "trace" and rank >= 2 and shape[-1] == shape[-2]:
+            spec = letters[:-1] + letters[-2]
+            return g.try_line(f"torch.einsum('{spec}->{letters[:-1]}', {a.name})",
+                              "einsum diagonal", a.exact)
+        if form == "reduce":
+            return g.try_line(f"torch.einsum('{letters}->{letters[0]}', {a.name})",
+                              "einsum reduce", a.exact)
+        b = g.new_input(tuple(shape[-1:]) + (g.r.randint(1, 3),), _dt(a))
+        if form == "outer":
+            return g.try_line(f"torch.einsum('{letters},ez->{letters}ez', {a.name}, {b.name})",
+                              "einsum outer", a.exact)
+        return g.try_line(f"torch.einsum('{letters},{letters[-1]}z->{letters[:-1]}z', "
+                          f"{a.name}, {b.name})", "einsum contract", a.exact)
+    if op == "compare_chain":
+        if not a.exact:
+            return False
+        b, _ = g.partner(a, exact=True)
+        lo = g.r.choice(["-1", "0", "0.5"])
+        return g.try_line(f"(({lo} < {a.name}) & ({a.name} <= {b})) | ({a.name} == {b})",
+                          "binary compare chain", True)
+    if op == "int_divmod":
+        if _is_float(a) or not a.exact:
+            return False
+        den = g.r.choice(["-3", "-2", "2", "3"])
+        fn = g.r.choice([f"torch.div({a.name}, {den}, rounding_mode='floor')",
+                         f"torch.div({a.name}, {den}, rounding_mode='trunc')",
+                         f"torch.remainder({a.name}, {den})", f"torch.fmod({a.name}, {den})",
+                         f"{a.name} % {den}", f"{a.name} // {den}"])
+        return g.try_line(fn, "binary int divmod", True)
+    if op == "cumprod":
+        return g.try_line(f"torch.cumprod(torch.clamp({a.name}, -2, 2), {d})", "misc cumprod",
+                          a.exact)
+    if op == "max_dim_idx":
+        if not a.exact:
+            return False
+        fn = g.r.choice(["max", "min"])
+        return g.try_line(f"torch.{fn}({a.name}, {d}, keepdim={g.r.choice([True, False])})",
+                          f"reduce {fn} with indices", True, outputs=2)
+    if not _is_float(a) or not a.exact:
+        return False
+    # (values torch defines at NaN / infinity: masks, replacement, propagation)
+    special = g.new_input(tuple(shape), _dt(a))
+    special.t.view(-1)[:: max(1, special.t.numel() // 3)] = g.torch.tensor(
+        g.r.choice([float("nan"), float("inf"), -float("inf")]), dtype=special.t.dtype)
+    g.feeds[special.name] = special.t.numpy().copy()
+    special.exact = False
+    fn = g.r.choice([f"torch.nan_to_num({special.name}, nan=0.0, posinf=7.0, neginf=-7.0)",
+                     f"torch.isnan({special.name}) | torch.isinf({special.name})",
+                     f"torch.where(torch.isfinite({special.name}), {special.name}, {a.name})",
+                     f"torch.maximum({special.name}, {a.name})",
+                     f"torch.clamp({special.name}, -1, 1)",
+                     f"{special.name} > {a.name}", f"torch.sign({special.name})",
+                     f"torch.isposinf({special.name})"])
+    return g.try_line(fn, "nan_inf", True)
+
+
 _RULES = ((_unary, 3), (_binary, 5), (_reduce, 3), (_index, 3), (_shape, 4), (_nn, 2),
-          (_misc, 3), (_inplace, 1))
+          (_misc, 3), (_inplace, 1), (_view_write, 2),
+          (_scatter_pad, 3))
 
 
 def _first_input(g: _Gen) -> None:
@@ -744,11 +927,13 @@ def generate_torch_program(seed: int, max_lines: int = 6) -> TorchProgram:
         while len(g.lines) < want and tries < 60:
             tries += 1
             n_in, n_vals, n_w = len(g.inputs), len(g.vals), dict(g.weights)
+            n_lines = len(g.lines)
             if not g.r.choices(rules, weights)[0](g):  # drop what the refused candidate made
                 for name in g.inputs[n_in:]:
                     del g.feeds[name]
                 del g.inputs[n_in:]
                 del g.vals[n_vals:]
+                del g.lines[n_lines:]
                 g.weights = n_w
         produced = [v for v in g.vals if v.name.startswith("v")]
         if not produced:

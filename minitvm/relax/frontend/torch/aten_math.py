@@ -81,12 +81,10 @@ for _names, _rop, _py in [
 
 @register("pow.Scalar")
 def _pow_scalar(ctx: AtenContext, args):
-    """``base ** tensor`` with a Python-number base (RoPE's ``10000 ** (-2i / d)``): a float
-    base over an integer exponent gives float32, as in torch."""
-    base, e = args[0], args[1]
-    if isinstance(base, float) and not ctx.dtype(e).startswith("float"):
-        e = ctx.emit(_op.astype(e, "float32"))
-    return ctx.emit(_op.power(ctx.tensor(base, e), e))
+    """``base ** tensor`` with a Python-number base (RoPE's ``10000 ** (-2i / d)``): promoted as
+    any binary op, so a float base over an integer exponent gives float32 and an integer base
+    over a bool exponent int64, as in torch."""
+    return ctx.emit(_op.power(*_operands(ctx, args[0], args[1])))
 
 
 @register("rsub.Scalar")

@@ -13,11 +13,22 @@ from ...expr import Call, Expr, const
 from .context import AtenContext, register
 
 
+def _in_int32(ctx: AtenContext, x, values, reduce):
+    """``reduce(x, values)`` of a bool ``x`` (an accumulating scatter or put) done in int32 and
+    read back as ``!= 0``: bool's add and max are or, its mul and min and (the kernels add in
+    one bit otherwise: True + True was False)."""
+    out = reduce(ctx.emit(_op.astype(x, "int32")), ctx.emit(_op.astype(values, "int32")))
+    return ctx.emit(_op.not_equal(out, ctx.tensor(0, out)))
+
+
 def _scatter_elements(ctx: AtenContext, x, index, src, axis: int, red: str):
     """A scatter along ``axis``; one along the leading axis whose index is a broadcast of one
     index per row (``scatter_add(0, idx[:, None].expand(..), h)``: a graph network's per-graph
     readout) as a ``scatter_nd`` of whole rows, which reads and bounds-checks one index per
     row and combines a contiguous row where the element form does so per element."""
+    if ctx.dtype(x) == "bool" and red != "update":
+        return _in_int32(ctx, x, src,
+                         lambda a, b: _scatter_elements(ctx, a, index, b, axis, red))
     rows = _row_index(ctx, index, ctx.shape(x), axis)
     if rows is not None and ctx.shape(src) == ctx.shape(index):
         return ctx.emit(_op.scatter_nd(x, rows, src, red))
@@ -118,6 +129,8 @@ def _index_put(ctx: AtenContext, args):
     accumulate = bool(args[3]) if len(args) > 3 and args[3] is not None else False
     if any(i is not None and ctx.dtype(i) == "bool" for i in indices):
         raise ctx.fail("index_put with a boolean mask is not supported")
+    if accumulate and ctx.dtype(x) == "bool" and isinstance(values, Expr):
+        return _in_int32(ctx, x, values, lambda a, b: _index_put(ctx, [a, indices, b, True]))
     if not isinstance(values, Expr):
         values = ctx.tensor(values, x)
     elif ctx.dtype(values) != ctx.dtype(x):

@@ -522,7 +522,9 @@ def _trunc(ctx, args):
 
 @register("square")
 def _square(ctx, args):
-    return _op.multiply(args[0], args[0])
+    """``x * x``; a bool tensor squares as int64, as ``pow(x, 2)`` promotes it in torch."""
+    x = args[0] if ctx.dtype(args[0]) != "bool" else _op.cast(args[0], "int64")
+    return _op.multiply(x, x)
 
 
 @register("expm1")

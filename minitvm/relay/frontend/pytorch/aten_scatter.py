@@ -16,7 +16,7 @@ from ....frontend_common.index_put_plan import plan_sliced_put
 from ....frontend_common.unpool_plan import plan_unpool
 from ... import expr as _expr
 from ... import op as _op
-from ..scatter import scatter_elements as _scatter_elements
+from ..scatter import scatter_elements as _scatter_elements_any
 from ..scatter import wrap_index as _wrap
 from .aten import _is_expr, _norm_dim, _scalar_like, register
 
@@ -25,6 +25,33 @@ from .aten import _is_expr, _norm_dim, _scalar_like, register
 _REDUCE = {"sum": ("add", 0.0), "add": ("add", 0.0), "prod": ("mul", 1.0),
            "multiply": ("mul", 1.0), "amax": ("max", -np.inf), "amin": ("min", np.inf),
            "mean": ("add", 0.0)}
+
+
+def _bool_reduced(scatter):
+    """``scatter(ctx, data, index, updates, ..., reduction)`` with a bool ``data`` reduced in
+    int32 and read back as ``!= 0`` (bool's add and max are or, its mul and min and; no kernel
+    reduces bools directly)."""
+    def reduced(ctx, data, index, updates, *rest):
+        if ctx.dtype(data) != "bool" or rest[-1] == "update":
+            return scatter(ctx, data, index, updates, *rest)
+        out = scatter(ctx, _op.cast(data, "int32"), index, _op.cast(updates, "int32"), *rest)
+        return _op.not_equal(out, _expr.const(np.array(0, "int32"), "int32"))
+    return reduced
+
+
+_scatter_elements = _bool_reduced(_scatter_elements_any)
+_scatter_nd = _bool_reduced(lambda ctx, *args: _op.scatter_nd(*args))
+
+
+def _identity(reduce: str, dtype: str):
+    """The value ``include_self=False`` writes first: the reduction's identity in ``dtype``
+    (an integer's extreme for amax / amin; infinity would not convert)."""
+    red, identity = _REDUCE[reduce]
+    if red in ("max", "min") and not dtype.startswith(("float", "bfloat")):
+        info = np.iinfo(dtype) if dtype != "bool" else None
+        low, high = (info.min, info.max) if info is not None else (0, 1)
+        return low if red == "max" else high
+    return identity
 
 
 def _fitted(ctx, src, index):
@@ -51,10 +78,10 @@ def _scatter_reduced(ctx, x, axis, index, upd, reduce, include_self=True):
     if reduce not in _REDUCE:
         raise ctx.fail(f"scatter: reduce={reduce!r} is not supported (one of "
                        f"{', '.join(_REDUCE)})")
-    red, identity = _REDUCE[reduce]
+    red = _REDUCE[reduce][0]
     base = x
     if not include_self:  # the scattered positions start from the reduction's identity
-        fill = _op.broadcast_to(_scalar_like(ctx, identity, x),
+        fill = _op.broadcast_to(_scalar_like(ctx, _identity(reduce, ctx.dtype(x)), x),
                                 tuple(int(d) for d in ctx.shape(index)))
         base = _scatter_elements(ctx, x, index, fill, axis, "update")
     out = _scatter_elements(ctx, base, index, upd, axis, red)
@@ -167,7 +194,7 @@ def _index_put(ctx, args):
     stacked = _op.cast(stacked, "int64") if ctx.dtype(indices[0]) != "int64" else stacked
     upd_shape = tuple(bshape) + shape[m:]
     values = _op.broadcast_to(values, upd_shape)
-    return _op.scatter_nd(x, stacked, values, "add" if accumulate else "update")
+    return _scatter_nd(ctx, x, stacked, values, "add" if accumulate else "update")
 
 
 # the largest (rows x written slices) comparison ``_slices_written`` makes

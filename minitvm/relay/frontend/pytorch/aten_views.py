@@ -26,6 +26,8 @@ def written_into(ctx, source, view, axis: int, positions, dropped: bool):
     if dropped:
         view = _op.expand_dims(view, axis)
     positions = np.asarray(positions, dtype="int64")
+    if not len(positions):  # (an empty slice: nothing is written)
+        return source
     if len(positions) == size and (positions == np.arange(size)).all():
         return view
     place = np.zeros(size, "int64")

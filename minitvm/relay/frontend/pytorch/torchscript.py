@@ -155,7 +155,7 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     if fake_quantize_as_qnn:  # (a dequantized constant weight stays one for qnn.conv2d)
         ctx.fake_quantize_as_qnn = True
         ctx.fold.keep = frozenset({"qnn.dequantize"})
-    views = _Views(graph)
+    views = _Views(graph, traced_views(script_module))
     for i, node in enumerate(graph.nodes()):
         _convert(ctx, node, env, table)
         _write_back(ctx, node, env, views)
@@ -178,9 +178,48 @@ def _mutates(name: str) -> bool:
 
 
 # ops whose result shares its input's storage with the same elements in another shape or order
-# (a write into one is a write into the other; ``reshape`` / ``flatten`` may copy, so are not)
+# (a write into one is a write into the other; an ``expand``ed view is read, torch refuses to
+# write into one that repeats an element)
 _SHAPE_VIEWS = frozenset({"view", "unsqueeze", "squeeze", "unflatten", "permute", "transpose",
-                          "t", "mT", "alias"})
+                          "t", "mT", "alias", "view_as", "expand", "expand_as", "detach",
+                          "movedim", "moveaxis", "swapaxes", "swapdims"})
+# ops that return such a view when their input's strides allow it and a copy otherwise
+_MAYBE_VIEWS = frozenset({"reshape", "flatten", "reshape_as", "contiguous"})
+
+
+def _strides_allow_view(node) -> bool:
+    """Whether ``reshape`` / ``flatten`` / ``contiguous`` node returns a view of its input:
+    the input strides its value type recorded in the trace allow the output shape without a
+    copy (torch's rule, asked of an empty tensor of those strides). False without strides."""
+    import torch
+
+    tin, tout = node.inputsAt(0).type(), node.output().type()
+    if not isinstance(tin, torch._C.TensorType) or not isinstance(tout, torch._C.TensorType):
+        return False
+    sizes, strides, out = tin.sizes(), tin.strides(), tout.sizes()
+    if sizes is None or strides is None or out is None or None in sizes or None in strides:
+        return False
+    probe = torch.empty_strided(sizes, strides, dtype=torch.uint8)
+    if node.kind() == "aten::contiguous":
+        return probe.is_contiguous()
+    try:
+        probe.view(out)
+    except RuntimeError:
+        return False
+    return True
+
+
+def traced_views(module) -> dict:
+    """(kind, source range) -> whether every ``reshape`` / ``flatten`` / ``contiguous`` node of
+    ``module``'s traced graph there returned a view: freezing erases the recorded strides, so
+    they are read before, and a node of the frozen graph is a view only where all agree."""
+    graph = getattr(module, "inlined_graph", None)
+    found: dict = {}
+    for node in graph.nodes() if graph is not None else ():
+        if node.kind()[6:] in _MAYBE_VIEWS and node.kind().startswith("aten::"):
+            key = (node.kind(), str(node.sourceRange()))
+            found[key] = found.get(key, True) and _strides_allow_view(node)
+    return found
 
 
 class _Views(dict):
@@ -188,8 +227,9 @@ class _Views(dict):
     node reads (neither the view nor a view of it) are dropped after each node, so a write
     refreshes only live views and a model of many in-place ops imports in linear time."""
 
-    def __init__(self, graph) -> None:
+    def __init__(self, graph, traced: dict | None = None) -> None:
         super().__init__()
+        self.traced = traced or {}  # ``traced_views``: which maybe-view nodes are views
         self.last = {}  # value -> index of the last top-level node reading it (nested blocks too)
         for i, node in enumerate(graph.nodes()):
             stack = [node]
@@ -221,7 +261,8 @@ def _write_back(ctx, node, env, views) -> None:
     """In-place semantics the graph leaves implicit. An op that writes into its first
     argument rebinds that value to its result (the graph may read the argument later, as
     ``return kc`` after ``kc.index_copy_(...)`` does). A ``slice`` or ``select`` is a view of its
-    source, and so are the shape views (``view``, ``permute``, ``transpose``, ``unsqueeze``, ...):
+    source, and so are the shape views (``view``, ``permute``, ``transpose``, ``unsqueeze``,
+    ``expand``, and ``reshape`` / ``flatten`` where the traced strides let them view, ...):
     a write into one (``x[:, 1:3] = v`` traces to a slice and ``copy_``; ``kc[:, :, pos] = v``
     to full-range slices and ``index_put_``; ``x.permute(1, 0).relu_()``) writes the source too,
     up the chain of views, and every other view of that storage read later sees the write."""
@@ -235,10 +276,12 @@ def _write_back(ctx, node, env, views) -> None:
         if spec is not None:
             views.add(node.output(), ins[0], ("index", spec))
         return
-    if name in _SHAPE_VIEWS and node.outputsSize() == 1 and \
-            isinstance(env.get(ins[0]), _expr.Expr) and \
+    if (name in _SHAPE_VIEWS or name in _MAYBE_VIEWS and views.traced.get(
+            (kind, str(node.sourceRange())), False)) and \
+            node.outputsSize() == 1 and isinstance(env.get(ins[0]), _expr.Expr) and \
             isinstance(env.get(node.output()), _expr.Expr):
-        views.add(node.output(), ins[0], ("shape", name, [env.get(v) for v in ins[1:]]))
+        _add_shape_view(ctx, env, views, node.output(), ins[0], name,
+                        [env.get(v) for v in ins[1:]])
         return
     if not _mutates(name) or not ins or node.outputsSize() != 1:
         return
@@ -246,6 +289,8 @@ def _write_back(ctx, node, env, views) -> None:
     if not isinstance(out, _expr.Expr) or not isinstance(env.get(ins[0]), _expr.Expr):
         return
     target = ins[0]
+    if ctx.dtype(out) != ctx.dtype(env[target]):  # (an in-place result keeps its target's dtype)
+        out = env[node.output()] = _op.cast(out, ctx.dtype(env[target]))
     env[target] = out
     # (an in-place op returns self: the same view of the same source as its target, or an alias)
     views.add(node.output(), *views.get(target, (target, ("shape", "alias", []))))
@@ -267,23 +312,65 @@ def _root(views, value):
     return value
 
 
+# shape views that keep the elements in order (a write back is a reshape); identities among them
+_RESHAPES = frozenset({"view", "reshape", "flatten", "unsqueeze", "squeeze", "unflatten",
+                       "view_as", "reshape_as", "contiguous", "detach", "alias"})
+_IDENTITIES = frozenset({"contiguous", "detach", "alias"})
+
+
+def _order(name: str, args, rank: int) -> list[int] | None:
+    """The axis order of a permuting shape view (its axis k is its source's ``order[k]``), or
+    None for a view that does not permute."""
+    axes = list(range(rank))
+    if name == "permute":
+        return [int(d) % rank for d in args[0]]
+    if name in ("movedim", "moveaxis"):
+        src, dst = ([int(d) % rank for d in (a if isinstance(a, list | tuple) else [a])]
+                    for a in args[:2])
+        order = [d for d in axes if d not in src]
+        for to, frm in sorted(zip(dst, src, strict=True)):
+            order.insert(to, frm)
+        return order
+    if name in ("transpose", "swapaxes", "swapdims") and rank or \
+            name in ("t", "mT") and rank >= 2:
+        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name not in ("t", "mT") else \
+            (rank - 2, rank - 1)
+        axes[d0], axes[d1] = axes[d1], axes[d0]
+        return axes
+    return None
+
+
+def _add_shape_view(ctx, env, views, out, source, name: str, args) -> None:
+    """Record ``out``, the shape view ``name`` of ``source``; a view of a view of the same kind
+    (both reshapes, both permutations, or either an identity) is recorded as one view of the
+    outer source, so a chain of them stays one entry deep (the table linear in the program)."""
+    spec = ("shape", name, args)
+    if source in views and views[source][1][0] == "shape":
+        outer, (_, inner, inner_args) = views[source]
+        rank = len(ctx.shape(env[outer]))
+        if name in _IDENTITIES:
+            source, spec = views[source]
+        elif inner in _IDENTITIES:
+            source = outer
+        elif name in _RESHAPES and inner in _RESHAPES:
+            source, spec = outer, ("shape", "reshape", [[int(d) for d in ctx.shape(env[out])]])
+        else:
+            o1, o2 = _order(inner, inner_args, rank), _order(name, args, rank)
+            if o1 is not None and o2 is not None:
+                source, spec = outer, ("shape", "permute", [[o1[i] for i in o2]])
+    views.add(out, source, spec)
+
+
 def _into_source(ctx, source, view, spec):
     """``source`` after a write of ``view`` into the view ``spec`` of it."""
     if spec[0] == "index":
         return written_into(ctx, source, view, *spec[1])
     _, name, args = spec
-    rank = len(ctx.shape(source))
-    if name == "alias":
+    if name in _IDENTITIES:
         return view
-    if name == "permute":
-        dims = [int(d) % rank for d in args[0]]
-        return _op.transpose(view, [int(i) for i in np.argsort(dims)])
-    if name == "transpose" and rank or name in ("t", "mT") and rank >= 2:
-        d0, d1 = (int(args[0]) % rank, int(args[1]) % rank) if name == "transpose" else \
-            (rank - 2, rank - 1)
-        axes = list(range(rank))
-        axes[d0], axes[d1] = axes[d1], axes[d0]
-        return _op.transpose(view, axes)
+    order = _order(name, args, len(ctx.shape(source)))
+    if order is not None:
+        return _op.transpose(view, [int(i) for i in np.argsort(order)])
     return _op.reshape(view, [int(d) for d in ctx.shape(source)])
 
 
@@ -294,7 +381,7 @@ def _from_source(ctx, source, spec):
         out = _op.take(source, _expr.const(np.asarray(positions, "int64"), "int64"), axis=axis)
         return _op.squeeze(out, [axis]) if dropped else out
     _, name, args = spec
-    if name == "alias":
+    if name in _IDENTITIES:
         return source
     ctx.op_name = name
     return ATEN[name](ctx, [source, *args])
