@@ -138,7 +138,9 @@ def test_an_output_alias_of_a_value_the_block_reads_binds_that_value():
     for mod in (bb.get(), fused):
         got = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())["main"](tvm.nd.array(xv))
         for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(g.numpy(), w, rtol=1e-6)
+            # (exp(x) + x cancels where x is near -0.57: a last-bit difference in exp's float32
+            # result, ~6e-8 there, is a relative 3e-6 of the sum; atol is a few such ulps)
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=5e-7)
 
 
 def test_output_aliases_in_a_100k_binding_block_at_the_default_recursion_limit():
