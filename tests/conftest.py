@@ -37,21 +37,34 @@ def _own_kernels_when_patching(request):
 
 
 @pytest.fixture(autouse=True)
-def _forget_the_tests_own_ops():
-    """Ops a test registers with attributes of its own code (``test.buggy_rel``'s type relation,
-    a user strategy's op) leave the registry after it: the whole-build caches' key refuses a
-    registry holding code from outside minitvm (code no key can see), so one such op switched
-    the caches off for every later test of its worker (the caches' own tests failed by order)."""
+def _forget_the_tests_own_op_code():
+    """Op attributes a test sets from its own code (``test.buggy_rel``'s type relation, a user
+    strategy, a legalization) leave the registry after it, new ops with them: the whole-build
+    caches' key refuses a registry holding code from outside minitvm (code no key can see), so
+    one such attribute switched the caches off for every later test of its worker (the caches'
+    own tests failed by order). Attributes of minitvm's own code stay."""
     from minitvm.ir.op import Op
 
-    before = set(Op._registry)
+    before = {name: dict(op._attrs) for name, op in Op._registry.items()}
     yield
-    added = set(Op._registry) - before
-    if added:
-        from minitvm.backend.whole_build import foreign_op_attrs
+    changed = [(name, op) for name, op in Op._registry.items() if before.get(name) != op._attrs]
+    if not changed:
+        return
+    from minitvm.backend.whole_build import _attr_text
 
-        for name in added & {name for name, _ in foreign_op_attrs()}:
-            del Op._registry[name]
+    for name, op in changed:
+        old = before.get(name)
+        foreign = [key for key, (_, value) in op._attrs.items()
+                   if (old is None or old.get(key) != op._attrs[key]) and _attr_text(value) is None]
+        if old is None:
+            if foreign:
+                del Op._registry[name]
+            continue
+        for key in foreign:
+            if key in old:
+                op._attrs[key] = old[key]
+            else:
+                del op._attrs[key]
 
 
 @pytest.fixture(autouse=True)
