@@ -25,6 +25,8 @@ module body being imported stays in the package, or it does not). So the key hol
 - every attribute of each op created by other code that the module refers to, anywhere in it
   (fused, composite and partitioned functions included: ``fingerprint`` collects them as it
   walks). A pass introduces such an op only through other code, which is refused or keyed;
+  the exception, ops the compiler looks up by name (a ``tir.*`` intrinsic's lowering rule,
+  applied to the calls the lowering generates), counts as a built-in op does;
 - nothing of a foreign op the module does not call: a user's op registered before building a
   model that never calls it leaves the key as it is.
 
@@ -121,21 +123,32 @@ def _tree_fingerprint(root: str) -> str:
     return h.hexdigest()
 
 
+# ops the compiler consults by name whether or not a module calls them: LowerIntrin hands the
+# calls of every registered ``tir.*`` op that the lowering generates to its lowering rule
+_READ_BY_NAME = ("tir.",)
+
+
+def _always_read(name: str, op: Op) -> bool:
+    """Whether a build may read ``op`` whichever ops its module calls: a built-in op (a pass
+    may introduce any), or one of the names the compiler looks up (``_READ_BY_NAME``)."""
+    return not op.foreign or name.startswith(_READ_BY_NAME)
+
+
 def op_registry_digest(called, everywhere: bool = True) -> str | None:
-    """The op registry's part of a key (see the module docstring): the attributes of built-in
-    ops that differ from what minitvm's code registered (of every op when ``everywhere``, else
-    of the ops ``called``) and every attribute of each foreign op ``called``. None when one of
-    them has no stable text (code from outside minitvm)."""
-    lines = []
+    """The op registry's part of a key (see the module docstring): the attributes that code
+    outside minitvm set, overrode or removed of the ops any build may read (``_always_read``;
+    of those ``called`` only unless ``everywhere``) and every attribute of each foreign op
+    ``called``. None when one of them has no stable text (code from outside minitvm)."""
+    lines: list = []
     registry = Op._registry
     for name, op in registry.items() if everywhere else ():
-        if not op.foreign and op._attrs != op._builtin:
+        if (op._attrs != op._builtin or op.foreign) and _always_read(name, op):
             lines += _changed_lines(name, op)
             if lines and lines[-1] is None:
                 return None
     for name in called:
         op = registry.get(name)
-        if op is not None and (op.foreign or not everywhere) and op.changed_attrs():
+        if op is not None and (not everywhere or not _always_read(name, op)):
             lines += _changed_lines(name, op)
             if lines and lines[-1] is None:
                 return None
@@ -147,7 +160,7 @@ def op_registry_digest(called, everywhere: bool = True) -> str | None:
 def _changed_lines(name: str, op: Op) -> list:
     """One line per attribute of ``op`` not as minitvm registered it; a trailing None when one
     has no stable text."""
-    lines: list = [f"{name}|foreign"] if op.foreign else []
+    lines: list = []
     for attr in op.changed_attrs():
         entry = op._attrs.get(attr)
         if entry is None:
@@ -162,9 +175,9 @@ def _changed_lines(name: str, op: Op) -> list:
 
 
 def foreign_op_attrs() -> list[tuple[str, str]]:
-    """``(op name, attribute)`` of each attribute of a built-in op that code outside minitvm
-    set, overrode or removed."""
-    return [(name, attr) for name, op in Op._registry.items() if not op.foreign
+    """``(op name, attribute)`` of each attribute that code outside minitvm set, overrode or
+    removed of an op any build may read (a built-in op, an intrinsic: ``_always_read``)."""
+    return [(name, attr) for name, op in Op._registry.items() if _always_read(name, op)
             for attr in op.changed_attrs()]
 
 

@@ -381,6 +381,21 @@ def test_a_user_op_the_model_does_not_call_leaves_the_cache_on(cache_dir):
     np.testing.assert_array_equal(_run(warm), _run(cold))
 
 
+def test_a_user_intrinsic_lowering_turns_the_cache_off(cache_dir):
+    """An intrinsic's lowering rule is applied to the calls the lowering generates, whatever
+    the module calls: one registered from outside minitvm, on a new intrinsic too, is seen."""
+    mod, params = _mlp()
+    assert _key(mod, params) is not None
+    tvm.ir.register_intrin_lowering("tir.build_key_test_intrinsic", "llvm",
+                                    f=lambda call: None)
+    op = Op.get("tir.build_key_test_intrinsic")
+    try:
+        assert op.foreign and _key(mod, params) is None
+    finally:
+        op.reset_attr("llvm.FLowerIntrinsic")
+    assert _key(mod, params) is not None
+
+
 def _calling(op: Op, how: str):
     """A module calling ``op`` directly, inside a primitive (fused) function, or inside a
     composite function of a partitioned one."""
