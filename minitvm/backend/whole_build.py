@@ -141,7 +141,7 @@ def op_registry_digest(called, everywhere: bool = True) -> str | None:
     ``called``. None when one of them has no stable text (code from outside minitvm)."""
     lines: list = []
     registry = Op._registry
-    for name, op in registry.items() if everywhere else ():
+    for name, op in list(registry.items()) if everywhere else ():  # (another thread may add)
         if (op._attrs != op._builtin or op.foreign) and _always_read(name, op):
             lines += _changed_lines(name, op)
             if lines and lines[-1] is None:
@@ -177,7 +177,7 @@ def _changed_lines(name: str, op: Op) -> list:
 def foreign_op_attrs() -> list[tuple[str, str]]:
     """``(op name, attribute)`` of each attribute that code outside minitvm set, overrode or
     removed of an op any build may read (a built-in op, an intrinsic: ``_always_read``)."""
-    return [(name, attr) for name, op in Op._registry.items() if _always_read(name, op)
+    return [(name, attr) for name, op in list(Op._registry.items()) if _always_read(name, op)
             for attr in op.changed_attrs()]
 
 
