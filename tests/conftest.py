@@ -38,33 +38,23 @@ def _own_kernels_when_patching(request):
 
 @pytest.fixture(autouse=True)
 def _forget_the_tests_own_op_code():
-    """Op attributes a test sets from its own code (``test.buggy_rel``'s type relation, a user
-    strategy, a legalization) leave the registry after it, new ops with them: the whole-build
-    caches' key refuses a registry holding code from outside minitvm (code no key can see), so
-    one such attribute switched the caches off for every later test of its worker (the caches'
-    own tests failed by order). Attributes of minitvm's own code stay."""
+    """Attributes of minitvm's ops that a test set, overrode or removed from its own code are
+    put back after it: the whole-build caches' key holds such changes (one holding code turns
+    the caches off), and a pass may introduce any op, so one left behind would change every
+    later test's builds. Ops the test registered itself stay: a build not calling them does
+    not see them."""
+    from minitvm.backend.whole_build import foreign_op_attrs
     from minitvm.ir.op import Op
 
-    before = {name: dict(op._attrs) for name, op in Op._registry.items()}
+    before = {(name, attr): Op.get(name)._attrs.get(attr) for name, attr in foreign_op_attrs()}
     yield
-    changed = [(name, op) for name, op in Op._registry.items() if before.get(name) != op._attrs]
-    if not changed:
-        return
-    from minitvm.backend.whole_build import _attr_text
-
-    for name, op in changed:
-        old = before.get(name)
-        foreign = [key for key, (_, value) in op._attrs.items()
-                   if (old is None or old.get(key) != op._attrs[key]) and _attr_text(value) is None]
-        if old is None:
-            if foreign:
-                del Op._registry[name]
-            continue
-        for key in foreign:
-            if key in old:
-                op._attrs[key] = old[key]
-            else:
-                del op._attrs[key]
+    for name, attr in set(foreign_op_attrs()) | before.keys():
+        op = Op.get(name)
+        entry = before[(name, attr)] if (name, attr) in before else op._builtin.get(attr)
+        if entry is None:
+            op._attrs.pop(attr, None)
+        else:
+            op._attrs[attr] = entry
 
 
 @pytest.fixture(autouse=True)

@@ -6,11 +6,35 @@ input module (``ir.fingerprint``: every field of every node, variables' names an
 bytes included) and every parameter's name, dtype, shape and bytes; the PassContext (opt
 level, required and disabled passes, config); the lowering options (BLAS, generated kernels,
 the knob table in effect); the target; the compiler itself (every file of the ``minitvm``
-package, the code generator's version, the host CPU and LLVM, the registered op attributes:
-none may come from outside the package, whose code no key can see); ``MINITVM_*`` / ``TVM_*``
-environment variables except the cache's own settings; and what only the caller's build reads
-(``extra``). An entry is a JSON header and out-of-band buffers (arrays, object code): a load
-maps them in place and never runs code (no pickle).
+package, the code generator's version, the host CPU and LLVM, and what code outside the
+package did to the op registry, below); ``MINITVM_*`` / ``TVM_*`` environment variables
+except the cache's own settings; and what only the caller's build reads (``extra``). An entry
+is a JSON header and out-of-band buffers (arrays, object code): a load maps them in place and
+never runs code (no pickle).
+
+The op registry's part. A build reads the attributes of the ops its module calls and of the
+ops its passes introduce (legalization, canonicalization, layout rewrites: any built-in op).
+What minitvm's own code registers is decided by the package's files, which the key already
+covers (``package_fingerprint``: each file's path, size and modification time); the op
+registry records at each registration whose code made it (``ir.op``: the call chain up to the
+module body being imported stays in the package, or it does not). So the key holds:
+
+- every attribute of a built-in op that other code set, overrode or removed (a user's
+  ``FTVMLegalize`` / ``FTVMCompute`` / ``TOpPattern`` override), whichever ops the module
+  calls, since a pass may introduce any built-in op;
+- every attribute of each op created by other code that the module refers to, anywhere in it
+  (fused, composite and partitioned functions included: ``fingerprint`` collects them as it
+  walks). A pass introduces such an op only through other code, which is refused or keyed;
+  the exception, ops the compiler looks up by name (a ``tir.*`` intrinsic's lowering rule,
+  applied to the calls the lowering generates), counts as a built-in op does;
+- nothing of a foreign op the module does not call: a user's op registered before building a
+  model that never calls it leaves the key as it is.
+
+Such an attribute enters the key by a stable text (a plain value; a minitvm function by its
+name): code outside the package has none, so a build seeing one is not cached. Ops a process
+happens to have imported (minitvm modules registering lazily, another module's own ops) do
+not change the key: two processes make the same key for the same build. (Only
+``FTVMFakeQuantizationToInteger`` is registered lazily by minitvm, by its pass's import.)
 
 Whole builds are not cached when the disk cache is off, with ``relay.backend.use_build_cache``
 false or ``MINITVM_DISABLE_BUILD_CACHE=1``, or under pass instruments (they expect the passes
@@ -24,7 +48,9 @@ import json
 import os
 import re
 import struct
+import sys
 import threading
+import types
 import zlib
 from collections.abc import Callable
 
@@ -97,30 +123,87 @@ def _tree_fingerprint(root: str) -> str:
     return h.hexdigest()
 
 
-def _op_registry_digest() -> str | None:
-    """A digest of the registered op attributes; None when one comes from outside minitvm."""
-    return op_attrs_digest(Op.list_op_names())
+# ops the compiler consults by name whether or not a module calls them: LowerIntrin hands the
+# calls of every registered ``tir.*`` op that the lowering generates to its lowering rule
+_READ_BY_NAME = ("tir.",)
 
 
-def op_attrs_digest(names) -> str | None:
-    """A digest of the registered attributes of the ops ``names``; None when one of them comes
-    from outside minitvm (its code no digest can see)."""
-    h = hashlib.sha256()
-    for name in sorted(set(names)):
-        op = Op.get(name)
-        for attr, (level, value) in sorted(getattr(op, "_attrs", {}).items()):
-            what = _attr_text(value)
-            if what is None:
+def _always_read(name: str, op: Op) -> bool:
+    """Whether a build may read ``op`` whichever ops its module calls: a built-in op (a pass
+    may introduce any), or one of the names the compiler looks up (``_READ_BY_NAME``)."""
+    return not op.foreign or name.startswith(_READ_BY_NAME)
+
+
+def op_registry_digest(called, everywhere: bool = True) -> str | None:
+    """The op registry's part of a key (see the module docstring): the attributes that code
+    outside minitvm set, overrode or removed of the ops any build may read (``_always_read``;
+    of those ``called`` only unless ``everywhere``) and every attribute of each foreign op
+    ``called``. None when one of them has no stable text (code from outside minitvm)."""
+    lines: list = []
+    registry = Op._registry
+    for name, op in list(registry.items()) if everywhere else ():  # (another thread may add)
+        if (op._attrs != op._builtin or op.foreign) and _always_read(name, op):
+            lines += _changed_lines(name, op)
+            if lines and lines[-1] is None:
                 return None
-            h.update(f"{name}|{attr}|{level}|{what}\n".encode())
-    return h.hexdigest()
+    for name in called:
+        op = registry.get(name)
+        if op is not None and (not everywhere or not _always_read(name, op)):
+            lines += _changed_lines(name, op)
+            if lines and lines[-1] is None:
+                return None
+    if not lines:
+        return ""
+    return hashlib.sha256("\n".join(sorted(set(lines))).encode()).hexdigest()
+
+
+def _changed_lines(name: str, op: Op) -> list:
+    """One line per attribute of ``op`` not as minitvm registered it; a trailing None when one
+    has no stable text."""
+    lines: list = []
+    for attr in op.changed_attrs():
+        entry = op._attrs.get(attr)
+        if entry is None:
+            lines.append(f"{name}|{attr}|removed")
+            continue
+        text = _value_text(entry[1])
+        if text is None:
+            lines.append(None)
+            return lines
+        lines.append(f"{name}|{attr}|{entry[0]}|{text}")
+    return lines
 
 
 def foreign_op_attrs() -> list[tuple[str, str]]:
-    """``(op name, attribute)`` of each registered op attribute from outside minitvm."""
-    return [(name, attr) for name in Op.list_op_names()
-            for attr, (_, value) in getattr(Op.get(name), "_attrs", {}).items()
-            if _attr_text(value) is None]
+    """``(op name, attribute)`` of each attribute that code outside minitvm set, overrode or
+    removed of an op any build may read (a built-in op, an intrinsic: ``_always_read``)."""
+    return [(name, attr) for name, op in list(Op._registry.items()) if _always_read(name, op)
+            for attr in op.changed_attrs()]
+
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _value_text(value) -> str | None:
+    """A stable text of an op attribute set by code outside minitvm, or None: a plain value
+    (or a tuple of them), a minitvm function or class by its module-level name (its code is
+    the package's; a closure, a nested function or a rebound name is refused)."""
+    if type(value) in _PLAIN:
+        return f"{type(value).__name__}:{value!r}"
+    if type(value) is tuple:
+        parts = [_value_text(v) for v in value]
+        return None if None in parts else "(" + ",".join(parts) + ")"
+    if not isinstance(value, types.FunctionType | types.BuiltinFunctionType | type):
+        return None
+    module = getattr(value, "__module__", None) or ""
+    qualname = getattr(value, "__qualname__", "")
+    if (module != "minitvm" and not module.startswith("minitvm.")) or "<" in qualname \
+            or getattr(value, "__closure__", None):
+        return None
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return f"{module}.{qualname}" if found is value else None
 
 
 def _attr_text(value) -> str | None:
@@ -191,15 +274,13 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
     """The whole-build cache key of building ``mod`` with ``params`` for ``target_kind`` under
     the lowering ``options`` in ``ctx`` (default: current); ``extra`` (JSON-able) holds what
     else only the caller's build reads. None when this build must not be cached: a tracing
-    knob table, a config value or op attribute without a stable text, a module holding code."""
+    knob table, a config value without a stable text, an op attribute set by code outside
+    minitvm that the build may read (see the module docstring), a module holding code."""
     ctx = ctx if ctx is not None else PassContext.current()
     knobs = getattr(options, "knobs", None)
     if knobs is not None and getattr(knobs, "trace", False):
         return None
     params_digest = _in_thread(_params_digest, params)  # (hashing releases the GIL)
-    ops = _op_registry_digest()
-    if ops is None:
-        return None
     cfg = []
     for k in sorted(getattr(ctx, "config", None) or {}):
         text = _plain(ctx.config[k])
@@ -210,11 +291,15 @@ def build_key(mod, params, target_kind: str, options, ctx: PassContext | None = 
                                             "generated_dense", "generated_batch_matmul")}
     env = sorted((k, v) for k, v in os.environ.items()
                  if k.startswith(("MINITVM_", "TVM_")) and k not in _ENV_IGNORED)
+    called: set[str] = set()
     try:
         # every field of every node, names and constants' bytes included, inferred types left
         # out (InferType fills them in place: a module built once would key differently after)
-        digest = fingerprint(mod)
+        digest = fingerprint(mod, called)
     except Unfingerprintable:  # it holds code or a handle: build it normally
+        return None
+    ops = op_registry_digest(called)
+    if ops is None:
         return None
     from ..runtime import blas
 

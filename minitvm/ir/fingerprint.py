@@ -160,9 +160,11 @@ def _classify(t: type):
     return _text
 
 
-def fingerprint(value) -> str:
+def fingerprint(value, ops: set[str] | None = None) -> str:
     """The hex SHA-256 of ``value``'s serialization (see the module docstring); raises
     ``Unfingerprintable`` when it holds a function or another object without visible content.
+    ``ops``, when given, receives the name of every op ``value`` refers to, anywhere in it
+    (nested, fused, composite functions included): the build key reads them.
 
     Each node, sequence or dict becomes one record: its number, its type and its fields' tokens
     (a leaf's value, or ``@k`` for the object numbered ``k``); objects are numbered when first
@@ -198,6 +200,8 @@ def fingerprint(value) -> str:
             values = [y for key in keys for y in (key, x[key])]
         elif kind == _OP:
             records.append(f"{k}<{_type_name(t)}\x00{x.name!r}")
+            if ops is not None:
+                ops.add(x.name)
             continue
         else:
             parts = [f"{k}<{_type_name(t)}"]

@@ -2,11 +2,35 @@
 
 Every rule about an op (type relation, numpy reference, pattern, layout hooks, lowering) is an
 attribute keyed by name, set through ``register_op_attr`` with a priority ``level`` as in TVM.
+
+Each op also records whose code registered it and each of its attributes: an op created by
+code outside the ``minitvm`` package is ``foreign``; ``_builtin`` holds the attributes as
+minitvm's own code set them. The whole-build caches' key (``backend.whole_build``) reads these:
+what minitvm's code registers is covered by the package's files, what other code did is not.
 """
 
 from __future__ import annotations
 
+import sys
+
 from .expr import RelayExpr
+
+
+def _registered_by_minitvm() -> bool:
+    """Whether the registration under way is minitvm's own: every frame from the caller up to
+    the module body being executed (an import) belongs to the ``minitvm`` package. A user's
+    call through a minitvm helper (``register_op_attr``, ``register_legalize``) reaches the
+    user's frame first; an import of a minitvm module reaches its body first (whoever
+    triggered the import, lazily or not)."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_globals.get("__name__") or ""
+        if name != "minitvm" and not name.startswith("minitvm."):
+            return False
+        if f.f_code.co_name == "<module>":
+            return True
+        f = f.f_back
+    return False
 
 
 class OpPattern:
@@ -25,7 +49,7 @@ class Op(RelayExpr):
     """A primitive operator, unique by name."""
 
     __slots__ = ("name", "num_inputs", "description", "attrs_type", "support_level", "_attrs",
-                 "arguments")
+                 "arguments", "_builtin", "foreign")
     _node_shared = True
     _node_compare = "name"
     _registry: dict[str, Op] = {}
@@ -39,6 +63,10 @@ class Op(RelayExpr):
         self.support_level = 10
         self.arguments = ()
         self._attrs: dict[str, tuple[int, object]] = {}
+        # the entries of ``_attrs`` as minitvm's own code set them; whether code outside the
+        # package created the op (its registrant sets this)
+        self._builtin: dict[str, tuple[int, object]] = {}
+        self.foreign = False
 
     @staticmethod
     def get(op_name: str) -> Op:
@@ -66,10 +94,24 @@ class Op(RelayExpr):
                 f"{plevel}; use a higher level to override it"
             )
         if old is None or plevel >= old[0]:
-            self._attrs[attr_name] = (plevel, value)
+            entry = self._attrs[attr_name] = (plevel, value)
+            if _registered_by_minitvm():
+                self._builtin[attr_name] = entry
 
     def reset_attr(self, attr_name: str):
         self._attrs.pop(attr_name, None)
+        if _registered_by_minitvm():
+            self._builtin.pop(attr_name, None)
+
+    def changed_attrs(self) -> list[str]:
+        """Names of the attributes that differ from what minitvm's own code registered (set,
+        overridden or removed by other code); all of them for a foreign op."""
+        attrs, builtin = self._attrs, self._builtin
+        if attrs == builtin and not self.foreign:
+            return []
+        if self.foreign:
+            return sorted(attrs)
+        return sorted(k for k in attrs.keys() | builtin.keys() if attrs.get(k) != builtin.get(k))
 
     # TVM's builder methods for ops registered from Python (``op.register`` then these)
     def set_num_inputs(self, n: int) -> None:
@@ -106,10 +148,12 @@ NAMED_TYPE_RELATIONS: dict = {}
 
 
 def register_op(name: str) -> Op:
-    """Create (or return) the registry entry of an op."""
+    """Create (or return) the registry entry of an op (``foreign`` when code outside minitvm
+    creates it)."""
     op = Op._registry.get(name)
     if op is None:
         op = Op(name)
+        op.foreign = not _registered_by_minitvm()
         Op._registry[name] = op
     return op
 

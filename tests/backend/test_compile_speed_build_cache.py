@@ -1,7 +1,8 @@
 """The whole-build cache of ``relay.build`` (relay.backend.build_cache): a build seen before is
 loaded with the same graph, weights and results; everything that decides a build is in its key
-(program, parameters, PassContext, knobs, target, compiler version and sources, foreign op
-attributes); damaged entries are rebuilt; the switches turn it off; what an entry does not carry
+(program, parameters, PassContext, knobs, target, compiler version and sources, what code
+outside minitvm registered that the build may read, and nothing else of the op registry);
+damaged entries are rebuilt; the switches turn it off; what an entry does not carry
 (optimized module, PrimFuncs, kernel callables) is rebuilt on first use."""
 
 import dataclasses
@@ -20,8 +21,10 @@ from minitvm.backend import clear_cache, disk_cache, whole_build
 from minitvm.backend.options import lowering_options
 from minitvm.contrib import graph_executor
 from minitvm.instrument import PassTimingInstrument
-from minitvm.ir.op import Op
+from minitvm.ir.op import Op, OpPattern
 from minitvm.relay.backend import build_cache
+from minitvm.relay.op.op import define_op, register_legalize, register_pattern
+from minitvm.relay.testing.temp_op_attr import TempOpAttr
 from minitvm.schedule.knobs import KnobTable
 
 X = np.linspace(-1, 1, 16, dtype="float32").reshape(2, 8)
@@ -37,29 +40,8 @@ def cache_dir(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("MINITVM_COMPILE_JOBS", "1")
     _fresh()
-    foreign = _set_aside_foreign_op_attrs()
-    try:
-        yield d
-    finally:
-        for op, attr, entry in foreign:
-            op._attrs[attr] = entry
-        _fresh()
-
-
-def _set_aside_foreign_op_attrs() -> list:
-    """Take out op attributes another test in this process registered (from outside minitvm:
-    they make every build uncachable, by design), to put back after the test."""
-    out = []
-    for name in Op.list_op_names():
-        op = Op.get(name)
-        attrs = getattr(op, "_attrs", {})
-        for attr, entry in list(attrs.items()):
-            value = entry[1]
-            module = getattr(value, "__module__", None) or type(value).__module__ or ""
-            if (callable(value) or hasattr(value, "__module__")) and \
-                    not module.startswith("minitvm"):
-                out.append((op, attr, attrs.pop(attr)))
-    return out
+    yield d
+    _fresh()
 
 
 def _fresh():
@@ -318,11 +300,34 @@ def test_clashing_objects_load_one_engine_each(cache_dir):
     assert _run(cold) is not None
 
 
+_EXTRA_LIBRARY = '''"""Ops a library outside minitvm registers when it is imported."""
+import numpy as np
+
+from minitvm.ir.op import OpPattern
+from minitvm.relay.op.op import define_op, register_legalize
+
+define_op("extra_lib.twice", lambda ts, attrs: ts[0], lambda attrs, args, t: args[0] * 2,
+          OpPattern.ELEMWISE, num_inputs=1)
+
+
+@register_legalize("extra_lib.twice")
+def _legalize(attrs, inputs, types):
+    return None
+'''
+
+
 def test_a_new_process_loads_the_build(cache_dir, tmp_path):
+    """A build stored by one process is loaded by another, which imported a library registering
+    its own ops (code outside minitvm) and minitvm's lazily registered rules first: what a
+    process happens to have imported is not in the key."""
+    (tmp_path / "extra_lib.py").write_text(_EXTRA_LIBRARY)
     script = tmp_path / "build_twice.py"
     script.write_text(
         "import sys, numpy as np\n"
         "sys.path.insert(0, sys.argv[1])\n"
+        "if len(sys.argv) > 3:\n"
+        "    import extra_lib  # noqa: F401  (its ops, registered by code outside minitvm)\n"
+        "    import minitvm.relay.transform.fake_quantization_to_integer_rules  # noqa: F401\n"
         "import minitvm as tvm\n"
         "from minitvm import relay\n"
         "from minitvm.contrib import graph_executor\n"
@@ -338,15 +343,129 @@ def test_a_new_process_loads_the_build(cache_dir, tmp_path):
         "print(isinstance(lib, build_cache.CachedFactory))\n")
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, here]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, here, str(tmp_path)]))
     outs = []
     for k in range(2):
-        out = subprocess.run([sys.executable, str(script), root, str(tmp_path / f"o{k}.npy")],
-                             env=env, capture_output=True, text=True, timeout=300)
+        extra = ["extra"] if k else []
+        out = subprocess.run([sys.executable, str(script), root, str(tmp_path / f"o{k}.npy"),
+                              *extra], env=env, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         outs.append(out.stdout.strip().splitlines()[-1])
     assert outs == ["False", "True"]  # cold, then loaded in a fresh process
     np.testing.assert_array_equal(np.load(tmp_path / "o0.npy"), np.load(tmp_path / "o1.npy"))
+
+
+def _user_op(name: str) -> Op:
+    """An op registered by this test's code (outside minitvm): type relation, numpy reference
+    and a legalization of its own."""
+    if name not in Op.list_op_names():
+        define_op(name, lambda ts, attrs: ts[0], lambda attrs, args, t: args[0] + 1,
+                  OpPattern.ELEMWISE, num_inputs=1)
+        register_legalize(name, lambda attrs, inputs, types: None)
+    return Op.get(name)
+
+
+def _key(mod, params):
+    with tvm.transform.PassContext(opt_level=3):
+        return build_cache.build_key(mod, params, "llvm", lowering_options())
+
+
+def test_a_user_op_the_model_does_not_call_leaves_the_cache_on(cache_dir):
+    mod, params = _mlp()
+    cold = _build(mod, params)
+    op = _user_op("test.build_key_not_called")
+    assert op.foreign and op.changed_attrs()  # its code is not minitvm's
+    _fresh()
+    warm = _build(mod, params)
+    assert isinstance(warm, build_cache.CachedFactory)
+    np.testing.assert_array_equal(_run(warm), _run(cold))
+
+
+def test_a_user_intrinsic_lowering_turns_the_cache_off(cache_dir):
+    """An intrinsic's lowering rule is applied to the calls the lowering generates, whatever
+    the module calls: one registered from outside minitvm, on a new intrinsic too, is seen."""
+    mod, params = _mlp()
+    assert _key(mod, params) is not None
+    tvm.ir.register_intrin_lowering("tir.build_key_test_intrinsic", "llvm",
+                                    f=lambda call: None)
+    op = Op.get("tir.build_key_test_intrinsic")
+    try:
+        assert op.foreign and _key(mod, params) is None
+    finally:
+        op.reset_attr("llvm.FLowerIntrinsic")
+    assert _key(mod, params) is not None
+
+
+def _calling(op: Op, how: str):
+    """A module calling ``op`` directly, inside a primitive (fused) function, or inside a
+    composite function of a partitioned one."""
+    x = relay.var("x", shape=(2, 8))
+    if how == "direct":
+        return tvm.IRModule.from_expr(relay.Function([x], relay.Call(op, [relay.nn.relu(x)])))
+    p = relay.var("p", shape=(2, 8))
+    inner = relay.Function([p], relay.nn.relu(relay.Call(op, [p])))
+    if how == "fused":
+        inner = inner.with_attr("Primitive", 1)
+    else:
+        inner = inner.with_attr("Composite", "user.pattern")
+        q = relay.var("q", shape=(2, 8))
+        inner = relay.Function([q], relay.Call(inner, [q])).with_attr("Compiler", "user")
+        inner = inner.with_attr("global_symbol", "user_0")
+    return tvm.IRModule.from_expr(relay.Function([x], relay.Call(inner, [x])))
+
+
+@pytest.mark.parametrize("how", ["direct", "fused", "composite"])
+def test_a_user_op_the_model_calls_is_not_cached(cache_dir, how):
+    """The user op's code is in no key: a module calling it, wherever, is built, not cached."""
+    assert _key(_calling(Op.get("nn.relu"), how), {}) is not None
+    assert _key(_calling(_user_op("test.build_key_called"), how), {}) is None
+
+
+def test_a_user_override_of_a_builtin_attribute_changes_or_disables_the_key(cache_dir):
+    """A built-in op's attribute set, overridden or removed by code outside minitvm is in the
+    key (plain values) or makes the build uncachable (code), whether or not the module calls
+    the op (a pass may introduce it); undone, the key is the one before."""
+    mod, params = _mlp()
+    base = _key(mod, params)
+    assert base is not None
+    with TempOpAttr("nn.bias_add", "TOpPattern", OpPattern.OPAQUE):  # an op the module calls
+        pattern = _key(mod, params)
+        assert pattern is not None and pattern != base
+    with TempOpAttr("nn.bias_add", "TOpPattern", OpPattern.OPAQUE):
+        assert _key(mod, params) == pattern  # the same override, the same key
+    with TempOpAttr("nn.conv2d", "FTVMLegalize", lambda attrs, inputs, types: None):
+        assert _key(mod, params) is None  # code, on an op a pass may introduce
+    with TempOpAttr("nn.relu", "FTECompute", lambda attrs, inputs, out_type: None):
+        assert _key(mod, params) is None
+    assert _key(mod, params) == base
+    op = Op.get("nn.bias_add")
+    saved = op._attrs["TOpPattern"]
+    op.reset_attr("TOpPattern")
+    try:
+        removed = _key(mod, params)
+        assert removed is not None and removed not in (base, pattern)
+    finally:
+        op._attrs["TOpPattern"] = saved
+    assert _key(mod, params) == base
+
+
+def test_registrations_record_whose_code_made_them():
+    """minitvm's own registrations (at import, lazily imported too) are built-in; a call from
+    other code through minitvm's helpers is not."""
+    import minitvm.relay.transform.fake_quantization_to_integer_rules  # noqa: F401
+
+    conv = Op.get("nn.conv2d")
+    assert not conv.foreign and conv.changed_attrs() == []
+    assert conv.get_attr("FTVMFakeQuantizationToInteger") is not None
+    op = Op.get("nn.batch_flatten")
+    saved = op._attrs.get("TOpPattern")
+    register_pattern("nn.batch_flatten", OpPattern.OPAQUE, level=99)  # a helper, from here
+    try:
+        assert op.changed_attrs() == ["TOpPattern"]
+        assert whole_build.foreign_op_attrs() == [("nn.batch_flatten", "TOpPattern")]
+    finally:
+        op._attrs["TOpPattern"] = saved
+    assert op.changed_attrs() == [] and whole_build.foreign_op_attrs() == []
 
 
 def test_entries_are_data_only_and_round_trip():

@@ -12,9 +12,10 @@ decides it:
   ``relay.qnn.op.requantize_config`` in effect (its rounding and compute dtype decide how
   QnnCanonicalize writes requantizations);
 - the compiler itself: every file of the ``minitvm`` package, the code generator's version,
-  the host CPU and LLVM (``runtime.jit.object_fingerprint``), and the registered op attributes
-  (a build is not cached when one of them comes from outside the package, e.g. a user's
-  ``register_op_attr`` override, whose code this key cannot see);
+  the host CPU and LLVM (``runtime.jit.object_fingerprint``), and what code outside the package
+  registered that the build may read (``whole_build.op_registry_digest``: a user's
+  ``register_op_attr`` override of a built-in op, a user's op the module calls; a build is not
+  cached when such an attribute is code, which this key cannot see);
 - ``MINITVM_*`` / ``TVM_*`` environment variables, except the cache's own settings.
 
 An entry holds the graph JSON, the parameters, each kernel's constants and workspace size, each
@@ -48,7 +49,6 @@ from ...backend.whole_build import (  # noqa: F401 - the shared parts, by their 
     _decode,
     _encode,
     _in_thread,
-    _op_registry_digest,
     _params_digest,
     _plain,
     _unpack,
@@ -57,7 +57,7 @@ from ...backend.whole_build import (  # noqa: F401 - the shared parts, by their 
     kernel_objects,
     load_objects,
     object_entries,
-    op_attrs_digest,
+    op_registry_digest,
     package_fingerprint,
     payload_chunks,
     read_payload,

@@ -13,6 +13,7 @@ import minitvm as tvm
 from minitvm import relay
 from minitvm.backend import compile as backend_compile
 from minitvm.backend import parallel_compile
+from minitvm.ir.fingerprint import fingerprint
 from minitvm.relay.backend import build_cache
 from minitvm.relay.backend.vm import exe_cache, saved, symbolic
 from minitvm.relay.backend.vm.kernels import ShapeSpecializer, dynamic_kernel_counts
@@ -24,7 +25,6 @@ from minitvm.runtime.vm import Executable, VirtualMachine
 from minitvm.tir import expr as E
 
 _RNG = np.random.default_rng(0)
-_REGISTRY_DIGEST = build_cache._op_registry_digest  # (the fixture replaces it)
 _W_CONV = _RNG.standard_normal((16, 8, 3, 3)).astype("float32")
 _W_DENSE = _RNG.standard_normal((10, 16 * 16)).astype("float32")
 
@@ -250,21 +250,16 @@ def _outside_attribute(*args):
     """An op attribute whose code lives outside minitvm (this test module)."""
 
 
-def test_records_stay_on_with_an_op_attribute_from_outside(fresh_cache, monkeypatch):
+def test_records_stay_on_with_an_op_attribute_from_outside(fresh_cache):
     """A Relay op attribute registered from outside minitvm turns relay.build's whole-build
     cache off (no digest sees its code); the symbolic records stay on, each key holding the
     attributes of the ops its function calls: the scan's kernel is read back, the relu's (whose
     op carries the outside attribute) has no record and is lowered again."""
-    monkeypatch.setattr(build_cache, "_op_registry_digest", _REGISTRY_DIGEST)
-    foreign = build_cache.foreign_op_attrs
-    # (outside attributes an earlier test in this worker left are set aside)
-    monkeypatch.setattr(build_cache, "foreign_op_attrs",
-                        lambda: [(n, a) for n, a in foreign() if n == "nn.relu"])
     op = tvm.ir.Op.get("nn.relu")
     own = op._attrs.get("FPrimalGradient")  # (the gradient: no build consults it)
     op.set_attr("FPrimalGradient", _outside_attribute, 99)
     try:
-        assert build_cache._op_registry_digest() is None
+        assert build_cache.op_registry_digest(()) is None
         store = saved.RecordStore.open()
         assert store is not None and store.per_function_ops
         x = relay.var("x", shape=(relay.Any(), 5), dtype="float32")
@@ -285,13 +280,12 @@ def test_records_stay_on_with_an_op_attribute_from_outside(fresh_cache, monkeypa
         op.reset_attr("FPrimalGradient")
         if own is not None:
             op._attrs["FPrimalGradient"] = own
-    assert ("nn.relu", "FPrimalGradient") not in foreign()
+    assert ("nn.relu", "FPrimalGradient") not in build_cache.foreign_op_attrs()
 
 
-def test_records_off_with_an_intrinsic_lowering_from_outside(fresh_cache, monkeypatch):
+def test_records_off_with_an_intrinsic_lowering_from_outside(fresh_cache):
     """An intrinsic's lowering registered from outside minitvm may change the code of any
     kernel, whichever ops its function calls: no records then."""
-    monkeypatch.setattr(build_cache, "_op_registry_digest", _REGISTRY_DIGEST)
     tvm.ir.register_intrin_lowering("tir.vmscan_test_intrinsic", "llvm", f=_outside_attribute)
     op = tvm.ir.Op.get("tir.vmscan_test_intrinsic")
     try:
@@ -303,9 +297,12 @@ def test_records_off_with_an_intrinsic_lowering_from_outside(fresh_cache, monkey
 
 
 def test_called_ops_walks_a_long_chain():
-    """``saved.called_ops`` is iterative: a 100,000-call chain at the default recursion limit."""
+    """The ops a kernel's key reads (``fingerprint``'s, as it walks the function) are found
+    iteratively: a 100,000-call chain at the default recursion limit."""
     x = relay.var("x", shape=(2,), dtype="float32")
     y = x
     for k in range(100_000):
         y = relay.exp(y) if k % 2 else relay.negative(y)
-    assert saved.called_ops(relay.Function([x], y)) == {"exp", "negative"}
+    called: set[str] = set()
+    fingerprint(relay.Function([x], y), called)
+    assert called == {"exp", "negative"}

@@ -1,7 +1,6 @@
 """FoldConstant: what folds, what must not, numerics, deep programs."""
 
 import numpy as np
-import pytest
 from pass_test_util import check_numerics, infer, run_pass
 
 import minitvm as tvm
@@ -19,14 +18,10 @@ def _counter_impl(attrs, args, out_type):
     return args[0] + np.float32(_EVALS["n"])
 
 
-@pytest.fixture(autouse=True)
-def _counter_ops():
-    """The counter ops, registered for each test (the conftest drops ops of a test's own code
-    after it: registered at import, they turned the whole-build caches off in every worker)."""
-    for name, stateful in (("test.fold_counter", True), ("test.fold_counter_pure", False)):
-        if name not in Op.list_op_names():
-            define_op(name, lambda ts, attrs: ts[0], _counter_impl, OpPattern.OPAQUE,
-                      num_inputs=1, stateful=stateful)
+for _name, _stateful in (("test.fold_counter", True), ("test.fold_counter_pure", False)):
+    if _name not in Op.list_op_names():
+        define_op(_name, lambda ts, attrs: ts[0], _counter_impl, OpPattern.OPAQUE,
+                  num_inputs=1, stateful=_stateful)
 
 
 def fold(f):

@@ -184,26 +184,6 @@ PER_OP_ATTRS = frozenset({
     "FTVMMixedPrecisionConversionType", "FPrimalGradient"})
 
 
-def called_ops(func) -> set[str]:
-    """The names of the ops ``func`` calls, in nested functions too (one explicit stack)."""
-    from ....ir.op import Op
-    from ...expr import Call, Function
-    from ...expr_functor import dataflow_post_order
-
-    names: set[str] = set()
-    stack = [func]
-    while stack:
-        f = stack.pop()
-        for e in dataflow_post_order(f.body):
-            if isinstance(e, Call) and isinstance(e.op, Op):
-                names.add(e.op.name)
-            elif isinstance(e, Function):
-                stack.append(e)
-            if isinstance(e, Call) and isinstance(e.op, Function):
-                stack.append(e.op)
-    return names
-
-
 class RecordStore:
     """The on-disk records of symbolic kernels that one ``relay.vm.compile`` reads and writes
     (see the module doc); ``open()`` is None where the cache is off."""
@@ -211,9 +191,9 @@ class RecordStore:
     def __init__(self, cache, compiler: str, per_function_ops: bool = False):
         self.cache = cache
         self.compiler = compiler
-        # an op attribute registered from outside minitvm: the compiler's digest leaves the op
-        # registry out, and each key holds the attributes of the ops its function calls (a
-        # function calling an op with such an attribute gets no record)
+        # a built-in op's attribute set from outside minitvm: the compiler's digest leaves the
+        # op registry out, and each key holds the changed attributes of the ops its function
+        # calls (a function calling an op with such code gets no record)
         self.per_function_ops = per_function_ops
         self._loaded: dict = {}  # key -> what ``load_many`` read (``_MISS``: nothing usable)
         self._keys: dict = {}  # (id(func), options, const inputs) -> (func, its key)
@@ -233,7 +213,7 @@ class RecordStore:
         cache = build_cache.enabled(ctx)
         if cache is None:
             return None
-        ops = build_cache._op_registry_digest()
+        ops = build_cache.op_registry_digest(())  # (foreign ops: in each function's key)
         if ops is None and not all(attr in PER_OP_ATTRS or attr.startswith("target.")
                                    for _, attr in build_cache.foreign_op_attrs()):
             return None
@@ -262,17 +242,18 @@ class RecordStore:
         knobs = getattr(options, "knobs", None)
         if knobs is not None and getattr(knobs, "trace", False):
             return None
+        from .. import build_cache
+
+        called: set[str] = set()
         try:
-            digest = fingerprint(func)
+            digest = fingerprint(func, called)
         except Unfingerprintable:
             return None
-        ops = None
-        if self.per_function_ops:
-            from ..build_cache import op_attrs_digest
-
-            ops = op_attrs_digest(called_ops(func))
-            if ops is None:
-                return None
+        # foreign ops the function calls; with ``per_function_ops`` the changed attributes of
+        # the built-in ops it calls too
+        ops = build_cache.op_registry_digest(called, everywhere=not self.per_function_ops)
+        if ops is None:
+            return None
         opts = {f: getattr(options, f) for f in ("native", "blas", "generated_conv",
                                                 "generated_dense", "generated_batch_matmul")}
         head = json.dumps({"compiler": self.compiler, "func": digest, "options": opts,
