@@ -73,7 +73,8 @@ CODEGEN_VERSION = "38"  # 3: float16 libm in float32; 4: loaded integer values w
 # 37: conv_vnni on AVX2 without VNNI runs uint8 x int8 convs as int16 pairs (BYTE_PAIRS), its
 #     AVX2 pixel tiles 4 channels x 1 vector (AVX2_PIXEL_TILE: 8 x 3 spilled)
 # 38: AVX2 convs of few taps (schedule/conv_lanes.FEW_TAPS_MAX) pool 2x2 windows in their tiles,
-#     one window a tile (POOL_TILE_VECTORS)
+#     one window a tile (POOL_TILE_VECTORS); AVX2 pools of windows tiling a narrow plane in
+#     the flat form (schedule/pool.FLAT)
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000

@@ -127,7 +127,7 @@ def test_matches_numpy(case, include_pad, rng):
         (prim,) = _pool_prims(lib)
         names = _buffer_names(prim)
         assert "pool_vrow" not in names  # the direct form (or the flat one)
-        assert ("pool_rows" in names) == _flat(shape, k, s, pad, ceil)
+        assert ("pool_plane" in names) == _flat(shape, k, s, pad, ceil)
         assert ("pool_col" in names) == (_rows_first(shape, k, s) and
                                          not _flat(shape, k, s, pad, ceil))
 
@@ -138,7 +138,8 @@ def _flat(shape, k, s, pad, ceil):
     h, w = shape[-2:]
     return pool.FLAT[vector_isa()] and k[0] == s[0] and k[1] == s[1] >= 2 and \
         not any(pad) and w // s[1] <= pool.FLAT_MAX_COLUMNS and \
-        (ceil is False or h % s[0] == 0 and w % s[1] == 0)
+        (ceil is False or h % s[0] == 0 and w % s[1] == 0) and \
+        pool._partial_row(w // s[1], pool.DIRECT_LANES)
 
 
 def _rows_first(shape, k, s):
