@@ -6,15 +6,15 @@ to ``DIRECT_MAX_STRIDE`` take the direct form (``emit_direct``: output vectors f
 edges written out); windows of more taps (or of 16 and more at column stride 1) take
 ``pool_symbolic``'s forms instead (``pool_symbolic.takes_static``: rows combined first, or
 accumulated; chosen by ``builtin_rules``); the others, and every window with ``DIRECT`` off, the
-row form (``emit_rows``), described here. On AVX2 windows tiling a narrow plane (2x2 / 2 on a
-14x14 map) take the flat form first (``emit_flat``, ``FLAT``: the whole plane's windows as
-one row of vectors). Per output row (parallel over batch x channel x row), the valid
+row form (``emit_rows``), described here. Per output row (parallel over batch x channel x row), the valid
 input rows of the window are combined into a row temporary with unit-stride vector loads
 (padding columns hold the reduction's identity), then the window's columns are combined along
 that row, again with unit-stride vectors; a strided pooling finally picks every ``stride``-th
 column. This replaces the generic small-window reduction, whose strided, bounds-checked gathers
 cost 4-5x more. A fused elementwise epilogue (a residual add) is applied in the direct form's
-stores; the other forms leave it to a pass of its own (``lower._emit_pool``).
+stores; the other forms leave it to a pass of its own (``lower._emit_pool``). On AVX2, windows
+tiling a narrow plane (2x2 / 2 on a 14x14 map) take the flat form before the direct one
+(``emit_flat``, ``FLAT``: the whole plane's windows as one row of vectors).
 """
 
 from __future__ import annotations
