@@ -10,7 +10,7 @@ Each block is ``C`` input and ``O`` output channels on an ``HW x HW`` image of b
 (``ceil``: ceil mode), exported from torch to ONNX (its bias folded into ONNX Runtime's Conv).
 ``--switch`` names a module attribute under ``minitvm`` (``NAME[KEY]``: one ISA's or host's
 entry of a per-ISA dict) and ``--values`` its values, one build each (the kernel caches off for
-each, as ``bench_model_switch`` does). One thread, thread CPU time; prints per block the
+each, as ``bench_model_switch`` does; a repeated value is an A/A control). One thread, thread CPU time; prints per block the
 kernels each build made (pooled in the conv's tiles: one), its median ms and its ratio to ORT.
 Needs the ``torch``, ``onnx`` and ``onnxruntime`` extras.
 """
@@ -119,7 +119,9 @@ def main() -> int:
     torch.set_num_threads(1)
     threadpool.set_num_threads(1)
     values = [ast.literal_eval(v) for v in args.values.split(",")] if args.switch else [None]
-    labels = [str(v) for v in values] if args.switch else ["minitvm"]
+    texts = args.values.split(",") if args.switch else ["minitvm"]
+    # a repeated value is an A/A control: each build gets its own column
+    labels = [v if texts.count(v) == 1 else f"{v}#{i}" for i, v in enumerate(texts)]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; one thread, thread CPU ms, "
           f"median of {args.rounds} interleaved rounds of median-of-{args.runs}"
           + (f"; {args.switch}" if args.switch else ""))
