@@ -105,8 +105,10 @@ WIDE_STRIDED_MAX_PIXELS = 64
 # 1 -> 32 at 28x28 n16 0.199 -> 0.117 (0.171), 3 -> 64 (64 wide) n8 0.276 -> 0.248 (0.276),
 # 3 -> 48 at 27x27 (48 wide) n8 0.194 -> 0.170 (0.294). More taps gain nothing or lose: 4 -> 32
 # (36 taps) n16 0.314 -> 0.313, 8 -> 32 (72) 0.505 -> 0.525; 3 -> 32 5x5 (75) 0.522 -> 0.489
-# but not taken. Strided and grouped convs not measured. AVX2 (16 lanes its only width): 0
-FEW_TAPS_MAX = {"avx512": 32, "avx2": 0}
+# but not taken. Strided and grouped convs not measured. AVX2 (16 lanes its only width, so the
+# tiles are as before): the same limit, for the max pool in the tiles it lets ``conv_pool``
+# fuse (``POOL_TILE_VECTORS``' numbers)
+FEW_TAPS_MAX = {"avx512": 32, "avx2": 32}
 # ... and on these hosts (``common.host_switch``) a strided groups-1 conv of at most 9 taps a
 # filter takes them on a plane of any size (``wide_strided``), in the "channels" order, in one
 # pass where the weights allow (else in blocks of channels), rather than 16-lane tiles in rows
@@ -706,8 +708,17 @@ def channel_block(g) -> int:
 # pixel table lists the pooled windows one after another (each window's k*k conv pixels in
 # turn), a tile holds whole windows, and its store applies the conv's elementwise epilogue to
 # each pixel, combines a window's pixels and stores one pooled value a window, so the conv's
-# map is never written. A tile keeps at most POOL_MAX_ACCUMULATORS vector accumulators.
+# map is never written. A tile keeps at most POOL_MAX_ACCUMULATORS accumulators of 16 lanes.
 POOL_MAX_ACCUMULATORS = 24
+# ... and more than one window only within POOL_TILE_VECTORS vector registers of accumulators
+# (``pool_windows``, by ISA): on AVX2 a 16-lane tile is two ymm registers a pixel, so two 2x2
+# windows (8 pixels, 16 accumulators) left no register of the 16 for the weights and the
+# broadcast input and spilled. Zen 3 (AVX2), one thread, conv + bias + relu + 2x2 max pool,
+# A/B in one process, 9 interleaved rounds of median-of-10, thread CPU ms, two kernels /
+# pooled two windows a tile / one window a tile (ONNX Runtime): 1 -> 16 3x3 at 28x28 batch 32
+# (soft_decision_tree's stem) 0.342 / 0.244 / 0.180 (0.202). AVX-512 (16 lanes one zmm): the
+# same bound as POOL_MAX_ACCUMULATORS
+POOL_TILE_VECTORS = {"avx512": 24, "avx2": 12}
 # ... by default only for convs of few taps an output (``few_taps``: an RGB or grayscale stem,
 # whose tiles' time is their stores, so that the map's stores and the pool's pass are most of
 # the two kernels' time); ``POOL_ANY_CONV`` pools every conv whose tiles hold a window. The
@@ -737,13 +748,14 @@ POOL_OVERLAP = False
 def pool_windows(g, k: int) -> int | None:
     """Pooled windows of ``k x k`` conv pixels a tile of geometry ``g`` (with its knobs) holds:
     the nearest whole number of windows to ``tile_pixels``, at least one, within
-    ``POOL_MAX_ACCUMULATORS`` vector accumulators; None when one window is too many."""
-    regs = width(g) // LANES  # vector accumulators a pixel
+    ``POOL_MAX_ACCUMULATORS`` accumulators of 16 lanes and, beyond one window, within
+    ``POOL_TILE_VECTORS`` vector registers (by ISA); None when one window is too many."""
     taps = k * k
-    if taps * regs > POOL_MAX_ACCUMULATORS:
+    if taps * (width(g) // LANES) > POOL_MAX_ACCUMULATORS:
         return None
+    vecs = width(g) // (16 if vector_isa() == "avx512" else 8)  # vector registers a pixel
     n = max(1, round(tile_pixels(g) / taps))
-    while n > 1 and n * taps * regs > POOL_MAX_ACCUMULATORS:
+    while n > 1 and n * taps * vecs > POOL_TILE_VECTORS[vector_isa()]:
         n -= 1
     return n
 

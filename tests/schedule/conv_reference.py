@@ -27,6 +27,25 @@ def conv_ref(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1)):
     return out
 
 
+def np_max_pool(a, k, s, pad, ceil_mode=False):
+    """numpy max pool of NCHW ``a``: ``k x k`` at stride ``s``, ``pad`` on each side (never
+    winning), the plane's size as Relay's (``ceil_mode`` windows may overhang)."""
+    n, c, h, w = a.shape
+
+    def size(x):
+        span = x + 2 * pad - k
+        return (-(-span // s) if ceil_mode else span // s) + 1
+
+    ph, pw = size(h), size(w)
+    big = np.full((n, c, h + 2 * pad + k + s, w + 2 * pad + k + s), -np.inf, a.dtype)
+    big[:, :, pad:pad + h, pad:pad + w] = a
+    out = np.full((n, c, ph, pw), -np.inf, a.dtype)
+    for dy in range(k):
+        for dx in range(k):
+            out = np.maximum(out, big[:, :, dy:dy + s * ph:s, dx:dx + s * pw:s])
+    return out
+
+
 def grouped_conv_ref(x, w, groups, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1)):
     """``conv_ref`` of a grouped conv: each group's input channels with its filters."""
     cg, og = x.shape[1] // groups, w.shape[0] // groups

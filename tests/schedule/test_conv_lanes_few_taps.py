@@ -1,7 +1,8 @@
 """``conv_lanes.FEW_TAPS_MAX``: on AVX-512 a stride-1, groups-1 conv of at most that many taps
 an output (input channels x filter taps: an RGB or grayscale stem on a plane ``conv_direct``
 leaves to ``conv_lanes``) takes 16-lane tiles by default, whatever width its output channels
-would allow; more taps, a stride, groups or the switch at 0 keep the wider tiles. The kernels
+would allow; more taps, a stride, groups or the switch at 0 keep the wider tiles. On AVX2 the
+same convs are of few taps with their tiles unchanged (16 lanes the only width). The kernels
 match numpy at batch 1 and 3 (images on the pool), on one and two threads."""
 
 import numpy as np
@@ -50,9 +51,21 @@ def test_default_width(geometry, few, width_else, monkeypatch):
         assert conv_lanes.default_knobs(g)["lanes_width"] == width_else
 
 
-def test_avx2_is_not_concerned(monkeypatch):
+@pytest.mark.parametrize("geometry, few", [
+    (dict(c=3, o=32, hw=28), True), (dict(c=1, o=16, hw=28), True),
+    (dict(c=1, o=6, hw=32, k=5, p=0), True), (dict(c=4, o=32, hw=28), False),
+    (dict(c=3, o=32, hw=57, s=2), False)])
+def test_avx2_few_taps_keep_their_tiles(geometry, few, monkeypatch):
+    """On AVX2 (16 lanes its only width) the same convs are of few taps (what lets
+    ``conv_pool`` pool in their tiles), their tiles' knobs as with the switch off."""
     monkeypatch.setattr(conv_lanes, "vector_isa", lambda: "avx2")
-    assert not conv_lanes.few_taps(_geometry(3, 32, 28))
+    g = _geometry(**geometry)
+    assert conv_lanes.few_taps(g) is few
+    knobs = conv_lanes.default_knobs(g)
+    assert knobs["lanes_width"] == conv_lanes.LANES
+    monkeypatch.setitem(conv_lanes.FEW_TAPS_MAX, "avx2", 0)
+    assert not conv_lanes.few_taps(g)
+    assert conv_lanes.default_knobs(g) == knobs
 
 
 def _tile_widths(kernel) -> set[int]:

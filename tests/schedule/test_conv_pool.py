@@ -8,7 +8,7 @@ and ceil-mode windows (their outside positions clamped into the window) and, wit
 
 import numpy as np
 import pytest
-from conv_reference import conv_kernel, conv_ref, run_graph
+from conv_reference import conv_kernel, conv_ref, np_max_pool, run_graph
 
 import minitvm as tvm
 from minitvm import relay
@@ -161,25 +161,6 @@ def test_the_chain_walk_does_not_recurse():
     assert conv_pool.chain_back(s, first, lambda st: [(st.prev, st is not s.prev)]) is None
 
 
-def _np_max_pool(a, k, s, pad, ceil_mode=False):
-    """numpy max pool of NCHW ``a``: ``k x k`` at stride ``s``, ``pad`` on each side (never
-    winning), the plane's size as Relay's (``ceil_mode`` windows may overhang)."""
-    n, c, h, w = a.shape
-
-    def size(x):
-        span = x + 2 * pad - k
-        return (-(-span // s) if ceil_mode else span // s) + 1
-
-    ph, pw = size(h), size(w)
-    big = np.full((n, c, h + 2 * pad + k + s, w + 2 * pad + k + s), -np.inf, a.dtype)
-    big[:, :, pad:pad + h, pad:pad + w] = a
-    out = np.full((n, c, ph, pw), -np.inf, a.dtype)
-    for dy in range(k):
-        for dx in range(k):
-            out = np.maximum(out, big[:, :, dy:dy + s * ph:s, dx:dx + s * pw:s])
-    return out
-
-
 def _build_pool(n, c, o, hw, pool, k=3, ceil_mode=False, seed=0):
     """conv (padding k // 2) + bias + relu + ``nn.max_pool2d(**pool)``: (lib, feeds, expected,
     the conv's output shape)."""
@@ -196,7 +177,7 @@ def _build_pool(n, c, o, hw, pool, k=3, ceil_mode=False, seed=0):
     y = relay.nn.max_pool2d(y, (pk, pk), (ps, ps), padding=(pp, pp), ceil_mode=ceil_mode)
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
-    return lib, {"x": xv}, _np_max_pool(conv, pk, ps, pp, ceil_mode), conv.shape
+    return lib, {"x": xv}, np_max_pool(conv, pk, ps, pp, ceil_mode), conv.shape
 
 
 def _two_kernels(lib_fn):

@@ -126,8 +126,20 @@ def test_matches_numpy(case, include_pad, rng):
     if DIRECT:
         (prim,) = _pool_prims(lib)
         names = _buffer_names(prim)
-        assert "pool_vrow" not in names  # the direct form
-        assert ("pool_col" in names) == _rows_first(shape, k, s)
+        assert "pool_vrow" not in names  # the direct form (or the flat one)
+        assert ("pool_plane" in names) == _flat(shape, k, s, pad, ceil)
+        assert ("pool_col" in names) == (_rows_first(shape, k, s) and
+                                         not _flat(shape, k, s, pad, ceil))
+
+
+def _flat(shape, k, s, pad, ceil):
+    """Does the window take the flat form on the host's ISA (``pool.FLAT``): ``k x k`` / ``k``
+    windows tiling an unpadded plane of at most ``FLAT_MAX_COLUMNS`` output columns?"""
+    h, w = shape[-2:]
+    return pool.FLAT[vector_isa()] and k[0] == s[0] and k[1] == s[1] >= 2 and \
+        not any(pad) and w // s[1] <= pool.FLAT_MAX_COLUMNS and \
+        (ceil is False or h % s[0] == 0 and w % s[1] == 0) and \
+        pool._partial_row(w // s[1], pool.DIRECT_LANES)
 
 
 def _rows_first(shape, k, s):
@@ -144,6 +156,7 @@ def test_rows_first_on_any_plane(case, rng, monkeypatch):
     shape, kind, k, s, d, pad, ceil = case
     xv = rng.standard_normal(shape).astype("float32")
     monkeypatch.setitem(pool.VERTICAL_FIRST_MIN, vector_isa(), (2, 0))
+    monkeypatch.setitem(pool.FLAT, vector_isa(), False)  # (tiling windows: the flat form)
     lib = _build_fresh(shape, kind, k, s, d, pad, ceil)
     (prim,) = _pool_prims(lib)
     assert "pool_col" in _buffer_names(prim) or not DIRECT
