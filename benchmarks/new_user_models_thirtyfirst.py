@@ -7,7 +7,7 @@ three branches mixed by sigmoid gates), a Qwen3-style decoder (``F.rms_norm`` on
 queries and keys, YaRN-scaled rotary frequencies, ``F.scaled_dot_product_attention`` with
 ``enable_gqa=True`` and ``is_causal=True``, ``nn.RMSNorm``), a speculative-decoding verify step
 (draft and target LMs score the same draft tokens, acceptance by a given uniform below
-``p / q``, the accepted prefix by ``cumprod``, the residual distribution ``relu(p - q)`` read
+``p / q``, the accepted prefix by a ``cumsum`` of rejections, the residual distribution ``relu(p - q)`` read
 at the first rejection by ``gather``), Meta's HSTU generative recommender (pointwise SiLU
 attention without a softmax, a relative time bias from log-bucketized timestamp gaps looked up
 by a 2-D ``Embedding`` index), a TTT-Linear layer (a per-head inner linear model trained on the
@@ -233,7 +233,7 @@ def thirtyfirst_models():
     class SpecDecodeVerify(nn.Module):
         """Leviathan et al. 2023: the target scores the prefix plus ``n`` draft tokens in one
         pass; draft token i is accepted when u_i < p_i(x_i) / q_i(x_i); the accepted count is
-        the sum of the running product of acceptances; the next token is drawn from
+        the number of leading positions with no rejection so far; the next token is drawn from
         norm(relu(p - q)) at the first rejection (from p after the last draft when all pass),
         here returned as that distribution."""
 
@@ -251,7 +251,9 @@ def thirtyfirst_models():
             px = p[:, :n].gather(-1, draft[..., None]).squeeze(-1)
             qx = q.gather(-1, draft[..., None]).squeeze(-1)
             accept = (u < (px / qx).clamp(max=1.0)).float()
-            n_acc = accept.cumprod(-1).sum(-1, keepdim=True)       # (b, 1)
+            # the accepted prefix: no rejection up to and including i (a running count of
+            # rejections, as ``cumprod`` has no ONNX export)
+            n_acc = ((1.0 - accept).cumsum(-1) == 0).float().sum(-1, keepdim=True)  # (b, 1)
             resid = F.relu(p[:, :n] - q)
             resid = resid / resid.sum(-1, keepdim=True).clamp(min=1e-9)
             cand = torch.cat([resid, p[:, n:]], 1)                  # (b, n + 1, V)
