@@ -7,8 +7,8 @@ three branches mixed by sigmoid gates), a Qwen3-style decoder (``F.rms_norm`` on
 queries and keys, YaRN-scaled rotary frequencies, ``F.scaled_dot_product_attention`` with
 ``enable_gqa=True`` and ``is_causal=True``, ``nn.RMSNorm``), a speculative-decoding verify step
 (draft and target LMs score the same draft tokens, acceptance by a given uniform below
-``p / q``, the accepted prefix by a ``cumsum`` of rejections, the residual distribution ``relu(p - q)`` read
-at the first rejection by ``gather``), Meta's HSTU generative recommender (pointwise SiLU
+``p / q``, the accepted prefix by a ``cumsum`` of rejections, the residual distribution
+``relu(p - q)`` read at the first rejection by ``gather``), Meta's HSTU generative recommender (pointwise SiLU
 attention without a softmax, a relative time bias from log-bucketized timestamp gaps looked up
 by a 2-D ``Embedding`` index), a TTT-Linear layer (a per-head inner linear model trained on the
 tokens by one gradient step per mini-batch, in its dual form ``Q W - eta tril(Q K^T) E``),
