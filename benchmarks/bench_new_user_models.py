@@ -33,6 +33,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentyeighth  # (..._twentyeighth)
     python benchmarks/bench_new_user_models.py --group twentyninth  # (..._twentyninth)
     python benchmarks/bench_new_user_models.py --group thirtieth  # (..._thirtieth)
+    python benchmarks/bench_new_user_models.py --group thirtyfirst  # (..._thirtyfirst)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -70,6 +71,7 @@ from new_user_models_sixth import sixth_models  # noqa: E402
 from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_thirtieth import thirtieth_models  # noqa: E402
+from new_user_models_thirtyfirst import thirtyfirst_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyeighth import twentyeighth_models  # noqa: E402
@@ -1946,7 +1948,7 @@ def main() -> int:
                                         "twentieth", "twentyfirst", "twentysecond",
                                         "twentythird", "twentyfourth", "twentyfifth",
                                         "twentysixth", "twentyseventh", "twentyeighth",
-                                        "twentyninth", "thirtieth", "all"),
+                                        "twentyninth", "thirtieth", "thirtyfirst", "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2068,7 +2070,12 @@ def main() -> int:
                     "simulator by index_add, a deep equilibrium model, a Gabor multiplicative "
                     "filter network, a neural HMM's forward-backward, MAE random masking by "
                     "argsort, spectral pooling by DFT matmuls, top-k sparse attention, an "
-                    "AlphaZero net over a legal-move mask, a soft decision tree); all")
+                    "AlphaZero net over a legal-move mask, a soft decision tree); "
+                    "thirtyfirst: the 12 of the thirty-first (a Gated DeltaNet LM, native "
+                    "sparse attention, a Qwen3 QK-norm / YaRN / GQA-SDPA decoder, a "
+                    "speculative-decoding verify step, HSTU, TTT-Linear, DeepSeek-V3 "
+                    "group-limited routing, a paged-KV decode step, an FSQ tokenizer, a soft "
+                    "rasterizer, nGPT, a TabPFN-style in-context classifier); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2092,11 +2099,13 @@ def main() -> int:
     twentyfifth, twentysixth = twentyfifth_models(), twentysixth_models()
     twentyseventh, twentyeighth = twentyseventh_models(), twentyeighth_models()
     twentyninth, thirtieth = twentyninth_models(), thirtieth_models()
+    thirtyfirst = thirtyfirst_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
              **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth,
-             **twentysixth, **twentyseventh, **twentyeighth, **twentyninth, **thirtieth}
+             **twentysixth, **twentyseventh, **twentyeighth, **twentyninth, **thirtieth,
+             **thirtyfirst}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2107,7 +2116,8 @@ def main() -> int:
              "twentythird": twentythird, "twentyfourth": twentyfourth,
              "twentyfifth": twentyfifth, "twentysixth": twentysixth,
              "twentyseventh": twentyseventh, "twentyeighth": twentyeighth,
-             "twentyninth": twentyninth, "thirtieth": thirtieth, "all": table}[args.group]
+             "twentyninth": twentyninth, "thirtieth": thirtieth,
+             "thirtyfirst": thirtyfirst, "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

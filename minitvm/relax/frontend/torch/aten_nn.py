@@ -333,10 +333,17 @@ def _batch_norm_no_stats(ctx: AtenContext, args):
 
 @register("scaled_dot_product_attention.default")
 def _sdpa(ctx: AtenContext, args):
-    q, k, v, mask, dropout, causal, scale = (list(args) + [None] * 8)[:7]
+    q, k, v, mask, dropout, causal, scale, gqa = (list(args) + [None] * 8)[:8]
     if dropout:
         raise ctx.fail("dropout_p > 0 is a training-only setting")
     n = ctx.ndim(q)
+    if gqa and ctx.shape(q)[-3] != ctx.shape(k)[-3]:
+        # enable_gqa: each key / value head serves Hq / Hkv consecutive query heads
+        hq, hkv = ctx.shape(q)[-3], ctx.shape(k)[-3]
+        if not isinstance(hq, int) or not isinstance(hkv, int) or hq % hkv:
+            raise ctx.fail(f"enable_gqa needs static head counts with {hkv} dividing {hq}")
+        k = ctx.emit(_op.repeat(k, hq // hkv, axis=n - 3))
+        v = ctx.emit(_op.repeat(v, hq // hkv, axis=n - 3))
     head = ctx.shape(q)[-1]
     if scale is None and not isinstance(head, int):
         raise ctx.fail("attention needs a static head size to derive its scale")

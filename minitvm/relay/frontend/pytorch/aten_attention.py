@@ -1,5 +1,6 @@
-"""ATen attention onto Relay: ``scaled_dot_product_attention`` (masks, causal, scale), the CPU
-flash-attention form TorchScript records, and ``_native_multi_head_attention``."""
+"""ATen attention onto Relay: ``scaled_dot_product_attention`` (masks, causal, scale,
+``enable_gqa``), the CPU flash-attention form TorchScript records, and
+``_native_multi_head_attention``."""
 
 from __future__ import annotations
 
@@ -32,6 +33,17 @@ def _sdpa(ctx, q, k, v, mask, causal, scale):
     return _matmul(ctx, _nn.softmax(scores, axis=-1), v), scores
 
 
+def _gqa_heads(ctx, q, kv):
+    """``enable_gqa``: each key / value head serves ``Hq / Hkv`` consecutive query heads (axis
+    -3), as torch repeats them; an already equal head count is left alone."""
+    hq, hkv = ctx.shape(q)[-3], ctx.shape(kv)[-3]
+    if hq == hkv:
+        return kv
+    if not isinstance(hq, int) or not isinstance(hkv, int) or hq % hkv:
+        raise ctx.fail(f"enable_gqa needs static head counts with {hkv} dividing {hq}")
+    return _op.repeat(kv, hq // hkv, axis=len(ctx.shape(kv)) - 3)
+
+
 @register("scaled_dot_product_attention")
 def _scaled_dot_product_attention(ctx, args):
     q, k, v = args[:3]
@@ -40,6 +52,8 @@ def _scaled_dot_product_attention(ctx, args):
     scale = args[6] if len(args) > 6 else None
     if len(args) > 4 and args[4]:
         raise ctx.fail("dropout_p > 0 is a training-only setting")
+    if len(args) > 7 and args[7]:
+        k, v = _gqa_heads(ctx, q, k), _gqa_heads(ctx, q, v)
     return _sdpa(ctx, q, k, v, mask, causal, scale)[0]
 
 
