@@ -113,8 +113,10 @@ class Parser:
     def span(self, tok) -> Span:
         """Where ``tok`` starts (and its line's extent of the token): the node's ``span``."""
         line, col = self.src.line_col(tok[2])
-        width = len(tok[1]) if isinstance(tok[1], str) else 1
-        return Span(self._source_name, line, column=col, end_line=line, end_column=col + width)
+        value = tok[1]
+        width = len(value) if isinstance(value, str) else 1
+        # (positional: source_name, line, end_line, column, end_column)
+        return Span(self._source_name, line, line, col, col + width)
 
     # ------------------------------------------------------------------ token helpers
     def peek(self, k: int = 0) -> tuple:
@@ -645,12 +647,15 @@ class Parser:
             expr = yield self._primary()
         toks = self.toks
         while True:
-            if self.at("("):
-                tok = self.next()
+            tok = toks[self.i]
+            if tok[1] == "(" and tok[0] is PUNCT:
+                self.i += 1
                 args, kwargs, attrs = [], {}, None
-                while not self.at(")"):
+                while True:
                     t = toks[self.i]
                     kind = t[0]
+                    if t[1] == ")" and kind is PUNCT:
+                        break
                     if kind is LOCAL and toks[self.i + 1][1] in _ARG_END:
                         self.i += 1
                         args.append(self.lookup_local(t))
