@@ -13,6 +13,8 @@ before). A different key says nothing: two equal functions may key apart.
 
 from __future__ import annotations
 
+import weakref
+
 from ...ir.attrs import DictAttrs
 from ...ir.op import Op
 from ...ir.prim_expr import IntImm
@@ -100,28 +102,65 @@ def _attrs(a):
     return (type(a), *items)
 
 
+# the body parts of the last keys made, by the body's id: (a weak reference to the body, its
+# function's params, the part or None when it has no key). LabelOps keys each fused function,
+# and the graph codegen keys its labelled copy (the same params and body, other attributes)
+# again; a dead body's id may be reused, which the reference tells apart
+_BODY_PARTS: dict[int, tuple] = {}
+_BODY_PARTS_MAX = 4096
+
+
 def canonical_key(fn) -> tuple | None:
     """The key of ``fn`` (see the module docstring), or None when it holds something the key
     does not encode. Iterative: the walk keeps its own stack."""
     if type(fn) is not Function or fn.type_params:
         return None
+    part = _body_part(fn)
+    if part is None:
+        return None
     try:
-        return _key(fn)
+        attrs = fn.attrs
+        if attrs is not None and type(attrs) is not DictAttrs:
+            raise _NoKey
+        # (type_params: None and [] hash apart; a non-empty list was refused)
+        return (fn.type_params is None, _type(fn.ret_type), _attrs(attrs),
+                _vd(getattr(fn, "_virtual_device", None)), *part)
     except _NoKey:
         return None
 
 
-def _key(fn: Function) -> tuple:
+def _body_part(fn: Function) -> tuple | None:
+    """``(position of the body, entries)`` of ``fn``'s params and body (remembered), or None."""
+    body, params = fn.body, fn.params
+    hit = _BODY_PARTS.get(id(body))
+    if hit is not None and hit[0]() is body and len(hit[1]) == len(params) and all(
+            a is b for a, b in zip(hit[1], params)):
+        return hit[2]
+    try:
+        part = _walk(params, body)
+    except _NoKey:
+        part = None
+    try:
+        ref = weakref.ref(body)
+    except TypeError:  # (a body without weak references: not remembered)
+        return part
+    if len(_BODY_PARTS) >= _BODY_PARTS_MAX:
+        _BODY_PARTS.clear()
+    _BODY_PARTS[id(body)] = (ref, tuple(params), part)
+    return part
+
+
+def _walk(params, body) -> tuple:
     pos: dict[int, int] = {}  # id(node) -> its position in the key
     entries: list = []
-    for p in fn.params:
+    for p in params:
         if type(p) is not Var:
             raise _NoKey
         pos[id(p)] = len(entries)
         # (the raw slot: None reads as a fresh unconstrained device through the property)
         vd = getattr(p, "_virtual_device", None)
         entries.append(("param", _type(p.type_annotation), vd if vd is None else _vd(vd)))
-    stack = [(fn.body, False)]
+    stack = [(body, False)]
     while stack:
         e, ready = stack.pop()
         if id(e) in pos:
@@ -163,9 +202,4 @@ def _key(fn: Function) -> tuple:
         entries.append(entry)
         if len(entries) > MAX_NODES:
             raise _NoKey
-    attrs = fn.attrs
-    if attrs is not None and type(attrs) is not DictAttrs:
-        raise _NoKey
-    # (type_params: None and [] hash apart; a non-empty list was refused)
-    return (fn.type_params is None, _type(fn.ret_type), _attrs(attrs),
-            _vd(getattr(fn, "_virtual_device", None)), pos[id(fn.body)], tuple(entries))
+    return pos[id(body)], tuple(entries)

@@ -63,6 +63,9 @@ _INT_ATTRS = frozenset((
     "num_outputs", "seq_axis", "batch_axis", "block_size", "output_padding", "stride"))
 _DTYPE_ATTRS = frozenset(("dtype", "out_dtype"))  # not ret_type: topk's is "both"/"values"/...
 _ARG_END = (",", ")")
+# identifiers that _primary reads as more than a name (the others name an op or constructor)
+_KEYWORD_ATOMS = frozenset(("fn", "if", "match", "ref", "ref_read", "ref_write", "True",
+                            "False", "meta"))
 # the largest finite value of each float dtype: a literal within it needs no overflow check
 _FLOAT_MAX = {d: float(np.finfo(d).max) for d in ("float16", "float32", "float64")}
 MAX_ATTR_DEPTH = 64  # attribute values are small (lists of ints, maybe of lists)
@@ -110,8 +113,10 @@ class Parser:
     def span(self, tok) -> Span:
         """Where ``tok`` starts (and its line's extent of the token): the node's ``span``."""
         line, col = self.src.line_col(tok[2])
-        width = len(tok[1]) if isinstance(tok[1], str) else 1
-        return Span(self._source_name, line, column=col, end_line=line, end_column=col + width)
+        value = tok[1]
+        width = len(value) if isinstance(value, str) else 1
+        # (positional: source_name, line, end_line, column, end_column)
+        return Span(self._source_name, line, line, col, col + width)
 
     # ------------------------------------------------------------------ token helpers
     def peek(self, k: int = 0) -> tuple:
@@ -630,22 +635,34 @@ class Parser:
 
     def _postfix(self):
         t = start = self.toks[self.i]
-        if t[0] is LOCAL:  # fast path for the most common operand
+        if t[0] is LOCAL:  # fast paths for the most common operands: no sub-step
             self.i += 1
             expr = self.lookup_local(t)
+        elif t[0] is NUMBER:
+            self.i += 1
+            expr = self.literal(t[1][0], t[1][1], t)
+        elif t[0] is IDENT and t[1] not in _KEYWORD_ATOMS and self.at("(", 1):
+            expr = self._named_callee(t)
         else:
             expr = yield self._primary()
         toks = self.toks
         while True:
-            if self.at("("):
-                tok = self.next()
+            tok = toks[self.i]
+            if tok[1] == "(" and tok[0] is PUNCT:
+                self.i += 1
                 args, kwargs, attrs = [], {}, None
-                while not self.at(")"):
+                while True:
                     t = toks[self.i]
-                    if t[0] is LOCAL and toks[self.i + 1][1] in _ARG_END:
+                    kind = t[0]
+                    if t[1] == ")" and kind is PUNCT:
+                        break
+                    if kind is LOCAL and toks[self.i + 1][1] in _ARG_END:
                         self.i += 1
                         args.append(self.lookup_local(t))
-                    elif t[0] is IDENT and self.at("=", 1):
+                    elif kind is NUMBER and toks[self.i + 1][1] in _ARG_END:
+                        self.i += 1
+                        args.append(self.literal(t[1][0], t[1][1], t))
+                    elif kind is IDENT and self.at("=", 1):
                         key = self.next()[1]
                         self.next()
                         kwargs[key] = self.parse_attr_value()
@@ -688,6 +705,22 @@ class Parser:
                     raise self.error(f"attribute {key} must hold integers, got {v!r}", tok)
                 elif isinstance(v, int) and not -(1 << 63) <= v < (1 << 63):
                     raise self.error(f"attribute {key} value {v} does not fit in int64", tok)
+
+    def _named_callee(self, t):
+        """The operator or constructor named by identifier ``t`` (consumed): no sub-step."""
+        self.next()
+        value = t[1]
+        ctor = self.ctors.get(value)
+        if ctor is not None:
+            if not ctor.inputs:
+                if self.at("(") and self.at(")", 1):
+                    self.i += 2
+                return Call(ctor, [])
+            return ctor
+        try:
+            return Op.get(value)
+        except ValueError:
+            raise self.error(f"unknown operator or constructor {value!r}", t) from None
 
     def make_call(self, callee, args, kwargs, attrs, tok, start=None) -> Call:
         if isinstance(callee, Op) and kwargs:
@@ -746,18 +779,7 @@ class Parser:
                 return Constant(np.array(value == "True"), self.span(t))
             if value == "meta":
                 return self.parse_meta_ref()
-            self.next()
-            ctor = self.ctors.get(value)
-            if ctor is not None:
-                if not ctor.inputs:
-                    if self.at("(") and self.at(")", 1):
-                        self.i += 2
-                    return Call(ctor, [])
-                return ctor
-            try:
-                return Op.get(value)
-            except ValueError:
-                raise self.error(f"unknown operator or constructor {value!r}", t) from None
+            return self._named_callee(t)
         raise self.error(f"expected an expression, found {_describe(t)}", t)
 
     def _paren(self):

@@ -18,7 +18,9 @@ _TOKEN = re.compile(
     r"""
     \s*(?:
     (?P<line_comment>//[^\n]*)
+  | (?P<comment>/\*[^*/]*\*/)
   | (?P<block_open>/\*)
+  | (?P<punct>->|=>|<=|>=|==|!=|[()\[\]{},;:=.?+\-*/<>^])
   | (?P<version>\#\[version\s*=\s*"(?P<ver>[^"]*)"\s*\])
   | (?P<metadata>\#\[metadata\])
   | (?P<local>%(?:""" + _NAME + r"""|[0-9]+))
@@ -27,8 +29,8 @@ _TOKEN = re.compile(
   | (?P<int>[0-9]+(?P<isuf>f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64)?)
   | (?P<ident>""" + _NAME + r""")
   | (?P<string>"(?:[^"\\\n]|\\.)*")
-  | (?P<punct>->|=>|<=|>=|==|!=|[()\[\]{},;:=.?+\-*/<>^])
   | (?P<ws>$)
+  | (?P<bad>\S)
     )""",
     re.VERBOSE,
 )
@@ -48,10 +50,17 @@ class Source:
         self.text = text
         self.name = name
         self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._last = (0, 0, 0)  # (start, end, line index) of the last line looked up
 
     def line_col(self, pos: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self._starts, pos) - 1
-        return line + 1, pos - self._starts[line] + 1
+        start, end, line = self._last
+        if not start <= pos < end:  # the parser asks in text order: mostly the same line
+            starts = self._starts
+            line = bisect.bisect_right(starts, pos) - 1
+            start = starts[line]
+            end = starts[line + 1] if line + 1 < len(starts) else len(self.text) + 1
+            self._last = (start, end, line)
+        return line + 1, pos - start + 1
 
     def error(self, pos: int, message: str, hint: str = "") -> ParseError:
         line, col = self.line_col(pos)
@@ -94,54 +103,59 @@ def _skip_block_comment(src: Source, pos: int) -> int:
 
 
 def tokenize(src: Source) -> list[tuple]:
-    """Tokens as ``(kind, value, pos)``; numbers carry ``(value, dtype)``."""
+    """Tokens as ``(kind, value, pos)``; numbers carry ``(value, dtype)``.
+
+    One ``finditer`` over the text (every non-blank character starts some match, so the
+    matches are contiguous); a comment without ``*`` or ``/`` inside (the printer's
+    ``/* ty=... */``) is one match, and only a nested or unusual one restarts the scan after it."""
     text = src.text
     tokens: list[tuple] = []
     append = tokens.append
-    match = _TOKEN.match
     pos, n = 0, len(text)
     while pos < n:
-        m = match(text, pos)
-        if m is None:
-            rest = text[pos:]
-            bad = pos + len(rest) - len(rest.lstrip())
-            raise src.error(bad, f"unexpected character {text[bad]!r}")
-        kind = m.lastgroup
-        pos = m.start(kind)
-        if kind == "punct":
-            append((PUNCT, m.group(kind), pos))
-        elif kind == "local":
-            append((LOCAL, m.group(kind)[1:], pos))
-        elif kind == "ident":
-            append((IDENT, m.group(kind), pos))
-        elif kind == "block_open":
-            pos = _skip_block_comment(src, pos)
-            continue
-        elif kind in ("ws", "line_comment"):
-            pos = m.end()
-            continue
-        elif kind in ("int", "float"):
-            if tokens and tokens[-1][1] == "." and tokens[-1][0] == PUNCT:
-                m = _INT_ONLY.match(text, pos)  # %t.0.1: tuple indices, not a float
-                if len(m.group()) > 18:
-                    raise src.error(pos, f"tuple index {m.group()[:20]}... is too large")
-                append((NUMBER, (int(m.group()), "int32"), pos))
-            else:
+        restart = None
+        for m in _TOKEN.finditer(text, pos):
+            kind = m.lastgroup
+            if kind == "punct":
+                append((PUNCT, m.group(kind), m.start(kind)))
+            elif kind == "comment" or kind == "line_comment":
+                continue
+            elif kind == "local":
+                append((LOCAL, m.group(kind)[1:], m.start(kind)))
+            elif kind == "ident":
+                append((IDENT, m.group(kind), m.start(kind)))
+            elif kind == "int" or kind == "float":
+                start = m.start(kind)
+                if tokens and tokens[-1][1] == "." and tokens[-1][0] == PUNCT:
+                    m = _INT_ONLY.match(text, start)  # %t.0.1: tuple indices, not a float
+                    if len(m.group()) > 18:
+                        raise src.error(start, f"tuple index {m.group()[:20]}... is too large")
+                    append((NUMBER, (int(m.group()), "int32"), start))
+                    restart = m.end()
+                    break
                 try:
-                    append((NUMBER, _number(m), pos))
+                    append((NUMBER, _number(m), start))
                 except (ValueError, OverflowError) as err:  # e.g. Python's digit limit
-                    raise src.error(pos, f"invalid number literal: {err}") from None
-        elif kind == "global":
-            append((GLOBAL, m.group(kind)[1:], pos))
-        elif kind == "string":
-            append((STRING, _unescape(m.group(kind)[1:-1]), pos))
-        elif kind == "version":
-            append((VERSION, m.group("ver"), pos))
-        else:  # metadata: the rest of the text is its JSON
-            append((METADATA, text[m.end():], pos))
-            pos = n
+                    raise src.error(start, f"invalid number literal: {err}") from None
+            elif kind == "block_open":
+                restart = _skip_block_comment(src, m.start(kind))
+                break
+            elif kind == "global":
+                append((GLOBAL, m.group(kind)[1:], m.start(kind)))
+            elif kind == "string":
+                append((STRING, _unescape(m.group(kind)[1:-1]), m.start(kind)))
+            elif kind == "version":
+                append((VERSION, m.group("ver"), m.start(kind)))
+            elif kind == "metadata":  # the rest of the text is its JSON
+                append((METADATA, text[m.end():], m.start(kind)))
+                break
+            elif kind == "bad":
+                bad = m.start(kind)
+                raise src.error(bad, f"unexpected character {text[bad]!r}")
+            # ws: the blanks at the end of the text
+        if restart is None:
             break
-        pos = m.end()
+        pos = restart
     append((EOF, None, n))
     return tokens
 

@@ -62,6 +62,20 @@ def test_what_the_key_cannot_encode_gives_none():
     assert [canonical_key(f) for f in cases] == [None] * len(cases)
 
 
+def test_copies_sharing_a_body_key_by_their_own_attributes_and_params():
+    """The params-and-body part is remembered by the body: a copy with other attributes (a
+    labelled fused function) or other params over the same body keys as a fresh walk would."""
+    f = _scaled_add()
+    labelled = f.with_attrs({"hash": "00ff"})
+    assert labelled.body is f.body
+    fresh = _scaled_add().with_attrs({"hash": "00ff"})
+    assert canonical_key(f) != canonical_key(labelled) == canonical_key(fresh)
+    swapped = relay.Function(list(reversed(f.params)), f.body).with_attrs({"Primitive": 1})
+    assert canonical_key(swapped) != canonical_key(f)
+    p = relay.var("p", shape=(2, 3))
+    assert canonical_key(relay.Function([p, p], f.body)) is None  # a free variable in the body
+
+
 def test_random_functions_with_equal_keys_are_structurally_equal():
     """A sweep over small random DAGs (ops, attrs, constants, shapes, sharing): every two
     functions that key alike compare equal and hash alike, and rebuilt copies do key alike."""
