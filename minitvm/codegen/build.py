@@ -28,7 +28,7 @@ from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "37"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "38"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -72,6 +72,7 @@ CODEGEN_VERSION = "37"  # 3: float16 libm in float32; 4: loaded integer values w
 #     depthwise convs in 2-row blocks (schedule/depthwise.ROW_BLOCK_STRIDED)
 # 37: conv_vnni on AVX2 without VNNI runs uint8 x int8 convs as int16 pairs (BYTE_PAIRS), its
 #     AVX2 pixel tiles 4 channels x 1 vector (AVX2_PIXEL_TILE: 8 x 3 spilled)
+# 38: float32 -> int casts of 16n lanes without AVX-512 by 8-lane cvttps2dq (llvm/cvtt.PIECES)
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
