@@ -365,7 +365,7 @@ class ExprEmitter:
         return r if r is not None else self._cast(memo[id(e.value)], e.value.dtype, e.dtype)
 
     def _rounded_cast(self, e, memo):
-        """``e``, a float32 -> int cast of ``round(x)`` clipped by integer constants (a
+        """``e``, a float32 -> int cast of ``round(x)``, clipped or not by integer constants (a
         requantize to uint8: ``cast(clip(round(x), 0, 255))``), as the clip of ``x`` converted
         by ``cvtps2dq`` (``cvtt.truncate``'s rounding form), where the host has it; else None.
         Exact: rounding commutes with min / max against an integer (a fixed point of
@@ -385,8 +385,7 @@ class ExprEmitter:
                 return None
             clips.append(v)
             v = x
-        if not clips or type(v) is not E.Call or v.op_name not in ("tir.round",
-                                                                     "tir.nearbyint"):
+        if type(v) is not E.Call or v.op_name not in ("tir.round", "tir.nearbyint"):
             return None
         x = v.args[0]
         if id(x) not in memo or lanes_of(memo[id(x)]) == 1:
