@@ -74,7 +74,8 @@ CODEGEN_VERSION = "38"  # 3: float16 libm in float32; 4: loaded integer values w
 #     AVX2 pixel tiles 4 channels x 1 vector (AVX2_PIXEL_TILE: 8 x 3 spilled)
 # 38: float32 -> int casts of 16n lanes without AVX-512 by 8-lane cvttps2dq (llvm/cvtt.PIECES);
 #     casts of round(x) clipped by integers by cvtps2dq of the clipped x (expr._rounded_cast,
-#     not with AVX-512); AVX2 int8 channel-lanes conv tiles of 4 pixels (conv_vnni.AVX2_PIXELS)
+#     not with AVX-512); AVX2 int8 channel-lanes tiles of filters of several columns 4 pixels
+#     (conv_vnni.AVX2_PIXELS: 6 spilled)
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000
