@@ -415,8 +415,9 @@ def row_tiles(grid: int) -> list[tuple[int, int, int]]:
 
 def tile_groups(g, epilogue, nv) -> list[tuple[int, int, int]]:
     """The pixel tiles ``(first pixel, pixels per tile, tiles)`` of geometry ``g``'s flat
-    output plane: 6s and 5s (``conv_lanes.pixel_tiles``; fewer pixels: ``even_tiles``), or
-    ``ROW_PIXELS`` for one output row stored through an epilogue that reads the plane."""
+    output plane: 6s and 5s (``conv_lanes.pixel_tiles``; fewer pixels: ``even_tiles``; on AVX2
+    for a filter of several columns, ``AVX2_PIXELS``), or ``ROW_PIXELS`` for one output row
+    stored through an epilogue that reads the plane."""
     from .lane_transpose import reads_plane
 
     grid = g["oh"] * g["ow"]
@@ -424,6 +425,8 @@ def tile_groups(g, epilogue, nv) -> list[tuple[int, int, int]]:
             reads_plane(lambda idx, val: epilogue([idx[0], idx[1], _i32(0), idx[3]], val), nv,
                         _i32(0)):
         return row_tiles(grid)
+    if vector_isa() != "avx512" and g.get("kw", 1) > 1:
+        return even_tiles(grid, AVX2_PIXELS)
     return pixel_tiles(grid) if grid >= SIXES_MIN else even_tiles(grid, PIXELS)
 
 
@@ -671,6 +674,16 @@ PIXEL_MAX_IDLE = 0.25
 # AVX-512's 8 x 3, spilled, in another run (4x1 / 8x3): 500 / 601, 227 / 233, 214 / 208,
 # 101 / 93, 103 / 93: 4 x 1 keeps the 32 -> 192 conv of the largest plane from its spills.
 AVX2_PIXEL_TILE = (4, 1)
+# An AVX2 channel-lanes tile (``_tiles``, 16 output channels: two ymm a pixel) of a filter of
+# several columns holds this many pixels (``tile_groups``): AVX-512's 6s and 5s took 12 ymm
+# accumulators beside the weight's two and a broadcast, and with the 3 columns of a 3x3 filter
+# unrolled LLVM spilled them (ResNet-18's 3x3 convs: 8-11 accumulator stores and reloads on the
+# stack a tap row; 4 pixels: 8 accumulators, 0-3 reloads). 1x1 filters (one column a tap: no
+# spills at 6) keep 6s and 5s: MobileNetV2's 7x7 1x1 convs were 2-13% slower in 4s. Zen 3, one
+# thread, QOperator models (benchmarks/bench_quantized, ratio to ORT's saturating kernels, two
+# alternating runs, 6 / 4 / 3 pixels for every filter): resnet18 0.83, 0.81 / 0.75, 0.74 /
+# 0.86, 0.87.
+AVX2_PIXELS = 4
 
 
 def pixel_tile() -> tuple[int, int]:

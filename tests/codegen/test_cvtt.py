@@ -2,7 +2,8 @@
 and 16n lanes on a host with the instruction take it, with no range test, and every input
 (NaN, infinities, values past int32, negative values to unsigned types, rounding toward zero)
 casts to what ``topi.reference.tensor.float_to_int`` gives, as the generic code does at other
-widths (2 lanes, scalars) and in uint32 / 64-bit casts. (A loop of 12 or 48 lanes is emitted in pieces of
+widths (2 lanes, scalars) and in uint32 / 64-bit casts. Without AVX-512, 16n lanes go in 8-lane
+pieces (``cvtt.PIECES``). (A loop of 12 or 48 lanes is emitted in pieces of
 8 + 4 and 32 + 16 lanes, each taking the instruction.)"""
 
 import numpy as np
@@ -57,7 +58,8 @@ def test_cast_equals_the_reference_for_every_input(lanes, dtype, rng):
 
 def _takes_cvtt(lanes: int) -> bool:
     """Does a float32 vector of ``lanes`` lanes cast by cvttps2dq on this host?"""
-    width = 16 if lanes % 16 == 0 else lanes
+    width = next((w for w in cvtt.PIECES if lanes % w == 0 and _host_has(w)), lanes) \
+        if lanes > 8 else lanes
     pieces = lanes // width
     return width in cvtt._WIDTHS and _host_has(width) and not pieces & (pieces - 1)
 

@@ -10,6 +10,7 @@ has no VNNI (``pretend_avx2``) the same graphs run on the other schedules, as ex
 import numpy as np
 import pytest
 from conv_reference import conv_kernel, conv_ref, requantize_uint8, run_graph, taking_turns
+from schedule_isa import force_isa
 
 import minitvm as tvm
 from minitvm import relay
@@ -193,7 +194,8 @@ def test_vnni_row_conv_stores_pixel_vectors(case, epilogue):
 def test_row_tiles_for_plane_reading_epilogues():
     """One output row stored through an epilogue that reads an operand at the pixel (applied
     after the transpose, per channel, on pieces of the tile's pixels) gets ``ROW_PIXELS``-pixel
-    tiles, one piece each; other rows, planes, and rows shorter than that keep 6s and 5s."""
+    tiles, one piece each; other rows, planes, and rows shorter than that keep 6s and 5s (on
+    AVX2 too, but for filters of several columns: 4s)."""
     from minitvm.tir import expr as E
 
     n = E.Var("n", "int32")
@@ -209,9 +211,17 @@ def test_row_tiles_for_plane_reading_epilogues():
     eights = [(0, 8, 12), (96, 4, 1)]
     assert conv_vnni.ROW_PIXELS == 8
     assert conv_vnni.tile_groups(row, at_pixel, n) == eights
-    for g, epi in ((row, per_channel), (row, None), (two_rows, at_pixel)):
-        assert conv_vnni.tile_groups(g, epi, n) == [(0, 6, 15), (90, 5, 2)]
-    assert conv_vnni.tile_groups(dict(oh=1, ow=7), at_pixel, n) == [(0, 4, 1), (4, 3, 1)]
+    for isa in ("avx512", "avx2"):
+        with pytest.MonkeyPatch.context() as mp:
+            force_isa(mp, isa)
+            assert conv_vnni.tile_groups(row, at_pixel, n) == eights
+            for g, epi in ((row, per_channel), (row, None), (two_rows, at_pixel)):
+                assert conv_vnni.tile_groups(g, epi, n) == [(0, 6, 15), (90, 5, 2)]
+            assert conv_vnni.tile_groups(dict(oh=1, ow=7), at_pixel, n) == [(0, 4, 1),
+                                                                            (4, 3, 1)]
+            # (a filter of several columns on AVX2: ``AVX2_PIXELS``)
+            wide = conv_vnni.tile_groups(dict(two_rows, kw=3), None, n)
+            assert wide == ([(0, 4, 25)] if isa == "avx2" else [(0, 6, 15), (90, 5, 2)])
     assert conv_vnni.row_tiles(16) == [(0, 8, 2)]
 
 

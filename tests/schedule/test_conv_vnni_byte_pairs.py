@@ -141,3 +141,33 @@ def test_pack_weight_byte_pairs_layout():
     q = p.view("int16")
     assert q[1, 1, 0, 2, 5, 1] == w[21, 3, 0, 2] and q[0, 0, 1, 1, 3, 0] == w[3, 0, 1, 1]
     assert not q[:, 2, :, :, :, 1].any() and not q[1, :, :, :, 8:].any()
+
+
+def test_channel_tiles_by_isa():
+    """AVX2's channel-lanes tiles of a filter of several columns hold at most ``AVX2_PIXELS``
+    (4) pixels, sizes differing by one at most; 1x1 filters there, and AVX-512 (its tile
+    groups are made, not run, here), keep 6s and 5s."""
+    for isa, kw, most in (("avx2", 3, conv_vnni.AVX2_PIXELS), ("avx2", 1, 6), ("avx512", 3, 6)):
+        with pytest.MonkeyPatch.context() as mp:
+            force_isa(mp, isa)
+            for oh, ow in ((1, 1), (1, 3), (1, 5), (3, 3), (7, 7), (5, 8)):
+                groups = conv_vnni.tile_groups(dict(oh=oh, ow=ow, kw=kw), None, None)
+                sizes = {p for _, p, _ in groups}
+                assert sum(p * c for _, p, c in groups) == oh * ow
+                assert max(sizes) <= most and max(sizes) - min(sizes) <= 1
+                if most == 6 and oh * ow >= 20:
+                    assert sizes <= {5, 6}
+
+
+@needs_avx2
+@pytest.mark.parametrize("hw, o", [((1, 1), 16), ((1, 3), 24), ((2, 2), 16), ((1, 5), 40),
+                                   ((3, 3), 16), ((7, 7), 32), ((5, 4), 16)])
+def test_avx2_channel_tiles_at_edge_sizes(avx2, hw, o):
+    """3x3 convs (padding 1) whose planes are 1, 3, 4, 5, 9, 49 and 20 pixels: full tiles of
+    4, last tiles of 3, 2 or 1, exactly numpy's int64 conv."""
+    shape = (1, 7, *hw)
+    x, w = _case(shape, o, 3, hw[0] * 10 + hw[1])
+    want = conv_int64(x, w, (1, 1), (1, 1, 1, 1), (1, 1))
+    lib = _conv(shape, w, 1, (1, 1, 1, 1))
+    np.testing.assert_array_equal(run_graph(lib, {"x": x}, 1), want.astype("int32"))
+    assert "vn_acc" in _names(lib)

@@ -20,23 +20,38 @@ from . import types as T
 _WIDTHS = {16: ("avx512f", "llvm.x86.avx512.mask.cvttps2dq.512"),
            8: ("avx", "llvm.x86.avx.cvtt.ps2dq.256"),
            4: ("sse2", "llvm.x86.sse2.cvttps2dq")}
+# ... and the rounding conversion (``cvtps2dq``: the current rounding mode, nearest-even by
+# default, as ``llvm.nearbyint``), with the same result for NaN and out-of-range lanes
+_ROUNDING = {8: "llvm.x86.avx.cvt.ps2dq.256", 4: "llvm.x86.sse2.cvtps2dq"}
+# Vectors wider than 8 lanes go in pieces of the widest of these the host has: 16 with
+# AVX-512, else 8 (AVX2: a 16-lane cast, a conv tile's requantize to uint8, tested its range
+# with two compares, two ands and packs of the masks a vector where it is one instruction).
+PIECES = (16, 8)
 
 
-def truncate(bld: ir.IRBuilder, declare, v) -> ir.Value | None:
-    """``v`` (a float32 vector) truncated to int32 lanes by ``cvttps2dq`` (16-lane pieces for
-    wider vectors), or None where the host or the width has no such instruction (the caller
-    then tests the range itself). ``declare(name, ret, args)`` declares an LLVM function."""
+def truncate(bld: ir.IRBuilder, declare, v, rounding: bool = False) -> ir.Value | None:
+    """``v`` (a float32 vector) truncated to int32 lanes by ``cvttps2dq`` (pieces of ``PIECES``
+    for wider vectors), or None where the host or the width has no such instruction (the caller
+    then tests the range itself). ``declare(name, ret, args)`` declares an LLVM function.
+    ``rounding``: rounded in the current mode instead (``cvtps2dq``: ``trunc(nearbyint(v))``,
+    NaN and out-of-range lanes alike)."""
     if not isinstance(v.type, ir.VectorType) or not isinstance(v.type.element, ir.FloatType):
         return None
+    from ...runtime.jit import host_has  # (the runtime imports the codegen)
+
     lanes = v.type.count
-    width = 16 if lanes % 16 == 0 else lanes
+    width = next((w for w in PIECES if lanes % w == 0 and host_has(_WIDTHS[w][0])), lanes) \
+        if lanes > 8 else lanes
     if (lanes // width) & (lanes // width - 1):  # (pieces joined pairwise: a power of two)
         return None
     feature, name = _WIDTHS.get(width, (None, None))
-    from ...runtime.jit import host_has  # (the runtime imports the codegen)
-
     if feature is None or not host_has(feature):
         return None
+    if rounding:  # (AVX-512's 16 lanes keep nearbyint + cvttps2dq: not run on this kind of
+        # host, their kernels' IR stays as it was)
+        if width == 16:
+            return None
+        name = _ROUNDING[width]
     ft, it = ir.VectorType(ir.FloatType(), width), ir.VectorType(T.I32, width)
     extra = [ir.Constant(it, None), ir.Constant(ir.IntType(16), -1), T.I32(4)] \
         if width == 16 else []

@@ -310,7 +310,7 @@ class ExprEmitter:
         if isinstance(e, E.BinaryOp):
             return self._binary(e, memo[id(e.a)], memo[id(e.b)])
         if t is E.Cast:
-            return self._cast(memo[id(e.value)], e.value.dtype, e.dtype)
+            return self._emit_cast(e, memo)
         if t is E.Not:
             a = memo[id(e.a)]
             return self.builder.xor(a, T.const(a.type, 1))
@@ -361,7 +361,43 @@ class ExprEmitter:
         return self._binary(e, memo[id(e.a)], memo[id(e.b)])
 
     def _emit_cast(self, e, memo):
-        return self._cast(memo[id(e.value)], e.value.dtype, e.dtype)
+        r = self._rounded_cast(e, memo)
+        return r if r is not None else self._cast(memo[id(e.value)], e.value.dtype, e.dtype)
+
+    def _rounded_cast(self, e, memo):
+        """``e``, a float32 -> int cast of ``round(x)``, clipped or not by integer constants (a
+        requantize to uint8: ``cast(clip(round(x), 0, 255))``), as the clip of ``x`` converted
+        by ``cvtps2dq`` (``cvtt.truncate``'s rounding form), where the host has it; else None.
+        Exact: rounding commutes with min / max against an integer (a fixed point of
+        rounding; a NaN stays NaN), and ``cvtps2dq`` gives ``float_to_int``'s -2**31 for NaN
+        and out-of-range lanes as the truncation does. Saves the ``vroundps`` a vector."""
+        if e.value.dtype != "float32" or _dtype_kind(e.dtype) not in ("int", "uint"):
+            return None
+        _, dbits, _ = T.parse_dtype(e.dtype)
+        if dbits > 32 or (dbits == 32 and _dtype_kind(e.dtype) == "uint"):
+            return None
+        clips, v = [], e.value
+        while type(v) in (E.Min, E.Max):
+            c, x = (v.a, v.b) if _number(v.a) else (v.b, v.a) if _number(v.b) else (None, None)
+            while isinstance(c, E.Broadcast):
+                c = c.value
+            if c is None or c.value != int(c.value):
+                return None
+            clips.append(v)
+            v = x
+        if type(v) is not E.Call or v.op_name not in ("tir.round", "tir.nearbyint"):
+            return None
+        x = v.args[0]
+        if id(x) not in memo or lanes_of(memo[id(x)]) == 1:
+            return None
+        val, inner = memo[id(x)], v
+        for clip in reversed(clips):  # (innermost first, each on the clipped value below)
+            a, b = (val, memo[id(clip.b)]) if clip.a is inner else (memo[id(clip.a)], val)
+            val, inner = self._binary(clip, a, b), clip
+        r = cvtt.truncate(self.builder, self._declare, val, rounding=True)
+        if r is None:
+            return None
+        return r if dbits == 32 else self.builder.trunc(r, T.llvm_type(e.dtype, lanes_of(r)))
 
     def _emit_load(self, e, memo):
         return self.load(e.buffer, [memo[id(i)] for i in e.indices])
