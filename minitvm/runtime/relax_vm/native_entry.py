@@ -484,7 +484,10 @@ class NativeFunction:
         def template(v, depth):
             if isinstance(v, tuple) and not isinstance(v, ShapeTuple):
                 parts = [template(f, depth + 1) for f in v]
-                return lambda arrays, outs: tuple(p(arrays, outs) for p in parts)
+                if len(parts) == 1:  # (a one-output function's ``(gv,)``: no generator)
+                    only = parts[0]
+                    return lambda arrays, outs: (only(arrays, outs),)
+                return lambda arrays, outs: tuple([p(arrays, outs) for p in parts])
             return maker(v)
 
         return template(result, 0)
