@@ -138,3 +138,14 @@ def test_cli_run_refuses_an_input_file_of_another_kind(tmp_path):
     np.save(f, np.array([1, 2], "int64"))  # (a cast within a kind is still made)
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["run", path, "--input", f"z={f}"]) == 0
+
+
+def test_relax_split_at_indices_that_go_back():
+    """split(x (6, 4), [7, 2]) is x[0:6], x[6:6], x[2:6] (its struct info said so), but the
+    legalized kernel cut at the pieces' running sizes (6, 6) and returned an empty last piece."""
+    x = np.arange(24, dtype="float32").reshape(6, 4)
+    mod = _relax_main([_tensor("x", (6, 4))], lambda v: R.split(v, [7, 2], 0))
+    vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+    got = [o.numpy() for o in vm["main"](x)]
+    assert [g.shape for g in got] == [(6, 4), (0, 4), (4, 4)]
+    np.testing.assert_array_equal(got[2], x[2:])

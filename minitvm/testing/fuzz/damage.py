@@ -226,6 +226,16 @@ def _describe(family: str, seed: int, n: int, i: int) -> tuple[str, str]:
         return f"{family}/?", f"case {i} ({err})"
 
 
+def run_cli(argv: list[str], timeout: float = 600.0) -> tuple[int, str]:
+    """``python -m minitvm ARGV`` as a user runs it (this package sits below the command
+    line and does not import it): the exit status and stderr."""
+    import subprocess
+
+    p = subprocess.run([sys.executable, "-m", "minitvm", *argv], capture_output=True,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stderr
+
+
 def main(argv=None) -> int:
     """``python -m minitvm.testing.fuzz.damage [--family F] [--n N] [--seed S]``: a campaign."""
     import argparse
@@ -250,4 +260,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # (through the package's module: a worker unpickles ``_child`` from there, and the
+    # outcome classes it raises must be the ones ``classify`` checks)
+    from minitvm.testing.fuzz.damage import main as _main
+
+    sys.exit(_main())

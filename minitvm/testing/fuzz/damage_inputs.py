@@ -12,8 +12,6 @@ else must raise a clear error naming the input (or the function, for a wrong cou
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import random
 import tempfile
@@ -267,7 +265,7 @@ def _call(target: str, mode: str, names: list, values: list):
 
 
 def _cli_run(names, values):
-    from ...cli import main
+    from .damage import run_cli
 
     path = _build("cli_run")
     d = tempfile.mkdtemp(prefix="damage_in_")
@@ -282,11 +280,9 @@ def _cli_run(names, values):
             np.save(f, np.asarray(a) if not isinstance(a, dict) else np.array(a, dtype=object),
                     allow_pickle=True)
         argv += ["--input", f"{name}={f}"]
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(argv)
+    code, err = run_cli(argv)
     if code != 0:
-        raise ValueError(f"minitvm run exited {code}: {err.getvalue().strip()}")
+        raise ValueError(f"minitvm run exited {code}: {err.strip()[-600:]}")
     return np.load(os.path.join(d, "out.npz"))["arr_0"]
 
 
@@ -344,8 +340,8 @@ def _make_case(target: str, rng: random.Random, index: int) -> DamageCase:
         expect += tuple(f"argument {names.index(b)}" for b in bad if b in names)
     if target == "relax_vm":  # (a size contradicting an earlier parameter's: names this one)
         expect += ("bound earlier",) if bad or culprits else ()
-    if target == "relay_vm_any" and culprits:
-        expect += ("in `multiply(",)  # the Any batches meet first at the multiply
+    if target == "relay_vm_any":
+        expect += ("in `multiply(",)  # (the Any batches meet first at the multiply)
 
     def run():
         want_vals = None
@@ -369,5 +365,7 @@ def _make_case(target: str, rng: random.Random, index: int) -> DamageCase:
 def cases(seed: int, n: int) -> list[DamageCase]:
     """``n`` damaged calls spread over the targets (deterministic in ``seed``)."""
     rng = random.Random(seed)
-    targets = list(TARGETS)
-    return [_make_case(targets[i % len(targets)], rng, i) for i in range(n)]
+    targets = [t for t in TARGETS if t != "cli_run"]
+    # (one case in 25 runs `minitvm run` in its own process: a second each, or more)
+    return [_make_case("cli_run" if i % 25 == 24 else targets[i % len(targets)], rng, i)
+            for i in range(n)]
