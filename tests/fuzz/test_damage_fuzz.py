@@ -47,8 +47,8 @@ def test_classify_wants_the_place_named():
 
 def test_damaged_inputs_sample():
     """A few damaged calls of each executor (in this process: the campaign isolates them)."""
-    cases = damage_inputs.cases(7, 40)
-    _no_findings(run_in_process(cases[:25]))
+    cases = [c for c in damage_inputs.cases(7, 40) if "/cli_run/" not in c.klass]
+    _no_findings(run_in_process(cases[:20]))  # (minitvm run: a process each, campaign only)
 
 
 def test_damaged_text_sample():
@@ -70,7 +70,7 @@ def test_damaged_onnx_sample():
                "duplicate_output", "bad_output", "truncated", "initializer_shape")
     cases = [c for c in damage_onnx.cases(11, 60) if c.klass.split("/")[1] in refused
              and not c.klass.endswith("/cli")]  # (refusals only: nothing is built)
-    _no_findings(run_in_process(cases[:15]))
+    _no_findings(run_in_process(cases[:10]))
 
 
 def test_token_edits_are_deterministic_and_join_back():
