@@ -149,3 +149,16 @@ def test_relax_split_at_indices_that_go_back():
     got = [o.numpy() for o in vm["main"](x)]
     assert [g.shape for g in got] == [(6, 4), (0, 4), (4, 4)]
     np.testing.assert_array_equal(got[2], x[2:])
+
+
+def test_tvmscript_refuses_an_inline_symbolic_declaration():
+    """`n , T.int64()` (a token edit of `n = T.int64()`) parsed into a module binding a tuple
+    of prim values, one of them an unnamed symbolic variable nothing defines (ill formed)."""
+    from minitvm.script.parser.entry import from_source
+    from minitvm.script.parser.error import ParserError
+
+    text = ("from tvm.script import relax as R\nfrom tvm.script import tir as T\n\n"
+            "@R.function\ndef main(x: R.Tensor((\"n\",), dtype=\"float32\")):\n"
+            "    n = T.int64()\n    n , T.int64()\n    return x\n")
+    with pytest.raises(ParserError, match=r"<string>:7:5: error: an unnamed symbolic variable"):
+        from_source(text)
