@@ -187,7 +187,8 @@ def run_cases(family: str, seed: int, n: int, timeout: float = 60.0,
                 size = os.path.getsize(path)
                 if size != last_size:
                     last_size, last_change = size, time.monotonic()
-                elif time.monotonic() - last_change > timeout:
+                # (a worker's start, its imports and case list, may take longer than a case)
+                elif time.monotonic() - last_change > (timeout if size else 10 * timeout):
                     proc.kill()
                     proc.join()
                     status = "hang"
