@@ -120,8 +120,19 @@ def attr_value(attr):
     return v
 
 
+class NodeAttrs(dict):
+    """A node's attributes; reading a missing one with ``attrs[name]`` is a clear error (a
+    converter reads a required attribute so), not a bare KeyError."""
+
+    def __missing__(self, key):
+        have = ", ".join(sorted(self)) or "none"
+        raise ValueError(f"the node has no attribute {key!r}, which this opset requires "
+                         f"(its attributes: {have})")
+
+
 def node_attrs(node) -> dict:
-    return {a.name: attr_value(a) for a in node.attribute}
+    """A node's attributes by name, decoded (``NodeAttrs``)."""
+    return NodeAttrs((a.name, attr_value(a)) for a in node.attribute)
 
 
 def tensor_to_numpy(t, error: type[Exception]) -> np.ndarray:

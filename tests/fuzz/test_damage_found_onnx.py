@@ -89,3 +89,14 @@ def test_a_bad_element_type_names_the_input():
     for err in _both(m):
         assert isinstance(err, ValueError)
         assert "graph input 'C': ONNX element type 8 is not supported" in str(err)
+
+
+def test_a_missing_required_attribute_is_named():
+    """Bytes cut before opset_import leave the default opset 1, where Reshape reads its
+    'shape' attribute: the converter failed with a bare KeyError: 'shape'."""
+    m = seed_models()["elementwise"]
+    del m.opset_import[:]
+    err = _both(m)[1]
+    assert isinstance(err, ValueError)
+    assert "Reshape node 'reshape0'" in str(err)
+    assert "the node has no attribute 'shape', which this opset requires" in str(err)
