@@ -335,6 +335,9 @@ def _parse_inputs(items, specs, seed: int, sizes: dict | None = None) -> dict:
         if not _fits(arr.shape, shape):
             raise CLIError(f"--input {name}: {path} has shape {arr.shape}, the model expects "
                            f"{_spec_text(shape)}")
+        if arr.dtype.kind not in "biuf" or not np.can_cast(arr.dtype, dtype, "same_kind"):
+            raise CLIError(f"--input {name}: {path} holds {arr.dtype} values, the model expects "
+                           f"{dtype} (only a cast within a kind, as float64 -> float32, is made)")
         feeds[name] = arr.astype(dtype, copy=False)
     for name, (shape, dtype) in by_name.items():
         if name in feeds:

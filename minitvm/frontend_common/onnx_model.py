@@ -120,8 +120,19 @@ def attr_value(attr):
     return v
 
 
+class NodeAttrs(dict):
+    """A node's attributes; reading a missing one with ``attrs[name]`` is a clear error (a
+    converter reads a required attribute so), not a bare KeyError."""
+
+    def __missing__(self, key):
+        have = ", ".join(sorted(self)) or "none"
+        raise ValueError(f"the node has no attribute {key!r}, which this opset requires "
+                         f"(its attributes: {have})")
+
+
 def node_attrs(node) -> dict:
-    return {a.name: attr_value(a) for a in node.attribute}
+    """A node's attributes by name, decoded (``NodeAttrs``)."""
+    return NodeAttrs((a.name, attr_value(a)) for a in node.attribute)
 
 
 def tensor_to_numpy(t, error: type[Exception]) -> np.ndarray:
@@ -207,7 +218,50 @@ def input_dims(vi, error: type[Exception], option: str = "shape") -> list:
 def input_elem_dtype(vi, error: type[Exception]) -> str | None:
     """The element dtype a graph input declares, or None when it declares none."""
     tt = vi.type.tensor_type
-    return onnx_dtype(tt.elem_type, error) if tt.elem_type else None
+    if not tt.elem_type:
+        return None
+    try:
+        return onnx_dtype(tt.elem_type, ValueError)
+    except ValueError as e:
+        raise error(f"graph input {vi.name!r}: {e}") from None
+
+
+def axis_attr(axis, ndim: int, what: str = "axis") -> int:
+    """An ONNX axis in ``[-ndim, ndim)`` made non-negative; a ValueError for one out of range
+    (``axis % ndim`` would silently pick another axis)."""
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{what} {axis} is out of range for a rank-{ndim} input (ONNX allows "
+                         f"[{-ndim}, {ndim - 1}])")
+    return axis % ndim
+
+
+def flag_attr(attrs: dict, name: str, default: int) -> bool:
+    """A 0/1 attribute (``keepdims``...) as a bool; a ValueError for another value (peers
+    disagree on what 5 means: ONNX Runtime reads it as 0, ``bool`` as 1)."""
+    value = attrs.get(name, default)
+    if isinstance(value, bool) or value not in (0, 1):
+        raise ValueError(f"attribute {name!r} must be 0 or 1, got {value!r}")
+    return bool(value)
+
+
+def unsupported_nodes(graph, supported: Iterable[str]) -> str:
+    """Where each unsupported op type first occurs, for the error: ``" (first at node 'n1'
+    for Foo, node #3 for '')"`` (a node without a name by its index in its graph)."""
+    supported, first = set(supported), {}
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for i, node in enumerate(g.node):
+            key = op_key(node)
+            if key not in supported and key not in first:
+                first[key] = f"node {node.name!r}" if node.name else f"node #{i}"
+            for a in node.attribute:
+                stack.extend([a.g] if a.type == a.GRAPH else list(a.graphs))
+    if not first:
+        return ""
+    return " (first at " + ", ".join(f"{where} for {key!r}" for key, where in
+                                     sorted(first.items())) + ")"
 
 
 def convert_node(node, values: dict, converters: dict, ctx: NodeContext,
@@ -218,6 +272,11 @@ def convert_node(node, values: dict, converters: dict, ctx: NodeContext,
     the caller binds them (it may post-process each, e.g. fold constants). ``multi`` names
     the dialect's multi-output wrapper types, unpacked like a list."""
     ctx.node = node
+    local = values.maps[0] if isinstance(values, collections.ChainMap) else values
+    for name in node.output:
+        if name and name in local:  # (ONNX names each value once: a second producer would
+            raise error(f"{ctx.where()}: output {name!r} is already defined by an earlier "
+                        "node, graph input or initializer (ONNX values are named once)")
     ins = []
     for name in node.input:
         if name == "":

@@ -1,7 +1,8 @@
 """An exact content digest of an IR value, for cache keys.
 
 ``fingerprint(x)`` is the SHA-256 of a serialization of everything ``x`` holds: every field of
-every node (names of variables included, source spans and inferred types left out), each
+every node (names of variables included, source spans and inferred types left out; a Relax
+variable's annotation, kept in the same slot, is written), each
 shared node written once and referred back to afterwards, constants by the SHA-1 of their
 bytes. Two values with the same fingerprint are the same program, names and sharing included;
 unlike ``structural_hash`` it does not identify alpha-equivalent programs, and unlike the text
@@ -43,6 +44,9 @@ def _slots(cls: type) -> tuple[str, ...]:
             for n in (declared,) if isinstance(declared, str) else declared:
                 if n not in _SKIP and n not in names:
                     names.append(n)
+        # a class whose skipped slot holds what the program says, not what inference found
+        # (a Relax Var's annotation lives in the cached-type slot) names it to be digested
+        names.extend(n for n in getattr(cls, "_fingerprint_slots", ()) if n not in names)
         s = _SLOTS[cls] = tuple(names)
     return s
 

@@ -96,6 +96,7 @@ class Var(Expr):
     __slots__ = ("name_hint",)
     _node_compare = "var"
     _node_fields = ("struct_info_",)
+    _fingerprint_slots = ("_checked_type",)  # (the annotation: part of the program's digest)
 
     def __init__(self, name_hint: str, struct_info: StructInfo | None = None, span=None):
         super().__init__(span)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..ir.diagnostics import RelayTypeError, describe_expr, format_type, render_program
 from ..ir.expr import GlobalVar
+from ..ir.node import Span
 from ..ir.op import Op
 from ..ir.type import (
     FuncType,
@@ -149,7 +150,10 @@ class TypeChecker:
         root = root if root is not None else self.root
         what = describe_expr(node)
         text = render_program(root, node, detail) if root is not None else f"  in: {what}"
-        raise RelayTypeError(f"type error in `{what}`: {detail}\n{text}", node, root, detail)
+        span = getattr(node, "span", None)  # (parsed text: where in it, TVM's file:line:col)
+        where = f"{span}: " if isinstance(span, Span) and span.line > 0 else ""
+        raise RelayTypeError(f"{where}type error in `{what}`: {detail}\n{text}", node, root,
+                             detail)
 
     def unify(self, a, b, node, context: str):
         try:

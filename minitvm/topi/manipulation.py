@@ -165,8 +165,11 @@ def concatenate(xs, axis: int = 0):
     return _compute(shape, body, "T_concat")
 
 
-def split(x, indices, axis: int = 0):
-    """``x`` cut along ``axis`` at the (already resolved) positions ``indices``."""
+def split(x, indices, axis: int = 0, sizes=None):
+    """``x`` cut along ``axis`` at the (already resolved) positions ``indices``. With
+    ``sizes`` (one per piece), piece k > 0 starts at ``indices[k - 1]`` and has ``sizes[k]``
+    elements: split indices that go back (Relax's [7, 2] on 6: pieces 0:6, 6:6 and 2:6)
+    overlap, which cuts at ascending positions cannot express."""
     nd = len(x.shape)
     axis = axis % nd
     bounds = [E.IntImm("int64", 0)] + [_i64(v) for v in indices] + [x.shape[axis]]
@@ -176,7 +179,8 @@ def split(x, indices, axis: int = 0):
     outs = []
     for k in range(len(bounds) - 1):
         start = bounds[k]
-        size = ana.simplify(E.Max(bounds[k + 1] - start, E.IntImm("int64", 0)))
+        size = ana.simplify(E.Max(bounds[k + 1] - start, E.IntImm("int64", 0))) \
+            if sizes is None else _i64(sizes[k])
         shape = [size if d == axis else x.shape[d] for d in range(nd)]
         outs.append(_compute(shape, lambda *i, s=start: x[tuple(
             i[d] + s if d == axis and not (isinstance(s, E.IntImm) and s.value == 0) else i[d]

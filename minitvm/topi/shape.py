@@ -224,6 +224,8 @@ def squeeze_axes(shape, axis):
         if not agree(d, 1):  # (a symbolic one must be 1 at each call)
             raise ValueError(f"squeeze: cannot squeeze axis {a} of shape {shape_str(shape)}: "
                              f"its dimension is {d}, not 1")
+        if k in out:  # (numpy refuses it too; the compute would drop one axis, the type two)
+            raise ValueError(f"squeeze: axis {a} is listed twice in {list(axis)}")
         out.append(k)
     return out
 

@@ -479,6 +479,16 @@ def broadcast_shapes(call: Call, s1: Sequence, s2: Sequence, ctx=None) -> tuple 
     return tuple(reversed(out))
 
 
+def int_attr(value, what: str) -> int:
+    """An integer attribute (``what``: "relax.concat's axis"); a TypeError for a str, float or
+    bool, which ``int()`` would silently turn into some integer ('0' -> 0, 1.5 -> 1)."""
+    import numpy as np
+
+    if isinstance(value, bool) or not isinstance(value, int | np.integer | IntImm):
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
 def int_tuple(value, n: int, what: str) -> tuple:
     """``value`` (an int or a sequence) as a tuple of ``n`` ints (an int is repeated)."""
     if isinstance(value, int | IntImm):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...ir.op import Op, OpPattern
+from ...ir.type import check_dtype
 from ..expr import Call, Expr
 from ..struct_info import StructInfo
 from ._common import tensor_args, with_dtype
@@ -23,4 +24,8 @@ register_op_rule("relax.astype", _infer_astype, pattern=OpPattern.ELEMWISE, num_
 
 def astype(x: Expr, dtype: str) -> Call:
     """Cast every element of ``x`` to ``dtype``."""
-    return Call(Op.get("relax.astype"), [x], AstypeAttrs(dtype=str(dtype)))
+    try:
+        dtype = check_dtype(dtype)
+    except ValueError as e:
+        raise ValueError(f"relax.astype: {e}") from None
+    return Call(Op.get("relax.astype"), [x], AstypeAttrs(dtype=dtype))

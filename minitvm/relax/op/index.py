@@ -15,6 +15,7 @@ from ._common import (
     _ctx_analyzer,
     fail,
     fmt_sinfo,
+    int_attr,
     is_int,
     is_uint,
     is_void,
@@ -50,6 +51,10 @@ def _infer_take(call: Call, ctx) -> StructInfo:
     xd, idd = shape_expr_values(x), shape_expr_values(idx)
     if xd is None or idd is None:
         return make_tensor(None, x.dtype, ndim, x.vdevice)
+    if (isinstance(xd[axis], IntImm) and xd[axis].value == 0 and all(
+            isinstance(d, IntImm) and d.value > 0 for d in idd)):  # (every index is outside)
+        fail(call, f"takes {fmt_sinfo(idx)} indices from axis {axis} of {fmt_sinfo(x)}, which "
+                   "is empty (any index reads outside the tensor)")
     return make_tensor(list(xd[:axis]) + list(idd) + list(xd[axis + 1:]), x.dtype,
                        vdevice=x.vdevice)
 
@@ -63,7 +68,8 @@ def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "fast") ->
     if mode not in ("fast", "clip", "wrap", "nan"):
         raise ValueError(f"take: mode must be fast, clip, wrap or nan, got {mode!r}")
     return Call(Op.get("relax.take"), [x, indices],
-                TakeAttrs(axis=None if axis is None else int(axis), mode=mode))
+                TakeAttrs(axis=None if axis is None else int_attr(axis, "relax.take's axis"),
+                          mode=mode))
 
 
 def _canon_index(i: int, n):

@@ -27,6 +27,7 @@ from ._common import (
     fmt_dim,
     fmt_shape,
     fmt_sinfo,
+    int_attr,
     is_const,
     is_void,
     make_tensor,
@@ -343,7 +344,7 @@ def concat(tensors, axis: int | None = 0) -> Call:
     if not isinstance(tensors, Expr):
         tensors = Tuple(list(tensors))
     return Call(Op.get("relax.concat"), [tensors],
-                ConcatAttrs(axis=None if axis is None else int(axis)))
+                ConcatAttrs(axis=None if axis is None else int_attr(axis, "relax.concat's axis")))
 
 
 # --------------------------------------------------------------------------- split
@@ -414,7 +415,7 @@ def split(x: Expr, indices_or_sections: int | Sequence[int], axis: int = 0) -> C
         ios = int(indices_or_sections)
     else:
         ios = tuple(indices_or_sections)
-    return Call(Op.get("relax.split"), [x], SplitAttrs(indices_or_sections=ios, axis=int(axis)))
+    return Call(Op.get("relax.split"), [x], SplitAttrs(indices_or_sections=ios, axis=int_attr(axis, "relax.split's axis")))
 
 
 # --------------------------------------------------------------------------- broadcast_to

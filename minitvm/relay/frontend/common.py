@@ -6,6 +6,7 @@ import numpy as np
 
 from ...ir.op import Op
 from ...ir.type import TensorType, TupleType
+from ...runtime import error as _error
 from ...runtime.ndarray import NDArray
 from .. import expr as _expr
 from .. import op as _op
@@ -20,7 +21,7 @@ __all__ = [
 ]
 
 
-class OpNotImplemented(NotImplementedError):
+class OpNotImplemented(_error.OpNotImplemented):
     """A model uses operators the importer does not convert (``tvm.error.OpNotImplemented``)."""
 
 

@@ -140,7 +140,14 @@ def _ints(value, what: str) -> tuple:
         raise ValueError(f"{what}: dynamic (non-constant) values are not supported")
     if isinstance(value, int | np.integer | IntImm):
         return (int(value),)
-    return tuple(int(v) for v in np.asarray(value).reshape(-1))
+    try:
+        arr = np.asarray([int(v) if isinstance(v, IntImm) else v for v in value]
+                         if isinstance(value, list | tuple) else value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what}: expected integers, got {value!r} ({e})") from None
+    if arr.dtype.kind not in "iub" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
+        raise TypeError(f"{what}: expected integers, got {value!r}")  # ('ab', 2.5: not sizes)
+    return tuple(int(v) for v in arr.reshape(-1))
 
 
 def _ints_or_none(value, what: str) -> tuple:
@@ -320,8 +327,9 @@ def _as_tuple(data, name):
 
 def concatenate(data, axis: int) -> Call:
     """Concatenate a list/tuple of tensors along ``axis``."""
-    if not isinstance(axis, int):
-        raise ValueError("For now, we only support integer axis")
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise TypeError(f"concatenate: axis must be an integer, got {type(axis).__name__} "
+                        f"{axis!r}")
     return _call("concatenate", [_as_tuple(data, "concatenate")], ConcatenateAttrs(axis=axis))
 
 

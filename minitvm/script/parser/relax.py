@@ -260,10 +260,26 @@ def to_relax(value):
     if isinstance(value, _builtins.bool):
         return _rx.PrimValue(_IntImm("bool", int(value)))
     if isinstance(value, _builtins.int | float | _PrimExpr):
+        _check_declared(value)
         return _rx.PrimValue(value)
     if isinstance(value, _builtins.str):
         return _rx.StringImm(value)
     raise TypeError(f"cannot use {type(value).__name__} {value!r} as a Relax expression")
+
+
+def _check_declared(value) -> None:
+    """Refuse a scalar that holds ``T.<dtype>()`` inline (in a tuple, an expression): that
+    declares an unnamed symbolic variable nothing defines (an ill-formed module)."""
+    if not isinstance(value, _PrimExpr):
+        return
+    from ...tir.expr import Var as _TirVar
+    from ...tir.stmt_functor import post_order
+
+    for node in post_order(value):
+        if isinstance(node, _TirVar) and node.name == "":
+            raise ValueError("an unnamed symbolic variable used as a value: `T.<dtype>()` "
+                             "declares one (`n = T.int64()`); give a value (`T.int64(3)`) "
+                             "or use a declared name")
 
 
 def const(value, dtype=None) -> _rx.Constant:
@@ -288,6 +304,7 @@ def prim_value(value) -> _rx.PrimValue:
         raise ValueError("R.prim_value of an unnamed variable: `T.<dtype>()` declares a "
                          "symbolic variable (`n = T.int64()`); give a value (`T.int64(3)`) "
                          "or use a declared name")
+    _check_declared(value)
     return _rx.PrimValue(value)
 
 

@@ -413,7 +413,7 @@ class RelaxParser(ExprEvaluator):
     def _to_relax(self, value, node):
         try:
             return R_ns.to_relax(value)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise self.error(node, str(e)) from None
 
     def _normalize(self, value, node):

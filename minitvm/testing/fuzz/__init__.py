@@ -24,7 +24,11 @@ and uint8) against a numpy oracle of the quantization rules, compared exactly;
 at three (n, m) pairs. ``onnx_generator`` (random ONNX graphs: elementwise, broadcasting,
 reductions, data movement, MatMul / Gemm / Conv / pools, float16 / int8 / uint8 / bool) and
 ``onnx_differential`` (both importers at opt_level 0 and 3 against ONNX Runtime; needs the
-optional onnx and onnxruntime).
+optional onnx and onnxruntime). ``damage``: valid artefacts damaged on purpose, run in worker
+processes (a segfault or hang is a finding), each refusal checked for a clear error naming the
+place: ``damage_inputs`` (run-time inputs of the executors and ``minitvm run``),
+``damage_onnx`` (broken ONNX models), ``damage_text`` (token edits of Relay text and
+TVMScript), ``damage_ir`` (ill-typed op calls in both dialects).
 """
 
 from .generator import GeneratedProgram, ProgramGenerator, generate_program, random_array

@@ -12,6 +12,7 @@ import numpy as np
 from ....frontend_common.onnx_model import ConverterTable, NodeContext
 from ....frontend_common.onnx_model import onnx_dtype as _onnx_dtype
 from ....ir.prim_expr import IntImm, PrimExpr
+from ....runtime import error as _error
 from ....tir.analysis.verify_well_formed import undefined_vars
 from ....tir.expr import Var as TirVar
 from ... import op as _op
@@ -30,7 +31,7 @@ class ONNXImportError(ValueError):
     """The ONNX model cannot be imported: malformed, or a node the converter rejects."""
 
 
-class OpNotImplemented(NotImplementedError):
+class OpNotImplemented(_error.OpNotImplemented):
     """The model uses ONNX operators this importer does not convert (all listed at once)."""
 
 

@@ -89,7 +89,7 @@ class ONNXGraphImporter(_om.GraphImporterBase):
             listed = ", ".join(f"{k} (x{v})" for k, v in sorted(missing.items()))
             raise OpNotImplemented(
                 f"the ONNX model uses {len(missing)} operator(s) the Relax importer does not "
-                f"support: {listed}")
+                f"support: {listed}{_om.unsupported_nodes(graph, CONVERTERS)}")
         params, param_values, initial = [], [], {}
         init_names = set()
         for t in graph.initializer:

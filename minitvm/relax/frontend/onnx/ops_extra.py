@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import tir
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.bit_shift import shift
 from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_finite import quantizes_finite, reciprocal_scale
@@ -51,7 +52,7 @@ def _cast_like(ctx: Context, ins, attrs):
 @register("GatherElements")
 def _gather_elements(ctx: Context, ins, attrs):
     x, idx = ctx.expr(ins[0]), ctx.expr(ins[1])
-    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    axis = _om.axis_attr(attrs.get("axis", 0), ctx.ndim(x))
     dim = ctx.shape(x)[axis]
     if isinstance(dim, int):
         idx = _wrap_negative(ctx, idx, dim)
@@ -95,7 +96,7 @@ def _scatter_gathered(ctx: Context, x, upd, axis: int, red: str, plan, shape):
 @register("ScatterElements", "Scatter")
 def _scatter_elements(ctx: Context, ins, attrs):
     x, idx, upd = ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])
-    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    axis = _om.axis_attr(attrs.get("axis", 0), ctx.ndim(x))
     known = ctx.known(ins[1])
     shape = ctx.shape(x)
     if known is not None and known.dtype != object and all(isinstance(d, int) for d in shape) \
@@ -123,7 +124,7 @@ def _topk(ctx: Context, ins, attrs):
         k = int(attrs["k"])
     else:
         k = ctx.ints(ins[1], "TopK's K")[0]
-    axis = int(attrs.get("axis", -1)) % ctx.ndim(x)
+    axis = _om.axis_attr(attrs.get("axis", -1), ctx.ndim(x))
     largest = bool(attrs.get("largest", 1))
     dim = ctx.shape(x)[axis]
     if isinstance(k, PrimExpr):  # (K from the batch: checked at run time, a sort's head)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_qsoftmax import note_softmax
 from ....ir.prim_expr import IntImm, PrimExpr
 from ....ir.structural import structural_equal
@@ -394,7 +395,7 @@ def reduce_axes(ctx: Context, ins, attrs) -> tuple[list[int] | None, bool]:
     else:
         axes = attrs.get("axes")
     if not axes:
-        return None, bool(attrs.get("noop_with_empty_axes", 0))
+        return None, _om.flag_attr(attrs, "noop_with_empty_axes", 0)
     return [int(a) for a in axes], False
 
 
@@ -402,7 +403,7 @@ def reduce_axes(ctx: Context, ins, attrs) -> tuple[list[int] | None, bool]:
 def _reduce(ctx: Context, ins, attrs):
     name = ctx.node.op_type
     x = ctx.expr(ins[0])
-    keep = bool(attrs.get("keepdims", 1))
+    keep = _om.flag_attr(attrs, "keepdims", 1)
     axes, noop = reduce_axes(ctx, ins, attrs)
     if noop:
         return x
@@ -441,8 +442,8 @@ def _reduce(ctx: Context, ins, attrs):
 def _argmax(ctx: Context, ins, attrs):
     fn = _op.argmax if ctx.node.op_type == "ArgMax" else _op.argmin
     x = ctx.expr(ins[0])
-    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
-    keep = bool(attrs.get("keepdims", 1))
+    axis = _om.axis_attr(attrs.get("axis", 0), ctx.ndim(x))
+    keep = _om.flag_attr(attrs, "keepdims", 1)
     if not attrs.get("select_last_index", 0):
         return ctx.emit(fn(x, axis, keep))
     # the last index of the extreme: the first one in the flipped input, mapped back

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .... import tir
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_model import check_dropout_is_identity, dropout_training_mask
 from ....frontend_common.onnx_quant import conv_output_scale, keeps_int8_weight
 from ....ir.prim_expr import PrimExpr
@@ -237,7 +238,7 @@ def _batch_norm_training(ctx: Context, x, gamma, beta, mean, var, eps, momentum)
 def _layer_norm(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     ndim = ctx.ndim(x)
-    axis = int(attrs.get("axis", -1)) % ndim
+    axis = _om.axis_attr(attrs.get("axis", -1), ndim)
     axes = list(range(axis, ndim))
     gamma = ctx.expr(ins[1])
     if len(ins) > 2 and ins[2] is not None:

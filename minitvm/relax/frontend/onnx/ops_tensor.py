@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import tir
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_resize import FUSED_TAPS, axis_taps, resize2d_params, resize_plan
 from ....frontend_common.onnx_slice import onnx_slice
 from ....ir.prim_expr import PrimExpr
@@ -286,9 +287,8 @@ def _slice_at_run_time(ctx: Context, ins):
 
 @register("Gather")
 def _gather(ctx: Context, ins, attrs):
-    axis = int(attrs.get("axis", 0))
     ndim = ctx.ndim(ins[0])
-    axis %= ndim
+    axis = _om.axis_attr(attrs.get("axis", 0), ndim)
     dim = ctx.shape(ins[0])[axis]
     data, idx = ctx.known(ins[0]), ctx.known(ins[1])
     if idx is not None and isinstance(dim, int):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ....ir.prim_expr import IntImm, PrimExpr
+from ....runtime import error as _error
 from ....tir import Var as TirVar
 from ... import op as _op
 from ...expr import Call, Expr, ShapeExpr, const
@@ -26,7 +27,7 @@ class TorchImportError(ValueError):
     """The exported program cannot be imported (malformed, or a node a converter rejects)."""
 
 
-class OpNotImplemented(NotImplementedError):
+class OpNotImplemented(_error.OpNotImplemented):
     """The program uses ATen operators this importer does not convert (all listed at once)."""
 
 

@@ -58,6 +58,24 @@ def conv_out_dim(length, pad_total: int, dilation: int, kernel, stride: int, ctx
     return simplify(add(floordiv(num, stride), 1), ctx)
 
 
+def check_windows(call: Call, what: str, sizes, windows, outs, strides, dilation) -> None:
+    """Refuse a window that cannot slide over the input: a stride, dilation or window size
+    below 1, or (all known) an output size below 1 (the window does not fit the padded
+    input; ``conv_out_dim`` would give 0 or a negative size)."""
+    for q, (size, k, o) in enumerate(zip(sizes, windows, outs, strict=True)):
+        k = k.value if isinstance(k, IntImm) else k
+        o = o.value if isinstance(o, IntImm) else o
+        if int(strides[q]) < 1 or int(dilation[q]) < 1:
+            fail(call, f"strides and dilation must be at least 1, got strides "
+                       f"{tuple(strides)}, dilation {tuple(dilation)}")
+        if isinstance(k, int) and k < 1:
+            fail(call, f"the {what} has size {k} along spatial axis {q}; it must be at least 1")
+        if isinstance(o, int) and o < 1:
+            fail(call, f"the {what} (size {k}, dilation {dilation[q]}) does not fit spatial "
+                       f"axis {q} of size {fmt_dim(size)} with its padding: the output would "
+                       f"have {o} elements")
+
+
 def _infer_conv(call: Call, ctx, spatial: str, transpose: bool) -> StructInfo:
     """Conv / transposed conv over ``spatial`` axes ("W" or "HW") in any layout permutation."""
     data, weight = tensor_args(call, ["data", "weight"])
@@ -106,6 +124,8 @@ def _infer_conv(call: Call, ctx, spatial: str, transpose: bool) -> StructInfo:
         else:
             out_sizes.append(conv_out_dim(sizes[d], pad, a.dilation[d], ksizes[d],
                                           a.strides[d], ctx))
+    if not transpose:
+        check_windows(call, "kernel", sizes, ksizes, out_sizes, a.strides, a.dilation)
     return make_tensor(from_canonical([n, out_c, *out_sizes], operm), dtype, vdevice=vdevice)
 
 

@@ -16,6 +16,7 @@ from .._common import (
     fmt_dim,
     fmt_shape,
     fmt_sinfo,
+    int_attr,
     is_float,
     is_void,
     make_tensor,
@@ -109,12 +110,14 @@ del _name
 
 def softmax(data: Expr, axis: int = -1) -> Call:
     """Softmax along ``axis``."""
-    return Call(Op.get("relax.nn.softmax"), [data], SoftmaxAttrs(axis=int(axis)))
+    return Call(Op.get("relax.nn.softmax"), [data],
+                SoftmaxAttrs(axis=int_attr(axis, "relax.nn.softmax's axis")))
 
 
 def log_softmax(data: Expr, axis: int = -1) -> Call:
     """Log of softmax along ``axis``."""
-    return Call(Op.get("relax.nn.log_softmax"), [data], SoftmaxAttrs(axis=int(axis)))
+    return Call(Op.get("relax.nn.log_softmax"), [data],
+                SoftmaxAttrs(axis=int_attr(axis, "relax.nn.log_softmax's axis")))
 
 
 # --------------------------------------------------------------------------- normalizations

@@ -11,7 +11,7 @@ from .._common import int_tuple, make_tensor, tensor_args
 from ..base import register_op_rule
 from ..op_attrs import AdaptivePool2DAttrs, Pool2DAttrs
 from ._layout import dims_per_layout, from_canonical, layout_perm, to_canonical
-from .convolution import conv_out_dim, padding_2d
+from .convolution import check_windows, conv_out_dim, padding_2d
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
 
@@ -45,6 +45,7 @@ def pool_rule(nd: int):
         out = [conv_out_dim(sizes[q], a.padding[q] + a.padding[q + nd], a.dilation[q],
                             a.pool_size[q], a.strides[q], ctx, a.ceil_mode)
                for q in range(nd)]
+        check_windows(call, "pool window", sizes, a.pool_size, out, a.strides, a.dilation)
         return make_tensor(from_canonical([n, c, *out], operm), data.dtype,
                            vdevice=data.vdevice)
 

@@ -107,6 +107,13 @@ def _split(bb, call):
 
     ana = Analyzer()
     cuts = [ana.simplify(c) for c in cuts]
+    ios, length = call.attrs.indices_or_sections, arg_shape(call, 0)[axis]
+    if isinstance(ios, tuple) and all(isinstance(v, int) for v in ios) and hasattr(
+            length, "value"):  # (known indices: each piece starts at its own, clamped)
+        starts = [min(max(int(v), 0), length.value) for v in ios]
+        sizes = [out_shape(call, k)[axis] for k in range(n_out)]
+        return call_topi(bb, lambda x: topi_manip.split(x, starts, axis, sizes), call.args[0],
+                         name="split")
     return call_topi(bb, lambda x: topi_manip.split(x, cuts, axis), call.args[0], name="split")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from ....frontend_common import onnx_model as _om
 from ....frontend_common import onnx_sequence as _seq
 from ....frontend_common.onnx_finite import finite_tensors
+from ....ir.diagnostics import DiagnosticError
 from ....ir.module import IRModule
 from ....ir.prim_expr import Any
 from ....ir.type import TensorType
@@ -102,7 +103,8 @@ class GraphProto(_om.GraphImporterBase):
     def from_onnx(self, graph) -> tuple[IRModule, dict]:
         missing = _om.unsupported_ops(graph, CONVERTERS)
         if missing:
-            raise unsupported_error("ONNX", missing)
+            err = unsupported_error("ONNX", missing)
+            raise type(err)(f"{err}{_om.unsupported_nodes(graph, CONVERTERS)}")
         init_names = set()
         for t in graph.initializer:
             arr = _om.tensor_to_numpy(t, ImportError_)
@@ -190,6 +192,19 @@ class GraphProto(_om.GraphImporterBase):
 
     def constant(self, arr):
         return _expr.const(arr, str(arr.dtype))
+
+    def convert_node(self, ctx, node) -> None:
+        """Convert ``node``, then type its tensor outputs: a converter that built an ill-typed
+        expression (a Gemm whose transB was dropped) is named, not the node that reads it."""
+        super().convert_node(ctx, node)
+        for name in node.output:
+            value = self.values.get(name) if name else None
+            if isinstance(value, _expr.Expr) and value._checked_type is None:
+                try:
+                    infer_type(value)
+                except DiagnosticError as e:
+                    raise ImportError_(f"{ctx.where()}: cannot convert: {type(e).__name__}: "
+                                       f"{e}") from e
 
     def bind(self, value):
         if isinstance(value, _seq.OnnxSequence | _seq.OnnxOptional):

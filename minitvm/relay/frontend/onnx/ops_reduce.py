@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ... import op as _op
 from .registry import register
 
@@ -16,7 +17,7 @@ def _axes(ctx, ins, attrs):
     elif "axes" in attrs:
         axes = [int(a) for a in attrs["axes"]]
     if not axes:
-        return None, bool(attrs.get("noop_with_empty_axes", 0))
+        return None, _om.flag_attr(attrs, "noop_with_empty_axes", 0)
     return axes, False
 
 
@@ -26,7 +27,7 @@ def _reduce(build):
         x = ins[0]
         if noop:
             return x
-        keep = bool(attrs.get("keepdims", 1))
+        keep = _om.flag_attr(attrs, "keepdims", 1)
         empty = _empty_reduction(ctx, x, axes, keep)
         if empty is not None:
             return empty
@@ -77,7 +78,7 @@ register("ReduceLogSumExp")(_reduce(lambda x, a, k: _op.logsumexp(x, a, keepdims
 def _arg(fn):
     def convert(ctx, ins, attrs):
         axis = int(attrs.get("axis", 0))
-        out = fn(ins[0], axis=[axis], keepdims=bool(attrs.get("keepdims", 1)),
+        out = fn(ins[0], axis=[axis], keepdims=_om.flag_attr(attrs, "keepdims", 1),
                  select_last_index=bool(attrs.get("select_last_index", 0)))
         return _op.cast(out, "int64")
 

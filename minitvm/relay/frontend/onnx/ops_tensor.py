@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_slice import onnx_slice
 from ... import expr as _expr
 from ... import op as _op
@@ -357,14 +358,14 @@ def _axis_indices(ctx, idx, x, axis: int):
 @register("Gather")
 def _gather(ctx, ins, attrs):
     x, idx = ins
-    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    axis = _om.axis_attr(attrs.get("axis", 0), ctx.ndim(x))
     return _op.take(x, _axis_indices(ctx, idx, x, axis), axis=axis)
 
 
 @register("GatherElements")
 def _gather_elements(ctx, ins, attrs):
     x, idx = ins
-    axis = int(attrs.get("axis", 0)) % ctx.ndim(x)
+    axis = _om.axis_attr(attrs.get("axis", 0), ctx.ndim(x))
     return _op.gather(x, axis, _axis_indices(ctx, idx, x, axis))
 
 

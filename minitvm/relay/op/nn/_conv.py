@@ -29,6 +29,7 @@ _DIM_NAMES = {"D": "depth", "H": "height", "W": "width"}
 
 
 def _spatial_out(op_name, size, k, pad_before, pad_after, stride, dilation, what):
+    check_positive(op_name, f"kernel {what}", k)  # (an empty kernel: nothing to slide)
     dk = arith(lambda kk: (kk - 1) * dilation + 1, k)
     out = arith(lambda s, d: (s + pad_before + pad_after - d) // stride + 1, size, dk)
     check_positive(op_name, f"output {what}", out)
