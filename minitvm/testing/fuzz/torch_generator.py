@@ -40,6 +40,7 @@ class TorchProgram:
     features: set = field(default_factory=set)  # op families used (coverage)
     inplace: bool = False  # the program mutates a value in place
     parts: list = field(default_factory=list)  # the programs merged into this one, if any
+    exported: dict = field(default_factory=dict)  # artifacts made once: its ONNX file, ORT's
 
     def text(self) -> str:
         """The source and the inputs, for a report."""
