@@ -170,11 +170,14 @@ def is_refusal(err: Exception) -> bool:
     """An importer's clear refusal of an operator it does not convert (not a finding)."""
     name = type(err).__name__
     text = str(err)
-    return name in ("OpNotImplemented", "ExportRefused") or "not supported" in text.lower() and (
-        "operator" in text.lower() or "aten" in text.lower())
+    low = text.lower()
+    return name in ("OpNotImplemented", "ExportRefused") or "not supported" in low and any(
+        w in low for w in ("operator", "aten", "dtype", "element type", "scalar type"))
 
 
 def _floor(prog: TorchProgram) -> str | None:
+    if "bfloat16" in prog.source:
+        return "bfloat16"
     if "float16" in prog.source or any(v.dtype == np.float16 for v in prog.feeds.values()) \
             or ".half()" in prog.source:
         return "float16"

@@ -149,13 +149,13 @@ _UNARY = {
     "Relu": _op.nn.relu, "Sigmoid": _op.sigmoid, "Tanh": _op.tanh, "Erf": _op.erf,
     "Exp": _op.exp, "Log": _op.log, "Sqrt": _op.sqrt, "Neg": _op.negative, "Abs": _op.abs,
     "Floor": _op.floor, "Ceil": _op.ceil, "Sin": _op.sin, "Cos": _op.cos, "Tan": _op.tan,
-    "Not": _op.logical_not, "Sign": _op.sign, "Round": _op.round, "Asin": _op.asin,
+    "Not": _op.logical_not, "Round": _op.round, "Asin": _op.asin,
     "Acos": _op.acos, "Atan": _op.atan, "Sinh": _op.sinh, "Cosh": _op.cosh,
     "IsNaN": _op.isnan,
 }
 _UNARY_NP = {
     "Neg": np.negative, "Abs": np.abs, "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log,
-    "Floor": np.floor, "Ceil": np.ceil, "Not": np.logical_not, "Sign": np.sign,
+    "Floor": np.floor, "Ceil": np.ceil, "Not": np.logical_not,
     "Round": np.round,
 }
 
@@ -177,6 +177,21 @@ for _name, _rop in _UNARY.items():
 def _scalar(ctx: Context, x, value: float):
     """``value`` as a constant of ``x``'s dtype (a double stays double)."""
     return const(np.array(value, dtype=ctx.dtype(x)), ctx.dtype(x))
+
+
+@register("Sign")
+def _sign(ctx: Context, ins, attrs):
+    """-1, 0 or 1; 0 at NaN, as ONNX Runtime's (and TVM's ``topi.sign``); Relax's ``sign``
+    keeps NaN, numpy's rule."""
+    k = ctx.known(ins[0])
+    if k is not None and k.dtype != object:
+        return np.asarray(np.where(np.isnan(k), 0, np.sign(k)) if k.dtype.kind == "f"
+                          else np.sign(k)).astype(k.dtype)
+    x = ctx.expr(ins[0])
+    s = ctx.emit(_op.sign(x))
+    if not ctx.dtype(x).startswith("float"):
+        return s
+    return ctx.emit(_op.where(ctx.emit(_op.isnan(x)), _scalar(ctx, x, 0.0), s))
 
 
 @register("IsInf")
