@@ -443,12 +443,17 @@ def _reduce(ctx: Context, ins, attrs):
     if name == "ReduceSumSquare":
         return ctx.emit(_op.sum(_op.multiply(x, x), axes, keep))
     if name == "ReduceLogSumExp":
+        # (an integer tensor, which ONNX allows, computes in float64 and truncates back, as
+        # Relay's ``logsumexp``: Relax's exp takes floats only)
+        dt = ctx.dtype(x)
+        if not dt.startswith("float"):
+            x = ctx.emit(_op.astype(x, "float64"))
         m = ctx.emit(_op.max(x, axes, True))
         s = _op.sum(_op.exp(_op.subtract(x, m)), axes, True)
         out = _op.add(_op.log(s), m)
         if not keep:
             out = _op.squeeze(out, axes if axes is not None else None)
-        return ctx.emit(out)
+        return ctx.emit(out if dt.startswith("float") else _op.astype(out, dt))
     return ctx.emit(_REDUCE[name](x, axes, keep))
 
 
