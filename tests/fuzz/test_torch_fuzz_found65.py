@@ -95,3 +95,15 @@ def test_a_cast_to_bfloat16_is_refused_where_it_is_made():
     with pytest.raises(ImportError_, match="bfloat16 is not supported") as err:
         from_exported_program(ep)
     assert is_refusal(err.value)
+
+
+@pytest.mark.parametrize("op", ["ReduceL2", "ReduceLogSum"])
+def test_integer_reductions_through_a_float_function(op):
+    """``linalg.vector_norm`` of an integer value exported as ReduceL2 of int64; Relax's
+    importer crashed in ``sqrt`` (seed 625), as in ReduceLogSum's ``log``: both compute in
+    float64 and truncate back, as ORT's (and Relay's) answers."""
+    x = np.array([[1, 4, 2], [3, 0, 5]], "int64")
+    want = {"ReduceL2": np.sqrt((x * x).sum(0)), "ReduceLogSum": np.log(x.sum(0))}[op]
+    check([helper.make_node(op, ["x"], ["y"], axes=[0], keepdims=0)],
+          [og.vi("x", P.INT64, [2, 3])], [og.vi("y", P.INT64, [3])], {"x": x},
+          [want.astype("int64")])

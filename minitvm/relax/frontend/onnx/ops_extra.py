@@ -334,7 +334,12 @@ def _reduce_log_sum(ctx: Context, ins, attrs):
     axes, noop = reduce_axes(ctx, ins, attrs)
     if noop:
         return x
-    return ctx.emit(_op.log(_op.sum(x, axes, keep)))
+    s = ctx.emit(_op.sum(x, axes, keep))
+    dt = ctx.dtype(s)
+    if dt.startswith("float"):
+        return ctx.emit(_op.log(s))
+    # (an integer sum's log in float64, truncated back: Relax's log takes floats only)
+    return ctx.emit(_op.astype(ctx.emit(_op.log(ctx.emit(_op.astype(s, "float64")))), dt))
 
 
 @register("GroupNormalization")

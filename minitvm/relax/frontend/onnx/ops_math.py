@@ -438,23 +438,26 @@ def _reduce(ctx: Context, ins, attrs):
             return np.full(out, fill, dtype=dt)
     if name == "ReduceL1":
         return ctx.emit(_op.sum(_op.abs(x), axes, keep))
-    if name == "ReduceL2":
-        return ctx.emit(_op.sqrt(_op.sum(_op.multiply(x, x), axes, keep)))
     if name == "ReduceSumSquare":
         return ctx.emit(_op.sum(_op.multiply(x, x), axes, keep))
-    if name == "ReduceLogSumExp":
-        # (an integer tensor, which ONNX allows, computes in float64 and truncates back, as
-        # Relay's ``logsumexp``: Relax's exp takes floats only)
+    if name in ("ReduceL2", "ReduceLogSumExp"):
         dt = ctx.dtype(x)
-        if not dt.startswith("float"):
-            x = ctx.emit(_op.astype(x, "float64"))
-        m = ctx.emit(_op.max(x, axes, True))
-        s = _op.sum(_op.exp(_op.subtract(x, m)), axes, True)
-        out = _op.add(_op.log(s), m)
-        if not keep:
-            out = _op.squeeze(out, axes if axes is not None else None)
-        return ctx.emit(out if dt.startswith("float") else _op.astype(out, dt))
+        if dt.startswith("float"):
+            return ctx.emit(_float_reduce(ctx, name, x, axes, keep))
+        # (an integer tensor, which ONNX allows, computes in float64 and truncates back, as
+        # Relay's ``logsumexp`` / ``sqrt`` do: Relax's exp and sqrt take floats only)
+        out = _float_reduce(ctx, name, ctx.emit(_op.astype(x, "float64")), axes, keep)
+        return ctx.emit(_op.astype(ctx.emit(out), dt))
     return ctx.emit(_REDUCE[name](x, axes, keep))
+
+
+def _float_reduce(ctx: Context, name: str, x, axes, keep: bool):
+    """ReduceL2 / ReduceLogSumExp of a float tensor ``x`` (the LSE shifted by its max)."""
+    if name == "ReduceL2":
+        return _op.sqrt(_op.sum(_op.multiply(x, x), axes, keep))
+    m = ctx.emit(_op.max(x, axes, True))
+    out = _op.add(_op.log(_op.sum(_op.exp(_op.subtract(x, m)), axes, True)), m)
+    return out if keep else _op.squeeze(out, axes if axes is not None else None)
 
 
 @register("ArgMax", "ArgMin")
