@@ -107,3 +107,23 @@ def test_integer_reductions_through_a_float_function(op):
     check([helper.make_node(op, ["x"], ["y"], axes=[0], keepdims=0)],
           [og.vi("x", P.INT64, [2, 3])], [og.vi("y", P.INT64, [3])], {"x": x},
           [want.astype("int64")])
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_bool_scatter_reduce_without_self_starts_from_bools_identity(reduce):
+    """``scatter_reduce(bool, .., 'amax', include_self=False)``: the landed positions start from
+    the reduction's identity, False for amax (True for amin). Relax's torch.export importer
+    cast -inf to bool, True, so every landed position read True (seed 8031)."""
+    torch = pytest.importorskip("torch", reason="the program is a torch.export")
+    from minitvm.testing.fuzz.torch_differential import check_torch_program
+    from minitvm.testing.fuzz.torch_generator import program_from_source
+
+    src = ("def forward(self, x0, x1):\n"
+           f"    return (torch.scatter_reduce(x0, 1, self.w0, x1, '{reduce}', "
+           "include_self=False),)\n")
+    prog = program_from_source(
+        src, {"x0": np.array([[True, False, False, True], [False, True, False, False]]),
+              "x1": np.array([[False, True, False], [True, False, True]])},
+        {"w0": torch.tensor([[3, 1, 2], [0, 1, 3]])})
+    found = check_torch_program(prog, ("export->relax",), (0,))
+    assert not found, "\n".join(str(f) for f in found)
