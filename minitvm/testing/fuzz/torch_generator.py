@@ -131,9 +131,10 @@ class _Gen:
 
     def weight(self, shape, dtype="float32", lo=-2, hi=2) -> str:
         name = f"w{len(self.weights)}"
-        arr = (self.nr.integers(lo * 2, hi * 2 + 1, size=shape) * 0.5).astype(dtype) \
-            if dtype in _FLOATS else self.nr.integers(lo, hi + 1, size=shape).astype(dtype)
-        self.weights[name] = self.torch.from_numpy(arr)
+        wide = "float32" if dtype == "bfloat16" else dtype  # (numpy holds no bfloat16)
+        arr = (self.nr.integers(lo * 2, hi * 2 + 1, size=shape) * 0.5).astype(wide) \
+            if wide in _FLOATS else self.nr.integers(lo, hi + 1, size=shape).astype(wide)
+        self.weights[name] = self.torch.from_numpy(arr).to(getattr(self.torch, dtype))
         return f"self.{name}"
 
     def index_const(self, shape, high) -> str:
