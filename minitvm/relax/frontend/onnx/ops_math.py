@@ -444,10 +444,19 @@ def _reduce(ctx: Context, ins, attrs):
         dt = ctx.dtype(x)
         if dt.startswith("float"):
             return ctx.emit(_float_reduce(ctx, name, x, axes, keep))
-        # (an integer tensor, which ONNX allows, computes in float64 and truncates back, as
-        # Relay's ``logsumexp`` / ``sqrt`` do: Relax's exp and sqrt take floats only)
-        out = _float_reduce(ctx, name, ctx.emit(_op.astype(x, "float64")), axes, keep)
-        return ctx.emit(_op.astype(ctx.emit(out), dt))
+        # (an integer tensor, which ONNX allows: each float function in float64 truncated back
+        # to the dtype, as ORT's and Relay's in-dtype exp / log / sqrt: Relax's take floats)
+        if name == "ReduceL2":
+            out = _float_reduce(ctx, name, ctx.emit(_op.astype(x, "float64")), axes, keep)
+            return ctx.emit(_op.astype(ctx.emit(out), dt))
+
+        def trunc(fn, v):
+            return ctx.emit(_op.astype(ctx.emit(fn(ctx.emit(_op.astype(v, "float64")))), dt))
+
+        m = ctx.emit(_op.max(x, axes, True))
+        s = ctx.emit(_op.sum(trunc(_op.exp, ctx.emit(_op.subtract(x, m))), axes, True))
+        out = _op.add(trunc(_op.log, s), m)
+        return ctx.emit(out if keep else _op.squeeze(out, axes))
     return ctx.emit(_REDUCE[name](x, axes, keep))
 
 
