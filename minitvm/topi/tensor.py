@@ -6,6 +6,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import op as tir_op
 from .broadcast import int_or_float_power
+from .math import UNARY_FUNCS
 from .reference.tensor import clip_range
 from .utils import (
     compute,
@@ -49,7 +50,9 @@ _UNARY = {
     "copy": lambda x: x, "stop_gradient": lambda x: x,
     "nn.relu": lambda x: E.Max(x, fconst(0, x.dtype)),
     "sign": lambda x: _sign(x),
-    "logical_not": tir_op.logical_not,
+    # (one rule with Relax's ``topi.logical_not``: the negated truth in the operand's dtype,
+    # as Relay's identity type relation and TVM's Relax type rule keep it)
+    "logical_not": UNARY_FUNCS["logical_not"],
     "bitwise_not": tir_op.bitwise_not,
     "isnan": tir_op.isnan, "isinf": tir_op.isinf, "isfinite": tir_op.isfinite,
 }

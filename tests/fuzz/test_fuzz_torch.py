@@ -48,3 +48,16 @@ def test_a_merged_batch_agrees_and_names_the_program_of_a_wrong_value():
     flat[0] = (not flat[0]) if flat.dtype == bool else flat[0] + 7
     found = check_torch_batch(merge_programs(progs), ("torchscript->relay",), (3,))
     assert [(f.kind, f.seed) for f in found] == [("mismatch", 2)]
+
+
+def test_an_onnx_path_tells_an_exporter_difference_from_ours():
+    """Seed 3 writes through a view (``v2.view(25).copy_(x2)``); torch.onnx.export's file
+    drops the write, ONNX Runtime gives the importers' answer: an ``exporter`` note, not a
+    mismatch of ours."""
+    pytest.importorskip("onnx", reason="the path imports an ONNX file")
+    pytest.importorskip("onnxruntime", reason="ORT tells the exporter's differences")
+    from minitvm.testing.fuzz.torch_differential import NOT_OURS
+
+    prog = generate_torch_program(3)
+    found = check_torch_program(prog, ("onnx->relax",), (0,))
+    assert found and {f.kind for f in found} == {NOT_OURS}, [str(f) for f in found]

@@ -55,3 +55,19 @@ def test_relay_logical_ops_of_numbers(dt):
         X.astype(dt), Y.astype(dt))
     for g, w in zip(got, _want(dt), strict=True):
         np.testing.assert_array_equal(g.numpy(), w.astype(g.numpy().dtype))
+
+
+@pytest.mark.parametrize("dt", ["int32", "float32", "bool"])
+def test_topi_logical_not_is_one_rule_in_the_operand_dtype(dt):
+    """Relay's compute table (topi/tensor.py) and Relax's ``topi.logical_not`` (topi/math.py)
+    build the same scalar: the operand's negated truth in the operand's dtype (as TVM's type
+    rules of both dialects); the Relay table's returned bool before (stop 65)."""
+    from minitvm import te
+    from minitvm.topi import math as topi_math
+    from minitvm.topi import tensor as topi_tensor
+
+    x = te.placeholder((2,), dt, "x")
+    relay_scalar = topi_tensor._UNARY["logical_not"](x[0])
+    relax_scalar = topi_math.UNARY_FUNCS["logical_not"](x[0])
+    assert relay_scalar.dtype == relax_scalar.dtype == dt
+    assert str(relay_scalar) == str(relax_scalar)

@@ -16,7 +16,7 @@ from ...frontend_common.scatter_plan import broadcasts_one_index_per_row, identi
 from .. import expr as _expr
 from .. import op as _op
 
-__all__ = ["scatter_elements", "wrap_index"]
+__all__ = ["scatter_elements", "wrap_index", "bool_reduced"]
 
 _REDUCERS = {"add": _op.sum, "mul": _op.prod, "max": _op.max, "min": _op.min}
 _COMBINE = {"add": _op.add, "mul": _op.multiply, "max": _op.maximum, "min": _op.minimum}
@@ -29,7 +29,10 @@ _MAX_COMPARED = 1 << 18
 def scatter_elements(ctx, x, index, upd, axis: int, red: str):
     """scatter_elements, as a gather plus a reduction when the index is known at import, as a
     comparison of every position with every update along the axis when that is small (a
-    mixture of experts' top-k routing), else the scatter itself (its compute runs as numpy)."""
+    mixture of experts' top-k routing), else the scatter itself (its compute runs as numpy).
+    A bool ``x`` reduces in int32, read back as ``!= 0`` (``bool_reduced``)."""
+    if ctx.dtype(x) == "bool" and red != "update":
+        return bool_reduced(lambda a, b: scatter_elements(ctx, a, index, b, axis, red), x, upd)
     if not all(isinstance(d, int) for d in (*ctx.shape(x), *ctx.shape(index))):
         return _run_time_sized(ctx, x, index, upd, axis, red)
     shape = tuple(int(d) for d in ctx.shape(x))
@@ -47,6 +50,14 @@ def scatter_elements(ctx, x, index, upd, axis: int, red: str):
     if same_off_axis and int(np.prod(shape, dtype=np.int64)) * ishape[axis] <= _MAX_COMPARED:
         return _compared(ctx, x, index, upd, axis, red, shape, ishape)
     return _op.scatter_elements(x, index, upd, axis, red)
+
+
+def bool_reduced(reduce, x, values):
+    """``reduce(x, values)`` (an accumulating scatter) of a bool ``x`` done in int32 and read
+    back as ``!= 0``: bool's add and max are or, its mul and min and. (In bool the kernels add
+    in one bit, True + True was False, and a padding slot has no integer extreme.)"""
+    out = reduce(_op.cast(x, "int32"), _op.cast(values, "int32"))
+    return _op.not_equal(out, _expr.const(np.array(0, "int32"), "int32"))
 
 
 def _run_time_sized(ctx, x, index, upd, axis: int, red: str):

@@ -81,7 +81,7 @@ DOMAIN_ERRORS: dict[str, tuple[type, str]] = {
     "FirstOrderGradient": (TypeError, r"^gradient\(mode='first_order'\) (supports ops, tuples "
                            r"and lets only|does not support closures)"),
 }
-DEFAULT_RTOL = {"float16": 2e-2, "float32": 2e-4, "float64": 1e-9}
+DEFAULT_RTOL = {"bfloat16": 4e-2, "float16": 2e-2, "float32": 2e-4, "float64": 1e-9}
 
 
 @dataclass

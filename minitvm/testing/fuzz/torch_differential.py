@@ -1,14 +1,20 @@
-"""Random PyTorch programs (``torch_generator``) through the PyTorch importers against eager.
+"""Random PyTorch programs (``torch_generator``) through the PyTorch and ONNX importers
+against eager.
 
-Each program is imported three ways: traced by ``torch.jit.trace`` into
+Each program is imported five ways: traced by ``torch.jit.trace`` into
 ``relay.frontend.from_pytorch``; exported by ``torch.export`` into Relay's
-``from_exported_program``; and the same export into Relax's ``from_exported_program``. Each is
-built at opt_level 0 and 3 (``relay.build`` + the graph executor, ``relax.build`` + the VM) and
+``from_exported_program``; the same export into Relax's ``from_exported_program``; and written
+by ``torch.onnx.export`` (the TorchScript exporter: the dynamo one takes seconds a program) into
+Relay's and Relax's ``from_onnx``. Each is built at opt_level 0 and 3 (``relay.build`` + the graph executor, ``relax.build`` + the VM) and
 must give eager's outputs: the same count, shapes and dtypes, integers and bools exactly, floats
 within the dtype's tolerance (``differential.compare_values``). A refusal that names an
 unsupported operator (``OpNotImplemented``) is not a finding. ``check_torch_batch`` checks
 several programs merged into one module (``merge_programs``): the export's decompositions and
-each build, most of a program's time, are paid once per batch. Needs the optional ``torch``.
+each build, most of a program's time, are paid once per batch. An ONNX file the exporter
+refuses to write is a refusal; where an ONNX path disagrees with eager, ONNX Runtime runs the
+same file: when ORT gives our answer (or cannot load the file either) the exporter wrote the
+difference, an ``exporter`` note that is not the importers' finding. Needs the optional
+``torch`` (and ``onnx`` / ``onnxruntime`` for the ONNX paths).
 """
 
 from __future__ import annotations
@@ -22,10 +28,13 @@ from .torch_generator import TorchProgram, build_module, generate_torch_program
 
 __all__ = ["check_torch_program", "generate_torch_program", "IMPORTERS", "OPT_LEVELS",
            "run_importer", "is_refusal", "merge_programs", "check_torch_batch",
-           "generate_torch_batch", "BATCH"]
+           "generate_torch_batch", "BATCH", "onnx_model", "ort_outputs", "NOT_OURS"]
 
 OPT_LEVELS = (0, 3)
-IMPORTERS = ("torchscript->relay", "export->relay", "export->relax")
+IMPORTERS = ("torchscript->relay", "export->relay", "export->relax", "onnx->relay",
+             "onnx->relax")
+ONNX_OPSET = 17
+NOT_OURS = "exporter"  # the kind of a note on a difference the ONNX exporter (or ORT) made
 BATCH = 8  # programs checked as one module by ``check_torch_batch``
 _NAME = re.compile(r"\b([xvw]\d+)\b")
 
@@ -50,11 +59,72 @@ def _relay_run(mod, params, feeds: dict, opt_level: int) -> list[np.ndarray]:
     return [m.get_output(i).numpy().copy() for i in range(m.get_num_outputs())]
 
 
+class ExportRefused(Exception):
+    """``torch.onnx.export`` did not write the program (an exporter refusal, not ours)."""
+
+
+def onnx_model(prog: TorchProgram):
+    """``prog`` written by ``torch.onnx.export`` (once; kept on ``prog.exported``), inputs
+    named as ``prog.feeds``; ``ExportRefused`` when the exporter fails."""
+    if "onnx" not in prog.exported:
+        import io
+        import warnings
+
+        import onnx
+        import torch
+
+        buf = io.BytesIO()
+        try:
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(build_module(prog), _inputs(prog), buf, dynamo=False,
+                                  input_names=list(prog.feeds), opset_version=ONNX_OPSET)
+            prog.exported["onnx"] = onnx.load_from_string(buf.getvalue())
+        except Exception as err:  # noqa: BLE001 - the exporter's refusal, whatever its type
+            prog.exported["onnx"] = ExportRefused(f"{type(err).__name__}: {str(err)[:300]}")
+    got = prog.exported["onnx"]
+    if isinstance(got, ExportRefused):
+        raise got
+    return got
+
+
+def _onnx_feeds(model, prog: TorchProgram) -> dict:
+    """The inputs the ONNX graph kept (the exporter drops unused ones), by name."""
+    names = {i.name for i in model.graph.input} - {t.name for t in model.graph.initializer}
+    return {k: v for k, v in prog.feeds.items() if k in names}
+
+
+def ort_outputs(prog: TorchProgram) -> list[np.ndarray] | Exception:
+    """ONNX Runtime's outputs of ``prog``'s ONNX file (or its error), computed once."""
+    if "ort" not in prog.exported:
+        try:
+            import onnxruntime as ort
+
+            model = onnx_model(prog)
+            sess = ort.InferenceSession(model.SerializeToString(),
+                                        providers=["CPUExecutionProvider"])
+            prog.exported["ort"] = [np.asarray(o) for o in
+                                    sess.run(None, _onnx_feeds(model, prog))]
+        except Exception as err:  # noqa: BLE001 - ORT's failure is evidence, not a finding
+            prog.exported["ort"] = err
+    return prog.exported["ort"]
+
+
 def import_program(prog: TorchProgram, importer: str):
     """``prog`` imported by ``importer`` (one of ``IMPORTERS``): a Relay (mod, params) or a
     Relax module."""
     import torch
 
+    if importer.startswith("onnx"):
+        model = onnx_model(prog)
+        shapes = {k: v.shape for k, v in _onnx_feeds(model, prog).items()}
+        if importer == "onnx->relay":
+            from ...relay.frontend import from_onnx
+
+            return from_onnx(model, shape=shapes)
+        from ...relax.frontend.onnx import from_onnx as relax_from_onnx
+
+        return relax_from_onnx(model, shapes, sanitize_input_names=False)
     module = build_module(prog)
     if importer == "torchscript->relay":
         from ...relay.frontend import from_pytorch
@@ -76,11 +146,12 @@ def import_program(prog: TorchProgram, importer: str):
 def run_importer(prog: TorchProgram, importer: str, opt_level: int, imported=None):
     """``prog`` through ``importer``, built at ``opt_level`` and run on its inputs."""
     imported = import_program(prog, importer) if imported is None else imported
+    onnx_feeds = _onnx_feeds(onnx_model(prog), prog) if importer.startswith("onnx") else None
     if importer.endswith("relay"):
         mod, params = imported
         names = [p.name_hint for p in mod["main"].params]
         feeds = dict(zip(names, prog.feeds.values(), strict=True)) \
-            if importer.startswith("export") else prog.feeds
+            if importer.startswith("export") else onnx_feeds or prog.feeds
         return _relay_run(mod, params, feeds, opt_level)
     from ...relax import VirtualMachine
     from ...relax import build as relax_build
@@ -89,6 +160,9 @@ def run_importer(prog: TorchProgram, importer: str, opt_level: int, imported=Non
 
     with PassContext(opt_level=opt_level):
         vm = VirtualMachine(relax_build(imported, target="llvm"), cpu())
+    if onnx_feeds is not None:
+        names = [p.name_hint for p in imported["main"].params]
+        return flatten(vm["main"](*[onnx_feeds[n].copy() for n in names]))
     return flatten(vm["main"](*[v.copy() for v in prog.feeds.values()]))
 
 
@@ -96,11 +170,14 @@ def is_refusal(err: Exception) -> bool:
     """An importer's clear refusal of an operator it does not convert (not a finding)."""
     name = type(err).__name__
     text = str(err)
-    return name in ("OpNotImplemented",) or "not supported" in text.lower() and (
-        "operator" in text.lower() or "aten" in text.lower())
+    low = text.lower()
+    return name in ("OpNotImplemented", "ExportRefused") or "not supported" in low and any(
+        w in low for w in ("operator", "aten", "dtype", "element type", "scalar type"))
 
 
 def _floor(prog: TorchProgram) -> str | None:
+    if "bfloat16" in prog.source:
+        return "bfloat16"
     if "float16" in prog.source or any(v.dtype == np.float16 for v in prog.feeds.values()) \
             or ".half()" in prog.source:
         return "float16"
@@ -115,7 +192,10 @@ def _check_path(prog: TorchProgram, importer: str, opt_levels) -> tuple[list[Fin
     except Exception as err:  # noqa: BLE001 - a finding unless a clear refusal
         if is_refusal(err):
             return [], True
-        return [Finding("import-crash", importer, prog.seed,
+        kind = "import-crash"
+        if importer.startswith("onnx") and isinstance(ort_outputs(prog), Exception):
+            kind = NOT_OURS  # (ORT cannot run the file either: the exporter wrote it wrong)
+        return [Finding(kind, importer, prog.seed,
                         f"{type(err).__name__}: {str(err)[:400]}", prog.text())], False
     for level in opt_levels:
         where = f"{importer} opt_level={level}"
@@ -123,15 +203,29 @@ def _check_path(prog: TorchProgram, importer: str, opt_levels) -> tuple[list[Fin
             with np.errstate(all="ignore"):
                 got = run_importer(prog, importer, level, imported)
         except Exception as err:  # noqa: BLE001 - a finding
-            found.append(Finding("exception", where, prog.seed,
+            # (unless ORT cannot run the ONNX file either: the exporter wrote it invalid)
+            kind = NOT_OURS if importer.startswith("onnx") and \
+                isinstance(ort_outputs(prog), Exception) else "exception"
+            found.append(Finding(kind, where, prog.seed,
                                  f"{type(err).__name__}: {str(err)[:400]}", prog.text()))
             continue
         diff = compare_values(prog.expected, got, floor=_floor(prog))
         if diff:
             kind = "shape" if re.match(r"output \d+: \w+\(.*\) vs \w+\(", diff) \
                 else "mismatch"
+            if importer.startswith("onnx") and _exporter_made(prog, got):
+                kind, diff = NOT_OURS, f"ORT agrees with us, not eager: {diff}"
             found.append(Finding(kind, where, prog.seed, diff, prog.text()))
     return found, False
+
+
+def _exporter_made(prog: TorchProgram, got: list) -> bool:
+    """Whether ORT, running the same ONNX file, gives our answer where eager differs (or
+    fails on the file): the ONNX file, not its import, holds the difference."""
+    ref = ort_outputs(prog)
+    return isinstance(ref, Exception) or \
+        compare_values(prog.expected, ref, floor=_floor(prog)) is not None and \
+        compare_values(ref, got, floor=_floor(prog)) is None
 
 
 def check_torch_program(prog: TorchProgram, importers=IMPORTERS,
@@ -166,15 +260,23 @@ def generate_torch_batch(seed: int, size: int = BATCH) -> TorchProgram:
 
 
 def check_torch_batch(batch: TorchProgram, importers=IMPORTERS,
-                      opt_levels=OPT_LEVELS) -> list[Finding]:
+                      opt_levels=OPT_LEVELS, stats: dict | None = None) -> list[Finding]:
     """``check_torch_program`` of a merged batch; a path that refuses or fails the batch checks
     its programs one by one, so each finding names its own program (a failure no single
-    program shows is reported on the batch: programs side by side changed an answer)."""
+    program shows is reported on the batch: programs side by side changed an answer).
+    ``stats`` (when given) counts per path the programs that ran and those refused."""
     found = []
     for importer in importers:
+        tally = stats.setdefault(importer, {"ran": 0, "refused": 0}) if stats is not None \
+            else {"ran": 0, "refused": 0}
         on_batch, refused = _check_path(batch, importer, opt_levels)
         if not on_batch and not refused:
+            tally["ran"] += len(batch.parts)
             continue
-        alone = [f for p in batch.parts for f in check_torch_program(p, (importer,), opt_levels)]
+        alone = []
+        for p in batch.parts:
+            one, no = _check_path(p, importer, opt_levels)
+            tally["refused" if no else "ran"] += 1
+            alone += one
         found += alone if alone or refused else on_batch
     return found

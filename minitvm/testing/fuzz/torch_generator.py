@@ -2,13 +2,15 @@
 
 A program is the Python source of an ``nn.Module.forward``: a few lines, each one torch op
 drawn from a grammar (elementwise unary / binary ops with broadcasting and type promotion over
-float32 / float16 / int64 / int32 / bool, Python and 0-d scalar operands; reductions; slicing
+float32 / float16 / bfloat16 / int64 / int32 / bool, Python and 0-d scalar operands; reductions; slicing
 and gathers; views and joins; matmuls, convolutions and pools; normalizations, scans and
 orderings; in-place updates). Each candidate line is run eagerly while the program grows and is
 kept only if torch accepts it, so every program is valid PyTorch. Inputs and weights lie on a
 coarse grid (multiples of 0.5) so sums and products are exact and ties are real ties; values
 that went through inexact arithmetic are never compared, ordered, or cast to integers, so an
-index or mask depends on no rounding. Needs the optional ``torch`` package.
+index or mask depends on no rounding. bfloat16 values come from casts (numpy, so an input,
+holds no bfloat16) and a bfloat16 output is returned widened (``.float()``, exact). Needs the
+optional ``torch`` package.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ __all__ = ["TorchProgram", "generate_torch_program", "build_module", "program_fr
 _FLOATS = ("float32", "float16")
 _INTS = ("int64", "int32")
 _DTYPES = _FLOATS * 3 + _INTS * 2 + ("bool",)
-_LIMIT = {"float16": 256.0}  # largest magnitude a value may reach (float16's grid stays exact)
+_LIMIT = {"float16": 256.0, "bfloat16": 64.0}  # largest magnitude a value may reach (float16's grid stays exact)
 _DEFAULT_LIMIT = 4096.0
 
 
@@ -40,6 +42,7 @@ class TorchProgram:
     features: set = field(default_factory=set)  # op families used (coverage)
     inplace: bool = False  # the program mutates a value in place
     parts: list = field(default_factory=list)  # the programs merged into this one, if any
+    exported: dict = field(default_factory=dict)  # artifacts made once: its ONNX file, ORT's
 
     def text(self) -> str:
         """The source and the inputs, for a report."""
@@ -117,6 +120,7 @@ class _Gen:
 
     # -- operands ----------------------------------------------------------------------------
     def new_input(self, shape, dtype) -> _Val:
+        dtype = "float32" if dtype == "bfloat16" else dtype  # (numpy holds no bfloat16)
         name = f"x{len(self.inputs)}"
         arr = _grid(self.nr, shape, dtype)
         self.inputs.append(name)
@@ -127,9 +131,10 @@ class _Gen:
 
     def weight(self, shape, dtype="float32", lo=-2, hi=2) -> str:
         name = f"w{len(self.weights)}"
-        arr = (self.nr.integers(lo * 2, hi * 2 + 1, size=shape) * 0.5).astype(dtype) \
-            if dtype in _FLOATS else self.nr.integers(lo, hi + 1, size=shape).astype(dtype)
-        self.weights[name] = self.torch.from_numpy(arr)
+        wide = "float32" if dtype == "bfloat16" else dtype  # (numpy holds no bfloat16)
+        arr = (self.nr.integers(lo * 2, hi * 2 + 1, size=shape) * 0.5).astype(wide) \
+            if wide in _FLOATS else self.nr.integers(lo, hi + 1, size=shape).astype(wide)
+        self.weights[name] = self.torch.from_numpy(arr).to(getattr(self.torch, dtype))
         return f"self.{name}"
 
     def index_const(self, shape, high) -> str:
@@ -213,7 +218,8 @@ def _torch_dtypes() -> frozenset:
     """The dtypes a generated value may have (torch is imported on first use: it is optional)."""
     import torch
 
-    return frozenset({torch.float32, torch.float16, torch.int64, torch.int32, torch.bool})
+    return frozenset({torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                      torch.bool})
 
 
 def _broadcasts(a: list, b: list) -> bool:
@@ -655,10 +661,11 @@ def _misc(g: _Gen) -> bool:
             return False
         return g.try_line(f"torch.tril({a.name}, {g.r.randint(-1, 1)})", "misc tril", a.exact)
     if op == "cast":
-        to = g.r.choice(["float32", "float16", "int64", "int32", "bool"])
+        to = g.r.choice(["float32", "float16", "bfloat16", "bfloat16", "int64", "int32", "bool"])
         if to in _INTS and _is_float(a) and not a.exact:
             return False
         form = g.r.choice([f".to(torch.{to})", {"float32": ".float()", "float16": ".half()",
+                                                "bfloat16": ".bfloat16()",
                                                 "int64": ".long()", "int32": ".int()",
                                                 "bool": ".bool()"}[to]])
         return g.try_line(f"{a.name}{form}", f"misc cast {_dt(a)}->{to}", a.exact)
@@ -914,6 +921,11 @@ def _first_input(g: _Gen) -> None:
     g.new_input(shape, g.r.choice(_DTYPES))
 
 
+def _widened(v: _Val) -> str:
+    """An output's text: a bfloat16 value widened to float32 (exact) for numpy."""
+    return f"{v.name}.float()" if str(v.t.dtype) == "torch.bfloat16" else v.name
+
+
 def generate_torch_program(seed: int, max_lines: int = 6) -> TorchProgram:
     """A random valid program for ``seed`` (deterministic) with its eager outputs."""
     import torch
@@ -941,7 +953,7 @@ def generate_torch_program(seed: int, max_lines: int = 6) -> TorchProgram:
         outs = [produced[-1]] + g.r.sample(produced[:-1], min(len(produced) - 1,
                                                               g.r.randint(0, 2)))
         src = [f"def forward(self, {', '.join(g.inputs)}):", *g.lines,
-               f"    return ({', '.join(v.name for v in outs)},)"]
+               f"    return ({', '.join(_widened(v) for v in outs)},)"]
         prog = TorchProgram(seed, "\n".join(src) + "\n", g.weights, g.feeds,
                             features=g.features, inplace=g.inplace)
         prog.features |= {"dtype " + str(v.dtype) for v in g.feeds.values()}

@@ -93,9 +93,24 @@ def _scatter_gathered(ctx: Context, x, upd, axis: int, red: str, plan, shape):
     return ctx.emit(_COMBINE[red](x, _REDUCERS[red](g, axis=axis + 1)))
 
 
+def _bool_reduced(ctx: Context, reduce, x, values, red: str):
+    """``reduce(x, values)`` (an accumulating scatter) of a bool ``x`` done in int32 and read
+    back as ``!= 0``: bool's add and max are or, its mul and min and (in bool the kernels add
+    in one bit, True + True was False); ``reduce`` as is otherwise."""
+    if ctx.dtype(x) != "bool" or red == "update":
+        return reduce(x, values)
+    out = reduce(ctx.emit(_op.astype(x, "int32")), ctx.emit(_op.astype(values, "int32")))
+    return ctx.emit(_op.not_equal(out, const(np.array(0, "int32"))))
+
+
 @register("ScatterElements", "Scatter")
 def _scatter_elements(ctx: Context, ins, attrs):
     x, idx, upd = ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])
+    return _bool_reduced(ctx, lambda a, b: _scatter_elements_of(ctx, ins, attrs, a, idx, b),
+                         x, upd, _reduction(ctx, attrs))
+
+
+def _scatter_elements_of(ctx: Context, ins, attrs, x, idx, upd):
     axis = _om.axis_attr(attrs.get("axis", 0), ctx.ndim(x))
     known = ctx.known(ins[1])
     shape = ctx.shape(x)
@@ -114,7 +129,9 @@ def _scatter_elements(ctx: Context, ins, attrs):
 @register("ScatterND")
 def _scatter_nd(ctx: Context, ins, attrs):
     x, idx, upd = ctx.expr(ins[0]), ctx.expr(ins[1]), ctx.expr(ins[2])
-    return ctx.emit(_op.scatter_nd(x, idx, upd, _reduction(ctx, attrs)))
+    red = _reduction(ctx, attrs)
+    return _bool_reduced(ctx, lambda a, b: ctx.emit(_op.scatter_nd(a, idx, b, red)), x, upd,
+                         red)
 
 
 @register("TopK")
@@ -318,7 +335,12 @@ def _reduce_log_sum(ctx: Context, ins, attrs):
     axes, noop = reduce_axes(ctx, ins, attrs)
     if noop:
         return x
-    return ctx.emit(_op.log(_op.sum(x, axes, keep)))
+    s = ctx.emit(_op.sum(x, axes, keep))
+    dt = ctx.dtype(s)
+    if dt.startswith("float"):
+        return ctx.emit(_op.log(s))
+    # (an integer sum's log in float64, truncated back: Relax's log takes floats only)
+    return ctx.emit(_op.astype(ctx.emit(_op.log(ctx.emit(_op.astype(s, "float64")))), dt))
 
 
 @register("GroupNormalization")

@@ -150,13 +150,13 @@ _UNARY = {
     "Relu": _op.nn.relu, "Sigmoid": _op.sigmoid, "Tanh": _op.tanh, "Erf": _op.erf,
     "Exp": _op.exp, "Log": _op.log, "Sqrt": _op.sqrt, "Neg": _op.negative, "Abs": _op.abs,
     "Floor": _op.floor, "Ceil": _op.ceil, "Sin": _op.sin, "Cos": _op.cos, "Tan": _op.tan,
-    "Not": _op.logical_not, "Sign": _op.sign, "Round": _op.round, "Asin": _op.asin,
+    "Not": _op.logical_not, "Round": _op.round, "Asin": _op.asin,
     "Acos": _op.acos, "Atan": _op.atan, "Sinh": _op.sinh, "Cosh": _op.cosh,
     "IsNaN": _op.isnan,
 }
 _UNARY_NP = {
     "Neg": np.negative, "Abs": np.abs, "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log,
-    "Floor": np.floor, "Ceil": np.ceil, "Not": np.logical_not, "Sign": np.sign,
+    "Floor": np.floor, "Ceil": np.ceil, "Not": np.logical_not,
     "Round": np.round,
 }
 
@@ -178,6 +178,21 @@ for _name, _rop in _UNARY.items():
 def _scalar(ctx: Context, x, value: float):
     """``value`` as a constant of ``x``'s dtype (a double stays double)."""
     return const(np.array(value, dtype=ctx.dtype(x)), ctx.dtype(x))
+
+
+@register("Sign")
+def _sign(ctx: Context, ins, attrs):
+    """-1, 0 or 1; 0 at NaN, as ONNX Runtime's (and TVM's ``topi.sign``); Relax's ``sign``
+    keeps NaN, numpy's rule."""
+    k = ctx.known(ins[0])
+    if k is not None and k.dtype != object:
+        return np.asarray(np.where(np.isnan(k), 0, np.sign(k)) if k.dtype.kind == "f"
+                          else np.sign(k)).astype(k.dtype)
+    x = ctx.expr(ins[0])
+    s = ctx.emit(_op.sign(x))
+    if not ctx.dtype(x).startswith("float"):
+        return s
+    return ctx.emit(_op.where(ctx.emit(_op.isnan(x)), _scalar(ctx, x, 0.0), s))
 
 
 @register("IsInf")
@@ -424,18 +439,35 @@ def _reduce(ctx: Context, ins, attrs):
             return np.full(out, fill, dtype=dt)
     if name == "ReduceL1":
         return ctx.emit(_op.sum(_op.abs(x), axes, keep))
-    if name == "ReduceL2":
-        return ctx.emit(_op.sqrt(_op.sum(_op.multiply(x, x), axes, keep)))
     if name == "ReduceSumSquare":
         return ctx.emit(_op.sum(_op.multiply(x, x), axes, keep))
-    if name == "ReduceLogSumExp":
+    if name in ("ReduceL2", "ReduceLogSumExp"):
+        dt = ctx.dtype(x)
+        if dt.startswith("float"):
+            return ctx.emit(_float_reduce(ctx, name, x, axes, keep))
+        # (an integer tensor, which ONNX allows: each float function in float64 truncated back
+        # to the dtype, as ORT's and Relay's in-dtype exp / log / sqrt: Relax's take floats)
+        if name == "ReduceL2":
+            out = _float_reduce(ctx, name, ctx.emit(_op.astype(x, "float64")), axes, keep)
+            return ctx.emit(_op.astype(ctx.emit(out), dt))
+
+        def trunc(fn, v):
+            return ctx.emit(_op.astype(ctx.emit(fn(ctx.emit(_op.astype(v, "float64")))), dt))
+
         m = ctx.emit(_op.max(x, axes, True))
-        s = _op.sum(_op.exp(_op.subtract(x, m)), axes, True)
-        out = _op.add(_op.log(s), m)
-        if not keep:
-            out = _op.squeeze(out, axes if axes is not None else None)
-        return ctx.emit(out)
+        s = ctx.emit(_op.sum(trunc(_op.exp, ctx.emit(_op.subtract(x, m))), axes, True))
+        out = _op.add(trunc(_op.log, s), m)
+        return ctx.emit(out if keep else _op.squeeze(out, axes))
     return ctx.emit(_REDUCE[name](x, axes, keep))
+
+
+def _float_reduce(ctx: Context, name: str, x, axes, keep: bool):
+    """ReduceL2 / ReduceLogSumExp of a float tensor ``x`` (the LSE shifted by its max)."""
+    if name == "ReduceL2":
+        return _op.sqrt(_op.sum(_op.multiply(x, x), axes, keep))
+    m = ctx.emit(_op.max(x, axes, True))
+    out = _op.add(_op.log(_op.sum(_op.exp(_op.subtract(x, m)), axes, True)), m)
+    return out if keep else _op.squeeze(out, axes if axes is not None else None)
 
 
 @register("ArgMax", "ArgMin")

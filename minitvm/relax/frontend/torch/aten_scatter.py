@@ -103,6 +103,8 @@ def _scatter_reduce(ctx: AtenContext, args):
         dt = np.dtype(ctx.dtype(x))
         if dt.kind in "iu" and np.isinf(value):  # integers' identities of max and min
             value = int(np.iinfo(dt).min if value < 0 else np.iinfo(dt).max)
+        if dt.kind == "b":  # bool's: False for amax and sum, True for amin and prod (a
+            value = value > 0  # cast of -inf gave True, so amax kept every landed True)
         return ctx.emit(_op.full(ctx.shape_expr(ishape), const(np.array(value, dt)), str(dt)))
 
     base = x

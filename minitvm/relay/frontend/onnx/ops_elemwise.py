@@ -13,7 +13,7 @@ from .registry import onnx_dtype, register
 
 _UNARY = {
     "Abs": _op.abs, "Neg": _op.negative, "Exp": _op.exp, "Log": _op.log, "Sqrt": _op.sqrt,
-    "Floor": _op.floor, "Ceil": _op.ceil, "Sign": _op.sign, "Sin": _op.sin, "Cos": _op.cos,
+    "Floor": _op.floor, "Ceil": _op.ceil, "Sin": _op.sin, "Cos": _op.cos,
     "Tan": _op.tan, "Asin": _op.asin, "Acos": _op.acos, "Atan": _op.atan, "Sinh": _op.sinh,
     "Cosh": _op.cosh, "Asinh": _op.asinh, "Acosh": _op.acosh, "Atanh": _op.atanh,
     "Sigmoid": _op.sigmoid, "Tanh": _op.tanh, "Erf": _op.erf, "Relu": _nn.relu,
@@ -32,6 +32,16 @@ for _name, _fn in _UNARY.items():
 def _scalar(ctx, x, value):
     """A scalar constant of ``x``'s dtype."""
     return ctx.const(np.array(value, dtype=ctx.dtype(x)))
+
+
+@register("Sign")
+def _sign(ctx, ins, attrs):
+    """-1, 0 or 1; 0 at NaN, as ONNX Runtime's (and TVM's ``topi.sign``); Relay's ``sign``
+    keeps NaN, numpy's rule."""
+    x = ins[0]
+    if not ctx.dtype(x).startswith("float"):
+        return _op.sign(x)
+    return _op.where(_op.isnan(x), _scalar(ctx, x, 0), _op.sign(x))
 
 
 @register("Round")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import op as _op
-from ..scatter import scatter_elements
+from ..scatter import bool_reduced, scatter_elements
 from .dynamic_dim import has_dynamic
 from .ops_tensor import _normalize_indices
 from .registry import Context, register
@@ -62,4 +62,7 @@ def _scatter_nd(ctx: Context, ins, attrs):
     # Relay (as TVM) puts the index tuple first: (k, ...) instead of ONNX's (..., k)
     nd = len(ishape)
     idx = _op.transpose(idx, [nd - 1] + list(range(nd - 1)))
-    return _op.scatter_nd(data, idx, upd, mode=_reduction(ctx, attrs))
+    red = _reduction(ctx, attrs)
+    if ctx.dtype(data) == "bool" and red != "update":
+        return bool_reduced(lambda a, b: _op.scatter_nd(a, idx, b, mode=red), data, upd)
+    return _op.scatter_nd(data, idx, upd, mode=red)

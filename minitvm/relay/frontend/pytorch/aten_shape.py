@@ -13,6 +13,7 @@ from ....frontend_common.torch_rot90 import rot90_plan
 from ... import expr as _expr
 from ... import op as _op
 from ...op import nn as _nn
+from ..common import ImportError_
 from .aten import DType, _is_expr, _norm_dim, register
 
 
@@ -196,6 +197,11 @@ def _to(ctx, args):
     dtype = next((str(a) for a in args[1:] if isinstance(a, DType)), None)
     if not _is_expr(x) or dtype is None or dtype == ctx.dtype(x):
         return x
+    if dtype == "bfloat16":
+        # (a bfloat16 constant is widened to float32, frontend_common.torch_arrays, but no
+        # converter computes in bfloat16 and the llvm back end has none: refused here, where
+        # the value would be made, not by a numpy TypeError in the next converter)
+        raise ImportError_("a cast to PyTorch dtype bfloat16 is not supported")
     return _op.cast(x, dtype)
 
 
