@@ -236,6 +236,11 @@ def axis_attr(axis, ndim: int, what: str = "axis") -> int:
     return axis % ndim
 
 
+def axes_attr(axes, ndim: int, what: str = "axes") -> list[int]:
+    """ONNX axes, each in ``[-ndim, ndim)``, made non-negative (``axis_attr`` for each)."""
+    return [axis_attr(a, ndim, what) for a in axes]
+
+
 def flag_attr(attrs: dict, name: str, default: int) -> bool:
     """A 0/1 attribute (``keepdims``...) as a bool; a ValueError for another value (peers
     disagree on what 5 means: ONNX Runtime reads it as 0, ``bool`` as 1)."""

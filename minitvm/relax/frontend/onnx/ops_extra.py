@@ -207,7 +207,8 @@ def _one_hot_symbolic(ctx: Context, idx, depth, vals: np.ndarray, axis: int):
 def _hardmax(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
     shape = ctx.shape(x)
-    axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1)) % len(shape)
+    axis = _om.axis_attr(attrs.get("axis", -1 if ctx.opset >= 13 else 1), len(shape),
+                        "Hardmax's axis")
     if ctx.opset < 13 and axis != len(shape) - 1:  # coerced to 2-D at axis before opset 13
         rows, cols = 1, 1
         for d in shape[:axis]:
@@ -399,12 +400,15 @@ def _axis_shape(ctx: Context, param, ndim: int, axis: int, x_shape=None, block: 
     """A per-axis (1-D) quantization parameter reshaped to broadcast along ``axis``; a
     blocked one (``block`` > 0, one value per ``block`` elements) repeated to ``x_shape``."""
     if block:
+        axis = _om.axis_attr(axis, ndim, "the quantization axis")
         d = x_shape[axis % ndim]
         if not isinstance(d, int):
             raise ctx.fail("blocked (de)quantization needs a static blocked axis")
         return _op.take(param, const(np.arange(d, dtype="int64") // block), axis % ndim)
     if ctx.ndim(param) != 1 or ndim == 0:
         return param
+    if ctx.shape(param)[0] != 1:  # (one value: a per-tensor parameter, whatever the axis)
+        axis = _om.axis_attr(axis, ndim, "the quantization axis")
     shape = [1] * ndim
     shape[axis % ndim] = -1
     return _op.reshape(param, ctx.shape_expr(shape))

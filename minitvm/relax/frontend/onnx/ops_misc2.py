@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_misc_plans import (
     MAX_DET_SIZE,
     center_crop_pad_plan,
@@ -121,7 +122,7 @@ def _compress(ctx: Context, ins, attrs):
     shape = ctx.shape(x)
     cond = ctx.value(ins[1], "Compress's condition (the output's length depends on it)")
     if "axis" in attrs:
-        axis = int(attrs["axis"]) % len(shape)
+        axis = _om.axis_attr(attrs["axis"], len(shape), "Compress's axis")
         length = shape[axis]
     else:
         if not all(isinstance(d, int) for d in shape):
@@ -151,7 +152,8 @@ def _max_unpool(ctx: Context, ins, attrs):
 @register("CumProd")
 def _cumprod(ctx: Context, ins, attrs):
     x = ctx.expr(ins[0])
-    axis = int(np.asarray(ctx.value(ins[1], "CumProd's axis")).reshape(-1)[0]) % ctx.ndim(x)
+    axis = _om.axis_attr(np.asarray(ctx.value(ins[1], "CumProd's axis")).reshape(-1)[0],
+                        ctx.ndim(x), "CumProd's axis")
     exclusive = bool(attrs.get("exclusive", 0))
     if attrs.get("reverse", 0):  # the scan of the flipped input, flipped back
         flipped = ctx.emit(_op.flip(x, axis))

@@ -402,7 +402,7 @@ def _pad(ctx: Context, ins, attrs):
         if len(ins) > 2 and ins[2] is not None:
             value = float(ctx.value(ins[2], "Pad's constant_value").reshape(-1)[0])
     if len(ins) > 3 and ins[3] is not None:
-        axes = [a % ndim for a in ctx.ints(ins[3], "Pad's axes")]
+        axes = _om.axes_attr(ctx.ints(ins[3], "Pad's axes"), ndim, "Pad's axis")
         full = [0] * (2 * ndim)
         for i, a in enumerate(axes):
             full[a], full[ndim + a] = pads[i], pads[len(axes) + i]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_quant import (
     QLINEAR_FLOAT_OPS,
     QRANGE,
@@ -226,7 +227,7 @@ def _along(ctx: Context, param, ndim: int, axis: int):
     if len(shape) != 1 or shape[0] == 1:
         return _op.reshape(p, ctx.shape_expr([])) if shape else p
     s = [1] * ndim
-    s[axis % ndim] = -1
+    s[_om.axis_attr(axis, ndim, "the quantization axis")] = -1
     return _op.reshape(p, ctx.shape_expr(s))
 
 

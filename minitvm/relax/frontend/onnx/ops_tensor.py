@@ -179,7 +179,7 @@ def _slice(ctx: Context, ins, attrs):
         steps = ctx.ints(ins[4], "Slice's steps") if len(ins) > 4 and ins[4] is not None \
             else None
     ndim = ctx.ndim(ins[0])
-    axes = [int(a) % ndim for a in (axes if axes is not None else range(len(starts)))]
+    axes = _om.axes_attr(axes if axes is not None else range(len(starts)), ndim, "Slice's axis")
     if steps is not None and any(isinstance(s, PrimExpr) for s in steps):
         return _slice_by_symbolic_steps(ctx, ctx.expr(ins[0]), axes, starts, ends, steps)
     steps = [int(s) for s in (steps if steps is not None else [1] * len(starts))]
@@ -255,7 +255,7 @@ def _slice_at_run_time(ctx: Context, ins):
         else [1] * n
     if not all(isinstance(v, int) for v in list(axes) + list(steps)):
         raise ctx.fail("a Slice with run-time starts or ends needs constant axes and steps")
-    axes = [int(a) % ndim for a in axes]
+    axes = _om.axes_attr(axes, ndim, "Slice's axis")
     if any(int(s) == 0 for s in steps):
         raise ctx.fail(f"Slice's steps {steps} hold a zero")
     dims = ctx.shape(ins[0])
@@ -322,7 +322,7 @@ def _squeeze(ctx: Context, ins, attrs):
     ndim = ctx.ndim(ins[0])
     k = ctx.known(ins[0])
     if axes is not None:
-        axes = [a % ndim for a in axes]
+        axes = _om.axes_attr(axes, ndim, "Squeeze's axis")
     if k is not None:
         return np.squeeze(k, tuple(axes) if axes is not None else None)
     return ctx.emit(_op.squeeze(ctx.expr(ins[0]), axes))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.fold_plan import onnx_col2im_geometry
 from ....frontend_common.onnx_finite import quantizes_finite, reciprocal_scale
 from ....frontend_common.onnx_quant import (
@@ -47,10 +48,13 @@ def _along(ctx, param, ndim: int, axis: int, x_shape=None, block: int = 0):
     """A per-axis (1-D) quantization parameter reshaped to broadcast along ``axis``; a
     blocked one (``block`` > 0, one value per ``block`` elements) repeated to ``x_shape``."""
     if block:
+        axis = _om.axis_attr(axis, ndim, "the quantization axis")
         d = x_shape[axis % ndim]
         return _op.take(param, ctx.const(np.arange(d, dtype="int64") // block), axis=axis % ndim)
     if len(ctx.shape(param)) != 1 or ndim == 0:
         return param
+    if ctx.shape(param)[0] != 1:  # (one value: a per-tensor parameter, whatever the axis)
+        axis = _om.axis_attr(axis, ndim, "the quantization axis")
     shape = [1] * ndim
     shape[axis % ndim] = -1
     return _op.reshape(param, shape)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_misc_plans import (
     MAX_DET_SIZE,
     center_crop_pad_plan,
@@ -104,7 +105,7 @@ def _compress(ctx, ins, attrs):
     shape = ctx.shape(x)
     cond = ctx.value(ins[1], "Compress's condition (the output's length depends on it)")
     if "axis" in attrs:
-        axis = int(attrs["axis"]) % len(shape)
+        axis = _om.axis_attr(attrs["axis"], len(shape), "Compress's axis")
     else:
         axis, x = 0, _op.reshape(x, (-1,))
     length = int(np.prod(shape)) if "axis" not in attrs else shape[axis]

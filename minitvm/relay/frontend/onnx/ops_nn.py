@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_model import dropout_training_mask
 from ....frontend_common.onnx_qsoftmax import note_softmax
 from ... import op as _op
@@ -312,7 +313,7 @@ def _layer_norm(ctx, ins, attrs):
     x, scale = ins[0], ins[1]
     bias = ins[2] if len(ins) > 2 else None
     shape = ctx.shape(x)
-    axis = int(attrs.get("axis", -1)) % len(shape)
+    axis = _om.axis_attr(attrs.get("axis", -1), len(shape), "LayerNormalization's axis")
     eps = float(attrs.get("epsilon", 1e-5))
     nout = len([o for o in ctx.node.output if o])
     dt = ctx.dtype(x)

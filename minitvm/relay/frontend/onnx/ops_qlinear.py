@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common import onnx_model as _om
 from ....frontend_common.onnx_qsoftmax import nan_rows, qsoftmax_plan, softmax_axis
 from ....frontend_common.onnx_quant import QLINEAR_FLOAT_OPS, qlinear_float_attrs
 from ... import op as _op
@@ -39,7 +40,7 @@ def _along(ctx, param, ndim: int, axis: int):
     if len(ctx.shape(param)) != 1 or ctx.shape(param)[0] == 1:
         return _op.reshape(param, ()) if ctx.shape(param) else param
     shape = [1] * ndim
-    shape[axis % ndim] = -1
+    shape[_om.axis_attr(axis, ndim, "the quantization axis")] = -1
     return _op.reshape(param, shape)
 
 

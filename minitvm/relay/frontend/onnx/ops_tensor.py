@@ -176,7 +176,7 @@ def _concat(ctx, ins, attrs):
 def _split(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
-    axis = int(attrs.get("axis", 0)) % len(shape)
+    axis = _om.axis_attr(attrs.get("axis", 0), len(shape), "Split's axis")
     dim = shape[axis]
     n_out = len(ctx.node.output)
     if len(ins) > 1 and ins[1] is not None and ctx.at_run_time(ins[1]):
@@ -302,7 +302,7 @@ def slice_axes(x, shape, starts, ends, axes, steps):
     begin, end, stride, ax = [], [], [], []
     out = x
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
-        a = int(a) % len(shape)
+        a = _om.axis_attr(a, len(shape), "Slice's axis")
         if isinstance(shape[a], DynamicDim):
             if st == 0:
                 raise ValueError("Slice: a step cannot be zero")
@@ -405,7 +405,7 @@ def _squeeze(ctx, ins, attrs):
     axes = _axes_arg(ctx, ins, attrs, "Squeeze")
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
-    axes = sorted(a % len(shape) for a in axes)
+    axes = sorted(_om.axes_attr(axes, len(shape), "Squeeze's axis"))
     kept = one_inferred([d for i, d in enumerate(shape) if i not in axes])
     if kept is None:  # several dynamic sizes: squeeze keeps each in the type
         return _op.squeeze(ins[0], axis=axes)
