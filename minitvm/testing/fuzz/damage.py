@@ -146,7 +146,12 @@ def _family_cases(family: str, seed: int, n: int) -> list:
 
 def _child(family: str, seed: int, n: int, start: int, path: str) -> None:
     """Worker: run cases ``start:`` of the family, one JSON line per case (a ``start`` line
-    first, so the parent knows which case a crash or hang belongs to)."""
+    first, so the parent knows which case a crash or hang belongs to). A crash here is a
+    finding the parent records, so the interpreter's fault handler (pytest enables it, and a
+    forked worker inherits it) is off: no traceback of an expected crash on the shared stderr."""
+    import faulthandler
+
+    faulthandler.disable()
     cases = _family_cases(family, seed, n)
     with open(path, "a") as f:
         for i in range(start, len(cases)):
