@@ -249,6 +249,12 @@ def take(x, indices, axis=None, mode: str = "fast"):
             return E.Min(E.Max(j, E.IntImm("int64", 0)), axis_n - 1)
         return j
 
+    if isinstance(axis_n, E.IntImm) and axis_n.value == 0:
+        # an empty axis has no element for any index, whatever the mode (clip's and wrap's
+        # index would be -1 / a division by zero): zeros, never a read outside the tensor. A
+        # program may take from it in code whose result is not used (a loop of length 0)
+        return _compute(shape, lambda *i: const_like(0, x.dtype), "T_take")
+
     def body(*i):
         if axis is None:
             j = fix(indices[tuple(i)] if ins else indices[()])

@@ -270,6 +270,8 @@ def _take(attrs, inputs, out_type):
     axis = attrs.axis + len(ds) if attrs.axis < 0 else attrs.axis
     n = ds[axis]
     mode = getattr(attrs, "mode", "clip") or "clip"
+    if isinstance(n, int) and n == 0:
+        return [_take_nothing(data, shape)]
 
     # (an index of a symbolic axis: computed in the size's dtype)
     dt = "int32" if isinstance(n, int) else n.dtype
@@ -294,12 +296,21 @@ def _take(attrs, inputs, out_type):
     return [te.compute(shape, body, name="take")]
 
 
+def _take_nothing(data, shape):
+    """``take`` from an empty axis: no index has an element (clip's index would be 0 of
+    nothing, wrap's a division by zero), so zeros, never a read outside ``data``. A program
+    may take from an axis empty at run time whose result is not used (a loop of length 0)."""
+    return te.compute(shape, lambda *i: E.const(0, data.dtype), name="take")
+
+
 def _take_flat(data, ind, shape, mode: str):
     """``take`` without an axis: each index picks from the flattened ``data``."""
     ds, ins = dims(data), dims(ind)
     size = 1
     for d in ds:
         size *= d
+    if size == 0:
+        return _take_nothing(data, shape)
 
     def body(*i):
         j = ind[tuple(i)] if ins else ind[()]

@@ -51,10 +51,6 @@ def _infer_take(call: Call, ctx) -> StructInfo:
     xd, idd = shape_expr_values(x), shape_expr_values(idx)
     if xd is None or idd is None:
         return make_tensor(None, x.dtype, ndim, x.vdevice)
-    if (isinstance(xd[axis], IntImm) and xd[axis].value == 0 and all(
-            isinstance(d, IntImm) and d.value > 0 for d in idd)):  # (every index is outside)
-        fail(call, f"takes {fmt_sinfo(idx)} indices from axis {axis} of {fmt_sinfo(x)}, which "
-                   "is empty (any index reads outside the tensor)")
     return make_tensor(list(xd[:axis]) + list(idd) + list(xd[axis + 1:]), x.dtype,
                        vdevice=x.vdevice)
 

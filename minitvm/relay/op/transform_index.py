@@ -103,10 +103,6 @@ def _take_rel(arg_types, attrs):
         raise TypeError(f"take: the batch dims of the indices {type_str(idx)} do not match the "
                         f"data's {type_str(data)} (batch_dims={bd})")
     shape = tuple(data.shape[:axis]) + tuple(idx.shape[bd:]) + tuple(data.shape[axis + 1:])
-    if (is_static_dim(data.shape[axis]) and int(data.shape[axis]) == 0
-            and all(is_static_dim(d) and int(d) > 0 for d in idx.shape)):
-        raise ValueError(f"take: takes {type_str(idx)} indices from axis {axis} of "
-                         f"{type_str(data)}, which is empty (no mode has an element to read)")
     return TensorType(shape, data.dtype)
 
 

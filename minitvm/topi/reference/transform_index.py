@@ -13,6 +13,8 @@ from ..utils import normalize_axis, reference
 # ------------------------------------------------------------------ take / gather
 def _take_1(data, idx, axis, mode):
     n = data.shape[axis]
+    if n == 0:  # (no element for any index: zeros, as the kernels)
+        return np.zeros(data.shape[:axis] + np.shape(idx) + data.shape[axis + 1:], data.dtype)
     if mode == "clip":
         idx = np.clip(idx, 0, n - 1)
     elif mode == "wrap":
