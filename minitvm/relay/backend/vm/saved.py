@@ -249,9 +249,10 @@ class RecordStore:
             digest = fingerprint(func, called)
         except Unfingerprintable:
             return None
-        # foreign ops the function calls; with ``per_function_ops`` the changed attributes of
-        # the built-in ops it calls too
-        ops = build_cache.op_registry_digest(called, everywhere=not self.per_function_ops)
+        # the changed attributes of the ops the function calls (foreign ops; built-in ones the
+        # compiler's digest also holds unless ``per_function_ops``): never the whole registry
+        # again, which ``open`` digested once for the store
+        ops = build_cache.op_registry_digest(called, everywhere=False)
         if ops is None:
             return None
         opts = {f: getattr(options, f) for f in ("native", "blas", "generated_conv",
