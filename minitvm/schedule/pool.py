@@ -364,12 +364,12 @@ def emit_flat(ctx, t, out, x, combine) -> S.Stmt | None:
     nb, ch, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl = _window(t)
     pb, pr = (int(p) for p in t.op.attrs["padding"][2:])
     dt = t.dtype
+    lanes = _int_lanes(dt, DIRECT_LANES)
     if not (kh == sh and kw == sw and sw >= 2 and dh == dw == 1 and
             pt == pl == pb == pr == 0 and ow * sw <= w and oh * sh <= h and
             ow <= FLAT_MAX_COLUMNS and oh * ow * sw <= FLAT_MAX_ROW_FLOATS and
-            _partial_row(ow, _int_lanes(dt, DIRECT_LANES))):
+            _partial_row(ow, lanes)):
         return None
-    lanes = _int_lanes(dt, DIRECT_LANES)
     wr = ow * sw  # the columns the windows read
     parallel = nb * ch * oh * ow * kh * kw >= PARALLEL_MIN_WORK
     xf, of = ctx.flat_view(x), ctx.flat_view(out)
