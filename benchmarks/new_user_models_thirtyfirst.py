@@ -36,6 +36,30 @@ def thirtyfirst_models():
     from torch import nn
 
     # -- Gated DeltaNet ----------------------------------------------------------------------
+    class PreNormLM(nn.Module):
+        """A pre-norm residual language model: an embedding (plus learned positions when
+        ``seq``), ``depth`` blocks of a token mixer (``mixer()``) and a feed-forward net
+        (``ffn_mult * d`` wide, activation ``act``), each behind its LayerNorm, and a head."""
+
+        def __init__(self, vocab, d, depth, mixer, ffn_mult, act, seq=None):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.pos = nn.Parameter(torch.randn(seq, d) * 0.02) if seq else None
+            self.mix = nn.ModuleList([mixer() for _ in range(depth)])
+            self.n1 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
+            self.n2 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
+            self.ffn = nn.ModuleList([nn.Sequential(nn.Linear(d, ffn_mult * d), act(),
+                                                    nn.Linear(ffn_mult * d, d))
+                                      for _ in range(depth)])
+            self.head = nn.Linear(d, vocab)
+
+        def forward(self, ids):
+            x = self.emb(ids) if self.pos is None else self.emb(ids) + self.pos
+            for mix, n1, n2, ffn in zip(self.mix, self.n1, self.n2, self.ffn):
+                x = x + mix(n1(x))
+                x = x + ffn(n2(x))
+            return self.head(x)
+
     class GatedDeltaLayer(nn.Module):
         """Yang et al. 2025: per head a (dv, dk) state decayed by g = exp(-softplus(.)) and
         corrected toward each new value by the delta rule with strength beta = sigmoid(.);
@@ -71,23 +95,9 @@ def thirtyfirst_models():
             o = o.reshape(b, t, d) * F.silu(self.gate(x))
             return self.out(o)
 
-    class GatedDeltaNetLM(nn.Module):
+    class GatedDeltaNetLM(PreNormLM):
         def __init__(self, vocab=256, d=96, heads=4, depth=2):
-            super().__init__()
-            self.emb = nn.Embedding(vocab, d)
-            self.mix = nn.ModuleList([GatedDeltaLayer(d, heads) for _ in range(depth)])
-            self.ffn = nn.ModuleList([nn.Sequential(nn.Linear(d, 2 * d), nn.SiLU(),
-                                                    nn.Linear(2 * d, d)) for _ in range(depth)])
-            self.n1 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
-            self.n2 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
-            self.head = nn.Linear(d, vocab)
-
-        def forward(self, ids):
-            x = self.emb(ids)
-            for mix, ffn, n1, n2 in zip(self.mix, self.ffn, self.n1, self.n2):
-                x = x + mix(n1(x))
-                x = x + ffn(n2(x))
-            return self.head(x)
+            super().__init__(vocab, d, depth, lambda: GatedDeltaLayer(d, heads), 2, nn.SiLU)
 
     # -- native sparse attention -------------------------------------------------------------
     class NSAttention(nn.Module):
@@ -133,23 +143,9 @@ def thirtyfirst_models():
             o = g[0] * o_cmp + g[1] * o_sel + g[2] * o_win                 # (b, h, t, dh)
             return self.out(o.transpose(1, 2).reshape(b, t, d))
 
-    class NSALM(nn.Module):
+    class NSALM(PreNormLM):
         def __init__(self, vocab=320, d=128, heads=4, seq=64, depth=2):
-            super().__init__()
-            self.emb, self.pos = nn.Embedding(vocab, d), nn.Parameter(torch.randn(seq, d) * 0.02)
-            self.attn = nn.ModuleList([NSAttention(d, heads) for _ in range(depth)])
-            self.n1 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
-            self.n2 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
-            self.ffn = nn.ModuleList([nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(),
-                                                    nn.Linear(4 * d, d)) for _ in range(depth)])
-            self.head = nn.Linear(d, vocab)
-
-        def forward(self, ids):
-            x = self.emb(ids) + self.pos
-            for attn, n1, n2, ffn in zip(self.attn, self.n1, self.n2, self.ffn):
-                x = x + attn(n1(x))
-                x = x + ffn(n2(x))
-            return self.head(x)
+            super().__init__(vocab, d, depth, lambda: NSAttention(d, heads), 4, nn.GELU, seq)
 
     # -- Qwen3-style decoder -----------------------------------------------------------------
     def yarn_inv_freq(dim, base=10000.0, factor=4.0, orig=32, beta_fast=32.0, beta_slow=1.0):
@@ -340,23 +336,9 @@ def thirtyfirst_models():
             z = self.norm(torch.cat(outs, 2)).transpose(1, 2).reshape(b, t, d)
             return self.out(z * F.gelu(self.gate(x)))
 
-    class TTTNet(nn.Module):
+    class TTTNet(PreNormLM):
         def __init__(self, vocab=256, d=128, heads=4, depth=2):
-            super().__init__()
-            self.emb = nn.Embedding(vocab, d)
-            self.ttt = nn.ModuleList([TTTLinear(d, heads) for _ in range(depth)])
-            self.n1 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
-            self.n2 = nn.ModuleList([nn.LayerNorm(d) for _ in range(depth)])
-            self.ffn = nn.ModuleList([nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(),
-                                                    nn.Linear(4 * d, d)) for _ in range(depth)])
-            self.head = nn.Linear(d, vocab)
-
-        def forward(self, ids):
-            x = self.emb(ids)
-            for ttt, n1, n2, ffn in zip(self.ttt, self.n1, self.n2, self.ffn):
-                x = x + ttt(n1(x))
-                x = x + ffn(n2(x))
-            return self.head(x)
+            super().__init__(vocab, d, depth, lambda: TTTLinear(d, heads), 4, nn.GELU)
 
     # -- DeepSeek-V3 MoE ---------------------------------------------------------------------
     class DSV3MoE(nn.Module):
