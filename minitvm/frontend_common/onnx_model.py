@@ -8,6 +8,7 @@ calling importer passes (``error=``), so each dialect keeps its own public error
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -89,7 +90,8 @@ def load_model(model, error: type[Exception]):
         try:
             model = onnx.load_from_string(src) if isinstance(src, bytes) else onnx.load(src)
         except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
-            raise error(f"cannot read ONNX model {src!r:.80}: {type(e).__name__}: {e}") from e
+            what = f"from {len(src)} bytes" if isinstance(src, bytes) else repr(os.fspath(src))
+            raise error(f"cannot read ONNX model {what}: {type(e).__name__}: {e}") from e
     if not isinstance(model, onnx.ModelProto):
         raise TypeError(f"from_onnx expects an onnx.ModelProto or a file path, got "
                         f"{type(model).__name__}")

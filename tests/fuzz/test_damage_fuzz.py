@@ -4,6 +4,7 @@ error and goes on; small samples of each family find nothing (the campaign itsel
 
 import os
 import random
+import tempfile
 
 import pytest
 
@@ -61,7 +62,9 @@ def test_damaged_ir_sample():
     _no_findings(run_in_process(cases))
 
 
-def test_damaged_onnx_sample():
+def test_damaged_onnx_sample(tmp_path, monkeypatch):
+    """... and leave no damaged model file behind in the temporary directory."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     pytest.importorskip("onnx", reason="the damaged artefacts are ONNX models")
     pytest.importorskip("onnxruntime", reason="ONNX Runtime is the oracle of accepted models")
     from minitvm.testing.fuzz import damage_onnx
@@ -71,6 +74,7 @@ def test_damaged_onnx_sample():
     cases = [c for c in damage_onnx.cases(11, 60) if c.klass.split("/")[1] in refused
              and not c.klass.endswith("/cli")]  # (refusals only: nothing is built)
     _no_findings(run_in_process(cases[:10]))
+    assert not os.listdir(tmp_path)
 
 
 def test_token_edits_are_deterministic_and_join_back():

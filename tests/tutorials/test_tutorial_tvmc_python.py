@@ -104,3 +104,25 @@ def test_differences_and_errors(tmp_path):
         tvmc.run(package, inputs={"image": np.zeros((1, 3, 8, 8), "float32")})
     with pytest.raises(tvmc.TVMCException, match="no such file"):
         tvmc.load(str(tmp_path / "missing.onnx"))
+
+
+def test_default_outputs_live_in_the_models_temporary_directory(tmp_path):
+    """Without ``tuning_records`` / ``package_path`` the records and the package go to the
+    model's own temporary directory, which goes away with the model (TVM's TVMCModel keeps
+    its defaults the same way): nothing is left behind in the system's temp directory."""
+    import gc
+    import os
+
+    model = tvmc.load(write_model(tmp_path / "m.onnx"), shape_dict={"data": [1, 3, 8, 8]})
+    records = tvmc.tune(model, target="llvm", trials=1, runner=InProcessRunner())
+    package = tvmc.compile(model, target="llvm")
+    scratch = os.path.dirname(package.package_path)
+    assert os.path.dirname(records) == scratch
+    assert package.package_path == model.default_package_path()
+    data = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype("float32")
+    expected = reference(str(tmp_path / "m.onnx"), data)
+    del model
+    gc.collect()
+    assert not os.path.exists(scratch)
+    result = tvmc.run(package, inputs={"data": data}, repeat=1, number=1)  # loaded already
+    np.testing.assert_allclose(result.get_output("output_0"), expected, rtol=1e-5, atol=1e-5)

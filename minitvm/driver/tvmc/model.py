@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import tempfile
 
 import numpy as np
 
@@ -28,6 +29,22 @@ class TVMCModel:
             mod, params = self._read(model_path)
         self.mod = mod
         self.params = dict(params or {})
+        self._tmp_dir: tempfile.TemporaryDirectory | None = None
+
+    def _scratch(self, name: str) -> str:
+        """A path in this model's own temporary directory, removed with the model (or at
+        exit), as TVM's TVMCModel keeps its default outputs."""
+        if self._tmp_dir is None:
+            self._tmp_dir = tempfile.TemporaryDirectory(prefix="tvmc_")
+        return os.path.join(self._tmp_dir.name, name)
+
+    def default_tuning_records_path(self) -> str:
+        """Where ``tvmc.tune`` writes records when given no ``tuning_records``."""
+        return self._scratch("tuning_records.jsonl")
+
+    def default_package_path(self) -> str:
+        """Where ``tvmc.compile`` writes the package when given no ``package_path``."""
+        return self._scratch("model_package.tar")
 
     @staticmethod
     def _read(path: str):

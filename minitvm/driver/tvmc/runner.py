@@ -5,7 +5,6 @@ executor."""
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 
@@ -38,13 +37,12 @@ def tune(tvmc_model: TVMCModel, target: str = "llvm", tuning_records: str | None
          trials: int = 32, timeout: float = 10.0, hostname: str | None = None,
          runner=None) -> str:
     """Tune the model's workloads; returns the records file (``tuning_records``, else a new
-    file in a temporary directory). ``enable_autoscheduler`` uses the same tuner: minitvm
+    file in the model's temporary directory, removed with the model). ``enable_autoscheduler`` uses the same tuner: minitvm
     searches the knobs of its own schedules."""
     if hostname is not None:
         raise differs("tvmc.tune(hostname=...)", "minitvm tunes on this machine, without RPC",
                       "tvmc.tune without hostname / rpc_key")
-    records = tuning_records or os.path.join(tempfile.mkdtemp(prefix="tvmc_"),
-                                             "tuning_records.jsonl")
+    records = tuning_records or tvmc_model.default_tuning_records_path()
     if prior_records and prior_records != records and os.path.exists(prior_records):
         with open(prior_records) as src, open(records, "a") as dst:
             dst.write(src.read())
@@ -58,8 +56,8 @@ def tune(tvmc_model: TVMCModel, target: str = "llvm", tuning_records: str | None
 def compile(tvmc_model: TVMCModel, target: str = "llvm", opt_level: int = 3,  # noqa: A001
             package_path: str | None = None, tuning_records: str | None = None,
             desired_layout: str | None = None) -> TVMCPackage:
-    """Build the model for ``target``; the package goes to ``package_path`` (else a
-    temporary file). ``tuning_records`` (from ``tune``) schedule the tuned workloads;
+    """Build the model for ``target``; the package goes to ``package_path`` (else the
+    model's temporary directory, removed with the model). ``tuning_records`` (from ``tune``) schedule the tuned workloads;
     ``desired_layout`` ("NCHW"/"NHWC") converts the convolutions first."""
     mod = tvmc_model.mod
     if desired_layout is not None:
@@ -73,7 +71,7 @@ def compile(tvmc_model: TVMCModel, target: str = "llvm", opt_level: int = 3,  # 
                 lib = relay.build(mod, target=target, params=tvmc_model.params)
         else:
             lib = relay.build(mod, target=target, params=tvmc_model.params)
-    path = package_path or os.path.join(tempfile.mkdtemp(prefix="tvmc_"), "model.tar")
+    path = package_path or tvmc_model.default_package_path()
     lib.export_library(path)
     return TVMCPackage(path)
 

@@ -12,8 +12,10 @@ else must raise a clear error naming the input (or the function, for a wrong cou
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import random
+import shutil
 import tempfile
 
 import numpy as np
@@ -98,6 +100,9 @@ def _cli_library() -> str:
     from minitvm import relay
 
     d = tempfile.mkdtemp(prefix="damage_cli_")
+    # removed when this (worker) process ends: multiprocessing runs its finalizers then,
+    # where a worker never reaches atexit
+    multiprocessing.util.Finalize(None, shutil.rmtree, args=(d, True), exitpriority=0)
     lib = relay.build(tvm.IRModule.from_expr(_relay_func(_STATIC)), target="llvm")
     path = os.path.join(d, "model.tar")
     lib.export_library(path)
@@ -265,10 +270,14 @@ def _call(target: str, mode: str, names: list, values: list):
 
 
 def _cli_run(names, values):
+    with tempfile.TemporaryDirectory(prefix="damage_in_") as d:
+        return _cli_run_in(d, names, values)
+
+
+def _cli_run_in(d: str, names, values):
     from .damage import run_cli
 
     path = _build("cli_run")
-    d = tempfile.mkdtemp(prefix="damage_in_")
     argv = ["run", path, "-o", os.path.join(d, "out.npz")]
     for k, (name, v) in enumerate(zip(names, values, strict=True)):
         f = os.path.join(d, f"in{k}.npy")

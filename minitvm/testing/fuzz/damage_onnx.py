@@ -336,14 +336,14 @@ def _make_case(index: int, rng: random.Random, models: dict) -> DamageCase:
 
     def run():
         m, _, drng = build()
-        d = tempfile.mkdtemp(prefix="damage_onnx_")
-        path = os.path.join(d, "model.onnx")
         data = m.SerializeToString()
         if damage == "truncated":
             data = data[: drng.randrange(1, max(2, len(data) - 1))]
-        with open(path, "wb") as f:
-            f.write(data)
-        got = _PATHS[path_kind](path, feeds)
+        with tempfile.TemporaryDirectory(prefix="damage_onnx_") as d:
+            path = os.path.join(d, "model.onnx")
+            with open(path, "wb") as f:
+                f.write(data)
+            got = _PATHS[path_kind](path, feeds)
         if got is None:
             return
         want = _ort(m, feeds) if damage != "truncated" else None
