@@ -1,13 +1,14 @@
 """ONNX Resize / Upsample to output sizes known only at run time (sizes or scales computed, or
-a spatial axis of run-time size): ``dyn.image.resize2d`` on rank-4 views of the input. A 2-D
-resize is one call; a 1-D one resizes (N, C, 1, W); a 3-D one resizes H and W of
-(N, C*D, H, W), then D of (N*C, D, 1, H'*W') in NHWC (its W, of size 1, maps to itself in every
-coordinate mode), each axis sampled as ONNX's separable interpolation does; tf_crop_and_resize
-passes each pass its axes' part of the roi. An integer input resizes in float64 and truncates
-back; antialias takes upscales (a downscale raises at run time); keep_aspect_ratio_policy over
-the spatial axes takes one scale. Sizes or scales <= 0 raise at run time, as onnxruntime, and so
-do output sizes with a fraction (onnxruntime samples those by the scale, resize2d by the sizes'
-ratio); attributes resize2d cannot sample are refused by name."""
+a spatial axis of run-time size). Given sizes: ``dyn.image.resize2d`` on rank-4 views of the
+input (its scale in / out is onnxruntime's then). A 2-D resize is one call; a 1-D one resizes
+(N, C, 1, W); a 3-D one resizes H and W of (N, C*D, H, W), then D of (N*C, D, 1, H'*W') in NHWC
+(its W, of size 1, maps to itself in every coordinate mode), each axis sampled as ONNX's
+separable interpolation does; tf_crop_and_resize passes each pass its axes' part of the roi.
+Given scales, an antialiased linear / cubic resize, or a keep_aspect_ratio_policy: sampled by
+the scale per axis (``run_time_taps``), as onnxruntime, whatever fraction in * scale has. An
+integer input resizes in float64 and truncates back; keep_aspect_ratio_policy over the spatial
+axes takes one scale. Sizes or scales <= 0 raise at run time, as onnxruntime; attributes with
+no run-time form are refused by name."""
 
 from __future__ import annotations
 
@@ -43,10 +44,12 @@ def resizes_run_time_spatial(shape, scales_v, sizes_v) -> bool:
         any(scales_v[a] != 1.0 for a in spatial)
 
 
-def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True) -> str:
-    """The attribute (or input property) of this resize that resize2d cannot sample, as
+def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True,
+                 by_scale: bool = False) -> str:
+    """The attribute (or input property) of this resize that has no run-time form, as
     ``name=value``; "" when there is none. ``spatial_sizes``: the sizes name the spatial axes
-    only (a keep_aspect_ratio_policy over the batch and channels would resize them)."""
+    only (a keep_aspect_ratio_policy over the batch and channels would resize them);
+    ``by_scale``: sampled by the scales (``run_time_taps``), not by resize2d."""
     mode = attrs.get("mode", "nearest")
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
     policy = attrs.get("keep_aspect_ratio_policy", "stretch")
@@ -54,6 +57,8 @@ def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True)
         ("the input rank", rank, rank in (3, 4, 5)),
         ("the input dtype", dtype, dtype.startswith(("float", "int", "uint"))),
         ("mode", mode, mode in _MODES),
+        ("antialias", attrs.get("antialias", 0), mode != "nearest" or
+         not attrs.get("antialias", 0)),  # (onnxruntime: linear and cubic only)
         ("coordinate_transformation_mode", ctm, ctm in _COORDINATES),
         ("nearest_mode", attrs.get("nearest_mode", "round_prefer_floor"),
          mode != "nearest" or attrs.get("nearest_mode", "round_prefer_floor") in _ROUNDINGS),
@@ -66,7 +71,7 @@ def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True)
             return f"{name}={value!r}"
     # (onnxruntime leaves an axis of scale 1 as it is; resize2d samples it at (i + 0.5) here,
     # which a ceiling or an interpolation moves: an axis that keeps its size would shift)
-    if ctm == "tf_half_pixel_for_nn" and (mode != "nearest" or attrs.get(
+    if not by_scale and ctm == "tf_half_pixel_for_nn" and (mode != "nearest" or attrs.get(
             "nearest_mode", "round_prefer_floor") in ("ceil", "round_prefer_ceil")):
         rounding = f"nearest_mode={attrs.get('nearest_mode')!r}" if mode == "nearest" else \
             f"mode={mode!r}"
@@ -82,7 +87,9 @@ def run_time_resize(ctx: Context, x, attrs, what: str, scales=None, sizes=None, 
     shape = ctx.shape(x)
     nd = len(shape)
     axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
-    bad = _unsupported(attrs, nd, ctx.dtype(x), axes == list(range(2, nd)))
+    by_scale = sizes is None or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch" \
+        or (attrs.get("antialias", 0) and attrs.get("mode", "nearest") != "nearest")
+    bad = _unsupported(attrs, nd, ctx.dtype(x), axes == list(range(2, nd)), by_scale)
     if bad:
         raise ctx.fail(f"{what} give output sizes known only at run time, and its {bad} has no "
                        "run-time form (image.resize2d samples 1-D to 3-D inputs: nearest / "
