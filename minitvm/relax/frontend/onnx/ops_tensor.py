@@ -17,6 +17,7 @@ from ... import op as _op
 from ...expr import const
 from ...struct_info import TensorStructInfo
 from .context import Context, normalize_known, onnx_dtype, register
+from .run_time_resize import run_time_resize
 
 
 def _axes(ctx: Context, ins, attrs, index: int, what: str) -> list[int] | None:
@@ -513,13 +514,17 @@ def _resize(ctx: Context, ins, attrs):
     """Static shapes: one ``image.resize2d`` where it samples exactly as the ONNX taps (the
     decision Relay's importer shares, ``resize2d_params``), else per-axis ``take`` taps.
     Symbolic shapes: resize2d for the plain NCHW spatial resize, whose output size's ratio is
-    the scale."""
+    the scale. Scales or sizes read from data: ``run_time_resize``."""
     x = ctx.expr(ins[0])
     dims = ctx.shape(x)
 
     def known(i, what):
         return ctx.value(ins[i], what) if len(ins) > i and ins[i] is not None else None
 
+    given = ins[3] if len(ins) > 3 and ins[3] is not None else \
+        (ins[2] if len(ins) > 2 else None)
+    if given is not None and ctx.known(given) is None:  # (read from data: ``run_time_resize``)
+        return run_time_resize(ctx, ins, attrs)
     sizes_v = known(3, "Resize's sizes")
     scales_v = known(2, "Resize's scales")
     if not all(isinstance(d, int) for d in dims):
