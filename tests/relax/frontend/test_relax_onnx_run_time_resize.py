@@ -80,3 +80,31 @@ def test_refusals_name_the_attribute(attrs, named):
     with pytest.raises(ONNXImportError, match=rf"Resize's sizes are known only at run time, "
                                               rf"and its {named} has no run-time form"):
         from_onnx(run_time_resize_model(4, attrs, "sizes"))
+
+
+@pytest.mark.parametrize("elem, mode", [
+    (onnx.TensorProto.UINT8, "nearest"), (onnx.TensorProto.UINT8, "linear"),
+    (onnx.TensorProto.INT8, "linear"),
+    (onnx.TensorProto.INT32, "linear")])
+def test_integer_inputs_resize_by_run_time_sizes(elem, mode):
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Resize", ["x", "", "", "s"], ["y"], mode=mode, axes=[2, 3])],
+        "g", [onnx.helper.make_tensor_value_info("x", elem, ["N", 2, None, None]),
+              onnx.helper.make_tensor_value_info("s", onnx.TensorProto.INT64, [2])],
+        [onnx.helper.make_tensor_value_info("y", elem, None)])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18)])
+    vm = _vm(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(elem)
+    for shape, size in (((1, 2, 4, 5), [7, 8]), ((3, 2, 5, 3), [2, 9])):
+        x = rng.integers(max(info.min, -10**6), min(info.max, 10**6), shape, endpoint=True)
+        x = x.astype(dtype)
+        want = sess.run(None, {"x": x, "s": np.array(size)})[0]
+        got = vm["main"](tvm.nd.array(x), tvm.nd.array(np.array(size))).numpy()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        # (nearest is exact; an interpolation truncates the exact value, onnxruntime its
+        # float32 arithmetic's, which may land 1 off next to an integer)
+        np.testing.assert_allclose(got.astype("int64"), want.astype("int64"), rtol=0,
+                                   atol=0 if mode == "nearest" else 1)

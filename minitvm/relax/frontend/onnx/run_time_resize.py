@@ -3,7 +3,8 @@ time) onto Relax: each spatial axis sampled by its run-time scale as onnxruntime
 (``frontend_common.onnx_run_time_taps``: fractional output sizes, antialiased downscales), the
 output lengths bound to fresh shape variables (``tensor_to_shape`` + ``match_cast``). Scales or
 sizes <= 0, and leading scales / sizes that would resize the batch or channels, fail at run
-time (``R.assert_op``); attributes with no run-time form are refused by name."""
+time (``R.assert_op``); an integer input resizes in float64 and truncates back; attributes with
+no run-time form are refused by name."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def _unsupported(attrs: dict, nd: int, dtype: str) -> str:
     mode = attrs.get("mode", "nearest")
     checks = (
         ("the input rank", nd, nd >= 3),
-        ("the input dtype", dtype, dtype.startswith("float")),
+        ("the input dtype", dtype, dtype.startswith(("float", "int", "uint"))),
         ("mode", mode, mode in _MODES),
         ("antialias", attrs.get("antialias", 0), mode != "nearest" or
          not attrs.get("antialias", 0)),  # (onnxruntime: linear and cubic only)
@@ -93,10 +94,18 @@ def _unsupported(attrs: dict, nd: int, dtype: str) -> str:
 def run_time_resize(ctx: Context, ins, attrs: dict):
     """``ins[0]`` (N, C, spatial...) resized by the run-time scales (``ins[2]``) or sizes
     (``ins[3]``) of its spatial axes; ``ins[1]``: the roi, known at import when
-    tf_crop_and_resize reads it."""
+    tf_crop_and_resize reads it. An integer input resizes in float64."""
     x = ctx.expr(ins[0])
     nd, dtype = ctx.ndim(x), ctx.dtype(x)
     bad = _unsupported(attrs, nd, dtype)
+    if not bad and not dtype.startswith("float"):
+        # (sampled in float64 and truncated back toward zero, as onnxruntime casts; a cubic
+        # overshoot saturated)
+        y = run_time_resize(ctx, [ctx.emit(_op.astype(x, "float64"))] + list(ins[1:]), attrs)
+        if attrs.get("mode", "nearest") == "cubic":
+            info = np.iinfo(dtype)
+            y = ctx.emit(_op.clip(y, float(info.min), float(info.max)))
+        return ctx.emit(_op.astype(y, dtype))
     by_sizes = len(ins) > 3 and ins[3] is not None
     what = "sizes" if by_sizes else "scales"
     if bad:
