@@ -72,14 +72,24 @@ def test_non_positive_scales_fail_at_run_time():
                    tvm.nd.array(given("scales", [2.0, 0.0])))
 
 
-@pytest.mark.parametrize("attrs, named", [
-    ({"mode": "nearest", "antialias": 1}, "antialias=1"),
-    ({"mode": "linear", "keep_aspect_ratio_policy": "not_larger"},
-     "keep_aspect_ratio_policy='not_larger'")])
-def test_refusals_name_the_attribute(attrs, named):
-    with pytest.raises(ONNXImportError, match=rf"Resize's sizes are known only at run time, "
-                                              rf"and its {named} has no run-time form"):
-        from_onnx(run_time_resize_model(4, attrs, "sizes"))
+def test_refusals_name_the_attribute():
+    with pytest.raises(ONNXImportError, match=r"Resize's sizes are known only at run time, "
+                                              r"and its antialias=1 has no run-time form"):
+        from_onnx(run_time_resize_model(4, {"mode": "nearest", "antialias": 1}, "sizes"))
+    # (its one scale would resize the batch and channels too)
+    with pytest.raises(ONNXImportError, match=r"keep_aspect_ratio_policy='not_smaller' over "
+                                              r"axes \[0, 1, 2, 3\] would resize the batch"):
+        from_onnx(run_time_resize_model(4, {"mode": "linear",
+                                            "keep_aspect_ratio_policy": "not_smaller"},
+                                        "sizes", every_axis=True))
+
+
+@pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
+def test_keep_aspect_ratio_policy_to_run_time_sizes(policy):
+    # (the not_larger scale 1.6 of the last case makes a height of 6.4, sampled by 1.6)
+    _check(run_time_resize_model(4, {"mode": "linear", "keep_aspect_ratio_policy": policy},
+                                 "sizes"),
+           "sizes", [((1, 2, 4, 6), [8, 15]), ((1, 2, 4, 5), [8, 8])])
 
 
 @pytest.mark.parametrize("elem, mode", [

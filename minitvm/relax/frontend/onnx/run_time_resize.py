@@ -3,8 +3,9 @@ time) onto Relax: each spatial axis sampled by its run-time scale as onnxruntime
 (``frontend_common.onnx_run_time_taps``: fractional output sizes, antialiased downscales), the
 output lengths bound to fresh shape variables (``tensor_to_shape`` + ``match_cast``). Scales or
 sizes <= 0, and leading scales / sizes that would resize the batch or channels, fail at run
-time (``R.assert_op``); an integer input resizes in float64 and truncates back; attributes with
-no run-time form are refused by name."""
+time (``R.assert_op``); an integer input resizes in float64 and truncates back;
+keep_aspect_ratio_policy over the spatial axes takes one scale; attributes with no run-time form
+are refused by name."""
 
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ def _unsupported(attrs: dict, nd: int, dtype: str) -> str:
          attrs.get("coordinate_transformation_mode", "half_pixel"),
          attrs.get("coordinate_transformation_mode", "half_pixel") in _COORDINATES),
         ("keep_aspect_ratio_policy", attrs.get("keep_aspect_ratio_policy", "stretch"),
-         attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch"),
+         attrs.get("keep_aspect_ratio_policy", "stretch") in ("stretch", "not_larger",
+                                                              "not_smaller")),
     )
     return next((f"{n}={v!r}" for n, v, ok in checks if not ok), "")
 
@@ -112,6 +114,11 @@ def run_time_resize(ctx: Context, ins, attrs: dict):
         raise ctx.fail(f"Resize's {what} are known only at run time, and its {bad} has no "
                        "run-time form; bind them with from_onnx(..., const_inputs=...)")
     axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
+    policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+    if policy != "stretch" and by_sizes and axes != list(range(2, nd)):
+        raise ctx.fail(f"Resize's sizes are known only at run time, and its "
+                       f"keep_aspect_ratio_policy={policy!r} over axes {axes} would resize "
+                       "the batch and channels too: name the spatial axes in its axes")
     if axes not in (list(range(nd)), list(range(2, nd))):
         raise ctx.fail(f"Resize's {what} are known only at run time over axes {axes}: only "
                        f"the spatial axes {list(range(2, nd))} can be resized so")
@@ -135,7 +142,15 @@ def run_time_resize(ctx: Context, ins, attrs: dict):
     spatial = ctx.emit(_op.strided_slice(old, [0], [2], [nd]))
     require(_op.greater(_op.min(values), const(np.array(0, "float32"))),
             f"the spatial {what} {{}} must be positive", values)
-    if by_sizes:
+    if by_sizes and policy != "stretch":
+        # (one scale for every axis, the least or greatest of sizes / input; each output
+        # round(scale * input), sampled by that scale)
+        ratio = _op.divide(values, spatial)
+        one = (_op.min if policy == "not_larger" else _op.max)(ratio, keepdims=True)
+        scale = ctx.emit(_op.multiply(_op.ones_like(ratio), one))
+        size = ctx.emit(_op.astype(_op.floor(_op.add(_op.multiply(spatial, scale),
+                                                     const(np.array(0.5, "float32")))), "int64"))
+    elif by_sizes:
         size = ctx.emit(_op.astype(values, "int64"))
         scale = ctx.emit(_op.divide(values, spatial))
     else:
