@@ -432,6 +432,39 @@ define_op("strided_slice", _strided_slice_rel, pattern=OpPattern.INJECTIVE,
           describe="Slice with begin/end/strides (negative strides reverse).")
 
 
+def _spread_over_axes(data, begin, end, strides, axes):
+    """Run-time ``begin`` / ``end`` / ``strides`` of the named ``axes`` as bounds of every axis
+    up to the last one named (what ``dyn.strided_slice`` reads; the axes after it stay whole):
+    an axis not named from 0 to its run-time length, stride 1. TVM refuses axes here; the
+    axes must be non-negative, the data's rank being unknown when the call is built."""
+    from ..expr import const
+    from .transform_index import shape_of, take
+
+    axes = _ints(axes, "strided_slice")
+    if any(a < 0 for a in axes) or len(set(axes)) != len(axes):
+        raise ValueError(f"strided_slice: the axes {axes} of run-time begin/end/strides must be "
+                         "distinct and non-negative")
+    dims = shape_of(data, "int64")
+
+    def spread(v, default):
+        parts = []
+        for a in range(max(axes) + 1):
+            if a in axes:
+                j = axes.index(a)
+                part = _call("strided_slice", [v], StridedSliceAttrs(
+                    begin=[j], end=[j + 1], strides=[1], slice_mode="end", axes=None))
+                parts.append(cast(part, "int64"))
+            else:
+                parts.append(default(a))
+        return concatenate(parts, 0)
+
+    one = const(np.array([1], "int64"), "int64")
+    zero = const(np.array([0], "int64"), "int64")
+    return (spread(begin, lambda a: zero),
+            spread(end, lambda a: reshape(take(dims, const(np.array(a, "int64"), "int64")), [1])),
+            spread(strides, lambda a: one))
+
+
 def _dynamic_strided_slice(data, begin, end, strides, axes, slice_mode):
     """``dyn.strided_slice`` as TVM builds it: a negative begin counts from the end and a begin
     past the end is clamped, both computed from ``shape_of(data)`` in the graph."""
@@ -439,10 +472,12 @@ def _dynamic_strided_slice(data, begin, end, strides, axes, slice_mode):
     from .dyn import _transform as _dyn
     from .transform_index import shape_of, slice_like
 
-    if axes is not None:
-        raise ValueError("strided_slice: axes is not supported with run-time begin/end/strides")
+    if axes is not None and not isinstance(strides, Expr):  # (the strides not given: 1)
+        strides = list(strides) + [1] * (len(axes) - len(strides))
     begin, end, strides = (v if isinstance(v, Expr) else const([int(i) for i in v])
                            for v in (begin, end, strides))
+    if axes is not None:
+        begin, end, strides = _spread_over_axes(data, begin, end, strides, axes)
     dims = slice_like(cast_like(shape_of(data), begin), begin)
     begin = where(_call("less", [begin, cast_like(const(0), begin)]),
                   _call("add", [begin, dims]), begin)

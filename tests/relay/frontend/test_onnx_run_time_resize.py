@@ -93,7 +93,8 @@ def test_tf_crop_and_resize_to_run_time_sizes(rank, roi, sizes):
 @pytest.mark.parametrize("attrs, named", [
     ({"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
       "nearest_mode": "ceil"},
-     "coordinate_transformation_mode='tf_half_pixel_for_nn' with nearest_mode='ceil'")])
+     "coordinate_transformation_mode='tf_half_pixel_for_nn' with nearest_mode='ceil'"),
+    ({"mode": "nearest", "antialias": 1}, "antialias=1")])  # (onnxruntime: linear, cubic)
 def test_refusals_name_the_attribute(attrs, named):
     # (antialias and keep_aspect_ratio_policy over the spatial axes, refused here before, have
     # run-time forms now: see the tests below)
@@ -126,23 +127,28 @@ def _vm(model):
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 def test_keep_aspect_ratio_policy_to_run_time_sizes(policy):
     # (one scale for both axes: the least or greatest of sizes / input; each output
-    # round(scale * input), which onnxruntime samples by that scale)
+    # round(scale * input), which onnxruntime samples by that scale: the last case's
+    # not_larger scale 1.6 makes a height of 6.4, sampled by 1.6, not 6 / 4)
     model = _model(4, {"mode": "linear", "keep_aspect_ratio_policy": policy, "name": "rs"})
     _check(model, [((1, 2, 4, 6), np.array([8, 15])), ((2, 2, 3, 5), np.array([9, 10])),
-                   ((1, 2, 6, 4), np.array([3, 2]))])
-    x = np.zeros((1, 2, 4, 5), "float32")  # (not_larger: scale 1.6, a height of 6.4)
-    with pytest.raises(RuntimeError, match=r"Resize node 'rs': the spatial scales .* give "
-                       r"output sizes with a fraction"):
-        _vm(model).run(x, np.array([8, 8]) if policy == "not_larger" else np.array([7, 8]))
+                   ((1, 2, 6, 4), np.array([3, 2])), ((1, 2, 4, 5), np.array([8, 8]))])
 
 
-@pytest.mark.parametrize("mode", ["linear", "cubic"])
-def test_antialias_upscales_at_run_time_and_a_downscale_raises(mode):
-    model = _model(4, {"mode": mode, "antialias": 1, "name": "rs"})
-    _check(model, [((1, 2, 4, 5), np.array([7, 5])), ((2, 2, 3, 3), np.array([3, 8]))])
-    with pytest.raises(RuntimeError, match=r"Resize node 'rs': antialias=1 downscales the "
-                       r"spatial sizes \[4, 5\] to \[3, 9\] at run time"):
-        _vm(model).run(np.zeros((1, 2, 4, 5), "float32"), np.array([3, 9]))
+@pytest.mark.parametrize("attrs", [{"mode": "linear"}, {"mode": "cubic", "exclude_outside": 1,
+                                                      "cubic_coeff_a": -0.5}])
+def test_antialias_downscales_and_upscales_at_run_time(attrs):
+    # (a downscale stretches the kernel by 1 / scale: its taps, and their count, follow the
+    # run-time sizes)
+    model = _model(4, dict(attrs, antialias=1))
+    _check(model, [((2, 2, 3, 3), np.array([3, 8])), ((1, 2, 12, 12), np.array([5, 7])),
+                   ((1, 2, 9, 11), np.array([2, 17]))])
+
+
+@pytest.mark.parametrize("attrs", [{"mode": "linear"}, {"mode": "cubic", "exclude_outside": 1}])
+def test_antialias_by_run_time_scales(attrs):
+    _check(_model(4, dict(attrs, antialias=1), by="scales"),
+           [((1, 2, 9, 11), np.array([0.6, 0.45], "float32")),
+            ((1, 2, 6, 5), np.array([1.5, 0.5], "float32"))])
 
 
 @pytest.mark.parametrize("elem, mode", [
@@ -174,17 +180,38 @@ def test_integer_inputs_resize_to_run_time_sizes(elem, mode):
             assert np.mean(got == want) > 0.9
 
 
-def test_run_time_scales_with_a_fractional_output_size_raise_rather_than_differ():
-    # (onnxruntime samples a width of 5 by 0.5 at (o + 0.5) / 0.5 - 0.5; resize2d would sample
-    # its 2 outputs by the ratio 5 / 2: a silent other answer, now an error naming the node)
-    model = _model(4, {"mode": "linear", "name": "rs"}, by="scales")
-    _check(model, [((1, 2, 4, 6), np.array([2.0, 0.5], "float32")),
-                   ((3, 2, 5, 3), np.array([0.4, 1.0], "float32"))])
-    mod, params = _import(model)
-    with tvm.transform.PassContext(opt_level=3, config={"relay.backend.strict_native": True}):
-        vm = runtime_vm.VirtualMachine(relay.vm.compile(mod, target="llvm", params=params),
-                                       tvm.cpu())
-    x = np.zeros((1, 2, 4, 5), "float32")
-    with pytest.raises(RuntimeError, match=r"Resize node 'rs': the spatial scales \[2(\.0)?, "
-                       r"0\.5\] of the spatial sizes \[4, 5\] give output sizes with a fraction"):
-        vm.run(x, np.array([2.0, 0.5], "float32"))
+@pytest.mark.parametrize("attrs", [
+    {"mode": "linear"}, {"mode": "cubic"}, {"mode": "nearest"},
+    {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+    {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+    {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+    {"mode": "cubic", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}])
+def test_run_time_scales_with_a_fractional_output_size_sample_by_the_scale(attrs):
+    # (onnxruntime samples a width of 5 by 0.5 at (o + 0.5) / 0.5 - 0.5, not by the ratio
+    # 5 / 2 of the sizes; a height of 7 by 0.7 gives 4 outputs sampled by 0.7; 0.2 one output)
+    _check(_model(4, attrs, by="scales"),
+           [((1, 2, 4, 5), np.array([2.0, 0.5], "float32")),
+            ((3, 2, 7, 5), np.array([0.7, 1.3], "float32")),
+            ((1, 2, 7, 5), np.array([0.2, 2.3], "float32"))])
+
+
+@pytest.mark.parametrize("rank, scales", [(3, [0.45]), (5, [1.5, 0.6, 1.0])])
+def test_1d_and_3d_resize_by_fractional_run_time_scales(rank, scales):
+    shape = (2, 2, 9) if rank == 3 else (1, 2, 3, 4, 5)
+    _check(_model(rank, {"mode": "linear"}, by="scales"),
+           [(shape, np.array(scales, "float32"))])
+
+
+def test_tf_crop_and_resize_by_run_time_scales():
+    # (outside the roi's region: the extrapolation value)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+             "extrapolation_value": -2.0}
+    _check(_model(4, attrs, by="scales", roi=[0.1, -0.2, 0.8, 1.2]),
+           [((1, 2, 4, 5), np.array([1.5, 0.7], "float32"))])
+
+
+def test_run_time_scales_must_be_positive():
+    vm = _vm(_model(4, {"mode": "linear", "name": "rs"}, by="scales"))
+    with pytest.raises(RuntimeError, match=r"Resize node 'rs': the spatial scales .* must be "
+                                           r"positive"):
+        vm.run(np.zeros((1, 2, 4, 5), "float32"), np.array([2.0, 0.0], "float32"))

@@ -17,6 +17,7 @@ from ... import op as _op
 from ...expr import const
 from ...struct_info import TensorStructInfo
 from .context import Context, normalize_known, onnx_dtype, register
+from .run_time_resize import run_time_resize
 
 
 def _axes(ctx: Context, ins, attrs, index: int, what: str) -> list[int] | None:
@@ -170,7 +171,8 @@ def _slice(ctx: Context, ins, attrs):
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes, steps = attrs.get("axes"), None
     else:
-        if ctx.known(ins[1]) is None or ctx.known(ins[2]) is None:
+        if ctx.known(ins[1]) is None or ctx.known(ins[2]) is None or \
+                (len(ins) > 3 and ins[3] is not None and ctx.known(ins[3]) is None):
             return _slice_at_run_time(ctx, ins)
         starts = ctx.ints(ins[1], "Slice's starts")
         ends = ctx.ints(ins[2], "Slice's ends")
@@ -242,47 +244,87 @@ def _slice_by_symbolic_steps(ctx: Context, x, axes, starts, ends, steps):
 
 
 def _slice_at_run_time(ctx: Context, ins):
-    """A Slice whose starts or ends are computed from data (an exported EmbeddingBag's loop
-    slices the ids at offsets[i]:offsets[i + 1]): ``dynamic_strided_slice`` with one bound per
-    axis (the whole axis where the Slice names none), its result shape known at run time."""
+    """A Slice whose starts, ends or axes are computed from data (an exported EmbeddingBag's
+    loop slices the ids at offsets[i]:offsets[i + 1]): ``dynamic_strided_slice`` with one
+    bound per axis (the whole axis where the Slice names none), its result shape known at
+    run time. Axes from data spread the bounds with masks (``_spread_by_run_time_axes``)."""
     ndim = ctx.ndim(ins[0])
     n = ctx.shape(ins[1])[0]
     if not isinstance(n, int):
         raise ctx.fail("Slice's starts must have a static length")
-    axes = ctx.ints(ins[3], "Slice's axes") if len(ins) > 3 and ins[3] is not None \
-        else list(range(n))
     steps = ctx.ints(ins[4], "Slice's steps") if len(ins) > 4 and ins[4] is not None \
         else [1] * n
-    if not all(isinstance(v, int) for v in list(axes) + list(steps)):
-        raise ctx.fail("a Slice with run-time starts or ends needs constant axes and steps")
-    axes = _om.axes_attr(axes, ndim, "Slice's axis")
+    if not all(isinstance(v, int) for v in steps):
+        raise ctx.fail("a Slice with run-time starts, ends or axes needs constant steps")
     if any(int(s) == 0 for s in steps):
         raise ctx.fail(f"Slice's steps {steps} hold a zero")
     dims = ctx.shape(ins[0])
-    # the Slice's values first, then the defaults (0, the axis length); ``take`` puts each axis'
-    # bound in place
-    pick = [axes.index(a) if a in axes else n + a for a in range(ndim)]
-    index = const(np.array(pick, "int64"))
+    given_axes = len(ins) > 3 and ins[3] is not None
+    if given_axes and ctx.known(ins[3]) is None:
+        begin, end, strides = _spread_by_run_time_axes(ctx, ins, ndim, n, steps)
+        axes = list(range(ndim))
+    else:
+        axes = ctx.ints(ins[3], "Slice's axes") if given_axes else list(range(n))
+        if not all(isinstance(v, int) for v in axes):
+            raise ctx.fail("a Slice with run-time starts or ends needs constant axes")
+        axes = _om.axes_attr(axes, ndim, "Slice's axis")
+        # the Slice's values first, then the defaults (0, the axis length); ``take`` puts each
+        # axis' bound in place
+        pick = [axes.index(a) if a in axes else n + a for a in range(ndim)]
+        index = const(np.array(pick, "int64"))
 
-    def full(v, defaults):
-        given = ctx.expr(v)
-        if ctx.dtype(given) != "int64":
-            given = ctx.emit(_op.astype(given, "int64"))
-        both = ctx.emit(_op.concat([given, ctx.expr(_obj(defaults), "int64")], 0))
-        return ctx.emit(_op.take(both, index, 0))
+        def full(v, defaults):
+            both = ctx.emit(_op.concat([_int64(ctx, v), ctx.expr(_obj(defaults), "int64")], 0))
+            return ctx.emit(_op.take(both, index, 0))
 
+        begin, end = full(ins[1], [0] * ndim), full(ins[2], dims)
+        strides = const(np.array([int(steps[axes.index(a)]) if a in axes else 1
+                                  for a in range(ndim)], "int64"))
     # (a start before -dim clamps to the first element, as ONNX has it for either step sign;
     # the kernel's numpy rules would make a negative-step slice from there empty)
-    begin = ctx.emit(_op.maximum(full(ins[1], [0] * ndim),
-                                 ctx.expr(_obj([-d for d in dims]), "int64")))
-    end = full(ins[2], dims)
-    strides = const(np.array([int(steps[axes.index(a)]) if a in axes else 1
-                              for a in range(ndim)], "int64"))
+    begin = ctx.emit(_op.maximum(begin, ctx.expr(_obj([-d for d in dims]), "int64")))
     out = ctx.emit(_op.dynamic_strided_slice(ctx.expr(ins[0]), begin, end, strides))
     # the untouched axes keep their lengths; each sliced one gets a fresh shape variable, so
     # what follows (a Gather, a reduction over the sliced axis) has a known shape again
     shape = [Var(f"slice_len{a}", "int64") if a in axes else d for a, d in enumerate(dims)]
     return ctx.bb.match_cast(out, TensorStructInfo(shape, ctx.dtype(ins[0])))
+
+
+def _int64(ctx: Context, v):
+    """The run-time 1-D value ``v`` as int64."""
+    given = ctx.expr(v)
+    return given if ctx.dtype(given) == "int64" else ctx.emit(_op.astype(given, "int64"))
+
+
+def _spread_by_run_time_axes(ctx: Context, ins, ndim: int, n: int, steps: list):
+    """(begin, end, strides) of every axis, int64 tensors, for a Slice whose axes are read
+    from data: an axis the axes name takes its start, end and step, any other runs whole
+    from 0 by 1 (TVM's importer scatters them so). An axis outside [-ndim, ndim) or named
+    twice fails at run time (``R.assert_op``), as onnxruntime."""
+    raw = _int64(ctx, ins[3])
+    rank, zero = const(np.array(ndim, "int64")), const(np.array(0, "int64"))
+    ax = ctx.emit(_op.where(_op.less(raw, zero), _op.add(raw, rank), raw))
+    hits = ctx.emit(_op.equal(_op.reshape(ax, [n, 1]),
+                              const(np.arange(ndim, dtype="int64").reshape(1, ndim))))
+    count = ctx.emit(_op.sum(_op.astype(hits, "int64"), axis=[0]))
+    inside = _op.astype(_op.logical_and(_op.greater_equal(ax, zero), _op.less(ax, rank)),
+                        "int64")
+    one = const(np.array(1, "int64"))
+    ok = ctx.emit(_op.logical_and(_op.equal(_op.min(inside), one),
+                                  _op.less_equal(_op.max(count), one)))
+    where = ctx.where().replace("{", "{{").replace("}", "}}")
+    ctx.emit(_op.assert_op(ok, [raw], format=f"{where}: the axes {{}} must lie in "
+                           f"[-{ndim}, {ndim}) and name each axis once"))
+    named = ctx.emit(_op.greater(count, zero))
+
+    def spread(v, default):
+        vals = ctx.emit(_op.reshape(v, [n, 1]))
+        picked = ctx.emit(_op.sum(_op.where(hits, vals, zero), axis=[0]))
+        return ctx.emit(_op.where(named, picked, default))
+
+    dims = ctx.expr(_obj(ctx.shape(ins[0])), "int64")
+    return (spread(_int64(ctx, ins[1]), zero), spread(_int64(ctx, ins[2]), dims),
+            spread(const(np.array(steps, "int64")), one))
 
 
 @register("Gather")
@@ -472,13 +514,17 @@ def _resize(ctx: Context, ins, attrs):
     """Static shapes: one ``image.resize2d`` where it samples exactly as the ONNX taps (the
     decision Relay's importer shares, ``resize2d_params``), else per-axis ``take`` taps.
     Symbolic shapes: resize2d for the plain NCHW spatial resize, whose output size's ratio is
-    the scale."""
+    the scale. Scales or sizes read from data: ``run_time_resize``."""
     x = ctx.expr(ins[0])
     dims = ctx.shape(x)
 
     def known(i, what):
         return ctx.value(ins[i], what) if len(ins) > i and ins[i] is not None else None
 
+    given = ins[3] if len(ins) > 3 and ins[3] is not None else \
+        (ins[2] if len(ins) > 2 else None)
+    if given is not None and ctx.known(given) is None:  # (read from data: ``run_time_resize``)
+        return run_time_resize(ctx, ins, attrs)
     sizes_v = known(3, "Resize's sizes")
     scales_v = known(2, "Resize's scales")
     if not all(isinstance(d, int) for d in dims):

@@ -207,11 +207,12 @@ def _split(ctx, ins, attrs):
 def _slice(ctx, ins, attrs):
     x = ins[0]
     shape = ctx.shape(x)
-    bounds = [v for v in ins[1:3] + ins[4:5] if v is not None]  # (starts, ends, steps)
+    bounds = [v for v in ins[1:5] if v is not None]  # (starts, ends, axes, steps)
     if len(ins) > 1 and any(ctx.maybe_value(v) is None for v in bounds) and \
             all(ctx.maybe_value(v) is not None or ctx.at_run_time(v) for v in bounds):
-        # bounds or steps computed from run-time sizes (``mask[:, :t]``, a loop's ``ids[off[i]:
-        # off[i + 1]]``), or read from data in a model with run-time sizes: sliced at run time
+        # bounds, axes or steps computed from run-time sizes (``mask[:, :t]``, a loop's
+        # ``ids[off[i]:off[i + 1]]``), or read from data in a model with run-time sizes: sliced
+        # at run time
         return _slice_run_time(ctx, x, len(shape), ins)
     if len(ins) > 1:
         starts = _ints(ctx.value(ins[1], "Slice's starts"))
@@ -228,15 +229,18 @@ def _slice(ctx, ins, attrs):
 
 
 def _slice_run_time(ctx, x, nd: int, ins):
-    """Slice whose starts, ends or steps are known only at run time (``mask[:, :, :t, :t]``
-    for a dynamic seq length ``t``, ``x[::s]`` for a step read from data): per sliced axis, a
-    take of the positions ONNX's clamped start:end:step selects (an arange at run time),
-    which keeps every other axis's size in the type. A zero step raises naming the node, as
-    onnxruntime."""
+    """Slice whose starts, ends, steps or axes are known only at run time (``mask[:, :, :t,
+    :t]`` for a dynamic seq length ``t``, ``x[::s]`` for a step read from data): per sliced
+    axis, a take of the positions ONNX's clamped start:end:step selects (an arange at run
+    time), which keeps every other axis's size in the type. Axes read from data slice every
+    axis, an axis they do not name whole (``_named_bounds``). A zero step, and axes out of
+    range or repeated, raise naming the node, as onnxruntime."""
     starts_shape = ctx.shape(ins[1])
     n = int(starts_shape[0]) if starts_shape else 1
-    axes = _ints(ctx.value(ins[3], "Slice's axes")) if len(ins) > 3 and ins[3] is not None \
-        else list(range(n))
+    has_axes = len(ins) > 3 and ins[3] is not None
+    if has_axes and ctx.maybe_value(ins[3]) is None:
+        return _slice_by_run_time_axes(ctx, x, nd, n, ins)
+    axes = _ints(ctx.value(ins[3], "Slice's axes")) if has_axes else list(range(n))
     has_steps = len(ins) > 4 and ins[4] is not None
     steps = ctx.maybe_value(ins[4]) if has_steps else np.ones(n, "int64")
     if steps is not None and any(int(st) == 0 for st in np.ravel(steps)):
@@ -246,13 +250,62 @@ def _slice_run_time(ctx, x, nd: int, ins):
         return _op.cast(_op.take(_op.reshape(ctx.fold(v), [-1]),
                                  ctx.const(np.array(j, "int64"))), "int64")
 
+    bounds = [(a % nd, lambda i, j=j: scalar(ins[i], j),
+               None if steps is None else int(np.ravel(steps)[j]), j)
+              for j, a in enumerate(axes)]
+    return _take_slices(ctx, x, ins, bounds)
+
+
+def _slice_by_run_time_axes(ctx, x, nd: int, n: int, ins):
+    """A Slice whose axes are read from data: each axis of ``x`` sliced by the bounds the
+    axes give it, from 0 to its end by 1 where they name none (TVM's importer spreads the
+    bounds so, with scatter, for ``dyn.strided_slice``). The axes are checked at run time:
+    each in [-rank, rank), none twice."""
+    raw = _op.cast(_op.reshape(ctx.fold(ins[3]), [-1]), "int64")
+    rank, zero = ctx.const(np.array(nd, "int64")), ctx.const(np.array(0, "int64"))
+    ax = _op.where(_op.less(raw, zero), _op.add(raw, rank), raw)
+    hits = _op.cast(_op.equal(_op.reshape(ax, [-1, 1]),
+                              ctx.const(np.arange(nd, dtype="int64").reshape(1, nd))), "int64")
+    ok = _op.logical_and(
+        _op.all(_op.logical_and(_op.greater_equal(ax, zero), _op.less(ax, rank))),
+        _op.all(_op.less_equal(_op.sum(hits, axis=[0]), ctx.const(np.array(1, "int64")))))
+    ax = run_time_sized.checked(ctx, ax, ok, f"the axes {{}} must lie in [-{nd}, {nd}) and "
+                                "name each axis once", [raw])
+    has_steps = len(ins) > 4 and ins[4] is not None
+    steps = ctx.maybe_value(ins[4]) if has_steps else np.ones(n, "int64")
+    if steps is not None and any(int(st) == 0 for st in np.ravel(steps)):
+        raise ctx.fail(f"Slice's steps {_ints(steps)} hold a zero")
+    # (steps all 1, known: every axis' step is 1, the named ones' and the rest's)
+    unit = steps is not None and bool(np.all(np.ravel(steps) == 1))
+    defaults = {1: 0, 2: np.iinfo("int64").max, 4: 1}
+
+    def named(a):
+        mask = _op.equal(ax, ctx.const(np.array(a, "int64")))
+
+        def bound(i, mask=mask):
+            vals = _op.cast(_op.reshape(ctx.fold(ins[i]), [-1]), "int64")
+            picked = _op.sum(_op.where(mask, vals, zero))
+            return _op.where(_op.any(mask), picked, ctx.const(np.array(defaults[i], "int64")))
+        return bound
+
+    if has_steps and steps is not None and not unit:
+        ins = list(ins[:4]) + [ctx.const(np.asarray(steps, "int64").reshape(-1))]
+    bounds = [(a, named(a), 1 if unit else None, None) for a in range(nd)]
+    return _take_slices(ctx, x, ins, bounds)
+
+
+def _take_slices(ctx, x, ins, bounds):
+    """``x`` sliced on each axis of ``bounds`` -- (axis, bound(i) -> that axis' int64 value
+    of the Slice's input ``i`` (1 starts, 2 ends, 4 steps), the step where known, the position in the
+    Slice's own lists or None) -- by a take of the positions ONNX's clamped start:end:step
+    selects."""
     zero, one = (ctx.const(np.array(v, "int64")) for v in (0, 1))
     out = x
     shape = ctx.shape(x)
     begins, ends = (ctx.elements(v) for v in ins[1:3])
-    for j, a in enumerate(a % nd for a in axes):
-        known = None if steps is None else int(np.ravel(steps)[j])
-        if known is not None and _whole_axis(ctx, shape[a], begins, ends, j, known):
+    for a, scalar, known, j in bounds:
+        if j is not None and known is not None and \
+                _whole_axis(ctx, shape[a], begins, ends, j, known):
             continue  # (x[:, :n] with n x's own run-time size: nothing to slice)
         dim = _op.take(_op.shape_of(out, "int64"), ctx.const(np.array(a, "int64")))
         if known is not None and known > 0:  # ONNX: a negative index counts from the end;
@@ -260,9 +313,9 @@ def _slice_run_time(ctx, x, nd: int, ins):
             step = ctx.const(np.array(known, "int64"))
         else:
             step = ctx.const(np.array(known, "int64")) if known is not None else \
-                run_time_sized.checked(ctx, scalar(ins[4], j), _op.not_equal(
-                    scalar(ins[4], j), zero), f"the step {{}} of axis {a} is zero",
-                    [scalar(ins[4], j)])
+                run_time_sized.checked(ctx, scalar(4), _op.not_equal(
+                    scalar(4), zero), f"the step {{}} of axis {a} is zero",
+                    [scalar(4)])
             up = _op.greater(step, zero)
             lo = _op.where(up, zero, _op.negative(one))
             hi = _op.where(up, dim, _op.subtract(dim, one))
@@ -272,8 +325,8 @@ def _slice_run_time(ctx, x, nd: int, ins):
             return _op.minimum(_op.maximum(v, lo), hi)
 
         # (a start clamps to [0, dim] or [0, dim - 1]; an end to [0, dim] or [-1, dim - 1])
-        begin = clamped(scalar(ins[1], j), zero, hi)
-        end = clamped(scalar(ins[2], j), lo, hi)
+        begin = clamped(scalar(1), zero, hi)
+        end = clamped(scalar(2), lo, hi)
         count = _op.maximum(_op.negative(_op.floor_divide(_op.subtract(begin, end), step)),
                             zero)  # (ceil((end - begin) / step), none below 0)
         positions = _op.add(begin, _op.multiply(_op.arange(zero, count, one, "int64"), step))

@@ -1,13 +1,14 @@
 """ONNX Resize / Upsample to output sizes known only at run time (sizes or scales computed, or
-a spatial axis of run-time size): ``dyn.image.resize2d`` on rank-4 views of the input. A 2-D
-resize is one call; a 1-D one resizes (N, C, 1, W); a 3-D one resizes H and W of
-(N, C*D, H, W), then D of (N*C, D, 1, H'*W') in NHWC (its W, of size 1, maps to itself in every
-coordinate mode), each axis sampled as ONNX's separable interpolation does; tf_crop_and_resize
-passes each pass its axes' part of the roi. An integer input resizes in float64 and truncates
-back; antialias takes upscales (a downscale raises at run time); keep_aspect_ratio_policy over
-the spatial axes takes one scale. Sizes or scales <= 0 raise at run time, as onnxruntime, and so
-do output sizes with a fraction (onnxruntime samples those by the scale, resize2d by the sizes'
-ratio); attributes resize2d cannot sample are refused by name."""
+a spatial axis of run-time size). Given sizes: ``dyn.image.resize2d`` on rank-4 views of the
+input (its scale in / out is onnxruntime's then). A 2-D resize is one call; a 1-D one resizes
+(N, C, 1, W); a 3-D one resizes H and W of (N, C*D, H, W), then D of (N*C, D, 1, H'*W') in NHWC
+(its W, of size 1, maps to itself in every coordinate mode), each axis sampled as ONNX's
+separable interpolation does; tf_crop_and_resize passes each pass its axes' part of the roi.
+Given scales, an antialiased linear / cubic resize, or a keep_aspect_ratio_policy: sampled by
+the scale per axis (``run_time_taps``), as onnxruntime, whatever fraction in * scale has. An
+integer input resizes in float64 and truncates back; keep_aspect_ratio_policy over the spatial
+axes takes one scale. Sizes or scales <= 0 raise at run time, as onnxruntime; attributes with
+no run-time form are refused by name."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ...op import dyn as _dyn
 from .dynamic_dim import DynamicDim, has_dynamic
 from .registry import Context
 from .run_time_sized import checked
+from .run_time_taps import resize_by_scales
 from .shape_values import SizeOf
 
 __all__ = ["integer_resized", "resizes_run_time_spatial", "run_time_resize"]
@@ -42,10 +44,12 @@ def resizes_run_time_spatial(shape, scales_v, sizes_v) -> bool:
         any(scales_v[a] != 1.0 for a in spatial)
 
 
-def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True) -> str:
-    """The attribute (or input property) of this resize that resize2d cannot sample, as
+def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True,
+                 by_scale: bool = False) -> str:
+    """The attribute (or input property) of this resize that has no run-time form, as
     ``name=value``; "" when there is none. ``spatial_sizes``: the sizes name the spatial axes
-    only (a keep_aspect_ratio_policy over the batch and channels would resize them)."""
+    only (a keep_aspect_ratio_policy over the batch and channels would resize them);
+    ``by_scale``: sampled by the scales (``run_time_taps``), not by resize2d."""
     mode = attrs.get("mode", "nearest")
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
     policy = attrs.get("keep_aspect_ratio_policy", "stretch")
@@ -53,6 +57,8 @@ def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True)
         ("the input rank", rank, rank in (3, 4, 5)),
         ("the input dtype", dtype, dtype.startswith(("float", "int", "uint"))),
         ("mode", mode, mode in _MODES),
+        ("antialias", attrs.get("antialias", 0), mode != "nearest" or
+         not attrs.get("antialias", 0)),  # (onnxruntime: linear and cubic only)
         ("coordinate_transformation_mode", ctm, ctm in _COORDINATES),
         ("nearest_mode", attrs.get("nearest_mode", "round_prefer_floor"),
          mode != "nearest" or attrs.get("nearest_mode", "round_prefer_floor") in _ROUNDINGS),
@@ -65,7 +71,7 @@ def _unsupported(attrs: dict, rank: int, dtype: str, spatial_sizes: bool = True)
             return f"{name}={value!r}"
     # (onnxruntime leaves an axis of scale 1 as it is; resize2d samples it at (i + 0.5) here,
     # which a ceiling or an interpolation moves: an axis that keeps its size would shift)
-    if ctm == "tf_half_pixel_for_nn" and (mode != "nearest" or attrs.get(
+    if not by_scale and ctm == "tf_half_pixel_for_nn" and (mode != "nearest" or attrs.get(
             "nearest_mode", "round_prefer_floor") in ("ceil", "round_prefer_ceil")):
         rounding = f"nearest_mode={attrs.get('nearest_mode')!r}" if mode == "nearest" else \
             f"mode={mode!r}"
@@ -81,7 +87,9 @@ def run_time_resize(ctx: Context, x, attrs, what: str, scales=None, sizes=None, 
     shape = ctx.shape(x)
     nd = len(shape)
     axes = [int(a) % nd for a in attrs.get("axes", range(nd))]
-    bad = _unsupported(attrs, nd, ctx.dtype(x), axes == list(range(2, nd)))
+    by_scale = sizes is None or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch" \
+        or (attrs.get("antialias", 0) and attrs.get("mode", "nearest") != "nearest")
+    bad = _unsupported(attrs, nd, ctx.dtype(x), axes == list(range(2, nd)), by_scale)
     if bad:
         raise ctx.fail(f"{what} give output sizes known only at run time, and its {bad} has no "
                        "run-time form (image.resize2d samples 1-D to 3-D inputs: nearest / "
@@ -102,23 +110,23 @@ def run_time_resize(ctx: Context, x, attrs, what: str, scales=None, sizes=None, 
         raise ctx.fail(f"{what} give output sizes known only at run time, and must keep axes "
                        f"0 and 1 (the batch and channels of {tuple(shape)}): they are computed "
                        "too")
+    old = _op.cast(_spatial_dims(x, nd), "float32")
+    scale = None  # (set: sampled by these scales, as onnxruntime, rather than by resize2d)
     if sizes is not None:
         size = _op.strided_slice(_op.cast(ctx.fold(sizes), "int64"), [lead], [lead + k])
         size = _positive(ctx, size, "the spatial output sizes {} (Resize's sizes)")
         policy = attrs.get("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
-            size = _kept_aspect(ctx, x, size, policy)
+            size, scale = _kept_aspect(ctx, x, size, policy)
+        elif attrs.get("antialias", 0) and attrs.get("mode", "nearest") != "nearest":
+            scale = _op.divide(_op.cast(size, "float32"), old)
     else:
-        old = _op.cast(_op.strided_slice(_op.shape_of(x, "int64"), [2], [nd]), "float32")
         factor = _op.strided_slice(_op.cast(ctx.fold(given), "float32"), [lead], [lead + k])
-        factor = _positive(ctx, factor, "the spatial scales {}")
-        exact = _op.multiply(old, factor)
-        size = _op.cast(_op.floor(exact), "int64")
-        size = _whole(ctx, size, exact, factor,
-                      _op.strided_slice(_op.shape_of(x, "int64"), [2], [nd]))
-    if attrs.get("antialias", 0) and attrs.get("mode", "nearest") != "nearest":
-        size = _not_downscaled(ctx, x, size)
+        scale = _positive(ctx, factor, "the spatial scales {}")
+        size = _op.cast(_op.floor(_op.multiply(old, scale)), "int64")
     lo, hi = _spatial_roi(ctx, attrs, roi, x, size, what)
+    if scale is not None:
+        return resize_by_scales(ctx, x, attrs, size, scale, lo, hi)
     zero, one = (ctx.const(np.array([v], "float32")) for v in (0.0, 1.0))
     if k == 2:
         return _dyn.image.resize2d(x, size, roi=_op.concatenate([lo, hi], 0), **params)
@@ -209,39 +217,16 @@ def _spatial_dims(x, nd: int):
 
 
 def _kept_aspect(ctx: Context, x, size, policy: str):
-    """The sizes ONNX's keep_aspect_ratio_policy makes of the requested spatial ``size``: one
-    scale for every axis, the least (not_larger) or greatest (not_smaller) of size / input,
-    each output round(scale * input). onnxruntime then samples by that scale, resize2d by
-    the sizes' ratio: a size with a fraction raises (``_whole``)."""
+    """(sizes, scales) ONNX's keep_aspect_ratio_policy makes of the requested spatial
+    ``size``: one scale for every axis, the least (not_larger) or greatest (not_smaller) of
+    size / input, each output round(scale * input); onnxruntime samples by that scale."""
     nd = len(ctx.shape(x))
     old = _op.cast(_spatial_dims(x, nd), "float32")
     ratio = _op.divide(_op.cast(size, "float32"), old)
     scale = (_op.min if policy == "not_larger" else _op.max)(ratio, keepdims=True)
     exact = _op.multiply(old, scale)
     kept = _op.cast(_op.floor(_op.add(exact, ctx.const(np.array(0.5, "float32")))), "int64")
-    return _whole(ctx, kept, exact, scale, _spatial_dims(x, nd))
-
-
-def _not_downscaled(ctx: Context, x, size):
-    """``size`` once no spatial axis shrinks: antialiasing filters a downscale only, which
-    resize2d has no run-time form of (an upscale samples as without it)."""
-    dims = _spatial_dims(x, len(ctx.shape(x)))
-    return checked(ctx, size, _op.all(_op.greater_equal(size, dims)),
-                   "antialias=1 downscales the spatial sizes {} to {} at run time, which has no "
-                   "run-time form here: pass static sizes in from_onnx's shape=", [dims, size])
-
-
-def _whole(ctx: Context, size, exact, factor, old):
-    """``size`` (floor of ``exact``, the ``old`` sizes times ``factor``) once each is that product (to float32's
-    precision): onnxruntime samples by the scale, resize2d by the sizes' ratio, which differ
-    where the product has a fraction (a width of 5 by 0.5) -- an error rather than a silent
-    other answer."""
-    gap = _op.abs(_op.subtract(_op.cast(size, "float32"), exact))
-    ok = _op.all(_op.less_equal(gap, _op.multiply(exact, ctx.const(np.array(1e-5, "float32")))))
-    return checked(ctx, size, ok, "the spatial scales {} of the spatial sizes {} give output "
-                   "sizes with a fraction, which this run-time resize cannot sample as "
-                   "onnxruntime (by the scale): give Resize sizes instead, or the static "
-                   "spatial sizes in from_onnx's shape=", [factor, old])
+    return kept, _op.multiply(_op.ones_like(ratio), scale)
 
 
 def _positive(ctx: Context, v, what: str):
