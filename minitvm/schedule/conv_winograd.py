@@ -710,6 +710,12 @@ def _at_image(base, im, size: int):
     return base if im is None else base + im * size
 
 
+def _channel_image(ci, im, imgs: int):
+    """The index of channel ``ci``'s rows of image ``im`` in a band's input rows (``[C][imgs]``;
+    ``im`` None: ``ci``)."""
+    return ci if im is None else ci * imgs + im
+
+
 def _copy_rows(ctx, g, xf, xb, nv, b, kind, gi=None) -> S.Stmt:
     """``xb[c][r][p][j]``: the input rows band ``b`` reads (of group ``gi``'s channels), zero
     padded, in ``m`` column phases (``j`` of phase ``p`` is padded column ``j*m + p``): the
@@ -723,7 +729,7 @@ def _copy_rows(ctx, g, xf, xb, nv, b, kind, gi=None) -> S.Stmt:
     def row(ci, im, r):
         y = b * (g["rows"] * m) + r - g["pt"]  # the input row it holds
         src = ((_at_image(nv, im, 1) * (c * g["groups"]) + _offset(ci, gi, c)) * h + y) * wd
-        dst = (_at_image(ci * g["imgs"], im, 1) * xrows + r) * (m * wq)
+        dst = (_channel_image(ci, im, g["imgs"]) * xrows + r) * (m * wq)
 
         def zeros(start, count):
             if count <= 0:
@@ -771,7 +777,7 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
     def tile_vector(ci, im, r, tx0, lx):
         d = decl_buffer((alpha * alpha, lx), "float32", "wg_d", scope="local")
         s = decl_buffer((alpha * alpha, lx), "float32", "wg_s", scope="local")
-        base = (_at_image(ci * g["imgs"], im, 1) * xrows + r * m) * (m * wq) + tx0
+        base = (_channel_image(ci, im, g["imgs"]) * xrows + r * m) * (m * wq) + tx0
         loads = [_vec(ctx, lx, lambda ln, i=i, j=j: S.BufferStore(
             d, xb[base + (i * m + j % m) * wq + j // m + ln], [i * alpha + j, ln]))
             for i in range(alpha) for j in range(alpha)]
