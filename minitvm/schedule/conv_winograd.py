@@ -11,7 +11,8 @@ tiles, so the work is a batch of small GEMMs between two cheap linear transforms
 
 The weights are transformed at build time (``U = G g G^T``, packed per tile of output channels
 as ``conv_pointwise`` packs a 1x1 conv's). At run time the parallel loop runs over bands of
-tile rows of each image; a band
+tile rows of each image (or, for a batch of small planes, of several whole images:
+``IMAGE_BAND_BYTES``); a band
 
 1. copies its input rows, zero padded, into a scratch (``wg_x``) in ``m`` column phases;
 2. transforms them into ``V[xi][C][T]`` (``T`` tiles of the band, tile columns in the vector
@@ -215,8 +216,17 @@ DIRECT_SMALL_OUTPUT = {"avx512": 0, "avx2": 4096}
 # A batch of small planes: a band may hold several whole images (``band_images``), so its
 # GEMMs' register tiles of ``NR`` tiles run over the tiles of all of them, where one image's
 # band computes many tiles past the plane (14x14 at F(2x2), 7x7 tiles: bands of 28 tiles in two
-# 16-wide panels, 64 computed for 49). Where set for the vector ISA, the most bytes a band's
-# ``V`` and ``M`` take together so (0: a band is one image's rows)
+# 16-wide panels, 64 computed for 49; four images a band, 208 for 196). Where set for the
+# vector ISA, the most bytes a band's ``V`` and ``M`` take together so (0: a band is one
+# image's rows). Measured on a Zen 3 (AVX2, 512 KB L2, loaded), one thread, thread CPU time,
+# 9 interleaved rounds, conv + bias + relu + 2x2 max pool, ms, budget 0 / 512 KB / 1 MB (ORT):
+# soft_decision_tree's 16->32 at 14x14 batch 32 0.740 / 0.609 / 0.579 (0.674), 16->32 at 28x28
+# batch 8 0.626 / 0.616 / 0.575 (0.681), 32->64 at 14x14 batch 16 1.088 / 1.065 / 0.965
+# (1.324), 32->32 at 16x16 batch 4 0.179 / 0.183 / 0.187 (0.219, one image's bands already
+# whole panels: unchanged); 4 MB lost again (16->32 at 14x14 batch 32 0.95 against 0.68 at
+# 1 MB). The direct conv (``impl`` direct) lost to Winograd on each of these (conv alone,
+# ``bench_conv_ort.py --set small_channel``: 16->32 at 14x14 batch 32 0.996 / 0.591, 16->64 at
+# 56x56 0.807 / 0.469). Not measured on AVX-512, where it stays off
 IMAGE_BAND_BYTES = {"avx512": 0, "avx2": 1024 * 1024}
 NARROW_NR = 16
 NARROW_WEIGHT = 0.85
