@@ -1,9 +1,10 @@
 """``conv_winograd``'s bands of several whole images (``IMAGE_BAND_BYTES``, AVX2): a batch of
 small planes runs its GEMM panels across the tiles of a few images, so fewer tiles are computed
 past the plane. ``band_images`` takes the divisor of the batch that computes the fewest tiles an
-image within the budget; AVX-512 keeps one image a band; such convs (odd planes, channel
-tails, no padding, a residual epilogue, bands and channel loops on the pool) match a float64
-reference at one and two threads."""
+image within the budget (leaving at least ``INNER_PARALLEL_BELOW`` bands for the pool where the
+bands run there); AVX-512 keeps one image a band; such convs (odd planes, channel tails, no
+padding, a residual epilogue, bands on the pool) match a float64 reference at one and two
+threads."""
 
 import pytest
 from conv_reference import knob_table
