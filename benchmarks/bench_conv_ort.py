@@ -14,12 +14,13 @@ the conv (``g=C`` is depthwise), ``d=`` dilates it (DeepLab's branches: ``256,64
 and ``n=`` batches it.
 ``--knobs`` builds a second minitvm kernel with those knob values for the conv's workload (the
 rest at their defaults: see ``minitvm.schedule.tunable``). ``--set`` adds a model's convs
-(``SETS``: ResNeXt-50 32x4d's and regnet_like's grouped 3x3 convs). ``--against DIR`` also runs the conv
-as another checkout of minitvm builds it (``git worktree add DIR COMMIT``): built there in a
-child process, exported, and loaded here, so that two versions of the code are timed side by
-side (this checkout's kernel then too, loaded the same way). A loaded kernel's IR goes through
-the LLVM pipeline its archive records; archives written before 3941091 record none and get
-LLVM's full pipeline, which favoured them by 10-30% over kernels built with the lighter one.
+(``SETS``: ResNeXt-50 32x4d's and regnet_like's grouped 3x3 convs, small-channel ones).
+``--against DIR`` also runs the conv as another checkout of minitvm builds it
+(``git worktree add DIR COMMIT``): built there in a child process, exported, and loaded here,
+so that two versions of the code are timed side by side (this checkout's kernel then too,
+loaded the same way). A loaded kernel's IR goes through the LLVM pipeline its archive records;
+archives written before 3941091 record none and get LLVM's full pipeline, which favoured them
+by 10-30% over kernels built with the lighter one.
 Rounds are interleaved (``interleave.settled_rounds``); at one thread the clock is the thread's
 CPU time, else wall clock; ORT's threads do not spin. Prints the median over rounds and each
 minitvm kernel's ratio to ORT (below 1: minitvm is faster).
@@ -59,6 +60,13 @@ SETS = {
     "regnet_like": ["48,48,56,3,1,1,g=3", "96,96,56,3,2,1,g=6", "96,96,28,3,1,1,g=6",
                     "208,208,28,3,2,1,g=13", "208,208,14,3,1,1,g=13", "432,432,14,3,2,1,g=27",
                     "432,432,7,3,1,1,g=27"],
+    # small-channel 3x3 convs (3..32 in, 16..64 out at 14..64 px), where ORT's NCHWc direct
+    # kernels are strong: RGB / grayscale stems, soft_decision_tree's 16->32 at 14x14 batch 32,
+    # batches of small planes (Winograd's bands of whole images on AVX2), one strided
+    "small_channel": ["3,16,64,3,1,1", "3,32,32,3,1,1", "1,16,28,3,1,1,n=32",
+                      "16,16,32,3,1,1", "16,32,14,3,1,1,n=32", "16,32,28,3,1,1,n=8",
+                      "32,32,28,3,1,1,n=8", "32,64,14,3,1,1,n=16", "16,64,56,3,1,1",
+                      "32,32,16,3,1,1,n=4", "16,32,28,3,2,1,n=8"],
 }
 
 

@@ -11,7 +11,8 @@ tiles, so the work is a batch of small GEMMs between two cheap linear transforms
 
 The weights are transformed at build time (``U = G g G^T``, packed per tile of output channels
 as ``conv_pointwise`` packs a 1x1 conv's). At run time the parallel loop runs over bands of
-tile rows of each image; a band
+tile rows of each image (or, for a batch of small planes, of several whole images:
+``IMAGE_BAND_BYTES``); a band
 
 1. copies its input rows, zero padded, into a scratch (``wg_x``) in ``m`` column phases;
 2. transforms them into ``V[xi][C][T]`` (``T`` tiles of the band, tile columns in the vector
@@ -212,6 +213,21 @@ MIN_DEFAULT_MACS = {"avx512": 1 << 22, "avx2": 0}
 # 0.078 / 0.097, 64->32 at 16x16 0.078 / 0.098, 128->24 at 14x14 0.097 / 0.224, and every
 # ResNet-50 stage (0.29-0.96x of direct; 512->512 at 7x7 equal)
 DIRECT_SMALL_OUTPUT = {"avx512": 0, "avx2": 4096}
+# A batch of small planes: a band may hold several whole images (``band_images``), so its
+# GEMMs' register tiles of ``NR`` tiles run over the tiles of all of them, where one image's
+# band computes many tiles past the plane (14x14 at F(2x2), 7x7 tiles: bands of 28 tiles in two
+# 16-wide panels, 64 computed for 49; four images a band, 208 for 196). Where set for the
+# vector ISA, the most bytes a band's ``V`` and ``M`` take together so (0: a band is one
+# image's rows). Measured on a Zen 3 (AVX2, 512 KB L2, loaded), one thread, thread CPU time,
+# 9 interleaved rounds, conv + bias + relu + 2x2 max pool, ms, budget 0 / 512 KB / 1 MB (ORT):
+# soft_decision_tree's 16->32 at 14x14 batch 32 0.740 / 0.609 / 0.579 (0.674), 16->32 at 28x28
+# batch 8 0.626 / 0.616 / 0.575 (0.681), 32->64 at 14x14 batch 16 1.088 / 1.065 / 0.965
+# (1.324), 32->32 at 16x16 batch 4 0.179 / 0.183 / 0.187 (0.219, one image's bands already
+# whole panels: unchanged); 4 MB lost again (16->32 at 14x14 batch 32 0.95 against 0.68 at
+# 1 MB). The direct conv (``impl`` direct) lost to Winograd on each of these (conv alone,
+# ``bench_conv_ort.py --set small_channel``: 16->32 at 14x14 batch 32 0.996 / 0.591, 16->64 at
+# 56x56 0.807 / 0.469). Not measured on AVX-512, where it stays off
+IMAGE_BAND_BYTES = {"avx512": 0, "avx2": 1024 * 1024}
 NARROW_NR = 16
 NARROW_WEIGHT = 0.85
 # A grouped conv's groups of fewer input channels than this (RegNet's 16, ResNeXt 32x4d's 16
@@ -318,13 +334,18 @@ def geometry(t, knobs: dict | None = None) -> dict | None:
     alpha = m + 2
     nr = knobs.get("wino_nr", NR[vector_isa()])
     rows = band_rows(th, tw, nr, alpha * alpha * c * 4)
-    oc = out_chunk(og, alpha * alpha * rows * tw * 4, alpha * alpha * c * rows * tw * 4)
+    parallel = n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS
+    imgs = band_images(n, th, tw, nr, rows, alpha * alpha * (c + og) * 4, parallel)
+    rows = th if imgs > 1 else rows
+    tiles = imgs * rows * tw
+    oc = out_chunk(og, alpha * alpha * tiles * 4, alpha * alpha * c * tiles * 4)
     pt, pl = (int(p) for p in a["padding"][:2])
+    bands = -(-th // rows)
     return dict(n=n, c=c, h=h, w=wd, o=o, oh=oh, ow=ow, pt=pt, pl=pl, m=m, alpha=alpha, th=th,
-                tw=tw, lx=lx, nr=nr, rows=rows, bands=-(-th // rows), tiles=rows * tw,
-                vstride=padded(c * rows * tw), mstride=padded(oc * rows * tw),
+                tw=tw, lx=lx, nr=nr, rows=rows, bands=bands, tiles=tiles, imgs=imgs,
+                tasks=n // imgs * bands, vstride=padded(c * tiles), mstride=padded(oc * tiles),
                 xrows=rows * m + 2, wq=tw + 1, groups=groups, og=og, oc=oc,
-                parallel=n * o * c * 9 * oh * ow >= PARALLEL_MIN_MACS)
+                parallel=parallel)
 
 
 def out_chunk(og: int, channel_bytes: int, v_bytes: int = 0) -> int:
@@ -366,6 +387,28 @@ def band_rows(th: int, tw: int, nr: int, tile_bytes: int) -> int:
     fewest = min(computed(r) for r in fits or [least])
     near = [r for r in fits or [least] if computed(r) <= fewest * (1 + BAND_SLACK[vector_isa()])]
     return min(near, key=lambda r: (th // -r, computed(r)))  # (the most bands, then fewest)
+
+
+def band_images(n: int, th: int, tw: int, nr: int, rows: int, tile_bytes: int,
+                parallel: bool = False) -> int:
+    """Images a band holds whole (``IMAGE_BAND_BYTES``): 1, or of the divisors of the batch ``n``
+    whose bands' ``V`` and ``M`` (``tile_bytes`` a tile) fit the budget (and, for bands run on
+    the pool, that leave ``INNER_PARALLEL_BELOW`` bands at least), the one computing the fewest
+    tiles an image (ties: the fewest images), where that is fewer than bands of ``rows`` tile
+    rows of one image (``band_rows``) compute."""
+    budget = IMAGE_BAND_BYTES[vector_isa()]
+    plane = th * tw
+    if not budget or n == 1:
+        return 1
+
+    def panels(t):  # tiles computed for a band of t
+        return t // nr * nr + tail_width(t % nr, nr)
+
+    alone = -(-th // rows) * panels(rows * tw)
+    fits = [k for k in range(2, n + 1) if n % k == 0 and k * plane * tile_bytes <= budget and
+            (not parallel or n // k >= INNER_PARALLEL_BELOW)]
+    best = min(fits, key=lambda k: (panels(k * plane) / k, k), default=1)
+    return best if best > 1 and panels(best * plane) < alone * best else 1
 
 
 def tail_width(left: int, nr: int) -> int:
@@ -422,7 +465,7 @@ def real_share(g: dict) -> float:
     """The share of the tiles geometry ``g``'s bands compute (whole register tiles, each band's
     tail panel, the last band's rows past the plane) that are tiles of the plane."""
     per_band = g["tiles"] // g["nr"] * g["nr"] + tail_width(g["tiles"] % g["nr"], g["nr"])
-    return g["th"] * g["tw"] / (g["bands"] * per_band)
+    return g["imgs"] * g["th"] * g["tw"] / (g["bands"] * per_band)
 
 
 def default_choice(t, sizes=None) -> tuple[float, int, int]:
@@ -614,17 +657,21 @@ def _emit(ctx, g, t, out, epi, u=None) -> S.Stmt:
     w = w if u is None else u
     xf = ctx.flat_view(x)
     # few bands (a small plane): the channel loops inside a band run on the pool instead
-    inner = g["parallel"] and g["n"] * g["bands"] < INNER_PARALLEL_BELOW
+    tasks = g["tasks"]
+    inner = g["parallel"] and tasks < INNER_PARALLEL_BELOW
     kind = S.ForKind.PARALLEL if inner else S.ForKind.SERIAL
-    tasks = g["n"] * g["bands"]
     outer = g["parallel"] and not inner and tasks > 1
     slots = min(tasks, SCRATCH_SLOTS) if outer else 1
     sizes = scratch_sizes(g)
     scratch = ctx.temp((slots * sum(sizes),), "float32", "wg_scratch")
 
     def band(task, slot):
-        nv = _i(0) if g["n"] == 1 else E.FloorDiv(task, g["bands"])
-        b = _i(0) if g["bands"] == 1 else E.FloorMod(task, g["bands"]) if g["n"] > 1 else task
+        if g["imgs"] > 1:  # (a band of whole images: their first)
+            nv, b = task * g["imgs"], _i(0)
+        else:
+            nv = _i(0) if g["n"] == 1 else E.FloorDiv(task, g["bands"])
+            b = _i(0) if g["bands"] == 1 else E.FloorMod(task, g["bands"]) if g["n"] > 1 \
+                else task
         base = scratch.elem_offset + slot * sum(sizes)
         xb, v, mt = (decl_buffer((size,), "float32", name, data=scratch.data,
                                  elem_offset=base + sum(sizes[:k]))
@@ -650,13 +697,33 @@ def scratch_sizes(g) -> tuple[int, int, int]:
     """Floats of a band's scratch ``wg_x``, ``wg_v``, ``wg_m`` (each a whole number of 64-byte
     lines): its input rows, transformed input and products (of a chunk of output channels)."""
     a2 = g["alpha"] ** 2  # (one group's: a grouped conv's groups run in turn)
-    sizes = (g["c"] * g["xrows"] * g["m"] * g["wq"], a2 * g["vstride"], a2 * g["mstride"])
+    sizes = (g["c"] * g["imgs"] * g["xrows"] * g["m"] * g["wq"], a2 * g["vstride"],
+             a2 * g["mstride"])
     return tuple(-(-n // 16) * 16 for n in sizes)
 
 
 def _offset(base, gi, size: int):
     """``base`` plus group ``gi``'s first index of ``size`` a group (``gi`` None: one group)."""
     return base if gi is None else gi * size + base
+
+
+def _over_images(ctx, g, fbody) -> S.Stmt:
+    """``fbody(im)`` for each image ``im`` of a band of whole images; ``fbody(None)`` where a
+    band is one image's (``_at_image`` then adds nothing)."""
+    if g["imgs"] == 1:
+        return fbody(None)
+    return _loop(ctx, "wg_im", g["imgs"], S.ForKind.SERIAL, fbody)
+
+
+def _at_image(base, im, size: int):
+    """``base`` plus ``im`` times ``size`` (``im`` None: ``base``)."""
+    return base if im is None else base + im * size
+
+
+def _channel_image(ci, im, imgs: int):
+    """The index of channel ``ci``'s rows of image ``im`` in a band's input rows (``[C][imgs]``;
+    ``im`` None: ``ci``)."""
+    return ci if im is None else ci * imgs + im
 
 
 def _copy_rows(ctx, g, xf, xb, nv, b, kind, gi=None) -> S.Stmt:
@@ -669,10 +736,10 @@ def _copy_rows(ctx, g, xf, xb, nv, b, kind, gi=None) -> S.Stmt:
     pl = g["pl"]
     zero = E.FloatImm("float32", 0.0)
 
-    def row(ci, r):
+    def row(ci, im, r):
         y = b * (g["rows"] * m) + r - g["pt"]  # the input row it holds
-        src = ((nv * (c * g["groups"]) + _offset(ci, gi, c)) * h + y) * wd
-        dst = (ci * xrows + r) * (m * wq)
+        src = ((_at_image(nv, im, 1) * (c * g["groups"]) + _offset(ci, gi, c)) * h + y) * wd
+        dst = (_channel_image(ci, im, g["imgs"]) * xrows + r) * (m * wq)
 
         def zeros(start, count):
             if count <= 0:
@@ -707,8 +774,8 @@ def _copy_rows(ctx, g, xf, xb, nv, b, kind, gi=None) -> S.Stmt:
             zeros(n - n % 16, n % 16)])
         return S.IfThenElse(E.And(E.GE(y, _i(0)), E.LT(y, _i(h))), inside, blank)
 
-    return _loop(ctx, "c", c, kind, lambda ci: _loop(
-        ctx, "r", xrows, S.ForKind.SERIAL, lambda r: row(ci, r)))
+    return _loop(ctx, "c", c, kind, lambda ci: _over_images(ctx, g, lambda im: _loop(
+        ctx, "r", xrows, S.ForKind.SERIAL, lambda r: row(ci, im, r))))
 
 
 def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
@@ -717,26 +784,26 @@ def _input_transform(ctx, g, xb, v, kind) -> S.Stmt:
     m, alpha, wq, tiles = g["m"], g["alpha"], g["wq"], g["tiles"]
     c, xrows = g["c"], g["xrows"]
 
-    def tile_vector(ci, r, tx0, lx):
+    def tile_vector(ci, im, r, tx0, lx):
         d = decl_buffer((alpha * alpha, lx), "float32", "wg_d", scope="local")
         s = decl_buffer((alpha * alpha, lx), "float32", "wg_s", scope="local")
-        base = (ci * xrows + r * m) * (m * wq) + tx0
+        base = (_channel_image(ci, im, g["imgs"]) * xrows + r * m) * (m * wq) + tx0
         loads = [_vec(ctx, lx, lambda ln, i=i, j=j: S.BufferStore(
             d, xb[base + (i * m + j % m) * wq + j // m + ln], [i * alpha + j, ln]))
             for i in range(alpha) for j in range(alpha)]
         cols = [_vec(ctx, lx, lambda ln, i=i, k=k: S.BufferStore(
             s, _combine([(bt[k][j], d[i * alpha + j, ln]) for j in range(alpha)]),
             [i * alpha + k, ln])) for i in range(alpha) for k in range(alpha)]
-        t0 = r * g["tw"] + tx0
+        t0 = _at_image(r, im, g["rows"]) * g["tw"] + tx0
         rows = [_vec(ctx, lx, lambda ln, k=k, l2=l2: S.BufferStore(
             v, _combine([(bt[k][i], s[i * alpha + l2, ln]) for i in range(alpha)]),
             [(k * alpha + l2) * g["vstride"] + ci * tiles + t0 + ln]))
             for k in range(alpha) for l2 in range(alpha)]
         return _allocated(d, _allocated(s, _seq(loads + cols + rows)))
 
-    return _loop(ctx, "c", c, kind, lambda ci: _loop(
+    return _loop(ctx, "c", c, kind, lambda ci: _over_images(ctx, g, lambda im: _loop(
         ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
-            ctx, g, lambda tx0, lx: tile_vector(ci, r, tx0, lx))))
+            ctx, g, lambda tx0, lx: tile_vector(ci, im, r, tx0, lx)))))
 
 
 def _gemms(ctx, g, w, v, mt, kind, gi=None, ch=None) -> S.Stmt:
@@ -811,10 +878,10 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi=None, ch=None) -> S.
     at = MATRICES[g["m"]][2]
     m, alpha, tiles = g["m"], g["alpha"], g["tiles"]
 
-    def tile_vector(o, r, tx0, lx):
+    def tile_vector(o, im, r, tx0, lx):
         mm = decl_buffer((alpha * alpha, lx), "float32", "wg_mm", scope="local")
         s = decl_buffer((alpha * m, lx), "float32", "wg_ms", scope="local")
-        t0 = r * g["tw"] + tx0
+        t0 = _at_image(r, im, g["rows"]) * g["tw"] + tx0
         loads = [_vec(ctx, lx, lambda ln, xi=xi: S.BufferStore(
             mm, mt[xi * g["mstride"] + o * tiles + t0 + ln], [xi, ln]))
             for xi in range(alpha * alpha)]
@@ -832,16 +899,17 @@ def _output_transform(ctx, g, mt, out, epi, nv, b, kind, gi=None, ch=None) -> S.
                 y, _combine([(at[a][k], s[k * m + bb, ln]) for k in range(alpha)]),
                 [ln * m + bb])) for bb in range(m)]
             row.append(_row_store(ctx, g, tx0, lx, lambda q, oy=oy, y=y: _store(
-                ctx, g, out, epi, nv, _offset(_first(g, ch, o), gi, g["og"]), oy, tx0 * m + q,
+                ctx, g, out, epi, _at_image(nv, im, 1), _offset(_first(g, ch, o), gi, g["og"]),
+                oy, tx0 * m + q,
                 y[q])))
             row = _allocated(y, _seq(row))
             stores.append(S.IfThenElse(E.LT(oy, _i(g["oh"])), row, None)
                           if g["th"] * m > g["oh"] or g["bands"] * g["rows"] > g["th"] else row)
         return _allocated(mm, _allocated(s, _seq(loads + cols + stores)))
 
-    return _loop(ctx, "o", g["oc"], kind, lambda o: _loop(
+    return _loop(ctx, "o", g["oc"], kind, lambda o: _over_images(ctx, g, lambda im: _loop(
         ctx, "r", g["rows"], S.ForKind.SERIAL, lambda r: _over_chunks(
-            ctx, g, lambda tx0, lx: tile_vector(o, r, tx0, lx))))
+            ctx, g, lambda tx0, lx: tile_vector(o, im, r, tx0, lx)))))
 
 
 def _row_store(ctx, g, tx0, lx: int, put) -> S.Stmt:
