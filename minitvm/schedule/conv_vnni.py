@@ -58,6 +58,12 @@ class Words:
         self.data, self.weights, self.element = data, weights, element
         self.per_word, self.unsigned, self.dot = per_word, unsigned, dot
 
+    @property
+    def lane(self) -> str:
+        """The dtype of one lane of the packed weight as the dot reads it: an int32 word of
+        ``per_word`` values of ``element``, or (``BYTE_PAIRS``: int8 pairs) an int16."""
+        return f"int{8 * self.per_word * word_bytes(self.element)}"
+
     def part(self, value, k: int) -> E.PrimExpr:
         """Data ``value`` as the int32 holding it in part ``k`` of a word (others zero)."""
         v = E.Cast("int32", value if value.dtype == self.unsigned else
@@ -70,9 +76,13 @@ class Words:
 BYTES = Words("uint8", ("int8",), "int8", GROUP, "uint8", DOT)  # vpdpbusd
 PAIRS = Words("int16", ("int16", "int8"), "int16", 2, "uint16", "tir.dot_s16s16x2")  # vpdpwssd
 WORDS = {w.data: w for w in (BYTES, PAIRS)}
-# uint8 data zero-extended into int16 pairs, an int8 weight sign-extended (``vpmaddwd``): how
-# ``gemm_vnni`` runs a uint8 x int8 product on AVX2 without VNNI (``row_words``)
-BYTE_PAIRS = Words("uint8", ("int8",), "int16", 2, "uint8", "tir.dot_s16s16x2")
+# uint8 data zero-extended into int16 pairs, the int8 weight kept as bytes (two a lane: an
+# int16) and sign-extended as the dot loads it (``tir.dot_s16s8x2``: ``vpmovsxbw`` + ``vpmaddwd``):
+# how ``gemm_vnni`` runs a uint8 x int8 product on AVX2 without VNNI (``row_words``). A
+# weight packed as int16 pairs read twice the bytes: the large 1x1 convs of few pixels and the
+# dense layers of one row are bound by them. Zen 3, one thread, MobileNetV2 w1's, + requantize
+# to uint8, us, int16 -> int8 packed: see ``benchmarks/bench_quantized`` (the stop's report).
+BYTE_PAIRS = Words("uint8", ("int8",), "int8", 2, "uint8", "tir.dot_s16s8x2")
 # (PackWeight's ``words`` names its kind: the data's dtype, or this for BYTE_PAIRS)
 KINDS = {**WORDS, "uint8_pairs": BYTE_PAIRS}
 
@@ -187,9 +197,15 @@ def word_bytes(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
+def lane_values(g) -> int:
+    """Values of the weight's own dtype in one lane of its packed form (the last axis)."""
+    kind = g["words"]
+    return kind.per_word * word_bytes(kind.element) // word_bytes(g["wdtype"])
+
+
 def packed_shape(g) -> tuple[int, ...]:
     """The prepacked weight's shape, in its own dtype (``PackWeight``)."""
-    return (g["o16"] // LANES, g["c4"], g["kh"], g["kw"], LANES, 4 // word_bytes(g["wdtype"]))
+    return (g["o16"] // LANES, g["c4"], g["kh"], g["kw"], LANES, lane_values(g))
 
 
 def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
@@ -219,19 +235,22 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     return emit_with_epilogue(ctx, t, out, bodies, run, tuple(int(d) for d in t.shape))
 
 
-def packed_words(ctx, w, shape, pack, parts: list, element: str = "int8"):
-    """The prepacked weight ``w`` of ``shape`` seen as the int32 words ``vpdpbusd`` (four int8
-    values a word) or ``vpdpwssd`` (two int16) reads; ``pack(temp)`` the statements packing it
-    into a temporary of ``element`` values of ``shape`` when it is not prepacked (appended to
+def packed_words(ctx, w, shape, pack, parts: list, words: Words):
+    """The prepacked weight ``w`` of ``shape`` seen as the lanes ``words``' dot reads (its
+    ``lane``: int32 words of four int8 values for ``vpdpbusd``, of two int16 for ``vpdpwssd``;
+    int16 pairs of bytes for ``BYTE_PAIRS``); ``pack(temp)`` the statements packing it into a
+    temporary of ``words.element`` values of ``shape`` when it is not prepacked (appended to
     ``parts``), None when it is."""
     from ..tir.buffer import decl_buffer
 
     if pack is not None:
-        wpk = ctx.temp(shape, element, "w_vnni")
+        wpk = ctx.temp(shape, words.element, "w_vnni")
         parts.append(pack(wpk))
         w = wpk
-    size = int(np.prod(shape)) * word_bytes(w.dtype) // 4
-    wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
+    lane = words.lane
+    size = int(np.prod(shape)) * word_bytes(w.dtype) // word_bytes(lane)
+    wv = decl_buffer((size,), lane, w.name + "_" + lane.replace("int", "i"), data=w.data,
+                     elem_offset=w.elem_offset)
     ctx.ws_views.append(wv)
     return wv
 
@@ -246,7 +265,7 @@ def conv(ctx, g, out, x, w, packed: bool, epilogue=None, epi=None) -> S.Stmt:
     kind = g["words"]
     shape = packed_shape(g) if packed else packed_shape(g)[:-1] + (kind.per_word,)
     wv = packed_words(ctx, w, shape, None if packed else
-                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind.element)
+                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind)
     lanes = pixel_lanes(g)
     # (pixel lanes: the last vector of a plane reads up to 15 words past it)
     xq = ctx.temp((g["c4"] * g["hp"] * g["wp"] + (LANES if lanes else 0),), "int32", "x_vnni")

@@ -128,7 +128,7 @@ class PackWeight:
 
 
 def packed_shape(g) -> tuple[int, ...]:
-    one = (g["blocks"], g["k4"], LANES, 4 // word_bytes(g["wdtype"]))
+    one = (g["blocks"], g["k4"], LANES, conv_vnni.lane_values(g))
     return (g["batch"], *one) if g["batch_dims"] else one
 
 
@@ -179,7 +179,7 @@ def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
         return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
     shape = packed_shape(g) if packed else packed_shape(g)[:-1] + (kind.per_word,)
     wv = packed_words(ctx, w, shape, None if packed else
-                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind.element)
+                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind)
     parts.append(_tiles(ctx, g, av, wv, out, epilogue))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 

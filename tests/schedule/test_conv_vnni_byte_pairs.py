@@ -76,7 +76,9 @@ def test_words_and_tiles_by_isa():
             assert onnx_quant.vnni_conv("uint8", None, "int8", w, None, 1, 16)
             shape, pack = conv_vnni.packed_weight(_stage(mod))
             assert pack.words == conv_vnni.kind_name(words)
-            assert shape == (1, 16 // words.per_word, 1, 1, 16, 4)
+            # (bytes: 4 a lane; BYTE_PAIRS: the int8 pairs, 2 a lane, widened as loaded)
+            assert shape == (1, 16 // words.per_word, 1, 1, 16,
+                             2 if words is conv_vnni.BYTE_PAIRS else 4)
     with pytest.MonkeyPatch.context() as mp:  # (AVX2 without VNNI: the float32 conv stays)
         force_isa(mp, "avx2")
         mp.setattr(conv_vnni, "available", lambda: False)
@@ -110,7 +112,7 @@ def test_byte_pairs_conv_is_exact(avx2, shape, o, k, s, pads):
     assert "x_vnni" in names and ("vp_acc" if k == 1 else "vn_acc") in names
     prim = conv_kernel(lib).prim_func
     shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
-    assert (-(-o // 16), -(-shape[1] // 2), k, k, 16, 4) in shapes  # (int16 pairs as int8)
+    assert (-(-o // 16), -(-shape[1] // 2), k, k, 16, 2) in shapes  # (int8 pairs)
 
 
 @needs_avx2
@@ -132,13 +134,13 @@ def test_byte_pairs_conv_weight_at_run_time_and_epilogue(avx2, k):
 
 
 def test_pack_weight_byte_pairs_layout():
-    """``PackWeight`` of BYTE_PAIRS: ``[O/16, C/2, KH, KW, 16, 2]`` int16 seen as int8, element
-    ``[ob, c2, ky, kx, l, k]`` the weight at output channel ``16*ob + l``, input channel
-    ``2*c2 + k`` (sign-extended; zero past the channels)."""
+    """``PackWeight`` of BYTE_PAIRS: ``[O/16, C/2, KH, KW, 16, 2]`` int8 (the pairs kept as
+    bytes, sign-extended as the dot loads them), element ``[ob, c2, ky, kx, l, k]`` the weight
+    at output channel ``16*ob + l``, input channel ``2*c2 + k`` (zero past the channels)."""
     w = np.random.default_rng(1).integers(-128, 128, (24, 5, 2, 3)).astype("int8")
     p = conv_vnni.PackWeight(24, 5, 2, 3, conv_vnni.kind_name(conv_vnni.BYTE_PAIRS))(w)
-    assert p.shape == (2, 3, 2, 3, 16, 4) and p.dtype == np.int8
-    q = p.view("int16")
+    assert p.shape == (2, 3, 2, 3, 16, 2) and p.dtype == np.int8
+    q = p
     assert q[1, 1, 0, 2, 5, 1] == w[21, 3, 0, 2] and q[0, 0, 1, 1, 3, 0] == w[3, 0, 1, 1]
     assert not q[:, 2, :, :, :, 1].any() and not q[1, :, :, :, 8:].any()
 

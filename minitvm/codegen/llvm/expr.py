@@ -714,6 +714,8 @@ class ExprEmitter:
             return dot.emit(self.builder, self._declare, *args)
         if short == dot.PAIRS_NAME:  # (schedule/conv_vnni's int16 pairs)
             return dot.emit_pairs(self.builder, self._declare, *args)
+        if short == dot.BYTE_PAIRS_NAME:  # (its int8 weight kept as bytes: BYTE_PAIRS)
+            return dot.emit_byte_pairs(self.builder, self._declare, *args)
         dtype = e.args[0].dtype if e.args else e.dtype
         if short in LIBM and short not in LLVM_INTRINSICS and T.parse_dtype(dtype)[:2] == (
                 "float", 16):  # libm has no half versions: compute in float32, round back
