@@ -83,8 +83,15 @@ WORDS = {w.data: w for w in (BYTES, PAIRS)}
 # dense layers of one row are bound by them. Zen 3, one thread, MobileNetV2 w1's, + requantize
 # to uint8, us, int16 -> int8 packed: see ``benchmarks/bench_quantized`` (the stop's report).
 BYTE_PAIRS = Words("uint8", ("int8",), "int8", 2, "uint8", "tir.dot_s16s8x2")
-# (PackWeight's ``words`` names its kind: the data's dtype, or this for BYTE_PAIRS)
-KINDS = {**WORDS, "uint8_pairs": BYTE_PAIRS}
+# ``BYTE_PAIRS`` with the weight packed as int16 pairs (sign-extended as it is packed): the
+# form of the pixel-lanes tiles (``pixel_lanes``), whose weight lane is one word broadcast to
+# the tile's pixels, a ``vpbroadcastd`` load; of int8 pairs it took a ``vpbroadcastw`` and a
+# ``vpmovsxbw`` for each output channel and input word, on the tile's critical port. Zen 3, one
+# thread, + requantize to uint8, us, int16 -> int8 pairs: 16 -> 96 at 56x56 155 -> 184, 24 ->
+# 144 at 28x28 70 -> 87, 144 -> 24 at 28x28 54 -> 76, 960 -> 320 at 4x4 80 -> 111.
+WIDE_BYTE_PAIRS = Words("uint8", ("int8",), "int16", 2, "uint8", "tir.dot_s16s16x2")
+# (PackWeight's ``words`` names its kind: the data's dtype, or these for the AVX2 pairs)
+KINDS = {**WORDS, "uint8_pairs": WIDE_BYTE_PAIRS, "uint8_int8_pairs": BYTE_PAIRS}
 
 
 def kind_name(words: Words) -> str:
@@ -151,11 +158,14 @@ def geometry(t) -> dict | None:
     pt, pl = (int(p) for p in a["padding"][:2])
     c4 = -(-c // words.per_word)
     wide = vector_isa() == "avx512" and o % WIDTH == 0  # (AVX2: 16 ymm, one 16-lane vector)
-    return dict(words=words, wdtype=w.dtype, n=n, c=c, c4=c4, h=h, w=wd, o=o, o16=-(-o // LANES) * LANES, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
-                dh=dh, dw=dw, pt=pt, pl=pl, hp=(oh - 1) * sh + (kh - 1) * dh + 1,
-                wp=(ow - 1) * sw + (kw - 1) * dw + 1,
-                width=WIDTH if wide else LANES,
-                parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
+    g = dict(words=words, wdtype=w.dtype, n=n, c=c, c4=c4, h=h, w=wd, o=o,
+             o16=-(-o // LANES) * LANES, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw, dh=dh,
+             dw=dw, pt=pt, pl=pl, hp=(oh - 1) * sh + (kh - 1) * dh + 1,
+             wp=(ow - 1) * sw + (kw - 1) * dw + 1, width=WIDTH if wide else LANES,
+             parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
+    if words is BYTE_PAIRS and pixel_lanes(g):  # (their weight as int16 pairs: broadcast words)
+        g["words"] = WIDE_BYTE_PAIRS
+    return g
 
 
 def supported(t, options=None) -> bool:

@@ -57,16 +57,26 @@ def _case(shape, o, k, seed):
     return x, w
 
 
+def _one_conv(k: int):
+    """A 16 -> 16 uint8 conv of a ``k`` x ``k`` int8 weight at 8x8, type-inferred."""
+    w = np.ones((16, 16, k, k), "int8")
+    x = relay.var("x", shape=(1, 16, 8, 8), dtype="uint8")
+    y = relay.nn.conv2d(x, relay.const(w), channels=16, kernel_size=(k, k), out_dtype="int32")
+    return w, relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], y)))
+
+
 def test_words_and_tiles_by_isa():
     """uint8 convs are int16 pairs in 4 x 1 pixel tiles on AVX2 without VNNI (and the importers
     then take the integer conv), bytes in 8 x 3 tiles on AVX-512 with VNNI (their code is
-    made, not run here)."""
-    w = np.ones((16, 16, 1, 1), "int8")
-    x = relay.var("x", shape=(1, 16, 8, 8), dtype="uint8")
-    y = relay.nn.conv2d(x, relay.const(w), channels=16, kernel_size=(1, 1), out_dtype="int32")
-    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], y)))
-    for isa, vnni, words, tile in (("avx2", False, conv_vnni.BYTE_PAIRS, (4, 1)),
-                                   ("avx512", True, conv_vnni.BYTES, (8, 3))):
+    made, not run here). On AVX2 the channel-lanes tiles (3x3) keep the weight as int8 pairs
+    (``BYTE_PAIRS``: 2 bytes a lane), the pixel-lanes ones (1x1) as int16 pairs
+    (``WIDE_BYTE_PAIRS``: 4 bytes a lane, a broadcast word)."""
+    w, _ = _one_conv(1)
+    cases = (("avx2", False, 1, conv_vnni.BYTE_PAIRS, conv_vnni.WIDE_BYTE_PAIRS, (4, 1), 4),
+             ("avx2", False, 3, conv_vnni.BYTE_PAIRS, conv_vnni.BYTE_PAIRS, (4, 1), 2),
+             ("avx512", True, 1, conv_vnni.BYTES, conv_vnni.BYTES, (8, 3), 4),
+             ("avx512", True, 3, conv_vnni.BYTES, conv_vnni.BYTES, (8, 3), 4))
+    for isa, vnni, k, words, packed_as, tile, lane in cases:
         with pytest.MonkeyPatch.context() as mp:
             force_isa(mp, isa)
             mp.setattr(conv_vnni, "available", lambda vnni=vnni: vnni)
@@ -74,11 +84,9 @@ def test_words_and_tiles_by_isa():
             assert conv_vnni.row_words("uint8") is words
             assert conv_vnni.pixel_tile() == tile
             assert onnx_quant.vnni_conv("uint8", None, "int8", w, None, 1, 16)
-            shape, pack = conv_vnni.packed_weight(_stage(mod))
-            assert pack.words == conv_vnni.kind_name(words)
-            # (bytes: 4 a lane; BYTE_PAIRS: the int8 pairs, 2 a lane, widened as loaded)
-            assert shape == (1, 16 // words.per_word, 1, 1, 16,
-                             2 if words is conv_vnni.BYTE_PAIRS else 4)
+            shape, pack = conv_vnni.packed_weight(_stage(_one_conv(k)[1]))
+            assert pack.words == conv_vnni.kind_name(packed_as)
+            assert shape == (1, 16 // words.per_word, k, k, 16, lane)
     with pytest.MonkeyPatch.context() as mp:  # (AVX2 without VNNI: the float32 conv stays)
         force_isa(mp, "avx2")
         mp.setattr(conv_vnni, "available", lambda: False)
@@ -112,7 +120,8 @@ def test_byte_pairs_conv_is_exact(avx2, shape, o, k, s, pads):
     assert "x_vnni" in names and ("vp_acc" if k == 1 else "vn_acc") in names
     prim = conv_kernel(lib).prim_func
     shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
-    assert (-(-o // 16), -(-shape[1] // 2), k, k, 16, 2) in shapes  # (int8 pairs)
+    # (channel tiles: int8 pairs; pixel lanes: int16 pairs seen as int8)
+    assert (-(-o // 16), -(-shape[1] // 2), k, k, 16, 4 if k == 1 else 2) in shapes
 
 
 @needs_avx2
