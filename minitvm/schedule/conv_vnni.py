@@ -16,7 +16,8 @@ input with a nonzero zero point comes padded with it, by ``nn.pad``, from the im
 
 Where the host has AVX-512 VNNI (``available``); on an AVX2 host without VNNI uint8 data runs
 as int16 pairs (``BYTE_PAIRS``, ``row_words``: the bytes zero-extended as the input is packed,
-the weight sign-extended as it is packed, ``vpmaddwd``), in AVX2-sized pixel tiles
+the weight's bytes sign-extended as they are loaded, ``vpmaddwd``; the pixel-lanes tiles' weight
+sign-extended as it is packed: ``WIDE_BYTE_PAIRS``), in AVX2-sized pixel tiles
 (``AVX2_PIXEL_TILE``); elsewhere the importers keep their float32 convs. A weight not known at
 build time is packed by the kernel (``_pack_weight``).
 
@@ -77,11 +78,12 @@ BYTES = Words("uint8", ("int8",), "int8", GROUP, "uint8", DOT)  # vpdpbusd
 PAIRS = Words("int16", ("int16", "int8"), "int16", 2, "uint16", "tir.dot_s16s16x2")  # vpdpwssd
 WORDS = {w.data: w for w in (BYTES, PAIRS)}
 # uint8 data zero-extended into int16 pairs, the int8 weight kept as bytes (two a lane: an
-# int16) and sign-extended as the dot loads it (``tir.dot_s16s8x2``: ``vpmovsxbw`` + ``vpmaddwd``):
-# how ``gemm_vnni`` runs a uint8 x int8 product on AVX2 without VNNI (``row_words``). A
-# weight packed as int16 pairs read twice the bytes: the large 1x1 convs of few pixels and the
-# dense layers of one row are bound by them. Zen 3, one thread, MobileNetV2 w1's, + requantize
-# to uint8, us, int16 -> int8 packed: see ``benchmarks/bench_quantized`` (the stop's report).
+# int16) and sign-extended as the dot loads it (``tir.dot_s16s8x2``: ``vpmovsxbw`` from memory
+# + ``vpmaddwd``): how ``gemm_vnni`` and the channel-lanes tiles run a uint8 x int8 product on
+# AVX2 without VNNI (``row_words``). A weight packed as int16 pairs read twice the bytes, and a
+# product of few rows is bound by them: Zen 3, one thread, + requantize, MobileNetV2 w1's
+# 1280 -> 1000 dense of one row in the model (its weight out of cache) 188 -> 91 us (ORT 84-126),
+# alone 61-81 -> 53; 3x3 convs within the noise.
 BYTE_PAIRS = Words("uint8", ("int8",), "int8", 2, "uint8", "tir.dot_s16s8x2")
 # ``BYTE_PAIRS`` with the weight packed as int16 pairs (sign-extended as it is packed): the
 # form of the pixel-lanes tiles (``pixel_lanes``), whose weight lane is one word broadcast to
@@ -178,7 +180,8 @@ def supported(t, options=None) -> bool:
 class PackWeight:
     """Picklable numpy transform of an ``[O, C, KH, KW]`` weight to ``[O/16, C/4, KH, KW, 16,
     4]`` int8 (``BYTES``; ``PAIRS``: ``[O/16, C/2, KH, KW, 16, 2]`` int16, seen as ``dtype``,
-    the weight's own: an int8 one's last axis is the 4 bytes of the 2 int16) (input channels
+    the weight's own: an int8 one's last axis is the 4 bytes of the 2 int16, as for
+    ``WIDE_BYTE_PAIRS``; ``BYTE_PAIRS``: ``[O/16, C/2, KH, KW, 16, 2]`` int8) (input channels
     past ``C`` and output channels past ``O`` zero; ``O/16`` rounded up)."""
 
     def __init__(self, o: int, c: int, kh: int, kw: int, words: str = "uint8",
