@@ -28,7 +28,7 @@ from .llvm.codegen import CodeGenLLVM, KernelSignature
 from .llvm.stmt import INSTANCE_LOOP
 from .module import KernelFunction, Module
 
-CODEGEN_VERSION = "40"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
+CODEGEN_VERSION = "41"  # 3: float16 libm in float32; 4: loaded integer values wrap (no nsw);
 # 5: float->int casts defined for NaN/out-of-range values; 6: tanh/erf keep the sign of -0.0;
 # 7: explicitly vectorized kernels get the light IR pipeline (``LIGHT_PIPELINE_LEVEL``);
 # 8: unrolled loop variables are constants, offsets folded, broadcasts spelled poison/zeros
@@ -81,6 +81,10 @@ CODEGEN_VERSION = "40"  # 3: float16 libm in float32; 4: loaded integer values w
 #     (conv_vnni.AVX2_PIXELS: 6 spilled)
 # 40: AVX2 Winograd convs of a batch of small planes hold several whole images a band
 #     (schedule/conv_winograd.IMAGE_BAND_BYTES), their GEMM panels across the images
+# 41: AVX2 uint8 x int8 products (conv_vnni.BYTE_PAIRS) keep their weight as int8 pairs,
+#     sign-extended as loaded (tir.dot_s16s8x2: vpmovsxbw + vpmaddwd) but in pixel-lanes tiles;
+#     the clips of a rounded cast (llvm/expr._rounded_cast) as x86 minps / maxps of the bound
+#     (the clip at 0 was a compare and an and)
 # LLVM's optimizer is superlinear on huge straight-line functions; above this many statements a
 # kernel is compiled at O0 (codegen only) so that it still builds in seconds, not minutes.
 HUGE_FUNCTION_STMTS = 20000

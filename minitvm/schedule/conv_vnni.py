@@ -16,7 +16,8 @@ input with a nonzero zero point comes padded with it, by ``nn.pad``, from the im
 
 Where the host has AVX-512 VNNI (``available``); on an AVX2 host without VNNI uint8 data runs
 as int16 pairs (``BYTE_PAIRS``, ``row_words``: the bytes zero-extended as the input is packed,
-the weight sign-extended as it is packed, ``vpmaddwd``), in AVX2-sized pixel tiles
+the weight's bytes sign-extended as they are loaded, ``vpmaddwd``; the pixel-lanes tiles' weight
+sign-extended as it is packed: ``WIDE_BYTE_PAIRS``), in AVX2-sized pixel tiles
 (``AVX2_PIXEL_TILE``); elsewhere the importers keep their float32 convs. A weight not known at
 build time is packed by the kernel (``_pack_weight``).
 
@@ -58,6 +59,12 @@ class Words:
         self.data, self.weights, self.element = data, weights, element
         self.per_word, self.unsigned, self.dot = per_word, unsigned, dot
 
+    @property
+    def lane(self) -> str:
+        """The dtype of one lane of the packed weight as the dot reads it: an int32 word of
+        ``per_word`` values of ``element``, or (``BYTE_PAIRS``: int8 pairs) an int16."""
+        return f"int{8 * self.per_word * word_bytes(self.element)}"
+
     def part(self, value, k: int) -> E.PrimExpr:
         """Data ``value`` as the int32 holding it in part ``k`` of a word (others zero)."""
         v = E.Cast("int32", value if value.dtype == self.unsigned else
@@ -70,11 +77,23 @@ class Words:
 BYTES = Words("uint8", ("int8",), "int8", GROUP, "uint8", DOT)  # vpdpbusd
 PAIRS = Words("int16", ("int16", "int8"), "int16", 2, "uint16", "tir.dot_s16s16x2")  # vpdpwssd
 WORDS = {w.data: w for w in (BYTES, PAIRS)}
-# uint8 data zero-extended into int16 pairs, an int8 weight sign-extended (``vpmaddwd``): how
-# ``gemm_vnni`` runs a uint8 x int8 product on AVX2 without VNNI (``row_words``)
-BYTE_PAIRS = Words("uint8", ("int8",), "int16", 2, "uint8", "tir.dot_s16s16x2")
-# (PackWeight's ``words`` names its kind: the data's dtype, or this for BYTE_PAIRS)
-KINDS = {**WORDS, "uint8_pairs": BYTE_PAIRS}
+# uint8 data zero-extended into int16 pairs, the int8 weight kept as bytes (two a lane: an
+# int16) and sign-extended as the dot loads it (``tir.dot_s16s8x2``: ``vpmovsxbw`` from memory
+# + ``vpmaddwd``): how ``gemm_vnni`` and the channel-lanes tiles run a uint8 x int8 product on
+# AVX2 without VNNI (``row_words``). A weight packed as int16 pairs read twice the bytes, and a
+# product of few rows is bound by them: Zen 3, one thread, + requantize, MobileNetV2 w1's
+# 1280 -> 1000 dense of one row in the model (its weight out of cache) 188 -> 91 us (ORT 84-126),
+# alone 61-81 -> 53; 3x3 convs within the noise.
+BYTE_PAIRS = Words("uint8", ("int8",), "int8", 2, "uint8", "tir.dot_s16s8x2")
+# ``BYTE_PAIRS`` with the weight packed as int16 pairs (sign-extended as it is packed): the
+# form of the pixel-lanes tiles (``pixel_lanes``), whose weight lane is one word broadcast to
+# the tile's pixels, a ``vpbroadcastd`` load; of int8 pairs it took a ``vpbroadcastw`` and a
+# ``vpmovsxbw`` for each output channel and input word, on the tile's critical port. Zen 3, one
+# thread, + requantize to uint8, us, int16 -> int8 pairs: 16 -> 96 at 56x56 155 -> 184, 24 ->
+# 144 at 28x28 70 -> 87, 144 -> 24 at 28x28 54 -> 76, 960 -> 320 at 4x4 80 -> 111.
+WIDE_BYTE_PAIRS = Words("uint8", ("int8",), "int16", 2, "uint8", "tir.dot_s16s16x2")
+# (PackWeight's ``words`` names its kind: the data's dtype, or these for the AVX2 pairs)
+KINDS = {**WORDS, "uint8_pairs": WIDE_BYTE_PAIRS, "uint8_int8_pairs": BYTE_PAIRS}
 
 
 def kind_name(words: Words) -> str:
@@ -141,11 +160,14 @@ def geometry(t) -> dict | None:
     pt, pl = (int(p) for p in a["padding"][:2])
     c4 = -(-c // words.per_word)
     wide = vector_isa() == "avx512" and o % WIDTH == 0  # (AVX2: 16 ymm, one 16-lane vector)
-    return dict(words=words, wdtype=w.dtype, n=n, c=c, c4=c4, h=h, w=wd, o=o, o16=-(-o // LANES) * LANES, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw,
-                dh=dh, dw=dw, pt=pt, pl=pl, hp=(oh - 1) * sh + (kh - 1) * dh + 1,
-                wp=(ow - 1) * sw + (kw - 1) * dw + 1,
-                width=WIDTH if wide else LANES,
-                parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
+    g = dict(words=words, wdtype=w.dtype, n=n, c=c, c4=c4, h=h, w=wd, o=o,
+             o16=-(-o // LANES) * LANES, kh=kh, kw=kw, oh=oh, ow=ow, sh=sh, sw=sw, dh=dh,
+             dw=dw, pt=pt, pl=pl, hp=(oh - 1) * sh + (kh - 1) * dh + 1,
+             wp=(ow - 1) * sw + (kw - 1) * dw + 1, width=WIDTH if wide else LANES,
+             parallel=o * c * kh * kw * oh * ow >= PARALLEL_MIN_MACS)
+    if words is BYTE_PAIRS and pixel_lanes(g):  # (their weight as int16 pairs: broadcast words)
+        g["words"] = WIDE_BYTE_PAIRS
+    return g
 
 
 def supported(t, options=None) -> bool:
@@ -158,7 +180,8 @@ def supported(t, options=None) -> bool:
 class PackWeight:
     """Picklable numpy transform of an ``[O, C, KH, KW]`` weight to ``[O/16, C/4, KH, KW, 16,
     4]`` int8 (``BYTES``; ``PAIRS``: ``[O/16, C/2, KH, KW, 16, 2]`` int16, seen as ``dtype``,
-    the weight's own: an int8 one's last axis is the 4 bytes of the 2 int16) (input channels
+    the weight's own: an int8 one's last axis is the 4 bytes of the 2 int16, as for
+    ``WIDE_BYTE_PAIRS``; ``BYTE_PAIRS``: ``[O/16, C/2, KH, KW, 16, 2]`` int8) (input channels
     past ``C`` and output channels past ``O`` zero; ``O/16`` rounded up)."""
 
     def __init__(self, o: int, c: int, kh: int, kw: int, words: str = "uint8",
@@ -187,9 +210,15 @@ def word_bytes(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
+def lane_values(g) -> int:
+    """Values of the weight's own dtype in one lane of its packed form (the last axis)."""
+    kind = g["words"]
+    return kind.per_word * word_bytes(kind.element) // word_bytes(g["wdtype"])
+
+
 def packed_shape(g) -> tuple[int, ...]:
     """The prepacked weight's shape, in its own dtype (``PackWeight``)."""
-    return (g["o16"] // LANES, g["c4"], g["kh"], g["kw"], LANES, 4 // word_bytes(g["wdtype"]))
+    return (g["o16"] // LANES, g["c4"], g["kh"], g["kw"], LANES, lane_values(g))
 
 
 def packed_weight(t) -> tuple[tuple[int, ...], PackWeight]:
@@ -219,19 +248,22 @@ def emit(ctx, t, out, bodies) -> S.Stmt:
     return emit_with_epilogue(ctx, t, out, bodies, run, tuple(int(d) for d in t.shape))
 
 
-def packed_words(ctx, w, shape, pack, parts: list, element: str = "int8"):
-    """The prepacked weight ``w`` of ``shape`` seen as the int32 words ``vpdpbusd`` (four int8
-    values a word) or ``vpdpwssd`` (two int16) reads; ``pack(temp)`` the statements packing it
-    into a temporary of ``element`` values of ``shape`` when it is not prepacked (appended to
+def packed_words(ctx, w, shape, pack, parts: list, words: Words):
+    """The prepacked weight ``w`` of ``shape`` seen as the lanes ``words``' dot reads (its
+    ``lane``: int32 words of four int8 values for ``vpdpbusd``, of two int16 for ``vpdpwssd``;
+    int16 pairs of bytes for ``BYTE_PAIRS``); ``pack(temp)`` the statements packing it into a
+    temporary of ``words.element`` values of ``shape`` when it is not prepacked (appended to
     ``parts``), None when it is."""
     from ..tir.buffer import decl_buffer
 
     if pack is not None:
-        wpk = ctx.temp(shape, element, "w_vnni")
+        wpk = ctx.temp(shape, words.element, "w_vnni")
         parts.append(pack(wpk))
         w = wpk
-    size = int(np.prod(shape)) * word_bytes(w.dtype) // 4
-    wv = decl_buffer((size,), "int32", w.name + "_i32", data=w.data, elem_offset=w.elem_offset)
+    lane = words.lane
+    size = int(np.prod(shape)) * word_bytes(w.dtype) // word_bytes(lane)
+    wv = decl_buffer((size,), lane, w.name + "_" + lane.replace("int", "i"), data=w.data,
+                     elem_offset=w.elem_offset)
     ctx.ws_views.append(wv)
     return wv
 
@@ -246,7 +278,7 @@ def conv(ctx, g, out, x, w, packed: bool, epilogue=None, epi=None) -> S.Stmt:
     kind = g["words"]
     shape = packed_shape(g) if packed else packed_shape(g)[:-1] + (kind.per_word,)
     wv = packed_words(ctx, w, shape, None if packed else
-                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind.element)
+                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind)
     lanes = pixel_lanes(g)
     # (pixel lanes: the last vector of a plane reads up to 15 words past it)
     xq = ctx.temp((g["c4"] * g["hp"] * g["wp"] + (LANES if lanes else 0),), "int32", "x_vnni")

@@ -25,8 +25,10 @@ dense / matmul of int16 rows and an int16 or int8 weight (a 16x8 model's FULLY_C
 the same tiles on words of two int16 (``conv_vnni.PAIRS``: ``vpdpwssd``, or ``vpmaddwd``
 without VNNI), the weight packed as ``[ceil(N/16), ceil(K/2), 16, 2]`` int16 (an int8 one
 sign-extended, its packed int16 seen as bytes). On AVX2 without VNNI uint8 rows run so too
-(``conv_vnni.BYTE_PAIRS``): the rows copied into int16 pairs (``_pack_rows``), ``vpmaddwd``
-doing twice a float32 FMA's multiply-adds there. An AVX2 tile is one 16-lane vector (two ymm)
+(``conv_vnni.BYTE_PAIRS``): the rows copied into int16 pairs (``_pack_rows``), the weight
+packed as ``[ceil(N/16), ceil(K/2), 16, 2]`` int8 and sign-extended as it is loaded
+(``vpmovsxbw``: half the bytes of int16 pairs), ``vpmaddwd`` doing twice a float32 FMA's
+multiply-adds there. An AVX2 tile is one 16-lane vector (two ymm)
 x ``AVX2_ROWS`` rows: 12 accumulators, the weight's two halves and the broadcast word in the
 16 ymm registers (AVX-512's tiles, up to 4 vectors x 5 rows, spilled there: the 128 x 1024 x
 256 int16 dense took 0.64 ms, 0.45 with this tile; float32 0.79, one thread, Zen 3)."""
@@ -104,7 +106,8 @@ def supported(t, options=None) -> bool:
 class PackWeight:
     """Picklable numpy transform of a weight (``[N, K]`` when ``transpose_b``, else ``[K,
     N]``) to ``[ceil(N/16), ceil(K/4), 16, 4]`` int8 (zero past N and K; of int16 rows
-    (``words``): ``[ceil(N/16), ceil(K/2), 16, 2]`` int16, seen as the weight's ``dtype``);
+    (``words``): ``[ceil(N/16), ceil(K/2), 16, 2]`` int16, seen as the weight's ``dtype``; of
+    ``BYTE_PAIRS``: ``[ceil(N/16), ceil(K/2), 16, 2]`` int8);
     a constant batch_matmul weight (leading batch axes) batch by batch, the packed ones
     stacked."""
 
@@ -128,7 +131,7 @@ class PackWeight:
 
 
 def packed_shape(g) -> tuple[int, ...]:
-    one = (g["blocks"], g["k4"], LANES, 4 // word_bytes(g["wdtype"]))
+    one = (g["blocks"], g["k4"], LANES, conv_vnni.lane_values(g))
     return (g["batch"], *one) if g["batch_dims"] else one
 
 
@@ -179,7 +182,7 @@ def gemm(ctx, g, out, a, w, packed: bool, epilogue=None) -> S.Stmt:
         return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
     shape = packed_shape(g) if packed else packed_shape(g)[:-1] + (kind.per_word,)
     wv = packed_words(ctx, w, shape, None if packed else
-                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind.element)
+                      lambda wpk: _pack_weight(ctx, g, w, wpk), parts, kind)
     parts.append(_tiles(ctx, g, av, wv, out, epilogue))
     return parts[0] if len(parts) == 1 else S.SeqStmt(parts)
 

@@ -78,3 +78,26 @@ def test_nearbyint_takes_it_too(rng):
     mod["main"](x, out)
     np.testing.assert_array_equal(out, _expected(x, "uint8", (0.0, 255.0)))
     assert ("cvt.ps2dq" in mod.get_source()) == _takes_it(8, (0.0, 255.0))
+
+
+@pytest.mark.parametrize("lanes", [4, 8, 16, 32])
+def test_clips_are_min_and_max_instructions(lanes, rng):
+    """The clips of a rounded cast are x86's ``minps`` / ``maxps`` of the bound (the clip at 0,
+    a ReLU's, was a compare and an and: LLVM folds the select of a zero); the machine code has
+    no compare left, and NaN, infinities and the bounds still give the reference's values."""
+    from minitvm.codegen.llvm import cvtt
+
+    if not _takes_it(lanes, (0.0, 255.0)):
+        pytest.skip("the host takes no rounded cast (AVX-512, or no AVX)")
+    x = rng.uniform(-400, 400, 64).astype("float32")
+    x[:len(SPECIAL)] = np.array(SPECIAL, "float32")
+    mod = _kernel(64, lanes, "uint8", (0.0, 255.0))
+    out = np.empty(64, "uint8")
+    mod["main"](x, out)
+    np.testing.assert_array_equal(out, _expected(x, "uint8", (0.0, 255.0)))
+    src = mod.get_source()
+    width = cvtt.piece_width(lanes, rounding=True)
+    names = {8: "avx.{}.ps.256", 4: "sse.{}.ps"}[width]
+    assert names.format("max") in src and names.format("min") in src
+    asm = jit.assembly(src)
+    assert "maxps" in asm and "cmp" not in asm.replace("cmpl", "").replace("cmpq", "")

@@ -57,16 +57,26 @@ def _case(shape, o, k, seed):
     return x, w
 
 
+def _one_conv(k: int):
+    """A 16 -> 16 uint8 conv of a ``k`` x ``k`` int8 weight at 8x8, type-inferred."""
+    w = np.ones((16, 16, k, k), "int8")
+    x = relay.var("x", shape=(1, 16, 8, 8), dtype="uint8")
+    y = relay.nn.conv2d(x, relay.const(w), channels=16, kernel_size=(k, k), out_dtype="int32")
+    return w, relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], y)))
+
+
 def test_words_and_tiles_by_isa():
     """uint8 convs are int16 pairs in 4 x 1 pixel tiles on AVX2 without VNNI (and the importers
     then take the integer conv), bytes in 8 x 3 tiles on AVX-512 with VNNI (their code is
-    made, not run here)."""
-    w = np.ones((16, 16, 1, 1), "int8")
-    x = relay.var("x", shape=(1, 16, 8, 8), dtype="uint8")
-    y = relay.nn.conv2d(x, relay.const(w), channels=16, kernel_size=(1, 1), out_dtype="int32")
-    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], y)))
-    for isa, vnni, words, tile in (("avx2", False, conv_vnni.BYTE_PAIRS, (4, 1)),
-                                   ("avx512", True, conv_vnni.BYTES, (8, 3))):
+    made, not run here). On AVX2 the channel-lanes tiles (3x3) keep the weight as int8 pairs
+    (``BYTE_PAIRS``: 2 bytes a lane), the pixel-lanes ones (1x1) as int16 pairs
+    (``WIDE_BYTE_PAIRS``: 4 bytes a lane, a broadcast word)."""
+    w, _ = _one_conv(1)
+    cases = (("avx2", False, 1, conv_vnni.BYTE_PAIRS, conv_vnni.WIDE_BYTE_PAIRS, (4, 1), 4),
+             ("avx2", False, 3, conv_vnni.BYTE_PAIRS, conv_vnni.BYTE_PAIRS, (4, 1), 2),
+             ("avx512", True, 1, conv_vnni.BYTES, conv_vnni.BYTES, (8, 3), 4),
+             ("avx512", True, 3, conv_vnni.BYTES, conv_vnni.BYTES, (8, 3), 4))
+    for isa, vnni, k, words, packed_as, tile, lane in cases:
         with pytest.MonkeyPatch.context() as mp:
             force_isa(mp, isa)
             mp.setattr(conv_vnni, "available", lambda vnni=vnni: vnni)
@@ -74,9 +84,9 @@ def test_words_and_tiles_by_isa():
             assert conv_vnni.row_words("uint8") is words
             assert conv_vnni.pixel_tile() == tile
             assert onnx_quant.vnni_conv("uint8", None, "int8", w, None, 1, 16)
-            shape, pack = conv_vnni.packed_weight(_stage(mod))
-            assert pack.words == conv_vnni.kind_name(words)
-            assert shape == (1, 16 // words.per_word, 1, 1, 16, 4)
+            shape, pack = conv_vnni.packed_weight(_stage(_one_conv(k)[1]))
+            assert pack.words == conv_vnni.kind_name(packed_as)
+            assert shape == (1, 16 // words.per_word, k, k, 16, lane)
     with pytest.MonkeyPatch.context() as mp:  # (AVX2 without VNNI: the float32 conv stays)
         force_isa(mp, "avx2")
         mp.setattr(conv_vnni, "available", lambda: False)
@@ -96,6 +106,10 @@ CASES = [  # (input shape, output channels, kernel, stride, pads (t, l, b, r))
     ((1, 13, 7, 6), 24, 3, 1, (0, 1, 2, 0)),    # channel tiles: odd channels, uneven padding
     ((1, 3, 11, 11), 16, 3, 2, (0, 0, 1, 1)),   # a stem: 3 channels (a half word), stride 2
     ((1, 17, 8, 9), 40, 1, 1, (0, 0, 0, 0)),    # 1x1: pixels in the lanes, a last tile of 2
+    # 1x1 of a plane under a vector (channel lanes: int8 pairs, three channel tiles, the first
+    # pixel tile prefetching the next one's weight, clamped at its end), odd pixels
+    ((1, 33, 3, 3), 40, 1, 1, (0, 0, 0, 0)),
+    ((1, 5, 1, 7), 17, 1, 1, (0, 0, 0, 0)),     # one row of 7 pixels, 17 outputs (a tail of 1)
 ]
 
 
@@ -107,10 +121,12 @@ def test_byte_pairs_conv_is_exact(avx2, shape, o, k, s, pads):
     lib = _conv(shape, w, s, pads)
     np.testing.assert_array_equal(run_graph(lib, {"x": x}, 1), want.astype("int32"))
     names = _names(lib)
-    assert "x_vnni" in names and ("vp_acc" if k == 1 else "vn_acc") in names
+    pixel_lanes = k == 1 and shape[2] * shape[3] >= 16  # (these cases: stride 1, no padding)
+    assert "x_vnni" in names and ("vp_acc" if pixel_lanes else "vn_acc") in names
     prim = conv_kernel(lib).prim_func
     shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
-    assert (-(-o // 16), -(-shape[1] // 2), k, k, 16, 4) in shapes  # (int16 pairs as int8)
+    # (channel tiles: int8 pairs; pixel lanes: int16 pairs seen as int8)
+    assert (-(-o // 16), -(-shape[1] // 2), k, k, 16, 4 if pixel_lanes else 2) in shapes
 
 
 @needs_avx2
@@ -132,13 +148,13 @@ def test_byte_pairs_conv_weight_at_run_time_and_epilogue(avx2, k):
 
 
 def test_pack_weight_byte_pairs_layout():
-    """``PackWeight`` of BYTE_PAIRS: ``[O/16, C/2, KH, KW, 16, 2]`` int16 seen as int8, element
-    ``[ob, c2, ky, kx, l, k]`` the weight at output channel ``16*ob + l``, input channel
-    ``2*c2 + k`` (sign-extended; zero past the channels)."""
+    """``PackWeight`` of BYTE_PAIRS: ``[O/16, C/2, KH, KW, 16, 2]`` int8 (the pairs kept as
+    bytes, sign-extended as the dot loads them), element ``[ob, c2, ky, kx, l, k]`` the weight
+    at output channel ``16*ob + l``, input channel ``2*c2 + k`` (zero past the channels)."""
     w = np.random.default_rng(1).integers(-128, 128, (24, 5, 2, 3)).astype("int8")
     p = conv_vnni.PackWeight(24, 5, 2, 3, conv_vnni.kind_name(conv_vnni.BYTE_PAIRS))(w)
-    assert p.shape == (2, 3, 2, 3, 16, 4) and p.dtype == np.int8
-    q = p.view("int16")
+    assert p.shape == (2, 3, 2, 3, 16, 2) and p.dtype == np.int8
+    q = p
     assert q[1, 1, 0, 2, 5, 1] == w[21, 3, 0, 2] and q[0, 0, 1, 1, 3, 0] == w[3, 0, 1, 1]
     assert not q[:, 2, :, :, :, 1].any() and not q[1, :, :, :, 8:].any()
 

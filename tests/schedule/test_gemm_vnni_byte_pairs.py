@@ -86,7 +86,7 @@ def test_byte_pairs_dense_is_exact(avx2, a_shape, n):
     assert {"vg_acc", "a_vnni"} <= names and "w_vnni" not in names
     prim = _kernel(lib).prim_func
     shapes = [tuple(int(v) for v in prim.buffer_map[p].shape) for p in prim.params]
-    assert (-(-n // 16), -(-a_shape[-1] // 2), 16, 4) in shapes  # (int16 pairs as int8)
+    assert (-(-n // 16), -(-a_shape[-1] // 2), 16, 2) in shapes  # (int8 pairs)
     packs = [st for st in walk_stmts(prim.body) if isinstance(st, S.For) and
              st.kind == S.ForKind.VECTORIZED and isinstance(st.body, S.BufferStore) and
              st.body.buffer.name == "a_vnni"]  # (the rows copied in vectors of words)
@@ -97,12 +97,13 @@ def test_byte_pairs_dense_is_exact(avx2, a_shape, n):
 
 
 def test_pack_weight_sign_extends():
-    """``PackWeight`` of BYTE_PAIRS: ``[ceil(N/16), ceil(K/2), 16, 2]`` int16 (seen as int8),
-    element ``[nb, c, l, j]`` the weight at column ``16*nb + l``, reduction ``2*c + j``."""
+    """``PackWeight`` of BYTE_PAIRS: ``[ceil(N/16), ceil(K/2), 16, 2]`` int8 (sign-extended
+    as the dot loads them), element ``[nb, c, l, j]`` the weight at column ``16*nb + l``,
+    reduction ``2*c + j``."""
     w = np.random.default_rng(1).integers(-128, 128, (21, 5)).astype("int8")
     p = gemm_vnni.PackWeight(21, 5, True, conv_vnni.kind_name(conv_vnni.BYTE_PAIRS))(w)
-    assert p.shape == (2, 3, 16, 4) and p.dtype == np.int8
-    q = p.view("int16")
+    assert p.shape == (2, 3, 16, 2) and p.dtype == np.int8
+    q = p
     assert q[1, 2, 4, 0] == w[20, 4] and q[0, 1, 3, 1] == w[3, 3]
     assert not q[1, :, 5:].any() and not q[:, 2, :, 1].any()
 

@@ -29,6 +29,43 @@ _ROUNDING = {8: "llvm.x86.avx.cvt.ps2dq.256", 4: "llvm.x86.sse2.cvtps2dq"}
 PIECES = (16, 8)
 
 
+def piece_width(lanes: int, rounding: bool = False) -> int | None:
+    """The lanes of the pieces ``truncate`` converts a float32 vector of ``lanes`` in, or None
+    where the host or the width has no such instruction."""
+    from ...runtime.jit import host_has  # (the runtime imports the codegen)
+
+    width = next((w for w in PIECES if lanes % w == 0 and host_has(_WIDTHS[w][0])), lanes) \
+        if lanes > 8 else lanes
+    if (lanes // width) & (lanes // width - 1):  # (pieces joined pairwise: a power of two)
+        return None
+    feature = _WIDTHS.get(width, (None, None))[0]
+    if feature is None or not host_has(feature):
+        return None
+    # (AVX-512's 16 lanes keep nearbyint + cvttps2dq when rounding: not run on this kind of
+    # host, their kernels' IR stays as it was)
+    return None if rounding and width == 16 else width
+
+
+def clip_by(bld: ir.IRBuilder, declare, v, c, upper: bool, width: int) -> ir.Value:
+    """``c < v ? c : v`` (``upper``: a min) or ``c > v ? c : v`` (a max) of float32 vector ``v``
+    and ``c`` of its lanes, as x86's ``minps`` / ``maxps`` (``c`` where the compare holds, else
+    ``v``: a NaN kept) in pieces of ``width`` (8 or 4) lanes. LLVM folds the select of a zero
+    ``c`` (a requantize's clip at 0: a ReLU) into a compare and an and, two instructions for
+    this one."""
+    name = {8: "llvm.x86.avx.{}.ps.256", 4: "llvm.x86.sse.{}.ps"}[width].format(
+        "min" if upper else "max")
+    ft = ir.VectorType(ir.FloatType(), width)
+    fn = declare(name, ft, [ft, ft])
+    lanes = v.type.count
+    if lanes == width:
+        return bld.call(fn, [c, v])
+    parts = []
+    for k in range(0, lanes, width):
+        mask = ir.Constant(ir.VectorType(T.I32, width), list(range(k, k + width)))
+        parts.append(bld.call(fn, [bld.shuffle_vector(x, x, mask) for x in (c, v)]))
+    return T.concat_vectors(bld, parts)
+
+
 def truncate(bld: ir.IRBuilder, declare, v, rounding: bool = False) -> ir.Value | None:
     """``v`` (a float32 vector) truncated to int32 lanes by ``cvttps2dq`` (pieces of ``PIECES``
     for wider vectors), or None where the host or the width has no such instruction (the caller
@@ -37,21 +74,11 @@ def truncate(bld: ir.IRBuilder, declare, v, rounding: bool = False) -> ir.Value 
     NaN and out-of-range lanes alike)."""
     if not isinstance(v.type, ir.VectorType) or not isinstance(v.type.element, ir.FloatType):
         return None
-    from ...runtime.jit import host_has  # (the runtime imports the codegen)
-
     lanes = v.type.count
-    width = next((w for w in PIECES if lanes % w == 0 and host_has(_WIDTHS[w][0])), lanes) \
-        if lanes > 8 else lanes
-    if (lanes // width) & (lanes // width - 1):  # (pieces joined pairwise: a power of two)
+    width = piece_width(lanes, rounding)
+    if width is None:
         return None
-    feature, name = _WIDTHS.get(width, (None, None))
-    if feature is None or not host_has(feature):
-        return None
-    if rounding:  # (AVX-512's 16 lanes keep nearbyint + cvttps2dq: not run on this kind of
-        # host, their kernels' IR stays as it was)
-        if width == 16:
-            return None
-        name = _ROUNDING[width]
+    name = _ROUNDING[width] if rounding else _WIDTHS[width][1]
     ft, it = ir.VectorType(ir.FloatType(), width), ir.VectorType(T.I32, width)
     extra = [ir.Constant(it, None), ir.Constant(ir.IntType(16), -1), T.I32(4)] \
         if width == 16 else []

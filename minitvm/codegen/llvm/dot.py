@@ -11,7 +11,12 @@ integer vector code: the bytes widened, multiplied and summed in fours.
 (a 16x8 model's int16 activations and its int8 weights widened to int16): ``vpdpwssd`` on
 AVX-512 VNNI, ``vpmaddwd`` + ``vpaddd`` on AVX-512BW or AVX2 (plain instructions, as exact:
 the pair of products only overflows int32 for two products of -32768 * -32768), widened
-integer code elsewhere."""
+integer code elsewhere.
+
+``tir.dot_s16s8x2(acc, a, b)`` is that dot product with ``b`` an int16 holding two signed bytes
+(an int8 weight packed as bytes, ``schedule/conv_vnni.BYTE_PAIRS``): each byte sign-extended to
+the int16 it stands for as it is loaded (``vpmovsxbw``), then ``tir.dot_s16s16x2``'s
+instructions."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from . import types as T
 
 NAME = "dot_u8s8x4"
 PAIRS_NAME = "dot_s16s16x2"
+BYTE_PAIRS_NAME = "dot_s16s8x2"
 VNNI_WIDTH = 16
 
 
@@ -59,6 +65,16 @@ def emit_pairs(bld: ir.IRBuilder, declare, acc, a, b) -> ir.Value:
             return _chunked(bld, width, lambda c, x, y, fn=fn, ht=ht: bld.add(c, bld.call(
                 fn, [bld.bitcast(x, ht), bld.bitcast(y, ht)])), acc, a, b)
     return _widened(bld, acc, a, b, lanes, 16)
+
+
+def emit_byte_pairs(bld: ir.IRBuilder, declare, acc, a, b) -> ir.Value:
+    """``tir.dot_s16s8x2``: ``b``'s int16 lanes (matched to ``acc``'s and ``a``'s int32 ones)
+    as the int16 pairs of their two bytes sign-extended, then ``emit_pairs``."""
+    lanes = acc.type.count if isinstance(acc.type, ir.VectorType) else 1
+    wide = bld.sext(bld.bitcast(b, ir.VectorType(ir.IntType(8), 2 * lanes)),
+                    ir.VectorType(ir.IntType(16), 2 * lanes))
+    words = bld.bitcast(wide, ir.VectorType(T.I32, lanes) if lanes > 1 else T.I32)
+    return emit_pairs(bld, declare, acc, a, words)
 
 
 def _chunked(bld: ir.IRBuilder, width: int, one, acc, a, b) -> ir.Value:

@@ -391,9 +391,17 @@ class ExprEmitter:
         if id(x) not in memo or lanes_of(memo[id(x)]) == 1:
             return None
         val, inner = memo[id(x)], v
+        width = cvtt.piece_width(lanes_of(val), rounding=True)
         for clip in reversed(clips):  # (innermost first, each on the clipped value below)
-            a, b = (val, memo[id(clip.b)]) if clip.a is inner else (memo[id(clip.a)], val)
-            val, inner = self._binary(clip, a, b), clip
+            c = memo[id(clip.b if clip.a is inner else clip.a)]
+            if width is None:  # (no rounded cast: the selects as they were, then unused)
+                a, b = (val, c) if clip.a is inner else (c, val)
+                val, inner = self._binary(clip, a, b), clip
+                continue
+            # (x86's min / max of the constant: the clip's select, one instruction)
+            val = cvtt.clip_by(self.builder, self._declare, val, self.broadcast(
+                c, lanes_of(val)), type(clip) is E.Min, width)
+            inner = clip
         r = cvtt.truncate(self.builder, self._declare, val, rounding=True)
         if r is None:
             return None
@@ -714,6 +722,8 @@ class ExprEmitter:
             return dot.emit(self.builder, self._declare, *args)
         if short == dot.PAIRS_NAME:  # (schedule/conv_vnni's int16 pairs)
             return dot.emit_pairs(self.builder, self._declare, *args)
+        if short == dot.BYTE_PAIRS_NAME:  # (its int8 weight kept as bytes: BYTE_PAIRS)
+            return dot.emit_byte_pairs(self.builder, self._declare, *args)
         dtype = e.args[0].dtype if e.args else e.dtype
         if short in LIBM and short not in LLVM_INTRINSICS and T.parse_dtype(dtype)[:2] == (
                 "float", 16):  # libm has no half versions: compute in float32, round back

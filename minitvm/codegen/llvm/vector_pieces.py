@@ -37,7 +37,7 @@ MAX_PIECEWISE_LANES = 1024
 # Calls whose result lanes depend on other lanes of their operands
 _LANE_MIXING_CALLS = frozenset(
     f"tir.{n}" for n in ("vector_shuffle", byte_lut.NAME, dot.NAME, dot.PAIRS_NAME,
-                         "call_extern", "call_pure_extern"))
+                         dot.BYTE_PAIRS_NAME, "call_extern", "call_pure_extern"))
 
 
 def vector_pieces(lanes: int) -> list[int]:
