@@ -154,3 +154,20 @@ def test_unsupported_ops_name_their_nodes():
     traced = torch.jit.trace(M(), (x, x))
     with pytest.raises(OpNotImplemented, match=r"aten::special_zeta \[node %\w+\]"):
         from_pytorch(traced, [("x", (2, 3)), ("y", (2, 3))])
+
+
+def test_torchscript_failure_folding_a_result_names_the_node():
+    """``aten::linear`` given a list for its weight built an expression holding the list;
+    folding it, outside the converter's error naming, raised a bare "unhashable type"."""
+    torch = pytest.importorskip("torch", reason="the damaged artefacts are PyTorch programs")
+    from minitvm.relay.frontend import from_pytorch
+
+    w, b = torch.ones(4, 3), torch.zeros(4)
+    traced = torch.jit.trace(lambda x: torch.nn.functional.linear(x, w, b), (torch.ones(2, 3),))
+    g = traced.graph
+    linear = next(n for n in g.nodes() if n.kind() == "aten::linear")
+    lst = g.insertConstant([1, 2, 3])
+    lst.node().moveBefore(linear)
+    linear.replaceInput(1, lst)
+    with pytest.raises(ImportError_, match=r"aten::linear \(output %\w+\): cannot convert"):
+        from_pytorch(traced, [("x", (2, 3))])

@@ -505,13 +505,14 @@ def _convert(ctx, node, env, table) -> None:
     refuse_complex(ctx, table[name], ins)
     try:
         out = table[name](ctx, ins)
+        # (folded here: an argument a converter took on trust, a list where a tensor belongs,
+        # fails when its result is folded, and the failure is this node's)
+        vals = [out] if len(outs) == 1 else list(out)
+        vals = [ctx.fold(v) if isinstance(v, _expr.Expr) else v for v in vals]
     except ImportError_:
         raise
     except Exception as e:  # noqa: BLE001 - name the node in any converter failure
         raise ImportError_(f"{kind} (output %{outs[0].debugName()}): cannot convert: "
                            f"{type(e).__name__}: {e}") from e
-    if len(outs) == 1:
-        env[outs[0]] = ctx.fold(out) if isinstance(out, _expr.Expr) else out
-    else:
-        for o, v in zip(outs, out):
-            env[o] = ctx.fold(v) if isinstance(v, _expr.Expr) else v
+    for o, v in zip(outs, vals):
+        env[o] = v
