@@ -105,9 +105,10 @@ class ExportedProgramImporter:
         gm = ep.graph_module
         missing = self.unsupported(gm)
         if missing:
-            listed = ", ".join(f"{k} (x{len(v)}) [node{'s' if len(v) > 1 else ''} "
-                               f"{', '.join(v[:3])}{', ...' if len(v) > 3 else ''}]"
-                               for k, v in sorted(missing.items()))
+            listed = ", ".join(f"{k} (x{len(v)})" for k, v in sorted(missing.items()))
+            listed += " [at nodes: " + "; ".join(
+                f"{k}: {', '.join(v[:3])}{', ...' if len(v) > 3 else ''}"
+                for k, v in sorted(missing.items())) + "]"
             raise OpNotImplemented(f"the exported program uses {len(missing)} operator(s) the "
                                    f"Relax importer does not support: {listed}")
         bb = BlockBuilder()
