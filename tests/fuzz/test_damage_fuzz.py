@@ -82,3 +82,27 @@ def test_token_edits_are_deterministic_and_join_back():
     assert "".join(damage_text.tokens(text)) == text
     a = damage_text.edit_tokens(text, random.Random(3))
     assert a == damage_text.edit_tokens(text, random.Random(3)) and a[0] != text
+
+
+def test_damaged_tflite_sample():
+    """Damaged TFLite flatbuffers the importer must refuse (import only: no builds)."""
+    pytest.importorskip("tflite", reason="the damaged artefacts are TFLite flatbuffers")
+    from minitvm.testing.fuzz import damage_tflite
+
+    refused = ("buffer_size", "graph_index", "op_index", "opcode_index", "truncate",
+               "unknown_opcode", "identifier")
+    cases = [c for c in damage_tflite.cases(13, 30) if c.klass.split("/")[1] in refused]
+    assert len(cases) >= 10
+    _no_findings(run_in_process(cases))
+
+
+def test_damaged_torch_input_infos_sample():
+    """Malformed ``input_infos`` of a traced function: refused naming the entry, before
+    anything is built."""
+    pytest.importorskip("torch", reason="the damaged artefacts are TorchScript programs")
+    from minitvm.testing.fuzz import damage_torch
+
+    cases = [c for c in damage_torch.cases(3, 40) if c.klass.startswith("torch/input_infos/")
+             and not c.klass.endswith("/dtype")][:6]
+    assert cases
+    _no_findings(run_in_process(cases))

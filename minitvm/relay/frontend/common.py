@@ -29,9 +29,19 @@ class ImportError_(ValueError):
     """A model file is malformed or uses an operator in a way that cannot be imported."""
 
 
-def unsupported_error(framework: str, counts: dict[str, int]) -> OpNotImplemented:
-    """One error naming every unsupported operator of a model, with how often each occurs."""
-    listed = ", ".join(f"{name} (x{n})" if n > 1 else name for name, n in sorted(counts.items()))
+def unsupported_error(framework: str, counts: dict[str, int],
+                      nodes: dict[str, list[str]] | None = None) -> OpNotImplemented:
+    """One error naming every unsupported operator of a model, with how often each occurs
+    and, where ``nodes`` gives them, the first nodes that use it."""
+    def where(name: str) -> str:
+        used = (nodes or {}).get(name)
+        if not used:
+            return ""
+        more = ", ..." if len(used) > 3 else ""
+        return f" [node{'s' if len(used) > 1 else ''} {', '.join(used[:3])}{more}]"
+
+    listed = ", ".join((f"{name} (x{n})" if n > 1 else name) + where(name)
+                       for name, n in sorted(counts.items()))
     return OpNotImplemented(
         f"the following {framework} operators are not supported by minitvm's importer: {listed}")
 

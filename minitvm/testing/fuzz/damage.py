@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 __all__ = ["DamageCase", "DamageReport", "Wrong", "Lenient", "classify", "run_cases", "run_in_process",
            "FAMILIES"]
 
-FAMILIES = ("inputs", "onnx", "text", "ir")
+FAMILIES = ("inputs", "onnx", "text", "ir", "tflite", "torch")
 _BAD = (KeyError, IndexError, AttributeError, AssertionError, RecursionError, ZeroDivisionError,
         OverflowError, UnboundLocalError, NameError)
 

@@ -182,15 +182,16 @@ def _scalar(ctx: Context, x, value: float):
 
 @register("Sign")
 def _sign(ctx: Context, ins, attrs):
-    """-1, 0 or 1; 0 at NaN, as ONNX Runtime's (and TVM's ``topi.sign``); Relax's ``sign``
-    keeps NaN, numpy's rule."""
+    """-1, 0 or 1, as ONNX Runtime's kernels: NaN stays NaN in float32 / float64 (Relax's
+    ``sign``, numpy's rule) and is 0 in float16 (ORT computes half by comparisons)."""
     k = ctx.known(ins[0])
     if k is not None and k.dtype != object:
-        return np.asarray(np.where(np.isnan(k), 0, np.sign(k)) if k.dtype.kind == "f"
-                          else np.sign(k)).astype(k.dtype)
+        s = np.sign(k)
+        return np.asarray(np.where(np.isnan(k), 0, s) if k.dtype == np.float16 else s
+                          ).astype(k.dtype)
     x = ctx.expr(ins[0])
     s = ctx.emit(_op.sign(x))
-    if not ctx.dtype(x).startswith("float"):
+    if ctx.dtype(x) != "float16":
         return s
     return ctx.emit(_op.where(ctx.emit(_op.isnan(x)), _scalar(ctx, x, 0.0), s))
 

@@ -108,7 +108,9 @@ def from_exported_program(exported_program, *, keep_params_as_input: bool = Fals
         raise TypeError(f"from_exported_program expects a torch.export.ExportedProgram, got "
                         f"{type(ep).__name__}")
     if run_ep_decomposition:
-        ep = ep.run_decompositions(_decomposition_table())
+        from ....frontend_common.torch_export import decompose
+
+        ep = decompose(ep, _decomposition_table(), TorchImportError)
     importer = ExportedProgramImporter(keep_params_as_input, unwrap_unit_return_tuple,
                                        custom_convert_map)
     return importer.from_exported_program(ep)

@@ -153,7 +153,8 @@ class AtenContext:
         if isinstance(v, bool | int | float):
             dtype = self.dtype(like) if like is not None else (
                 "float32" if isinstance(v, float) else "int64")
-            return const(np.array(v, dtype=dtype))
+            # (the dtype named: ``const`` narrows an unnamed float64 array to float32)
+            return const(np.array(v, dtype=dtype), dtype)
         if isinstance(v, PrimExpr):
             t = self.emit(_op.shape_to_tensor(ShapeExpr([v])))
             return self.emit(_op.reshape(t, ShapeExpr([])))

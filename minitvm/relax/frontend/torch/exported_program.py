@@ -3,7 +3,6 @@ dims for dynamic ``Dim``s), weights constants or trailing parameters, ATen nodes
 
 from __future__ import annotations
 
-import collections
 import operator
 import re
 
@@ -73,16 +72,17 @@ class ExportedProgramImporter:
         # False: main returns its output tuple unbound (from_fx's no_bind_return_tuple)
         self.bind_return_tuple = True
 
-    def unsupported(self, gm) -> dict[str, int]:
-        counts: collections.Counter = collections.Counter()
+    def unsupported(self, gm) -> dict[str, list[str]]:
+        """The operators no converter handles -> the names of the nodes that use them."""
+        found: dict[str, list[str]] = {}
         for n in gm.graph.nodes:
             if n.op == "call_function" and n.target is not operator.getitem:
                 name = aten_name(n.target)
                 if name not in ATEN and name not in self.custom_convert_map:
-                    counts[name] += 1
+                    found.setdefault(name, []).append(n.name)
             elif n.op in ("call_module", "call_method"):
-                counts[f"{n.op}:{n.target}"] += 1
-        return dict(counts)
+                found.setdefault(f"{n.op}:{n.target}", []).append(n.name)
+        return found
 
     def retrieve_args(self, node) -> list:
         """The converted values of ``node``'s positional arguments (for custom converters)."""
@@ -105,7 +105,10 @@ class ExportedProgramImporter:
         gm = ep.graph_module
         missing = self.unsupported(gm)
         if missing:
-            listed = ", ".join(f"{k} (x{v})" for k, v in sorted(missing.items()))
+            listed = ", ".join(f"{k} (x{len(v)})" for k, v in sorted(missing.items()))
+            listed += " [at nodes: " + "; ".join(
+                f"{k}: {', '.join(v[:3])}{', ...' if len(v) > 3 else ''}"
+                for k, v in sorted(missing.items())) + "]"
             raise OpNotImplemented(f"the exported program uses {len(missing)} operator(s) the "
                                    f"Relax importer does not support: {listed}")
         bb = BlockBuilder()

@@ -36,10 +36,10 @@ def _scalar(ctx, x, value):
 
 @register("Sign")
 def _sign(ctx, ins, attrs):
-    """-1, 0 or 1; 0 at NaN, as ONNX Runtime's (and TVM's ``topi.sign``); Relay's ``sign``
-    keeps NaN, numpy's rule."""
+    """-1, 0 or 1, as ONNX Runtime's kernels: NaN stays NaN in float32 / float64 (Relay's
+    ``sign``, numpy's rule) and is 0 in float16 (ORT computes half by comparisons)."""
     x = ins[0]
-    if not ctx.dtype(x).startswith("float"):
+    if ctx.dtype(x) != "float16":
         return _op.sign(x)
     return _op.where(_op.isnan(x), _scalar(ctx, x, 0), _op.sign(x))
 

@@ -86,6 +86,11 @@ def _is_expr(v) -> bool:
 
 
 def _scalar_like(ctx, value, like):
+    """``value`` (a number) as a constant of ``like``'s dtype; anything else is refused (a
+    ``None`` or a string read as a number became NaN)."""
+    if np.asarray(value).dtype.kind not in "biuf":
+        raise TypeError(f"expected a number or a tensor, got {type(value).__name__} "
+                        f"{value!r}")
     dt = ctx.dtype(like)
     return _expr.const(np.array(value, dtype=dt), dt)
 

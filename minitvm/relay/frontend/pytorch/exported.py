@@ -30,7 +30,9 @@ def from_exported_program(ep, input_shapes: dict | None = None):
     if not isinstance(ep, torch.export.ExportedProgram):
         raise TypeError(f"expected a torch.export.ExportedProgram or a .pt2 path, got "
                         f"{type(ep).__name__}")
-    ep = ep.run_decompositions({})  # functional ATen ops (no in-place variants)
+    from ....frontend_common.torch_export import decompose
+
+    ep = decompose(ep, {}, ImportError_)  # functional ATen ops (no in-place variants)
     gm = ep.graph_module
     _drop_size_assertions(gm)
     _keep_user_outputs(gm, ep.graph_signature.output_specs)

@@ -8,7 +8,6 @@ arguments are put in schema order.
 
 from __future__ import annotations
 
-import collections
 import operator
 
 import numpy as np
@@ -32,18 +31,20 @@ def _aten_name(target) -> str | None:
     return name if ns == "aten" else f"{ns}::{name}"
 
 
-def _unsupported(gm) -> dict[str, int]:
-    counts: collections.Counter = collections.Counter()
+def _unsupported(gm) -> dict[str, list[str]]:
+    """The operators no converter handles -> the names of the nodes that use them."""
+    found: dict[str, list[str]] = {}
     for n in gm.graph.nodes:
         if n.op == "call_function":
             if n.target is operator.getitem:
                 continue
             name = _aten_name(n.target)
             if name is None or name not in ATEN:
-                counts[name or getattr(n.target, "__name__", str(n.target))] += 1
+                found.setdefault(name or getattr(n.target, "__name__", str(n.target)),
+                                 []).append(n.name)
         elif n.op in ("call_module", "call_method"):
-            counts[f"{n.op}:{n.target}"] += 1
-    return dict(counts)
+            found.setdefault(f"{n.op}:{n.target}", []).append(n.name)
+    return found
 
 
 def _numpy(t) -> np.ndarray:
@@ -75,7 +76,8 @@ def from_fx(gm, input_infos, constants: dict | None = None):
 
     missing = _unsupported(gm)
     if missing:
-        raise unsupported_error("PyTorch (ATen)", missing)
+        raise unsupported_error("PyTorch (ATen)", {k: len(v) for k, v in missing.items()},
+                                missing)
     constants = constants or {}
     env: dict = {}
     params = []

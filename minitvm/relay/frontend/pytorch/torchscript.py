@@ -93,6 +93,7 @@ def _table_name(kind: str) -> str:
 
 def _check_supported(graph, table, has_self: bool) -> None:
     counts: collections.Counter = collections.Counter()
+    nodes: dict[str, list[str]] = {}
     for node in graph.nodes():
         kind = node.kind()
         if kind in _PRIM or (has_self and kind == "prim::GetAttr"):
@@ -100,8 +101,10 @@ def _check_supported(graph, table, has_self: bool) -> None:
         if not kind.startswith("prim::") and _table_name(kind) in table:
             continue
         counts[kind] += 1
+        if node.outputsSize():  # (a node is known by its first output's name)
+            nodes.setdefault(kind, []).append(f"%{node.outputsAt(0).debugName()}")
     if counts:
-        raise unsupported_error("PyTorch (TorchScript)", dict(counts))
+        raise unsupported_error("PyTorch (TorchScript)", dict(counts), nodes)
 
 
 def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dtype="float32",
@@ -142,13 +145,8 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
                            f"describes {len(infos)}")
     env: dict = {} if owner is None else {next(graph.inputs()): owner}
     params = []
-    for value, info in zip(inputs, infos):
-        name, spec = info
-        if isinstance(spec, tuple | list) and len(spec) == 2 and isinstance(spec[1], str):
-            shape, dtype = spec
-        else:
-            shape, dtype = spec, default_dtype
-        v = _expr.var(name, shape=tuple(int(d) for d in shape), dtype=torch_dtype(dtype))
+    for k, (value, info) in enumerate(zip(inputs, infos)):
+        v = _input_var(k, info, default_dtype)
         env[value] = v
         params.append(v)
     ctx = AtenContext()
@@ -168,6 +166,31 @@ def from_pytorch(script_module, input_infos, custom_convert_map=None, default_dt
     known = set(params)
     func = _expr.Function(params + [v for v in free_vars(body) if v not in known], body)
     return InferType()(IRModule.from_expr(func)), {}
+
+
+def _input_var(k: int, info, default_dtype: str) -> _expr.Var:
+    """The Relay input ``input_infos[k]`` describes: ``(name, shape)`` or ``(name, (shape,
+    dtype))``; a malformed entry is refused naming it."""
+    where = f"input_infos[{k}]"
+    if not isinstance(info, tuple | list) or len(info) != 2:
+        raise TypeError(f"{where} = {info!r}: expected a (name, shape) or (name, (shape, "
+                        "dtype)) pair")
+    name, spec = info
+    if not isinstance(name, str):
+        raise TypeError(f"{where}: the input name {name!r} is not a string")
+    where = f"{where} ({name!r})"
+    if isinstance(spec, tuple | list) and len(spec) == 2 and isinstance(spec[1], str):
+        shape, dtype = spec
+    else:
+        shape, dtype = spec, default_dtype
+    if not isinstance(shape, tuple | list) or not all(
+            isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0
+            for d in shape):
+        raise ValueError(f"{where}: shape {shape!r} is not a sequence of non-negative ints")
+    try:
+        return _expr.var(name, shape=tuple(int(d) for d in shape), dtype=torch_dtype(dtype))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: dtype {dtype!r}: {e}") from e
 
 
 def _mutates(name: str) -> bool:
@@ -482,13 +505,14 @@ def _convert(ctx, node, env, table) -> None:
     refuse_complex(ctx, table[name], ins)
     try:
         out = table[name](ctx, ins)
+        # (folded here: an argument a converter took on trust, a list where a tensor belongs,
+        # fails when its result is folded, and the failure is this node's)
+        vals = [out] if len(outs) == 1 else list(out)
+        vals = [ctx.fold(v) if isinstance(v, _expr.Expr) else v for v in vals]
     except ImportError_:
         raise
     except Exception as e:  # noqa: BLE001 - name the node in any converter failure
         raise ImportError_(f"{kind} (output %{outs[0].debugName()}): cannot convert: "
                            f"{type(e).__name__}: {e}") from e
-    if len(outs) == 1:
-        env[outs[0]] = ctx.fold(out) if isinstance(out, _expr.Expr) else out
-    else:
-        for o, v in zip(outs, out):
-            env[o] = ctx.fold(v) if isinstance(v, _expr.Expr) else v
+    for o, v in zip(outs, vals):
+        env[o] = v

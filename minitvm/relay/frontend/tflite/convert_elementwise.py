@@ -40,6 +40,17 @@ for _n, _f in _UNARY.items():
     register(_n)(lambda ctx, _f=_f: _f(ctx.inputs[0]))
 
 
+@register("SIGN")
+def _sign(ctx):
+    """-1, 0 or 1; 0 at NaN, as TFLite's kernel (``x > 0 ? 1 : x < 0 ? -1 : 0``); Relay's
+    ``sign`` keeps NaN, numpy's rule."""
+    x = ctx.inputs[0]
+    dtype = _out_dtype(ctx)
+    if not dtype.startswith("float"):
+        return _op.sign(x)
+    return _op.where(_op.isnan(x), _fconst(0.0, dtype), _op.sign(x))
+
+
 @register("RELU6")
 def _relu6(ctx):
     return _op.clip(ctx.inputs[0], 0.0, 6.0)
@@ -89,7 +100,7 @@ for _n, _f in {"POW": _op.power, "FLOOR_DIV": _op.floor_divide, "FLOOR_MOD": _op
                "LOGICAL_OR": _op.logical_or}.items():
     register(_n)(_binary(_f))
 
-for _n, _f in {"ROUND": _op.round, "SIGN": _op.sign, "LOGICAL_NOT": _op.logical_not,
+for _n, _f in {"ROUND": _op.round, "LOGICAL_NOT": _op.logical_not,
                "ZEROS_LIKE": _op.zeros_like}.items():
     register(_n)(lambda ctx, _f=_f: _f(ctx.inputs[0]))
 

@@ -104,16 +104,22 @@ def _dynamic_hint(ctx) -> str:
 
 class TFLiteImporter:
     def __init__(self, model, shape_dict, dtype_dict):
+        from .validate import check_model
+
         self.model = model
+        self.op_names = _op_names()
+        check_model(model, self._code_name)
         self.subgraph = model.Subgraphs(0)
         self.shape_dict = dict(shape_dict or {})
         self.dtype_dict = dict(dtype_dict or {})
         self.exprs: dict[int, object] = {}
         self.fold = Folder()
-        self.op_names = _op_names()
 
     def _opcode_name(self, op) -> str:
-        code = self.model.OperatorCodes(op.OpcodeIndex())
+        return self._code_name(self.model.OperatorCodes(op.OpcodeIndex()))
+
+    def _code_name(self, code) -> str:
+        """The name of an ``OperatorCode`` (``CONV_2D``, ``CUSTOM:<code>``)."""
         builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         if builtin == 32:  # CUSTOM
             return "CUSTOM:" + (code.CustomCode() or b"?").decode()
