@@ -141,12 +141,23 @@ class Executor:
         if expr is None:
             return self._make_executor()
         if isinstance(expr, Function):
-            from ..analysis.free_vars import free_vars
-
-            fvs = free_vars(expr)
-            if fvs:
-                names = ", ".join("%" + v.name_hint for v in fvs)
-                raise ValueError(f"cannot evaluate a function with free variables: {names}")
-        if isinstance(expr, Function | GlobalVar):
+            # a function with free variables fails its type check (or build): only then is it
+            # walked for them, so a closed one (every one that runs) is not walked twice
+            try:
+                return self._make_executor(expr)
+            except Exception:
+                _refuse_free_vars(expr)
+                raise
+        if isinstance(expr, GlobalVar):
             return self._make_executor(expr)
         return self._make_executor(Function([], expr))()
+
+
+def _refuse_free_vars(fn: Function) -> None:
+    """ValueError naming ``fn``'s free variables, if it has any."""
+    from ..analysis.free_vars import free_vars
+
+    fvs = free_vars(fn)
+    if fvs:
+        names = ", ".join("%" + v.name_hint for v in fvs)
+        raise ValueError(f"cannot evaluate a function with free variables: {names}") from None
