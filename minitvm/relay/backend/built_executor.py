@@ -39,6 +39,8 @@ def _pack(t, flat: list):
 class CompiledExecutor(Interpreter):
     """Base of the compiled executor kinds; falls back to the interpreter when building fails."""
 
+    _checks_when_made = False  # (it builds lazily: free variables are looked for first)
+
     def __init__(self, mod, device=None, target="llvm"):
         super().__init__(mod, device, target)
         self.build_error: Exception | None = None

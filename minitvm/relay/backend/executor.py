@@ -126,6 +126,10 @@ class Executor:
     returns a callable running ``fn``; any other expression is evaluated and its value returned.
     """
 
+    #: whether ``_make_executor`` type-checks the function it is given (so fails on free
+    #: variables) before it returns; a lazy executor checks for them first
+    _checks_when_made = False
+
     def _make_executor(self, expr=None):
         raise NotImplementedError
 
@@ -141,12 +145,27 @@ class Executor:
         if expr is None:
             return self._make_executor()
         if isinstance(expr, Function):
-            from ..analysis.free_vars import free_vars
-
-            fvs = free_vars(expr)
-            if fvs:
-                names = ", ".join("%" + v.name_hint for v in fvs)
-                raise ValueError(f"cannot evaluate a function with free variables: {names}")
-        if isinstance(expr, Function | GlobalVar):
+            if not self._checks_when_made:
+                _refuse_free_vars(expr)
+                return self._make_executor(expr)
+            # a function with free variables fails the type check of ``_make_executor``:
+            # only then is it walked for them, so a closed one (every one that runs) is not
+            # walked twice
+            try:
+                return self._make_executor(expr)
+            except Exception:
+                _refuse_free_vars(expr)
+                raise
+        if isinstance(expr, GlobalVar):
             return self._make_executor(expr)
         return self._make_executor(Function([], expr))()
+
+
+def _refuse_free_vars(fn: Function) -> None:
+    """ValueError naming ``fn``'s free variables, if it has any."""
+    from ..analysis.free_vars import free_vars
+
+    fvs = free_vars(fn)
+    if fvs:
+        names = ", ".join("%" + v.name_hint for v in fvs)
+        raise ValueError(f"cannot evaluate a function with free variables: {names}") from None

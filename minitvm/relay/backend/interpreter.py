@@ -566,6 +566,8 @@ class Interpreter(Executor):
         Kept for API compatibility.
     """
 
+    _checks_when_made = True  # (``_prepare`` runs InferType)
+
     def __init__(self, mod, device=None, target="llvm"):
         self.mod = mod
         self.device = device

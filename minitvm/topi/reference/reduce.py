@@ -7,6 +7,7 @@ import builtins
 import numpy as np
 
 from ..utils import reduce_axes, reduce_shape, reference
+from .fp_errors import quietly
 
 
 def _axes_of(attrs, ndim: int, name: str) -> tuple:
@@ -17,8 +18,7 @@ def _reducer(np_fn, name):
     def impl(attrs, args, out_type):
         x = np.asarray(args[0])
         axes = _axes_of(attrs, x.ndim, name)
-        with np.errstate(all="ignore"):
-            out = np_fn(x, axis=axes, keepdims=bool(attrs.keepdims))
+        out = quietly(lambda: np_fn(x, axis=axes, keepdims=bool(attrs.keepdims)))
         return np.asarray(out).astype(out_type.dtype, copy=False)
 
     return impl

@@ -82,6 +82,19 @@ def check_numerics(before, after, args=None, rtol=1e-5, atol=1e-6, entry: str = 
     return args
 
 
+def check_numerics_on(before, after, arg_sets, rtol=1e-5, atol=1e-6, entry: str = "main"):
+    """``check_numerics`` for each argument list of ``arg_sets``; each module is type-checked
+    and made an executor once for all of them (a 100,000-node program: a type inference per
+    module, not per argument list)."""
+    runs = []
+    for m in (before, after):
+        if not isinstance(m, tvm.IRModule):
+            m = tvm.IRModule.from_expr(m)
+        runs.append(relay.create_executor("debug", mod=m).evaluate(m.get_global_var(entry)))
+    for args in arg_sets:
+        _assert_close(_to_numpy(runs[0](*args)), _to_numpy(runs[1](*args)), rtol, atol)
+
+
 def count_nodes(expr, cls) -> int:
     found = []
     relay.analysis.post_order_visit(expr, lambda e: found.append(e) if isinstance(e, cls) else None)
