@@ -184,7 +184,7 @@ def thirtysecond_models():
                                           nn.Conv2d(32, d, 3, 2, 1), nn.ReLU(),
                                           nn.Conv2d(d, d, 3, 2, 1))
             self.anchors = nn.Parameter(torch.rand(queries, 4) * 0.8 + 0.1)
-            self.tgt = nn.Parameter(torch.zeros(queries, d))
+            self.tgt = nn.Parameter(torch.randn(queries, d))       # learned content queries
             self.pos_mlp = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d))
             self.layers = nn.ModuleList([DABLayer(d, heads) for _ in range(layers)])
             self.cls = nn.Linear(d, classes)

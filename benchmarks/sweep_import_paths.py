@@ -505,7 +505,7 @@ def main() -> int:
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
                              "twentysecond", "twentythird", "twentyfourth", "twentyfifth",
                              "twentysixth", "twentyseventh", "twentyeighth", "twentyninth",
-                             "thirtieth", "thirtyfirst", "all"))
+                             "thirtieth", "thirtyfirst", "thirtysecond", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS + DYN_RELAY_PATHS}, or all")

@@ -224,6 +224,13 @@ def _mvlgamma(ctx, args):
     return _op.cast(total, dt)
 
 
+@register("ldexp", "ldexp_")
+def _ldexp(ctx, args):
+    """``x * 2 ** other`` in the operands' promoted float dtype (frexp's inverse)."""
+    x, e, dt = _float_pair(ctx, args[0], args[1])
+    return _op.multiply(x, _op.power(_const(dt)(2.0), e))
+
+
 @register("frexp")
 def _frexp(ctx, args):
     """(mantissa in the input's float dtype, int32 exponent)."""
