@@ -15,7 +15,7 @@ features, sine radial bases under a cosine cutoff, messages ``index_add``-ed ove
 LIIF (a local implicit image function: 3x3 feature unfolding, four shifted ``grid_sample``
 nearest lookups, an area-weighted ensemble), a Point Transformer V3-style serializer (Morton
 codes by int64 bit arithmetic, ``argsort``, patch attention in the serialized order, the order
-undone by ``scatter``) and xLSTM's sLSTM (exponential gates with a log-space stabilizer,
+undone by ``scatter``, voxel max pooling by ``index_reduce``, Fourier features by ``ldexp``) and xLSTM's sLSTM (exponential gates with a log-space stabilizer,
 block-diagonal recurrent weights). Kept apart so the main script stays readable."""
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def thirtysecond_models():
                 + (self.keys * self.keys).sum(-1)
             neg, nn_idx = (-dist).topk(self.k, -1)                         # (bt, k)
             w = neg.softmax(-1)
-            tokens = self.vals[nn_idx]
+            tokens = self.vals.take(nn_idx)
             p_knn = torch.zeros(b * t, self.vocab).scatter_add(1, tokens, w)
             p = self.lam * p_knn.view(b, t, -1) + (1 - self.lam) * p_lm
             return torch.log(p + 1e-9)
@@ -513,18 +513,20 @@ def thirtysecond_models():
         """Wu et al. 2024: points quantized to a grid, a Morton (z-order) code by interleaving
         the bits of the three int64 cell indices with ``//``, ``%`` and multiplies, the
         points ``argsort``-ed by code, attention inside fixed patches of the serialized
-        order, and the features returned to the input order by a ``scatter`` of the
-        permutation."""
+        order, the features returned to the input order by a ``scatter`` of the permutation,
+        then grid pooling: the max over each coarse voxel by ``index_reduce`` (amax), read
+        back per point. Positions enter as octave Fourier features scaled by ``ldexp``."""
 
-        def __init__(self, cin=6, d=64, heads=4, patch=32, bits=6, depth=2, classes=13):
+        def __init__(self, cin=3, d=64, heads=4, patch=32, bits=6, depth=2, classes=13, octaves=4):
             super().__init__()
-            self.embed = nn.Sequential(nn.Linear(cin, d), nn.LayerNorm(d), nn.GELU())
+            self.embed = nn.Sequential(nn.Linear(cin + 6 * octaves, d), nn.LayerNorm(d),
+                                       nn.GELU())
             self.blocks = nn.ModuleList([nn.TransformerEncoderLayer(d, heads, 2 * d, 0.0,
                                                                     batch_first=True,
                                                                     norm_first=True)
                                          for _ in range(depth)])
-            self.head = nn.Linear(d, classes)
-            self.patch, self.bits = patch, bits
+            self.head = nn.Linear(2 * d, classes)
+            self.patch, self.bits, self.coarse, self.octaves = patch, bits, 2, octaves
 
         def forward(self, xyz, feats):                             # (b, n, 3), (b, n, 3)
             b, n, _ = xyz.shape
@@ -537,7 +539,11 @@ def thirtysecond_models():
                 code = code + bit[..., 0] * (2 ** (3 * i)) + bit[..., 1] * (2 ** (3 * i + 1)) \
                     + bit[..., 2] * (2 ** (3 * i + 2))
             order = (code * n + torch.arange(n)).argsort(-1)       # ties by index
-            h = self.embed(torch.cat([xyz, feats], -1))
+            # octave Fourier features of the normalized coordinates: x * 2^k by ldexp
+            unit = (xyz - lo) / span
+            k = torch.arange(self.octaves).repeat_interleave(3)
+            ang = torch.ldexp(unit.repeat(1, 1, self.octaves), k) * math.pi
+            h = self.embed(torch.cat([feats, ang.sin(), ang.cos()], -1))
             d = h.shape[-1]
             h = h.gather(1, order[..., None].expand(-1, -1, d))
             h = h.reshape(b * n // self.patch, self.patch, d)
@@ -545,7 +551,13 @@ def thirtysecond_models():
                 h = blk(h)
             h = h.reshape(b, n, d)
             back = torch.zeros_like(h).scatter(1, order[..., None].expand(-1, -1, d), h)
-            return self.head(back)
+            # grid pooling: the max over each coarse voxel (the codes' top 2 bits per axis),
+            # read back by every point of the voxel
+            nv = 8 ** self.coarse
+            voxel = code // (8 ** (self.bits - self.coarse)) + torch.arange(b)[:, None] * nv
+            pooled = torch.zeros(b * nv, d).index_reduce(0, voxel.flatten(), back.flatten(0, 1),
+                                                         "amax", include_self=False)
+            return self.head(torch.cat([back, pooled[voxel]], -1))
 
     # -- sLSTM ---------------------------------------------------------------------------------
     class SLSTMCell(nn.Module):
