@@ -284,7 +284,8 @@ def thirtysecond_models():
 
         def forward(self, ids):
             b, t = ids.shape
-            h = self.norm(self.enc(self.emb(ids) + self.pos[:t], mask=self.mask[:t, :t]))
+            h = self.norm(self.enc(self.emb(ids) + self.pos[:t], mask=self.mask[:t, :t],
+                                   is_causal=True))
             p_lm = self.head(h).softmax(-1)                                # (b, t, V)
             q = h.reshape(b * t, -1)
             dist = (q * q).sum(-1, keepdim=True) - 2 * q @ self.keys.T \
