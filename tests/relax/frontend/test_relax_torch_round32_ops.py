@@ -1,6 +1,6 @@
 """relax.frontend.torch.from_exported_program on what the thirty-second round of new-user models
 found missing: ``index_reduce`` (a point cloud's voxel max pooling; every reduction, with and
-without ``self``) and ``ldexp`` (octave Fourier features); built and run on the Relax VM
+without ``self``), ``ldexp`` (octave Fourier features) and ``special.i0e``; built and run on the Relax VM
 against eager."""
 
 from __future__ import annotations
@@ -38,3 +38,8 @@ def test_index_reduce_inner_axis_int():
 
 def test_ldexp():
     _run(lambda a, k: torch.ldexp(a, k), _rand(4, 6, seed=3), torch.arange(24).view(4, 6) - 12)
+
+
+def test_special_i0e():
+    _run(torch.special.i0e, torch.cat([torch.linspace(-15, 15, 31),
+                                       torch.tensor([-300.0, 95.0, 1e4])]))

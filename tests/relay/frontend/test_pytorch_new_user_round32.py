@@ -1,7 +1,8 @@
 """The thirty-second round of new-user architectures (benchmarks/new_user_models_thirtysecond.py)
 through relay.frontend.from_pytorch and from_exported_program, built native at opt_level 3 and
 checked against eager PyTorch: the ops the round found missing from both importers
-(``index_reduce``, ``ldexp``, ``take``, ``fliplr`` / ``flipud``, ``msort``) and the Point
+(``index_reduce``, ``ldexp``, ``take``, ``fliplr`` / ``flipud``, ``msort``,
+``special.i0e``) and the Point
 Transformer V3-style serializer that uses the first two."""
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ def test_ldexp_and_take_negative():
 
 def test_fliplr_flipud_msort():
     _both(Fn(lambda a: torch.msort(a).fliplr() + a.flipud() * 2), _randn(5, 4, seed=6))
+
+
+def test_special_i0e_finite_far_out():
+    """Both branches (|x| <= 12 and beyond) and |x| past i0's float32 overflow at 88.7."""
+    x = torch.cat([torch.linspace(-15, 15, 31), torch.tensor([-300.0, 95.0, 1e4])])
+    _both(Fn(torch.special.i0e), x, rtol=2e-6, atol=0)
 
 
 def test_ptv3_serialize_voxel_pool():

@@ -151,6 +151,7 @@ register("special_log_ndtr")(_special_unary(torch_special.log_ndtr))
 
 
 register("i0", "i0_", "special_i0")(_special_unary(torch_special.i0))
+register("special_i0e")(_special_unary(torch_special.i0e))
 
 
 def _wide_unary(compose, wide: str):
