@@ -34,6 +34,7 @@ eager, one thread, interleaved rounds (thread CPU time).
     python benchmarks/bench_new_user_models.py --group twentyninth  # (..._twentyninth)
     python benchmarks/bench_new_user_models.py --group thirtieth  # (..._thirtieth)
     python benchmarks/bench_new_user_models.py --group thirtyfirst  # (..._thirtyfirst)
+    python benchmarks/bench_new_user_models.py --group thirtysecond  # (..._thirtysecond)
 
 ``--target "llvm -mcpu=haswell"`` builds minitvm's side for that CPU (AVX2 code on an AVX-512
 host; the error column then checks the AVX2 kernels). Needs the ``torch`` and ``onnx`` extras. Prints the time of each, the ratios, the import and build
@@ -72,6 +73,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_thirtieth import thirtieth_models  # noqa: E402
 from new_user_models_thirtyfirst import thirtyfirst_models  # noqa: E402
+from new_user_models_thirtysecond import thirtysecond_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyeighth import twentyeighth_models  # noqa: E402
@@ -1948,7 +1950,8 @@ def main() -> int:
                                         "twentieth", "twentyfirst", "twentysecond",
                                         "twentythird", "twentyfourth", "twentyfifth",
                                         "twentysixth", "twentyseventh", "twentyeighth",
-                                        "twentyninth", "thirtieth", "thirtyfirst", "all"),
+                                        "twentyninth", "thirtieth", "thirtyfirst", "thirtysecond",
+                                        "all"),
                     default="first",
                     help="first: the 13 of the first round (default); second: the 15 of the "
                     "second round (DenseNet, Inception, transformers, Swin, YOLO, ...); third: "
@@ -2075,7 +2078,12 @@ def main() -> int:
                     "sparse attention, a Qwen3 QK-norm / YaRN / GQA-SDPA decoder, a "
                     "speculative-decoding verify step, HSTU, TTT-Linear, DeepSeek-V3 "
                     "group-limited routing, a paged-KV decode step, an FSQ tokenizer, a soft "
-                    "rasterizer, nGPT, a TabPFN-style in-context classifier); all")
+                    "rasterizer, nGPT, a TabPFN-style in-context classifier); "
+                    "thirtysecond: the 12 of the thirty-second (a filterbank front end with "
+                    "deltas and LFR stacking, a ViT with registers and 2-D RoPE, DAB-DETR "
+                    "anchor refinement, DDIM with classifier-free guidance, a kNN-LM, a ListMLE "
+                    "ranker, quotient-remainder / Bloom embeddings, a band-split RoFormer, "
+                    "PaiNN, LIIF, a PTv3 Morton serializer, an sLSTM LM); all")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="llvm",
                     help="minitvm's build target, e.g. 'llvm -mcpu=haswell' for AVX2 code on an "
@@ -2099,13 +2107,13 @@ def main() -> int:
     twentyfifth, twentysixth = twentyfifth_models(), twentysixth_models()
     twentyseventh, twentyeighth = twentyseventh_models(), twentyeighth_models()
     twentyninth, thirtieth = twentyninth_models(), thirtieth_models()
-    thirtyfirst = thirtyfirst_models()
+    thirtyfirst, thirtysecond = thirtyfirst_models(), thirtysecond_models()
     table = {**first, **second, **third, **fourth, **fifth, **sixth, **seventh, **eighth,
              **ninth, **tenth, **eleventh, **twelfth, **thirteenth, **fourteenth, **fifteenth,
              **sixteenth, **seventeenth, **eighteenth, **nineteenth, **twentieth,
              **twentyfirst, **twentysecond, **twentythird, **twentyfourth, **twentyfifth,
              **twentysixth, **twentyseventh, **twentyeighth, **twentyninth, **thirtieth,
-             **thirtyfirst}
+             **thirtyfirst, **thirtysecond}
     group = {"first": first, "second": second, "third": third, "fourth": fourth,
              "fifth": fifth, "sixth": sixth, "seventh": seventh, "eighth": eighth,
              "ninth": ninth, "tenth": tenth, "eleventh": eleventh, "twelfth": twelfth,
@@ -2117,7 +2125,8 @@ def main() -> int:
              "twentyfifth": twentyfifth, "twentysixth": twentysixth,
              "twentyseventh": twentyseventh, "twentyeighth": twentyeighth,
              "twentyninth": twentyninth, "thirtieth": thirtieth,
-             "thirtyfirst": thirtyfirst, "all": table}[args.group]
+             "thirtyfirst": thirtyfirst, "thirtysecond": thirtysecond,
+             "all": table}[args.group]
     names = args.models.split(",") if args.models else list(group)
     unknown = [n for n in names if n not in table]
     if unknown:

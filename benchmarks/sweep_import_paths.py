@@ -71,6 +71,7 @@ from new_user_models_tenth import tenth_models  # noqa: E402
 from new_user_models_thirteenth import thirteenth_models  # noqa: E402
 from new_user_models_thirtieth import thirtieth_models  # noqa: E402
 from new_user_models_thirtyfirst import thirtyfirst_models  # noqa: E402
+from new_user_models_thirtysecond import thirtysecond_models  # noqa: E402
 from new_user_models_twelfth import twelfth_models  # noqa: E402
 from new_user_models_twentieth import twentieth_models  # noqa: E402
 from new_user_models_twentyeighth import twentyeighth_models  # noqa: E402
@@ -114,7 +115,7 @@ def groups() -> dict:
               "twentyfifth": twentyfifth_models(), "twentysixth": twentysixth_models(),
               "twentyseventh": twentyseventh_models(), "twentyeighth": twentyeighth_models(),
               "twentyninth": twentyninth_models(), "thirtieth": thirtieth_models(),
-              "thirtyfirst": thirtyfirst_models()}
+              "thirtyfirst": thirtyfirst_models(), "thirtysecond": thirtysecond_models()}
     tables["all"] = {k: v for t in list(tables.values()) for k, v in t.items()}
     return tables
 
@@ -504,7 +505,7 @@ def main() -> int:
                              "eighteenth", "nineteenth", "twentieth", "twentyfirst",
                              "twentysecond", "twentythird", "twentyfourth", "twentyfifth",
                              "twentysixth", "twentyseventh", "twentyeighth", "twentyninth",
-                             "thirtieth", "thirtyfirst", "all"))
+                             "thirtieth", "thirtyfirst", "thirtysecond", "all"))
     ap.add_argument("--models", default="", help="comma-separated names (default: the group's)")
     ap.add_argument("--paths", default=",".join(PATHS),
                     help=f"comma-separated of {PATHS + DYNAMO_PATHS + DYN_RELAY_PATHS}, or all")

@@ -204,6 +204,18 @@ def i0(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
     return ops.where(ops.less_equal(a, scalar(_I0_SERIES_UP_TO)), series, asymptotic)
 
 
+def i0e(ops: Any, x, scalar: Callable, emit: _Emit = lambda e: e):
+    """The exponentially scaled ``e^-|x| I0(x)`` (finite for every x: the asymptotic branch
+    drops ``i0``'s ``e^|x|`` instead of multiplying by it and dividing again)."""
+    a = emit(ops.abs(x))
+    s = emit(ops.multiply(ops.multiply(a, a), scalar(1.0 / _I0_SERIES_UP_TO ** 2)))
+    series = ops.multiply(_horner(ops, s, _I0_SERIES[::-1], scalar), ops.exp(ops.negative(a)))
+    big = emit(ops.maximum(a, scalar(_I0_SERIES_UP_TO)))
+    correction = _horner(ops, ops.divide(scalar(1.0), big), _I0_ASYMPTOTIC[::-1], scalar)
+    scaled = ops.divide(correction, ops.sqrt(ops.multiply(big, scalar(2.0 * math.pi))))
+    return ops.where(ops.less_equal(a, scalar(_I0_SERIES_UP_TO)), series, scaled)
+
+
 def frexp(ops: Any, x, scalar: Callable, exponent_dtype: str = "int32",
           emit: _Emit = lambda e: e):
     """``(mantissa, exponent)`` with ``x = mantissa * 2**exponent`` and ``0.5 <= |mantissa| <

@@ -200,6 +200,13 @@ def _copysign(ctx: AtenContext, args):
     return ctx.emit(torch_math.copysign(_op, a, b, scalar, ctx.emit))
 
 
+@register("ldexp.Tensor", "ldexp.default")
+def _ldexp(ctx: AtenContext, args):
+    """``x * 2 ** other`` in the operands' promoted float dtype (frexp's inverse)."""
+    x, e, scalar = _float_operands(ctx, args[0], args[1])
+    return ctx.emit(_op.multiply(x, ctx.emit(_op.power(scalar(2.0), e))))
+
+
 @register("lerp.Scalar", "lerp.Tensor")
 def _lerp(ctx: AtenContext, args):
     """StyleGAN's truncation trick, ``w_avg.lerp(w, psi)``, by torch's two-sided formula."""

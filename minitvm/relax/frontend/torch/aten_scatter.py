@@ -1,6 +1,6 @@
 """Core-ATen scatters onto ``relax.op``: ``scatter`` / ``scatter_add`` / ``scatter_reduce`` (one
-index a row, broadcast, as a ``scatter_nd`` of whole rows), ``index_put`` / ``index_copy`` and
-``masked_scatter``."""
+index a row, broadcast, as a ``scatter_nd`` of whole rows), ``index_reduce``, ``index_put`` /
+``index_copy`` and ``masked_scatter``."""
 
 from __future__ import annotations
 
@@ -120,6 +120,26 @@ def _scatter_reduce(ctx: AtenContext, args):
     count = ctx.emit(_op.maximum(count, ctx.tensor(1.0, x)))
     fn = _op.divide if ctx.dtype(x).startswith("float") else _op.floor_divide
     return ctx.emit(fn(out, count))
+
+
+@register("index_reduce.default")
+def _index_reduce(ctx: AtenContext, args):
+    """index_reduce(self, dim, index, source, reduce, include_self=True): source's slice i
+    reduced into self's slice index[i] along dim (a point cloud's max pooling into voxels):
+    the 1-D index broadcast to the source's shape, then that ``scatter_reduce``."""
+    x, dim, index, src, reduce = args[:5]
+    include_self = args[5] if len(args) > 5 else True
+    rank = ctx.ndim(x)
+    if rank == 0 or ctx.ndim(index) != 1:
+        raise ctx.fail("index_reduce: needs a tensor of rank >= 1 and a 1-D index")
+    axis = int(dim) % rank
+    sshape = ctx.shape(src)
+    idx = ctx.emit(_op.reshape(index, ctx.shape_expr(
+        [sshape[axis] if i == axis else 1 for i in range(rank)])))
+    idx = ctx.emit(_op.broadcast_to(idx, ctx.shape_expr(list(sshape))))
+    if ctx.dtype(src) != ctx.dtype(x):
+        src = ctx.emit(_op.astype(src, ctx.dtype(x)))
+    return _scatter_reduce(ctx, [x, axis, idx, src, reduce, include_self])
 
 
 @register("index_put.default")

@@ -1,6 +1,6 @@
 """Core-ATen special functions onto ``relax.op``: ``erfc``, ``special.erfcx``,
-``special.ndtr``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``frexp``,
-``lgamma``, ``digamma``, ``polygamma``, ``igamma`` / ``igammac``
+``special.ndtr``, ``special.log_ndtr``, ``special.ndtri``, ``erfinv``, ``i0``, ``special.i0e``,
+``frexp``, ``lgamma``, ``digamma``, ``polygamma``, ``igamma`` / ``igammac``
 and an accurate ``log1p``, composed by ``frontend_common.torch_special``, which the Relay
 importer shares."""
 
@@ -36,6 +36,7 @@ register("erfc.default", "special_erfc.default")(_special_unary(torch_special.er
 register("special_erfcx.default")(_special_unary(torch_special.erfcx))
 register("special_log_ndtr.default")(_special_unary(torch_special.log_ndtr))
 register("i0.default", "special_i0.default")(_special_unary(torch_special.i0))
+register("special_i0e.default")(_special_unary(torch_special.i0e))
 
 
 def _wide_unary(compose, wide: str):

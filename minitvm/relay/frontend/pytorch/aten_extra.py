@@ -607,6 +607,12 @@ def _sort(ctx, args):
             _op.argsort(args[0], axis=dim, is_ascend=ascend, dtype="int64"))
 
 
+@register("msort")
+def _msort(ctx, args):
+    """msort(self): the values sorted along axis 0."""
+    return _op.sort(args[0], axis=0, is_ascend=True)
+
+
 @register("kthvalue")
 def _kthvalue(ctx, args):
     """The ``k``-th smallest along ``dim`` and its int64 index (MaskGIT's re-masking

@@ -1,4 +1,4 @@
-"""ATen gathers and masks onto Relay: ``embedding``, ``index_select``, ``gather``,
+"""ATen gathers and masks onto Relay: ``embedding``, ``take``, ``index_select``, ``gather``,
 ``take_along_dim``, indexing by integer tensors ``x[i0, i1, ...]`` (``index``), ``where``,
 ``masked_fill`` and ``masked_scatter``."""
 
@@ -9,6 +9,7 @@ import numpy as np
 from ....frontend_common.torch_take_along import take_along_plan
 from ... import expr as _expr
 from ... import op as _op
+from ..scatter import wrap_index as _wrap
 from .aten import _is_expr, _norm_dim, _pair, _scalar_like, register
 
 
@@ -16,6 +17,15 @@ from .aten import _is_expr, _norm_dim, _pair, _scalar_like, register
 def _embedding(ctx, args):
     w, idx = args[0], args[1]
     return _op.take(w, idx, axis=0)
+
+
+@register("take")
+def _take(ctx, args):
+    """take(self, index): elements of the flattened ``self`` (negative indices from its end),
+    in the index's shape (a hashed lookup into a flattened table)."""
+    x, index = args[0], args[1]
+    n = int(np.prod([int(d) for d in ctx.shape(x)], dtype=np.int64))
+    return _op.take(_op.reshape(x, (-1,)), _wrap(ctx, index, n), axis=0)
 
 
 @register("masked_fill", "masked_fill_")

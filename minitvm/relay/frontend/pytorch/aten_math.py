@@ -151,6 +151,7 @@ register("special_log_ndtr")(_special_unary(torch_special.log_ndtr))
 
 
 register("i0", "i0_", "special_i0")(_special_unary(torch_special.i0))
+register("special_i0e")(_special_unary(torch_special.i0e))
 
 
 def _wide_unary(compose, wide: str):
@@ -222,6 +223,13 @@ def _mvlgamma(ctx, args):
     for i in range(order):
         total = _op.add(total, torch_special.lgamma(_op, _op.subtract(xw, c(i / 2)), c))
     return _op.cast(total, dt)
+
+
+@register("ldexp", "ldexp_")
+def _ldexp(ctx, args):
+    """``x * 2 ** other`` in the operands' promoted float dtype (frexp's inverse)."""
+    x, e, dt = _float_pair(ctx, args[0], args[1])
+    return _op.multiply(x, _op.power(_const(dt)(2.0), e))
 
 
 @register("frexp")

@@ -1,5 +1,6 @@
 """ATen scatters: ``scatter`` (a source tensor or a value, optionally reduced), ``scatter_add``,
-``scatter_reduce`` (sum, prod, mean, amax, amin, with or without ``self``), ``index_add`` and
+``scatter_reduce`` (sum, prod, mean, amax, amin, with or without ``self``), ``index_add``,
+``index_reduce`` and
 ``index_put`` (integer index tensors, or one boolean mask). They are what a mixture of experts
 (``zeros.scatter(-1, topk_idx, weights)``), a graph network (``index_add`` / ``scatter_add``
 messages into nodes) or ``x[idx] += v`` trace to. Each becomes Relay's ``scatter_elements`` or
@@ -148,6 +149,26 @@ def _index_add(ctx, args):
     if alpha != 1:
         src = _op.multiply(src, _scalar_like(ctx, alpha, x))
     return _scatter_elements(ctx, x, idx, src, axis, "add")
+
+
+@register("index_reduce", "index_reduce_")
+def _index_reduce(ctx, args):
+    """index_reduce(self, dim, index, source, reduce, include_self=True): source's slice i
+    reduced (prod, mean, amax, amin) into self's slice index[i] along dim (a point cloud's
+    max pooling into voxels): the 1-D index broadcast to the source's shape, then the
+    scatter_reduce of the same reduction."""
+    x, dim, index, src, reduce = args[:5]
+    include_self = bool(args[5]) if len(args) > 5 and args[5] is not None else True
+    rank = len(ctx.shape(x))
+    if rank == 0 or len(ctx.shape(index)) != 1:
+        raise ctx.fail("index_reduce: needs a tensor of rank >= 1 and a 1-D index")
+    axis = _norm_dim(dim, rank)
+    sshape = tuple(int(d) for d in ctx.shape(src))
+    idx = _op.reshape(index, tuple(sshape[axis] if i == axis else 1 for i in range(rank)))
+    idx = _op.broadcast_to(idx, sshape)
+    if ctx.dtype(src) != ctx.dtype(x):
+        src = _op.cast(src, ctx.dtype(x))
+    return _scatter_reduced(ctx, x, axis, idx, src, str(reduce), include_self)
 
 
 @register("index_put", "index_put_", "_index_put_impl_")

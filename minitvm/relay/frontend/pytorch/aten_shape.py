@@ -234,6 +234,12 @@ def _flip(ctx, args):
     return x
 
 
+@register("fliplr", "flipud")
+def _flip_lr_ud(ctx, args):
+    """fliplr reverses axis 1, flipud axis 0 (numpy's names)."""
+    return _op.reverse(args[0], 1 if ctx.op_name == "fliplr" else 0)
+
+
 @register("rot90")
 def _rot90(ctx, args):
     """``torch.rot90(x, k=1, dims=[0, 1])``: flips and an axis swap
