@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import threading
 
-from ..expr import Call, DataflowBlock, Tuple, Var, VarBinding
+from ...ir.op import Op
+from ..expr import Call, DataflowBlock, Tuple, TupleGetItem, Var, VarBinding
 from .matcher import _Matcher
 from .pattern import (
+    CallPattern,
     ConstantPattern,
     DataflowVarPattern,
     DFPattern,
@@ -129,8 +131,8 @@ def match_dfb(ctx: PatternContext, dfb: DataflowBlock) -> dict | None:
     bindings = [b for b in dfb.bindings if isinstance(b, VarBinding)]
     var2val = {b.var: b.value for b in bindings}
     var_of = {id(b.value): b.var for b in bindings}
-    users = _users(dfb)
-    anchors = [p for p in ctx.patterns if not isinstance(p, _LEAVES)]
+    users: dict = {}  # (computed at the first only_used_by check)
+    anchors = _anchor_order([p for p in ctx.patterns if not isinstance(p, _LEAVES)])
 
     def var_for(e):
         return var_of.get(id(e), e if isinstance(e, Var) else None)
@@ -149,6 +151,8 @@ def match_dfb(ctx: PatternContext, dfb: DataflowBlock) -> dict | None:
                     return False
             elif not any(_mentions(a, pv) for a in args):
                 return False
+            if u.only and not users:
+                users.update(_users(dfb))
             if u.only and any(c is not var_for(consumer) for c in users.get(pv, ())):
                 return False
         return True
@@ -167,10 +171,15 @@ def match_dfb(ctx: PatternContext, dfb: DataflowBlock) -> dict | None:
             if v is not None and v not in taken:
                 frames.append((i + 1, 0, memo, taken | {v}))
             continue
+        op = _callee_op(p)
         for k in range(start, len(bindings)):
             v = bindings[k].var
             if v in taken:
                 continue
+            if op is not None:  # (a call of another operator cannot match: not tried)
+                value = bindings[k].value
+                if not isinstance(value, Call) or value.op is not op:
+                    continue
             m = _Matcher(var2val)
             m.memo = dict(memo)
             if m.match(p, v) and var_of.get(id(m.memo[p])) is v:
@@ -178,6 +187,39 @@ def match_dfb(ctx: PatternContext, dfb: DataflowBlock) -> dict | None:
                 frames.append((i + 1, 0, m.memo, taken | {v}))
                 break
     return None
+
+
+def _callee_op(p):
+    """The operator a call pattern's callee names (``is_op(...)(...)``), else None."""
+    if isinstance(p, CallPattern) and isinstance(p.op, ExprPattern) and isinstance(p.op.expr, Op):
+        return p.op.expr
+    return None
+
+
+def _anchor_order(anchors: list) -> list:
+    """Outermost patterns first: one nested in another is bound when the outer one matches,
+    so the search tries the block's bindings for the outer pattern only (linear, not
+    quadratic, in the block's length)."""
+    inner: set[int] = set()
+    for a in anchors:
+        stack = list(_sub_patterns(a))
+        while stack:
+            p = stack.pop()
+            if id(p) not in inner:
+                inner.add(id(p))
+                stack.extend(_sub_patterns(p))
+    return [a for a in anchors if id(a) not in inner] + [a for a in anchors if id(a) in inner]
+
+
+def _sub_patterns(p) -> list:
+    out = []
+    for name in ("op", "tuple", "left", "right", "reject", "pattern"):
+        q = getattr(p, name, None)
+        if isinstance(q, DFPattern):
+            out.append(q)
+    for name in ("args", "fields"):
+        out.extend(q for q in getattr(p, name, None) or () if isinstance(q, DFPattern))
+    return out
 
 
 def _mentions(arg, var: Var) -> bool:
@@ -188,18 +230,23 @@ def _mentions(arg, var: Var) -> bool:
 
 
 def _users(dfb: DataflowBlock) -> dict:
-    """Variable -> the variables whose bindings use it (``None`` for a use outside a call)."""
+    """Variable -> the variables whose bindings use it."""
     out: dict = {}
     for b in dfb.bindings:
-        stack = [b.value]
+        value = b.value
+        stack = list(value.args) if isinstance(value, Call) else [value]
         while stack:
             e = stack.pop()
             if isinstance(e, Var):
-                out.setdefault(e, []).append(b.var)
+                users = out.get(e)
+                if users is None:
+                    out[e] = [b.var]
+                else:
+                    users.append(b.var)
             elif isinstance(e, Call):
                 stack.extend(e.args)
             elif isinstance(e, Tuple):
                 stack.extend(e.fields)
-            elif hasattr(e, "tuple_value"):
+            elif isinstance(e, TupleGetItem):
                 stack.append(e.tuple_value)
     return out

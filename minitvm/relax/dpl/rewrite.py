@@ -68,7 +68,8 @@ class _BindingsRewriter(ExprMutator):
         self.ctx, self.rewriter = ctx, rewriter
 
     def visit_dataflow_block_(self, block: DataflowBlock) -> DataflowBlock:
-        block = super().visit_dataflow_block_(block)
+        if self.var_remap_ or any(isinstance(b.value, Function) for b in block.bindings):
+            block = super().visit_dataflow_block_(block)  # (renamed uses, inner functions)
         for _ in range(MAX_ROUNDS):
             matches = match_dfb(self.ctx, block)
             if matches is None:
@@ -85,14 +86,20 @@ class _BindingsRewriter(ExprMutator):
         bb._begin_block(True)
         bound: dict[int, object] = {}  # a sub-expression shared by replacements: bound once
         keep = []
-        self.memo_map = {}
-        for b in block.bindings:
+        renamed = False  # (until a replacement changes a variable's struct info, the other
+        for b in block.bindings:  # bindings stay as they are)
             if b.var not in replace:
-                self.visit_binding(b)
+                if renamed:
+                    self.visit_binding(b)
+                else:
+                    bb.emit_normalized(b)
                 continue
             value = bb.normalize(_bind_nested(replace.pop(b.var), bb, bound, keep))
             var = self.with_struct_info(b.var, value.struct_info)
             if var is not b.var:
+                if not renamed:
+                    self.memo_map = {}
+                renamed = True
                 self.set_var_remap(b.var, var)
             bb.emit_normalized(VarBinding(var, value, b.span))
         if replace:
