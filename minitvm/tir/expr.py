@@ -510,6 +510,8 @@ def _fold_ints(fold, a: IntImm, b: IntImm) -> IntImm | None:
 _INT_DTYPE = re.compile(r"(u?)int(\d+)")
 
 
+_MUL = _binary(Mul)
+
 register_prim_operators({
     "__add__": _binary(Add), "__radd__": _binary(Add, True),
     "__sub__": _binary(Sub), "__rsub__": _binary(Sub, True),
@@ -517,7 +519,7 @@ register_prim_operators({
     "__floordiv__": _binary(FloorDiv), "__rfloordiv__": _binary(FloorDiv, True),
     "__truediv__": _binary(Div), "__rtruediv__": _binary(Div, True),
     "__mod__": _binary(FloorMod), "__rmod__": _binary(FloorMod, True),
-    "__neg__": lambda self: Mul(self, _to_expr(-1, self.dtype)),
+    "__neg__": lambda self: _MUL(self, _to_expr(-1, self.dtype)),  # (-IntImm(1) is IntImm(-1))
     "__lt__": _binary(LT), "__le__": _binary(LE), "__gt__": _binary(GT), "__ge__": _binary(GE),
     "__and__": lambda self, other: And(self, other),
     "__or__": lambda self, other: Or(self, other),

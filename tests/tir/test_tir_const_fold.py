@@ -23,3 +23,9 @@ def test_no_fold_where_tvm_would_not_or_the_value_overflows():
     assert isinstance(tir.IntImm("bool", 1) + tir.IntImm("bool", 1), tir.Add)
     n = tir.Var("n", "int64")
     assert isinstance(n * 2, tir.Mul) and isinstance(five * n, tir.Mul)  # only constants fold
+
+
+def test_negation_folds_like_multiplication():
+    neg = -tir.IntImm("int64", 1)
+    assert isinstance(neg, tir.IntImm) and neg.value == -1 and neg.dtype == "int64"
+    assert isinstance(-tir.Var("n", "int64"), tir.Mul)
