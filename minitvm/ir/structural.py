@@ -233,8 +233,22 @@ def _compare(lhs, rhs, map_free_vars: bool):
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
         if type(a) is not type(b) and not (isinstance(a, int | float) and isinstance(b, int | float)):
             raise StructuralMismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
-        if a != b and not (a != a and b != b):  # NaN constants equal themselves (same bits)
+        if a != b and not (a != a and b != b) and not _close_floats(a, b):
+            # NaN constants equal themselves (same bits); floats within TVM's tolerance
             raise StructuralMismatch(path, a, b, f"{a!r} vs {b!r}")
+
+
+_FLOAT_ATOL = 1e-9
+
+
+def _close_floats(a, b) -> bool:
+    """Floating-point leaves (attribute values, FloatImm) closer than TVM's absolute tolerance.
+
+    TVM compares doubles within 1e-9, so an epsilon read back from a float32 constant equals the
+    literal it came from; the structural hash stays exact (a close pair may hash apart, as in TVM).
+    """
+    return ((type(a) is float or type(b) is float) and not isinstance(a, bool)
+            and not isinstance(b, bool) and abs(a - b) < _FLOAT_ATOL)
 
 
 def _imm_as_int(x):

@@ -6,6 +6,8 @@ its loops and indices from them.
 
 from __future__ import annotations
 
+import re
+
 from ..ir.node import Node
 from ..ir.prim_expr import Any, FloatImm, IntImm, PrimExpr, register_prim_operators  # noqa: F401
 
@@ -467,12 +469,48 @@ class Reduce(PrimExpr):
 
 # --------------------------------------------------------------------------- PrimExpr operators
 def _binary(cls, swap: bool = False):
+    fold = _INT_FOLDS.get(cls)
+
     def op(self, other):
         other = _to_expr(other, self.dtype if not isinstance(other, PrimExpr) else None)
-        return cls(other, self) if swap else cls(self, other)
+        a, b = (other, self) if swap else (self, other)
+        if fold is not None and type(a) is IntImm and type(b) is IntImm and a.dtype == b.dtype:
+            folded = _fold_ints(fold, a, b)
+            if folded is not None:
+                return folded
+        return cls(a, b)
 
     return op
 
+
+def _floordiv(a: int, b: int) -> int | None:
+    return a // b if b else None
+
+
+def _floormod(a: int, b: int) -> int | None:
+    return a % b if b else None
+
+
+# integer constants combine into a constant, as TVM's operators fold them (``IntImm(5) * 2``
+# is ``IntImm(10)``); a result outside the dtype's range stays an expression
+_INT_FOLDS = {Add: lambda a, b: a + b, Sub: lambda a, b: a - b, Mul: lambda a, b: a * b,
+              FloorDiv: _floordiv, FloorMod: _floormod}
+
+
+def _fold_ints(fold, a: IntImm, b: IntImm) -> IntImm | None:
+    kind = _INT_DTYPE.fullmatch(a.dtype)  # scalar integers only (not bool, not vectors)
+    value = fold(a.value, b.value) if kind else None
+    if value is None:
+        return None
+    bits = int(kind.group(2))
+    lo, hi = (0, 2 ** bits) if kind.group(1) else (-2 ** (bits - 1), 2 ** (bits - 1))
+    return IntImm(a.dtype, value) if lo <= value < hi else None
+
+
+_INT_DTYPE = re.compile(r"(u?)int(\d+)")
+
+
+_MUL = _binary(Mul)
 
 register_prim_operators({
     "__add__": _binary(Add), "__radd__": _binary(Add, True),
@@ -481,7 +519,7 @@ register_prim_operators({
     "__floordiv__": _binary(FloorDiv), "__rfloordiv__": _binary(FloorDiv, True),
     "__truediv__": _binary(Div), "__rtruediv__": _binary(Div, True),
     "__mod__": _binary(FloorMod), "__rmod__": _binary(FloorMod, True),
-    "__neg__": lambda self: Mul(self, _to_expr(-1, self.dtype)),
+    "__neg__": lambda self: _MUL(self, _to_expr(-1, self.dtype)),  # (-IntImm(1) is IntImm(-1))
     "__lt__": _binary(LT), "__le__": _binary(LE), "__gt__": _binary(GT), "__ge__": _binary(GE),
     "__and__": lambda self, other: And(self, other),
     "__or__": lambda self, other: Or(self, other),

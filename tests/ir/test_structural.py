@@ -259,3 +259,24 @@ def test_hash_contents_sets_the_hash_structural_hash_would_compute():
             c._content_hash = None
             assert structural_hash(const(a)) == structural_hash(const(c))
     assert len({a._content_hash for a in arrays}) == len(arrays)
+
+
+def test_float_leaves_equal_within_tvm_tolerance():
+    # TVM compares doubles within 1e-9: an epsilon read back from a float32 constant
+    # (9.999999747e-06) equals the 1e-5 literal; 1e-5 and 1e-3 differ; ints stay exact
+    from minitvm import tir
+
+    eps32 = float(np.float32(1e-5))
+    x = relay.var("x", shape=(1, 4))
+    stats = [relay.var(n, shape=(4,)) for n in "gbmv"]
+    assert eps32 != 1e-5
+    assert structural_equal(relay.nn.batch_norm(x, *stats, epsilon=eps32)[0],
+                            relay.nn.batch_norm(x, *stats, epsilon=1e-5)[0])
+    assert not structural_equal(relay.nn.batch_norm(x, *stats, epsilon=1e-3)[0],
+                                relay.nn.batch_norm(x, *stats, epsilon=1e-5)[0])
+    assert structural_equal(tir.FloatImm("float32", eps32), tir.FloatImm("float32", 1e-5))
+    assert not structural_equal(tir.FloatImm("float32", 2e-9), tir.FloatImm("float32", 0.0))
+    assert not structural_equal([10**12], [10**12 + 1])
+    assert not structural_equal([True], [1.0 + 1e-12])
+    with pytest.raises(ValueError, match="1e-05 vs 0.001"):
+        assert_structural_equal([1e-5], [1e-3])

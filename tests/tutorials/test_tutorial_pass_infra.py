@@ -2,7 +2,9 @@
 ``import minitvm as tvm``: passes applied one by one and as a ``Sequential`` under a
 ``PassContext`` (opt_level, disabled_pass, required_pass), ``AlterOpLayout`` under a target, a
 custom ``function_pass`` with an ``ExprMutator``, ``PrintIR``, ``PassTimingInstrument``, and
-user instruments made with ``@pass_instrument`` (counting calls, skipping a pass, raising)."""
+user instruments made with ``@pass_instrument`` (counting calls, skipping a pass, raising), and
+the instrument tutorial's exception handling: which enter / exit hooks run when an
+instrument's enter, exit or before-pass hook raises, with and without a ``with``."""
 
 from __future__ import annotations
 
@@ -179,3 +181,96 @@ def test_custom_instruments():
     with pytest.raises(RuntimeError, match="refused FoldConstant"):
         with tvm.transform.PassContext(instruments=[PassFine()]):
             relay.transform.FoldConstant()(mod)
+
+
+class _Traced:
+    """The instrument tutorial's ``PassExampleBase``: each hook records ``(name, hook)``."""
+
+    log: list = []
+
+    def __init__(self, name):
+        self._name = name
+
+    def _say(self, what):
+        _Traced.log.append(f"{self._name} {what}")
+
+    def enter_pass_ctx(self):
+        self._say("enter")
+
+    def exit_pass_ctx(self):
+        self._say("exit")
+
+    def should_run(self, mod, info):
+        self._say("should_run")
+        return True
+
+    def run_before_pass(self, mod, info):
+        self._say("before")
+
+    def run_after_pass(self, mod, info):
+        self._say("after")
+
+
+@tvm.instrument.pass_instrument
+class _Fine(_Traced):
+    pass
+
+
+@tvm.instrument.pass_instrument
+class _BadEnter(_Traced):
+    def enter_pass_ctx(self):
+        raise ValueError(f"{self._name} bad enter_pass_ctx")
+
+
+@tvm.instrument.pass_instrument
+class _BadExit(_Traced):
+    def exit_pass_ctx(self):
+        raise ValueError(f"{self._name} bad exit_pass_ctx")
+
+
+@tvm.instrument.pass_instrument
+class _BadBefore(_Traced):
+    def run_before_pass(self, mod, info):
+        raise ValueError(f"{self._name} bad run_before_pass")
+
+
+@pytest.mark.parametrize("bad, during, after_override", [
+    # enter fails: the instruments that entered exit, instrumentation is off, nothing later
+    (_BadEnter, ["A enter", "A exit"], []),
+    # exit fails: the instruments after it never exit; instrumentation is off after it
+    (_BadExit, ["A enter", "B enter", "C enter", "A should_run", "B should_run",
+                "C should_run", "A before", "B before", "C before", "A after", "B after",
+                "C after", "A exit"], []),
+    # a hook fails: the with-statement exits every instrument; they stay registered, so
+    # override_instruments([]) exits them once more
+    (_BadBefore, ["A enter", "B enter", "C enter", "A should_run", "B should_run",
+                  "C should_run", "A before", "A exit", "B exit", "C exit"],
+     ["A exit", "B exit", "C exit"]),
+])
+def test_instrument_exceptions(bad, during, after_override):
+    mod = tvm.IRModule.from_expr(example())
+    _Traced.log = []
+    ctx = tvm.transform.PassContext(instruments=[_Fine("A"), bad("B"), _Fine("C")])
+    with pytest.raises(ValueError, match="B bad"):
+        with ctx:
+            relay.transform.InferType()(mod)
+    assert _Traced.log == during
+    _Traced.log = []
+    ctx.override_instruments([])
+    assert _Traced.log == after_override
+
+
+def test_instrument_exception_without_a_with_statement():
+    # on the current context, no with-statement exits the instruments after a failing hook
+    mod = tvm.IRModule.from_expr(example())
+    cur = tvm.transform.PassContext.current()
+    _Traced.log = []
+    cur.override_instruments([_Fine("A"), _BadBefore("B"), _Fine("C")])
+    try:
+        with pytest.raises(ValueError, match="B bad run_before_pass"):
+            relay.transform.InferType()(mod)
+        assert _Traced.log[-1] == "A before" and not any("exit" in e for e in _Traced.log)
+    finally:
+        _Traced.log = []
+        cur.override_instruments([])
+    assert _Traced.log == ["A exit", "B exit", "C exit"]

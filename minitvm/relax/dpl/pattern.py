@@ -11,13 +11,15 @@ given.
 from __future__ import annotations
 
 from ...ir.op import Op
+from ..expr import ExternFunc
 
 __all__ = [
     "DFPattern", "ExprPattern", "VarPattern", "DataflowVarPattern", "GlobalVarPattern",
     "ConstantPattern", "WildcardPattern", "CallPattern", "TuplePattern", "TupleGetItemPattern",
     "OrPattern", "AndPattern", "NotPattern", "DataTypePattern", "ShapePattern", "AttrPattern",
-    "wildcard", "is_op", "is_const", "is_var", "is_dfvar", "is_gv", "is_expr", "is_tuple",
-    "is_tuple_get_item", "is_call_tir", "has_dtype", "has_shape", "has_attr",
+    "wildcard", "is_op", "is_const", "is_var", "is_dfvar", "is_dfv", "is_gv", "is_expr", "is_tuple",
+    "is_tuple_get_item", "is_call_tir", "is_call_dps_packed", "is_call_packed", "has_dtype",
+    "has_shape", "has_attr", "make_fused_bias_activation_pattern",
 ]
 
 
@@ -27,8 +29,9 @@ class DFPattern:
 
     __slots__ = ()
 
-    def __call__(self, *args, varg_default_wildcard: bool = False) -> CallPattern:
-        return CallPattern(self, list(args), varg_default_wildcard)
+    def __call__(self, *args, varg_default_wildcard: bool = False,
+                 add_constraint: bool = True) -> CallPattern:
+        return CallPattern(self, list(args), varg_default_wildcard, add_constraint)
 
     def __or__(self, other: DFPattern) -> OrPattern:
         return OrPattern(self, other)
@@ -72,6 +75,31 @@ class DFPattern:
         from .matcher import match_expr
 
         return match_expr(self, expr, var2val)
+
+    # use constraints between the bindings two patterns match (see :mod:`.context`)
+    def used_by(self, other, index: int = -1):
+        """``self``'s value is used by ``other``'s (a ``PatternSeq``; recorded in the current
+        ``PatternContext``)."""
+        from .context import used_by
+
+        return used_by(self, other, index)
+
+    def only_used_by(self, other, index: int = -1):
+        """``self``'s value is used by ``other``'s and nothing else."""
+        from .context import only_used_by
+
+        return only_used_by(self, other, index)
+
+    def __xor__(self, other):
+        return self.used_by(other)
+
+    def __rshift__(self, other):
+        return self.only_used_by(other)
+
+    def fork_to(self, *others) -> None:
+        """``self`` is used by each of ``others``."""
+        for o in others:
+            self.used_by(o)
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{s}={getattr(self, s)!r}' for s in _slots(self))})"
@@ -132,10 +160,18 @@ class CallPattern(DFPattern):
 
     __slots__ = ("op", "args", "varg_default_wildcard")
 
-    def __init__(self, op: DFPattern, args=None, varg_default_wildcard: bool = False):
+    def __init__(self, op: DFPattern, args=None, varg_default_wildcard: bool = False,
+                 add_constraint: bool = True):
         self.op = op
         self.args = None if args is None else [_as_pattern(a) for a in args]
         self.varg_default_wildcard = varg_default_wildcard
+        if add_constraint and self.args:
+            from .context import PatternContext
+
+            ctx = PatternContext.current()
+            if ctx is not None:  # inside ``with PatternContext()``: each argument is used here
+                for a in self.args:
+                    ctx.add_use(a, self, -1, False)
 
 
 class TuplePattern(DFPattern):
@@ -145,6 +181,17 @@ class TuplePattern(DFPattern):
 
     def __init__(self, fields):
         self.fields = [_as_pattern(f) for f in fields]
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, index: int | None) -> TupleGetItemPattern:
+        """``tup[i]``: the tuple's ``i``-th item (``None``: any item), as is_tuple_get_item."""
+        if index is None:
+            return TupleGetItemPattern(self, -1)
+        if not -len(self.fields) <= index < len(self.fields):
+            raise IndexError(f"TuplePattern index {index} out of range for {len(self.fields)} fields")
+        return TupleGetItemPattern(self, index % len(self.fields))
 
 
 class TupleGetItemPattern(DFPattern):
@@ -241,6 +288,11 @@ def is_dfvar(name: str = "") -> DataflowVarPattern:
     return DataflowVarPattern(name)
 
 
+def is_dfv(name: str = "") -> DataflowVarPattern:
+    """A DataflowVar (TVM's name for :func:`is_dfvar`)."""
+    return DataflowVarPattern(name)
+
+
 def is_gv(name: str = "") -> GlobalVarPattern:
     return GlobalVarPattern(name)
 
@@ -272,6 +324,41 @@ def is_call_tir(func_name: str, args=None, tir_vars=None) -> CallPattern:
     if tir_vars is not None:
         pats.append(_as_pattern(tir_vars))
     return CallPattern(is_op("relax.call_tir"), pats)
+
+
+def _args_pattern(args) -> DFPattern:
+    if args is None:
+        return wildcard()
+    return args if isinstance(args, DFPattern) else TuplePattern(list(args))
+
+
+def is_call_dps_packed(func_name: str, args=None) -> CallPattern:
+    """``R.call_dps_packed`` of the external function named ``func_name`` on ``args``."""
+    return CallPattern(is_op("relax.call_dps_packed"),
+                       [ExprPattern(ExternFunc(func_name)), _args_pattern(args)])
+
+
+def is_call_packed(func_name: str, args=None) -> CallPattern:
+    """``R.call_packed`` / ``R.call_pure_packed`` of ``func_name``: a call of the external
+    function itself on ``args`` (a list of patterns; None: any arguments)."""
+    callee = ExprPattern(ExternFunc(func_name))
+    pure = CallPattern(is_op("relax.call_pure_packed"), None if args is None
+                       else [callee, *args], add_constraint=False)
+    if args is None:
+        return CallPattern(callee, None) | pure
+    return CallPattern(callee, list(args)) | pure
+
+
+def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
+                                       activation: str | None = None) -> DFPattern:
+    """``activation(op(lhs, rhs) + bias)``, bias and activation optional (the root pattern;
+    ``relax.backend.patterns`` has the variant that also returns the named parts)."""
+    out = is_op(op_name)(wildcard(), wildcard())
+    if with_bias:
+        out = is_op("relax.add")(out, wildcard())
+    if activation:
+        out = is_op(activation)(out)
+    return out
 
 
 def has_dtype(dtype: str, pattern: DFPattern | None = None) -> DataTypePattern:

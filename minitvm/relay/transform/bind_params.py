@@ -15,9 +15,11 @@ def bind_params_by_name(func: Function, params: dict) -> Function:
     """Bind ``params`` (name -> array) to ``func``'s parameters of those names.
 
     Bound parameters are removed from the signature; names that match no parameter are ignored.
-    Beyond TVM, a value whose shape or dtype contradicts the parameter's annotation is an error;
-    a shape that differs only by unit dimensions (TVM's GCN tutorial binds a ``(n,)`` bias to a
-    ``(n, 1)`` parameter) binds as TVM does, with the value's own shape.
+    Beyond TVM, a value whose shape contradicts the parameter's annotation is an error; a shape
+    that differs only by unit dimensions (TVM's GCN tutorial binds a ``(n,)`` bias to a
+    ``(n, 1)`` parameter) binds as TVM does, with the value's own shape. A dtype that differs
+    binds as in TVM (its pattern-language docs bind float64 ones to a float32 weight): the
+    value keeps its dtype and type inference reports the clash where an operator meets it.
     """
     if not isinstance(func, Function):
         raise TypeError(f"bind_params_by_name expects a relay.Function, got {type(func).__name__}")
@@ -40,7 +42,7 @@ def bind_params_by_name(func: Function, params: dict) -> Function:
         if isinstance(t, TensorType):
             shape = tuple(t.shape)
             static = all(isinstance(d, int) for d in shape)
-            if (static and _squeezed(shape) != _squeezed(arr.shape)) or t.dtype != str(arr.dtype):
+            if static and _squeezed(shape) != _squeezed(arr.shape):
                 raise ValueError(f"parameter {name!r} is annotated {t.dtype}{list(shape)} but the "
                                  f"bound value is {arr.dtype}{list(arr.shape)}")
         binds[var] = Constant(value if isinstance(value, NDArray) else arr)

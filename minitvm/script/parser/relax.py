@@ -188,6 +188,21 @@ def function(f=None, *, pure: bool = True, private: bool = False,
 function._tvmscript_kind = "relax"
 
 
+def rewriter(cls):
+    """``@R.rewriter class Rewrite:`` with ``@R.function``s ``pattern`` and ``replacement``:
+    a ``relax.dpl.PatternMatchingRewriter`` applying the rewrite to a module or function."""
+    from ...relax.dpl.pattern_rewriter import PatternMatchingRewriter
+    from .entry import caller_env, parse_definition, source_of
+
+    if not isinstance(cls, type):
+        raise TypeError(f"@R.rewriter decorates a class, got {type(cls).__name__}")
+    src, node = source_of(cls)
+    return PatternMatchingRewriter.from_module(parse_definition(src, node, caller_env(1)))
+
+
+rewriter._tvmscript_kind = "module"  # (its class parses as an @I.ir_module class)
+
+
 # ---------------------------------------------------------------------------- parser markers
 class _DataflowScope:
     """``with R.dataflow():`` (only meaningful inside a parsed function)."""

@@ -354,12 +354,14 @@ class RelaxParser(ExprEvaluator):
         self.sym[name] = fresh
         self.var_table.add(name, fresh)
 
-    def _var(self, name: str, sinfo, node):
+    def _var(self, name: str, sinfo, node, operand: bool = False):
         span = self.source.span(node)
         df = self._seq.dataflow
         if df is None:
             return rx.Var(name, sinfo, span)
-        if df.outputs.get(name) == df.index:
+        # (a nested operand's temporary is never an output, even when its fresh name is the
+        # name the statement's own output binds: ``lv2 = R.matmul(a, R.permute_dims(w))``)
+        if df.outputs.get(name) == df.index and not operand:
             v = rx.Var(name, sinfo, span)
             df.out_vars[name] = v
             return v
@@ -372,7 +374,7 @@ class RelaxParser(ExprEvaluator):
             value.span = self.source.span(node)
         return value
 
-    def _emit(self, name: str, value, ann, node, var=None) -> rx.Var:
+    def _emit(self, name: str, value, ann, node, var=None, operand: bool = False) -> rx.Var:
         at = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else node
         value = self._normalize(self._bind_operands(self._to_relax(value, at), node), at)
         inferred = value.struct_info_
@@ -382,7 +384,7 @@ class RelaxParser(ExprEvaluator):
         else:
             sinfo = inferred
         if var is None:
-            var = self._var(name, sinfo, node)
+            var = self._var(name, sinfo, node, operand)
         self._spanned(value, at)
         self._seq.bindings.append(rx.VarBinding(var, value, self.source.span(node)))
         self.var_table.add(name, var)
@@ -406,7 +408,7 @@ class RelaxParser(ExprEvaluator):
                     name in self._operand_names:
                 k += 1
             self._operand_names.add(name)
-            return self._emit(name, operand, None, node)
+            return self._emit(name, operand, None, node, operand=True)
 
         return bind_operands(value, emit)
 

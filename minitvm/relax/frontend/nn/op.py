@@ -15,6 +15,7 @@ import numpy as np
 
 from ....ir.prim_expr import FloatImm, IntImm, PrimExpr
 from ... import expr as rx
+from ...block_builder import BlockBuilder
 from .core import Tensor, wrap_nested
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "chunk", "take", "astype", "broadcast_to", "triu", "full", "zeros", "ones", "pad",
     "layer_norm", "rms_norm", "group_norm",
     "conv1d", "conv2d", "conv1d_transpose", "scaled_dot_product_attention",
+    "extern", "tensor_expr_op", "tensor_ir_op",
 ]
 
 
@@ -367,6 +369,74 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     causal_mask = "TopLeft" if is_causal else None
     return wrap_nested(_relax_op("nn.attention")(_expr(query), _expr(key), _expr(value),
                                                  causal_mask=causal_mask, scale=scale), name)
+
+
+# ---------------------------------------------------------------------- calls out of the module
+def _out_sinfo(out, what: str):
+    """The struct info of ``out``: an ``nn.Tensor`` placeholder or a tuple/list of them."""
+    if isinstance(out, Tensor):
+        return out._expr.struct_info
+    if isinstance(out, list | tuple) and out and all(isinstance(t, Tensor) for t in out):
+        return [t._expr.struct_info for t in out]
+    raise TypeError(f"nn.{what}: out must be an nn.Tensor placeholder or a list of them, got "
+                    f"{type(out).__name__}")
+
+
+def _arg_expr(arg, what: str):
+    if isinstance(arg, Tensor):
+        return arg._expr
+    if isinstance(arg, int | float):
+        return rx.PrimValue(arg)
+    if isinstance(arg, PrimExpr):
+        return rx.PrimValue(arg)
+    raise TypeError(f"nn.{what}: unsupported argument {type(arg).__name__} {arg!r}")
+
+
+def extern(name: str, args: Sequence, out) -> Tensor:
+    """Call the external (packed) function ``name`` destination-passing style:
+    ``R.call_dps_packed(name, args, out_sinfo)``, ``out`` giving the result's shape."""
+    from ...op.base import call_dps_packed
+
+    call = call_dps_packed(name, [_arg_expr(a, "extern") for a in args],
+                           _out_sinfo(out, "extern"))
+    return wrap_nested(call, name)
+
+
+def tensor_expr_op(tensor_expr_func, name_hint: str, args: Sequence, *,
+                   attrs: dict | None = None) -> Tensor:
+    """Apply a te (topi) function to ``args``: a PrimFunc named ``name_hint`` added to the
+    module and called with ``R.call_tir``."""
+    bb = _current_builder("tensor_expr_op")
+    te_args = [a._expr if isinstance(a, Tensor) else a for a in args]
+    call = bb.call_te(tensor_expr_func, *te_args, primfunc_name_hint=name_hint,
+                      primfunc_attrs=attrs)
+    return wrap_nested(call, name_hint)
+
+
+def tensor_ir_op(func, name_hint: str, args, out) -> Tensor:
+    """Call the TIR PrimFunc ``func`` (added to the module as ``name_hint``) on ``args``
+    (tensors; ints and PrimExprs become its symbolic ``tir_vars``) with ``R.call_tir``."""
+    from ...op.base import call_tir
+
+    bb = _current_builder("tensor_ir_op")
+    args = list(args) if isinstance(args, list | tuple) else [args]
+    tensors = [a._expr for a in args if isinstance(a, Tensor)]
+    tir_vars = [a for a in args if not isinstance(a, Tensor)]
+    for a in tir_vars:
+        if not isinstance(a, int | PrimExpr):
+            raise TypeError(f"nn.tensor_ir_op: unsupported argument {type(a).__name__} {a!r}")
+    gv = bb.add_func(func, name_hint)
+    call = call_tir(gv, tensors, _out_sinfo(out, "tensor_ir_op"),
+                    rx.ShapeExpr(tir_vars) if tir_vars else None)
+    return wrap_nested(call, name_hint)
+
+
+def _current_builder(what: str) -> BlockBuilder:
+    bb = BlockBuilder.current()
+    if bb is None:
+        raise RuntimeError(f"nn.{what} can only be applied while a module is being exported "
+                           "(inside nn.Module.export_tvm)")
+    return bb
 
 
 def _shape_arg(shape):
