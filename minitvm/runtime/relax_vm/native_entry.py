@@ -87,15 +87,6 @@ RECORD = Token("RECORD")  # a new call shape: interpret once and record a plan
 _NO_PLAN = Token("NO_PLAN")  # recorded, but not plannable: always interpret this shape
 
 
-def _wrap(a: np.ndarray) -> NDArray:
-    """An NDArray around a fresh C-contiguous array, without NDArray's checks."""
-    o = object.__new__(NDArray)
-    o._data = a
-    o.device = _CPU
-    o._content_hash = None
-    return o
-
-
 _CPU = cpu(0)
 
 
@@ -487,14 +478,22 @@ def _plan_code(plan: _Plan, template) -> tuple:
     (``template``, ``_result_template``) from the arguments' arrays and the output owners;
     ``call(arrays)`` takes the plan's lock (``MISS`` when another thread holds it), allocates
     the owners, runs the plan at the pool's thread count and returns the result."""
-    env = {"W": _wrap, "ND": np.ndarray, "empty": np.empty, "run": plan.run, "MISS": MISS,
+    env = {"new": object.__new__, "NDA": NDArray, "CPU": _CPU, "ND": np.ndarray,
+           "empty": np.empty, "run": plan.run, "MISS": MISS,
            "nthreads": threadpool.get_num_threads, "acquire": plan.lock.acquire,
            "release": plan.lock.release, "addr": plan.addr, "addr1": plan.address(1)}
+    wraps: list[str] = []  # statements making each result NDArray, without NDArray's checks
 
     def const(v) -> str:
         name = f"v{len(env)}"
         env[name] = v
         return name
+
+    def wrap(array: str) -> str:
+        r = f"r{len(wraps)}"
+        wraps.append(f"{r} = new(NDA); {r}._data = {array}; {r}.device = CPU; "
+                     f"{r}._content_hash = None")
+        return r
 
     def expr(t) -> str:
         kind = t[0]
@@ -502,12 +501,12 @@ def _plan_code(plan: _Plan, template) -> tuple:
             parts = [expr(p) for p in t[1]]
             return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
         if kind == "out":
-            return f"W(o{t[1]})"
+            return wrap(f"o{t[1]}")
         if kind == "view":
             _, shape, dtype, (where, k), off = t
             base = f"arrays[{k}]" if where == "arg" else f"o{k}"
-            return f"W(ND({const(shape)}, {const(dtype)}, {base}, {off}))"
-        return f"W({const(t[1])})" if kind == "array" else const(t[1])
+            return wrap(f"ND({const(shape)}, {const(dtype)}, {base}, {off})")
+        return wrap(const(t[1])) if kind == "array" else const(t[1])
 
     result = expr(template)
     owners = [f"o{j}" for j in range(len(plan.outs))]
@@ -515,9 +514,11 @@ def _plan_code(plan: _Plan, template) -> tuple:
                      for j, (shape, dtype) in enumerate(plan.outs))
     unpack = f"    {', '.join(owners)}, = outs\n" if owners else ""
     call_args = f"(*arrays, {', '.join(owners)})" if owners else "arrays"
-    src = (f"def build(arrays, outs):\n{unpack}    return {result}\n"
+    src = (f"def build(arrays, outs):\n{unpack}" + "".join(f"    {w}\n" for w in wraps) +
+           f"    return {result}\n"
            "def call(arrays):\n    if not acquire(False): return MISS\n    try:\n" + allocs +
-           f"        n = nthreads()\n        run({call_args}, addr1 if n == 1 else addr, n)\n"
+           f"        n = nthreads()\n        run({call_args}, addr1 if n == 1 else addr, n)\n" +
+           "".join(f"        {w}\n" for w in wraps) +
            f"        return {result}\n    finally:\n        release()\n")
     exec(compile(src, "<relax native plan>", "exec"), env)  # noqa: S102
     return env["build"], env["call"]
