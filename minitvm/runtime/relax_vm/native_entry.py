@@ -9,10 +9,13 @@ outputs is then fixed. So the first call at a shape runs in the interpreter and 
 intermediate buffers point into storages the plan keeps (one arena per call shape, into which
 the interpreter's storages are packed by liveness) and in which argument and output buffers are
 *patched* per call. Later calls at that shape check the
-arguments cheaply in Python (generated code), allocate the outputs and make one call of
+arguments cheaply in Python, allocate the outputs and make one call of
 ``mtvm_relax_run_plan`` — a single LLVM function, compiled once per process, that reads the
 numpy data pointers straight out of the argument tuple, patches the table and calls every
-kernel through its machine address.
+kernel through its machine address. The Python side is two generated functions: the
+function's (argument checks, the call shape's plan) and the plan's (its lock, the outputs, the
+run, the result's NDArrays made inline): a 2-kernel MLP at batch 1 spent ~4 us of its ~10 us in
+five frames of checks, lookups, allocation and a lambda tree rebuilding the result.
 
 A function keeps up to ``MAX_PLANS`` call shapes (and ``MAX_PLAN_BYTES`` of intermediates),
 dropping the least recently used first. ``VirtualMachine.profile`` times a plan's kernels one
