@@ -299,13 +299,16 @@ class NativeFunction:
         # call in one frame (the checks, lookup, allocation and result were five frames and
         # ~4 us of a 2-kernel MLP's 11 us; Relay's graph executor spends ~1 us)
         env.update(MISS=MISS, RECORD=RECORD, NO_PLAN=_NO_PLAN, get=self.plans.get,
-                   used=self.used, tick=self._tick.__next__)
+                   plans=self.plans, used=self.used, tick=self._tick.__next__)
         unpack = f"    {', '.join(params)}{',' if params else ''} = args\n" if params else ""
         src += (f"def fast(args):\n    if len(args) != {len(params)}: return MISS\n" + unpack +
                 "\n".join(ln.replace("return None", "return MISS") for ln in lines) +
                 f"\n    key = {key}\n    plan = get(key)\n"
                 "    if plan is None: return RECORD\n    if plan is NO_PLAN: return MISS\n"
-                f"    used[key] = tick()\n    return plan.call({tup})\n")
+                # (a lone plan's last use needs no tick: every later plan is recorded after
+                # it, so it stays the least recent until it is called among others)
+                "    if len(plans) > 1: used[key] = tick()\n"
+                f"    return plan.call({tup})\n")
         exec(compile(src, f"<relax native entry {self.func.name}>", "exec"), env)  # noqa: S102
         self.tensor_params = tensor_params
         self.conv = env["conv"]

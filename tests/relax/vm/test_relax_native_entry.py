@@ -375,3 +375,24 @@ def test_busy_plan_interprets_and_profile_rebuilds_the_same_result(mlp):
     assert _fast(vm, "main") is MISS  # a wrong argument count: the interpreter's error
     with pytest.raises(TypeError, match=r"main\(\) takes 1 arguments"):
         vm["main"]()
+
+
+def test_least_recent_shape_dropped_first_after_a_lone_plan(mlp, monkeypatch):
+    """A plan called while it is the only one keeps its recording tick (the fast path skips
+    the tick): the shapes dropped are still the least recently called."""
+    from minitvm.runtime.relax_vm import native_entry
+
+    ex, w = mlp
+    monkeypatch.setattr(native_entry, "MAX_PLANS", 2)
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    xs = {r: np.random.rand(r, 16).astype("float32") for r in (1, 2, 3, 4)}
+    for _ in range(3):
+        vm["main"](xs[1])  # alone: no tick
+    vm["main"](xs[2])
+    vm["main"](xs[1])  # among others: ticked, now more recent than (2, 16)
+    vm["main"](xs[3])  # two plans at most: (2, 16) is dropped for it
+    assert sorted(k[0][0] for k in vm._native["main"].plans) == [1, 3]
+    vm["main"](xs[4])
+    assert sorted(k[0][0] for k in vm._native["main"].plans) == [3, 4]
+    for r, x in xs.items():
+        np.testing.assert_allclose(vm["main"](x).numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
