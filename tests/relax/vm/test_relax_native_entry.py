@@ -394,5 +394,5 @@ def test_least_recent_shape_dropped_first_after_a_lone_plan(mlp, monkeypatch):
     assert sorted(k[0][0] for k in vm._native["main"].plans) == [1, 3]
     vm["main"](xs[4])
     assert sorted(k[0][0] for k in vm._native["main"].plans) == [3, 4]
-    for r, x in xs.items():
+    for x in xs.values():
         np.testing.assert_allclose(vm["main"](x).numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
