@@ -349,3 +349,50 @@ def test_plans_hold_bounded_memory(mlp, monkeypatch):
         x = np.random.rand(rows, 16).astype("float32")
         np.testing.assert_allclose(vm["main"](x).numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
         assert len(vm._native["main"].plans) == 1  # each new shape evicts the previous one
+
+
+def test_busy_plan_interprets_and_profile_rebuilds_the_same_result(mlp):
+    """A call shape's plan held by another thread is a MISS (the call interprets, same
+    numbers); the profile's result rebuilding (``plan.build``) and the per-call path agree."""
+    ex, w = mlp
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    x = np.random.default_rng(3).standard_normal((3, 16)).astype("float32")
+    fast = vm["main"](x).numpy()
+    plan, = vm._native["main"].plans.values()
+    assert plan.lock.acquire(False)
+    try:
+        assert _fast(vm, "main", x) is MISS
+        np.testing.assert_array_equal(vm["main"](x).numpy(), fast)  # interpreted meanwhile
+    finally:
+        plan.lock.release()
+    assert _fast(vm, "main", tvm.nd.array(x)) is not MISS
+    report = vm.profile("main", x)
+    assert report.native and sum(c for c, _ in report.rows.values()) >= 2
+    key, arrays = vm._native["main"].conv(x)
+    outs = [np.empty(s, d) for s, d in plan.outs]
+    assert isinstance(plan.build(arrays, outs), tvm.nd.NDArray)
+    np.testing.assert_allclose(fast, _ref(w, x), rtol=1e-5, atol=1e-5)
+    assert _fast(vm, "main") is MISS  # a wrong argument count: the interpreter's error
+    with pytest.raises(TypeError, match=r"main\(\) takes 1 arguments"):
+        vm["main"]()
+
+
+def test_least_recent_shape_dropped_first_after_a_lone_plan(mlp, monkeypatch):
+    """A plan called while it is the only one keeps its recording tick (the fast path skips
+    the tick): the shapes dropped are still the least recently called."""
+    from minitvm.runtime.relax_vm import native_entry
+
+    ex, w = mlp
+    monkeypatch.setattr(native_entry, "MAX_PLANS", 2)
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    xs = {r: np.random.rand(r, 16).astype("float32") for r in (1, 2, 3, 4)}
+    for _ in range(3):
+        vm["main"](xs[1])  # alone: no tick
+    vm["main"](xs[2])
+    vm["main"](xs[1])  # among others: ticked, now more recent than (2, 16)
+    vm["main"](xs[3])  # two plans at most: (2, 16) is dropped for it
+    assert sorted(k[0][0] for k in vm._native["main"].plans) == [1, 3]
+    vm["main"](xs[4])
+    assert sorted(k[0][0] for k in vm._native["main"].plans) == [3, 4]
+    for x in xs.values():
+        np.testing.assert_allclose(vm["main"](x).numpy(), _ref(w, x), rtol=1e-5, atol=1e-5)
