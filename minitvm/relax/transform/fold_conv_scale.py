@@ -15,7 +15,11 @@ by the rewritten op:
 
 Without the fold, a torch.export'ed ResNet or MobileNetV2 kept one multiply per conv (or a
 whole batch norm) in each fused kernel's epilogue, where Relay's kernels add a bias only.
-Outputs change only by float rounding (the scale is applied to the weights, not the sums)."""
+Outputs change only by float rounding (the scale is applied to the weights, not the sums), so
+a product that is rounded next (``round`` / ``floor`` / ``ceil`` / ``trunc``, a cast to an
+integer: a requantize, where the conv sums integers exactly in float32) keeps its multiply:
+one rounding step of the scaled sums flips an integer there (an ONNX QLinearConv one step off
+ONNX Runtime's)."""
 
 from __future__ import annotations
 
@@ -63,10 +67,27 @@ def _channel_scale(c, channels: int, dtype) -> np.ndarray | None:
     return np.broadcast_to(v.reshape(shape[1]), (channels,))
 
 
+_ROUNDING = frozenset(f"relax.{n}" for n in ("round", "floor", "ceil", "trunc"))
+
+
+def _rounded_vars(func: Function) -> set:
+    """The variables some binding of ``func`` rounds to integers (their exact values matter)."""
+    out = set()
+    for block in getattr(func.body, "blocks", ()):
+        for b in block.bindings:
+            v = b.value
+            name = _op_name(v)
+            if name in _ROUNDING or (name == "relax.astype" and
+                                     str(v.attrs.dtype).startswith(("int", "uint", "bool"))):
+                out.add(v.args[0])
+    return out
+
+
 class _Folder(DataflowTrackingMutator):
-    def __init__(self, uses: dict, mod=None):
+    def __init__(self, uses: dict, mod=None, rounded: frozenset | set = frozenset()):
         super().__init__(mod)
         self.uses = uses
+        self.rounded = rounded  # products rounded next: their multiply stays (module doc)
         self.convs: dict = {}  # bound var of a foldable conv2d (one use) -> its call
         self.norms: dict = {}  # bound var of a folded batch norm's tuple -> its item 0
         self.folded = 0
@@ -89,7 +110,8 @@ class _Folder(DataflowTrackingMutator):
             self.convs[binding.var] = Call(value.op, [self.visit_expr(value.args[0]),
                                                       value.args[1]], value.attrs,
                                            value.sinfo_args, value.span)
-        new = self._fold(value) if name in ("relax.multiply", "relax.nn.batch_norm") else None
+        new = self._fold(value) if name == "relax.nn.batch_norm" or (
+            name == "relax.multiply" and binding.var not in self.rounded) else None
         if new is None:
             return super().visit_var_binding_(binding)
         self.folded += 1
@@ -147,7 +169,7 @@ def fold_conv_scale(func: Function, mod=None):
     if "relax.nn.conv2d" not in names or \
             not names & {"relax.multiply", "relax.nn.batch_norm"}:
         return func, 0  # (nothing to fold: no walk)
-    m = _Folder(binding_use_counts(func), mod)
+    m = _Folder(binding_use_counts(func), mod, _rounded_vars(func))
     out = m.visit_expr(func)
     if m.folded:
         out, _ = remove_all_unused(out, mod)

@@ -104,7 +104,18 @@ def _weight_is_an_input(bb, x):
     return relax.op.multiply(c, relax.const(SCALE))
 
 
-@pytest.mark.parametrize("body", [_two_uses, _spatial_scale, _weight_is_an_input])
+def _rounded(bb, x):  # (a requantize: the conv's exact sums times the scale, rounded)
+    c = bb.emit(_conv(x))
+    return relax.op.round(bb.emit(relax.op.multiply(c, relax.const(np.float32(0.004)))))
+
+
+def _cast_to_int(bb, x):
+    c = bb.emit(_conv(x))
+    return relax.op.astype(bb.emit(relax.op.multiply(c, relax.const(SCALE))), "int32")
+
+
+@pytest.mark.parametrize("body", [_two_uses, _spatial_scale, _weight_is_an_input, _rounded,
+                                  _cast_to_int])
 def test_left_alone(body):
     mod = _func(body)
     out = _run(mod)
@@ -146,3 +157,22 @@ def test_in_the_default_build():
         for j in range(3):
             ref += np.einsum("chw,oc->ohw", xp[0, :, i:i + 6, j:j + 6], W[:, :, i, j])[None]
     np.testing.assert_allclose(got, ref * SCALE + BIAS, rtol=1e-4, atol=1e-4)
+
+
+def test_a_rounded_product_keeps_the_integer_sums_exact():
+    """Integer-valued data and weights (a quantized conv emulated in float32) sum exactly; the
+    scale applied to the weights instead rounds each product: 127 * 25 - 75 * 54 = -875 times
+    the multiplier is -3.4999998 (-3), the sum of the scaled products -3.5000002 (-4)."""
+    w = np.zeros((1, 2, 3, 3), "float32")
+    w[0, 0, 0, 0], w[0, 1, 0, 0] = 25.0, -54.0
+    mult = np.float32(np.float32(0.02) * np.float32(0.01)) / np.float32(0.05)
+
+    def body(bb, x):
+        c = bb.emit(relax.op.nn.conv2d(x, relax.const(w)))
+        return relax.op.round(bb.emit(relax.op.multiply(c, relax.const(mult))))
+
+    mod = _func(body, (1, 2, 3, 3))
+    x = np.ones((1, 2, 3, 3), "float32") * np.array([127.0, 75.0], "float32").reshape(1, 2, 1, 1)
+    got = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())["main"](
+        tvm.nd.array(x)).numpy()
+    assert got.reshape(-1)[0] == np.round(np.float32(-875.0) * mult) == -3.0
