@@ -14,6 +14,7 @@ from __future__ import annotations
 from ...ir.module import IRModule
 from ...ir.prim_expr import IntImm
 from ...ir.structural import structural_equal
+from ..block_builder import _operands as _kids
 from ..expr import (
     Call,
     Function,
@@ -172,16 +173,6 @@ def _expr_pattern(expr, of: dict, calls: list) -> DFPattern:
             pat = ExprPattern(e)
         done[id(e)] = pat
     return done[id(expr)]
-
-
-def _kids(e) -> list:
-    if isinstance(e, Call):
-        return list(e.args)
-    if isinstance(e, Tuple):
-        return list(e.fields)
-    if isinstance(e, TupleGetItem):
-        return [e.tuple_value]
-    return []
 
 
 def _inline(func: Function, args: list):

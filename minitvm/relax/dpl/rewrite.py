@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..block_builder import _DATAFLOW, _needs_binding, _with_operands
-from ..expr import Call, DataflowBlock, Function, Tuple, TupleGetItem, VarBinding
+from ..block_builder import _operands as _kids
+from ..expr import DataflowBlock, Function, VarBinding
 from ..expr_functor import ExprMutator
 from .context import PatternContext, match_dfb
 from .matcher import match_expr
@@ -136,16 +137,6 @@ def _bind_nested(expr, bb, bound: dict, keep: list):
             new.append(rebuilt)
         done[id(e)] = e if all(a is b for a, b in zip(new, kids)) else _with_operands(e, new)
     return done[id(expr)]
-
-
-def _kids(e) -> list:
-    if isinstance(e, Call):
-        return list(e.args)
-    if isinstance(e, Tuple):
-        return list(e.fields)
-    if isinstance(e, TupleGetItem):
-        return [e.tuple_value]
-    return []
 
 
 def rewrite_bindings(ctx: PatternContext, rewriter: Callable, func: Function) -> Function:
