@@ -17,7 +17,18 @@ import numpy as np
 
 from .onnx_resize import FUSED_TAPS
 
-__all__ = ["resize_by_scales"]
+__all__ = ["resize_by_scales", "split_roi"]
+
+
+def split_roi(roi, nd: int) -> tuple[np.ndarray, np.ndarray] | str:
+    """A Resize's roi (known at import) as the spatial axes' (starts, ends), float32, given
+    for all ``nd`` axes or for the spatial ones; else the error to raise."""
+    v, k = np.ravel(roi).astype("float32"), nd - 2
+    if v.size == 2 * nd:
+        return v[2:nd], v[nd + 2:]
+    if v.size == 2 * k:
+        return v[:k], v[k:]
+    return f"the roi {v.tolist()} has neither 2 x {nd} nor 2 x {k} values"
 
 
 def resize_by_scales(ops, x, attrs: dict, size, scale, lo, hi):

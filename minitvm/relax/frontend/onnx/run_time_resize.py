@@ -172,13 +172,10 @@ def _roi(ctx: Context, attrs: dict, ins, nd: int, size, spatial):
     if v is None or v.dtype == object:
         raise ctx.fail("Resize's scales or sizes are known only at run time, and "
                        "tf_crop_and_resize needs its roi known at import")
-    v = np.ravel(v).astype("float32")
-    if v.size == 2 * nd:
-        lo, hi = v[2:nd], v[nd + 2:]
-    elif v.size == 2 * k:
-        lo, hi = v[:k], v[k:]
-    else:
-        raise ctx.fail(f"the roi {v.tolist()} has neither 2 x {nd} nor 2 x {k} values")
+    bounds = onnx_run_time_taps.split_roi(v, nd)
+    if isinstance(bounds, str):
+        raise ctx.fail(bounds)
+    lo, hi = bounds
     same = ctx.emit(_op.equal(_op.astype(size, "float32"), spatial))
     return tuple(ctx.emit(_op.where(same, w, const(g))) for w, g in zip(whole, (lo, hi),
                                                                        strict=True))

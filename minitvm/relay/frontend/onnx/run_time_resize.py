@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....frontend_common.onnx_run_time_taps import split_roi
 from ... import op as _op
 from ...expr import Call
 from ...op import dyn as _dyn
@@ -165,13 +166,10 @@ def _spatial_roi(ctx: Context, attrs: dict, roi, x, size, what: str):
     if v is None:
         raise ctx.fail(f"{what} give output sizes known only at run time, and "
                        "tf_crop_and_resize needs its roi known at import")
-    v = np.ravel(v).astype("float32")
-    if v.size == 2 * nd:
-        lo, hi = v[2:nd], v[nd + 2:]
-    elif v.size == 2 * k:
-        lo, hi = v[:k], v[k:]
-    else:
-        raise ctx.fail(f"the roi {v.tolist()} has neither 2 x {nd} nor 2 x {k} values")
+    bounds = split_roi(v, nd)
+    if isinstance(bounds, str):
+        raise ctx.fail(bounds)
+    lo, hi = bounds
     kept = _op.equal(size, _op.strided_slice(_op.shape_of(x, "int64"), [2], [nd]))
     return tuple(_op.where(kept, w, ctx.const(g)) for w, g in zip(whole, (lo, hi),
                                                                     strict=True))
