@@ -15,6 +15,7 @@ from ...ir.module import IRModule
 from ...ir.prim_expr import IntImm
 from ...ir.structural import structural_equal
 from ..block_builder import _operands as _kids
+from ..block_builder import _with_operands
 from ..expr import (
     Call,
     Function,
@@ -201,13 +202,6 @@ def _substitute(expr, value: dict):
             stack.extend((k, False) for k in kids if id(k) not in done)
             continue
         new = [done[id(k)] for k in kids]
-        if all(a is b for a, b in zip(new, kids)):
-            done[id(e)] = e
-        elif isinstance(e, Call):
-            done[id(e)] = Call(e.op, new, e.attrs, e.sinfo_args, e.span)
-        elif isinstance(e, Tuple):
-            done[id(e)] = Tuple(new, e.span)
-        else:
-            done[id(e)] = TupleGetItem(new[0], e.index, e.span)
+        done[id(e)] = e if all(a is b for a, b in zip(new, kids)) else _with_operands(e, new)
     return done[id(expr)]
 
