@@ -37,8 +37,9 @@ def tune(tvmc_model: TVMCModel, target: str = "llvm", tuning_records: str | None
          trials: int = 32, timeout: float = 10.0, hostname: str | None = None,
          runner=None) -> str:
     """Tune the model's workloads; returns the records file (``tuning_records``, else a new
-    file in the model's temporary directory, removed with the model). ``enable_autoscheduler`` uses the same tuner: minitvm
-    searches the knobs of its own schedules."""
+    file in the model's temporary directory, removed with the model).
+    ``enable_autoscheduler`` uses the same tuner: minitvm searches the knobs of its own
+    schedules."""
     if hostname is not None:
         raise differs("tvmc.tune(hostname=...)", "minitvm tunes on this machine, without RPC",
                       "tvmc.tune without hostname / rpc_key")
@@ -57,7 +58,8 @@ def compile(tvmc_model: TVMCModel, target: str = "llvm", opt_level: int = 3,  # 
             package_path: str | None = None, tuning_records: str | None = None,
             desired_layout: str | None = None) -> TVMCPackage:
     """Build the model for ``target``; the package goes to ``package_path`` (else the
-    model's temporary directory, removed with the model). ``tuning_records`` (from ``tune``) schedule the tuned workloads;
+    model's temporary directory, removed with the model). ``tuning_records`` (from
+    ``tune``) schedule the tuned workloads;
     ``desired_layout`` ("NCHW"/"NHWC") converts the convolutions first."""
     mod = tvmc_model.mod
     if desired_layout is not None:
